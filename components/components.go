@@ -1,0 +1,62 @@
+package components
+
+import ark "github.com/mlange-42/ark/ecs"
+
+// ActorID is an actor's stable identity: assigned once at spawn, in spawn
+// order, never reused while the server runs. Ark entities are recycled and
+// table rows move, so everything that must be reproducible (the wire, the
+// pair phase, ordering) uses ActorID instead.
+type ActorID struct {
+	ID uint32
+}
+
+// Transform is where the server has an actor: the authoritative position,
+// its facing (yaw, radians) and the worldOrCell it is in.
+type Transform struct {
+	X, Y, Z     float32
+	Yaw         float32
+	WorldOrCell uint32
+}
+
+// MoveInput is the newest movement update a client sent for its actor.
+// Ingest keeps only the update with the highest Seq; Move consumes it and
+// clears Pending.
+type MoveInput struct {
+	Seq         uint32
+	X, Y, Z     float32
+	Yaw         float32
+	WorldOrCell uint32
+	Flags       uint16
+	Pending     bool
+
+	// ChangedTick is the tick at which Move last accepted an update for
+	// this actor (0: never). The relay sends an actor's record to a
+	// recipient with period p only if it changed within the last p ticks,
+	// so a change always reaches everyone in range within one window and
+	// actors standing still cost nothing.
+	ChangedTick uint64
+}
+
+// Animation holds an actor's animation flags (running, sneaking, weapon out,
+// ...). The bits are the game's; Throng relays them untouched.
+type Animation struct {
+	Flags uint16
+}
+
+// InChunk is the Ark relation whose target is the entity of the chunk the
+// actor stands in. It makes every chunk's actors one contiguous table.
+type InChunk struct {
+	ark.RelationMarker
+}
+
+// Chunk marks a chunk entity (the target of InChunk relations).
+type Chunk struct {
+	WorldOrCell uint32
+	X, Y        int32
+}
+
+// Client ties an actor to the network session that drives it. Actors
+// without Client (props, NPCs) are relayed to players but receive nothing.
+type Client struct {
+	Session uint64
+}

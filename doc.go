@@ -1,0 +1,42 @@
+// Package throng is a framework for authoritative game servers whose players
+// crowd together: a city square, a market, a raid. Every movement update is
+// relayed to everyone who can see the mover, so N players in one area cost
+// about N^2 relay decisions per tick; Throng keeps the world in an Ark ECS,
+// runs that quadratic part across all cores, sends far players less often,
+// and stays deterministic: the same inputs give the same bytes on the wire
+// on 1 core or 64.
+//
+// This root package is the server's front door. It may import every package
+// of the module (grid/, components/, ecs/, scheduler/, net/, systems/, ...);
+// none of them imports it.
+//
+// # Outline
+//
+// Configuration: [Options] is the one settings struct of a server, read
+// from a JSON settings file by [LoadOptions] or [LoadOptionsFile] (strictly:
+// unknown keys, wrong types and negative counts are [*OptionsError] values
+// naming the key's path) or filled in by hand. Its zero value means every
+// default. [Options.Resolve] turns it into [Settings], the plain validated
+// values a server runs with, and lists each documented clamp it applied as
+// an [Adjustment] for the start-up log. [Parallelism] is the "parallelism"
+// section (key names of the SkyMP offload); [InterestTier] is one step of
+// the interest table and [CrowdTiers] a ready-made table.
+//
+// # Task -> API
+//
+//   - Read a settings file: [LoadOptionsFile], then [Options.Resolve].
+//   - Configure in Go: set [Options] fields (pointer fields with new(v)),
+//     then [Options.Resolve].
+//   - Log what was changed at start-up: [Adjustment.String] on each
+//     adjustment Resolve returns.
+//   - Find which key is wrong: errors.As(err, &oe) with an [*OptionsError],
+//     then oe.Key.
+//   - Run inline only: Parallelism.Enabled = new(false), or
+//     "parallelism": {"enabled": false}.
+//   - Size the worker pool this tick: [ParallelSettings.Workers]; shards of
+//     one cluster: [ParallelSettings.ShardsPerCluster].
+//   - Tune interest management: Parallelism.InterestFullRateUnits and
+//     MaxInterestSkipTicks, or a whole table in Parallelism.InterestTiers
+//     (for example [CrowdTiers]).
+//   - Time between ticks: [Settings.TickPeriod].
+package throng

@@ -1,0 +1,285 @@
+package grid
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// MinSeparation is the smallest cluster separation, in chunks, that
+// [Partitioner.Partition] uses; smaller requests are clamped up to it.
+//
+// Why 3: movement validation caps one update just below one chunk, so within
+// a tick an actor can step into the next chunk and be seen from one chunk
+// beyond that: its relay reach is 2 chunks. Chunks in different clusters are
+// more than S chunks apart, so with S >= 3 they are at least 4 apart, beyond
+// that reach with a chunk to spare. Every possible recipient of a cluster
+// member is then in the same cluster, and clusters can be processed
+// independently.
+const MinSeparation = 3
+
+// Cluster is one connected group of occupied chunks: chunks of the same
+// worldOrCell linked by steps of at most the separation (Chebyshev distance
+// in chunks).
+type Cluster struct {
+	// Lowest is the cluster's smallest chunk by [Less]. Clusters are ordered
+	// by it, which is what makes the partition independent of input order.
+	Lowest AreaKey
+	// Members are the indices into the keys passed to Partition of the views
+	// in this cluster, ascending, that is in submission order.
+	Members []int32
+}
+
+// Partitioner groups occupied chunks into [Cluster] values. It keeps its
+// buffers between calls, so once it has seen a population of a given size,
+// partitioning a population no larger allocates nothing.
+//
+// The zero value is ready to use. A Partitioner is not safe for concurrent
+// use; give each tick goroutine its own.
+type Partitioner struct {
+	views     []view    // input entries sorted by key, then index
+	nodeOf    []int32   // input index -> chunk node
+	chunks    []AreaKey // distinct keys in Less order; node i is chunks[i]
+	rows      []int32   // start node of each (worldOrCell, Y) row, then len(chunks)
+	parent    []int32   // union-find forest over nodes
+	size      []int32   // component size, valid at roots
+	clusterOf []int32   // node -> cluster index
+	ends      []int32   // per cluster: end of its span in members
+	members   []int32
+	clusters  []Cluster
+}
+
+// view is one input entry packed so that comparing (hi, lo) as unsigned
+// integers orders by worldOrCell, Y, X (the [Less] order) and then by input
+// index: hi = worldOrCell<<32 | Y, lo = X<<32 | index, with X and Y's sign
+// bits flipped so that negative coordinates sort first. Packed, a compare
+// is two integer comparisons, which is what makes the sort cheap.
+type view struct {
+	hi, lo uint64
+}
+
+const signBit = 1 << 31
+
+func packView(k AreaKey, index int32) view {
+	return view{
+		hi: uint64(k.WorldOrCell)<<32 | uint64(uint32(k.Y)^signBit),
+		lo: uint64(uint32(k.X)^signBit)<<32 | uint64(uint32(index)),
+	}
+}
+
+func (v view) key() AreaKey {
+	return AreaKey{
+		WorldOrCell: uint32(v.hi >> 32),
+		X:           int32(uint32(v.lo>>32) ^ signBit),
+		Y:           int32(uint32(v.hi) ^ signBit),
+	}
+}
+
+func (v view) index() int32 {
+	return int32(uint32(v.lo))
+}
+
+func compareViews(a, b view) int {
+	if a.hi != b.hi {
+		return cmp.Compare(a.hi, b.hi)
+	}
+	return cmp.Compare(a.lo, b.lo)
+}
+
+// Partition returns the connected components of the chunks in keys under
+// "same worldOrCell and Chebyshev distance <= separation". separation is
+// clamped up to [MinSeparation].
+//
+// keys holds one entry per occupied chunk view in submission order; a key may
+// repeat (a chunk with several tables), and all its views land in the same
+// cluster. Each input index appears in exactly one cluster's Members.
+// Clusters are ordered by [Cluster.Lowest]; the result depends only on the
+// multiset of keys and their indices, never on how the work is scheduled.
+//
+// The returned slice and every Members slice belong to p and stay valid only
+// until the next call to Partition; copy what you keep longer. Partition
+// panics if keys has more than math.MaxInt32 entries.
+//
+// Cost: O(n log n) to sort the n views, then O(u * min(separation, rows))
+// for the u distinct chunks, because only the first and last chunk of each
+// neighbouring row's window are linked (the rest are already linked along
+// their own row).
+func (p *Partitioner) Partition(keys []AreaKey, separation int) []Cluster {
+	if len(keys) > math.MaxInt32 {
+		panic(fmt.Sprintf("grid: Partition takes at most %d chunk views, got %d", math.MaxInt32, len(keys)))
+	}
+	// No two chunks are more than 2^32-1 apart, so capping s there changes
+	// nothing and keeps X-s and X+s inside int64.
+	s := min(int64(max(separation, MinSeparation)), 1<<32)
+	p.sortChunks(keys)
+	p.linkRows(s)
+	return p.collect(len(keys))
+}
+
+// sortChunks sorts the views by key and builds the distinct chunks, the row
+// index over them and each view's chunk node.
+func (p *Partitioner) sortChunks(keys []AreaKey) {
+	p.views = resize(p.views, len(keys))
+	for i, k := range keys {
+		p.views[i] = packView(k, int32(i))
+	}
+	slices.SortFunc(p.views, compareViews)
+
+	p.nodeOf = resize(p.nodeOf, len(keys))
+	p.chunks = p.chunks[:0]
+	p.rows = p.rows[:0]
+	for _, v := range p.views {
+		k := v.key()
+		if n := len(p.chunks); n == 0 || p.chunks[n-1] != k {
+			if n == 0 || !sameRow(p.chunks[n-1], k) {
+				p.rows = append(p.rows, int32(n))
+			}
+			p.chunks = append(p.chunks, k)
+		}
+		p.nodeOf[v.index()] = int32(len(p.chunks) - 1)
+	}
+	p.rows = append(p.rows, int32(len(p.chunks)))
+
+	p.parent = resize(p.parent, len(p.chunks))
+	p.size = resize(p.size, len(p.chunks))
+	for i := range p.parent {
+		p.parent[i] = int32(i)
+		p.size[i] = 1
+	}
+}
+
+func sameRow(a, b AreaKey) bool {
+	return a.WorldOrCell == b.WorldOrCell && a.Y == b.Y
+}
+
+// linkRows unions every pair of chunks within s. Within a row, linking
+// neighbours no more than s apart connects every pair within s. Between rows
+// at most s apart, the chunks of the upper row inside a chunk's window
+// [X-s, X+s] form at most two runs along their row (a third run would start
+// beyond X+s), so linking the window's first and last chunk suffices.
+func (p *Partitioner) linkRows(s int64) {
+	for r := 0; r+1 < len(p.rows); r++ {
+		lo, hi := p.rows[r], p.rows[r+1]
+		for i := lo; i+1 < hi; i++ {
+			if int64(p.chunks[i+1].X)-int64(p.chunks[i].X) <= s {
+				p.union(i, i+1)
+			}
+		}
+		base := p.chunks[lo]
+		for r2 := r + 1; r2+1 < len(p.rows); r2++ {
+			first := p.chunks[p.rows[r2]]
+			if first.WorldOrCell != base.WorldOrCell || int64(first.Y)-int64(base.Y) > s {
+				break
+			}
+			p.linkRowPair(lo, hi, p.rows[r2], p.rows[r2+1], s)
+		}
+	}
+}
+
+// linkRowPair links each chunk of row [aLo, aHi) to the first and last chunk
+// of row [bLo, bHi) within s columns of it. Both window edges only move
+// right as the row-a chunk does, so one sweep covers the pair of rows.
+func (p *Partitioner) linkRowPair(aLo, aHi, bLo, bHi int32, s int64) {
+	from, to := bLo, bLo
+	for a := aLo; a < aHi; a++ {
+		x := int64(p.chunks[a].X)
+		for from < bHi && int64(p.chunks[from].X) < x-s {
+			from++
+		}
+		if from == bHi {
+			return
+		}
+		to = max(to, from)
+		for to < bHi && int64(p.chunks[to].X) <= x+s {
+			to++
+		}
+		if from < to {
+			p.union(a, from)
+			if to-1 > from {
+				p.union(a, to-1)
+			}
+		}
+	}
+}
+
+// find returns the root of x's component, pointing every node on the way
+// straight at it (path compression).
+func (p *Partitioner) find(x int32) int32 {
+	root := x
+	for p.parent[root] != root {
+		root = p.parent[root]
+	}
+	for x != root {
+		next := p.parent[x]
+		p.parent[x] = root
+		x = next
+	}
+	return root
+}
+
+// union merges the components of a and b, hanging the smaller under the
+// larger (union by size) so trees stay shallow.
+func (p *Partitioner) union(a, b int32) {
+	ra, rb := p.find(a), p.find(b)
+	if ra == rb {
+		return
+	}
+	if p.size[ra] < p.size[rb] {
+		ra, rb = rb, ra
+	}
+	p.parent[rb] = ra
+	p.size[ra] += p.size[rb]
+}
+
+// collect numbers the components in order of their lowest chunk and lists
+// each one's views in submission order with a counting sort.
+func (p *Partitioner) collect(views int) []Cluster {
+	p.clusters = p.clusters[:0]
+	p.clusterOf = resize(p.clusterOf, len(p.chunks))
+	for i := range p.clusterOf {
+		p.clusterOf[i] = -1
+	}
+	// Nodes are in Less order, so a component's first node is its lowest
+	// chunk. Only a root's entry is read, and it is set before any member's.
+	for i := range p.chunks {
+		root := p.find(int32(i))
+		if p.clusterOf[root] < 0 {
+			p.clusterOf[root] = int32(len(p.clusters))
+			p.clusters = append(p.clusters, Cluster{Lowest: p.chunks[i]})
+		}
+		p.clusterOf[i] = p.clusterOf[root]
+	}
+
+	p.ends = resize(p.ends, len(p.clusters))
+	clear(p.ends)
+	for i := range views {
+		p.ends[p.clusterOf[p.nodeOf[i]]]++
+	}
+	start := int32(0)
+	for c, n := range p.ends {
+		p.ends[c] = start // the fill cursor, which ends at the span's end
+		start += n
+	}
+	p.members = resize(p.members, views)
+	for i := range views {
+		c := p.clusterOf[p.nodeOf[i]]
+		p.members[p.ends[c]] = int32(i)
+		p.ends[c]++
+	}
+	start = 0
+	for c, end := range p.ends {
+		p.clusters[c].Members = p.members[start:end:end]
+		start = end
+	}
+	return p.clusters
+}
+
+// resize returns buf with length n, reusing its array when it is big enough.
+// The contents are unspecified.
+func resize[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n)
+	}
+	return buf[:n]
+}

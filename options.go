@@ -1,0 +1,919 @@
+package throng
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"reflect"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/throng-go/throng/grid"
+)
+
+// Defaults and limits of [Options]. A key left out of a settings file (a nil
+// or zero field of Options) takes the default named here.
+const (
+	// DefaultTickRate is the tick rate, in Hz, when tickRate is not set.
+	DefaultTickRate = 30
+	// MaxTickRate is the highest tickRate accepted. 30, 60 and 120 Hz are
+	// the rates Throng is measured at; anything from 1 to MaxTickRate runs.
+	MaxTickRate = 240
+
+	// DefaultChunkSize is the edge of a chunk in world units when chunkSize
+	// is not set: one Skyrim exterior cell, 4096 units.
+	DefaultChunkSize = grid.DefaultChunkSize
+
+	// MaxWorkerThreads caps parallelism.workerThreads, set or automatic.
+	MaxWorkerThreads = 64
+
+	// DefaultMinActorsToOffload is the actor count from which the Move and
+	// Relay phases go to the worker pool; below it they run inline because
+	// the fork/join barrier costs more than it saves. 300 is provisional: it
+	// is the break-even the SkyMP offload measured (300 to 400 players). The
+	// tick pipeline benchmark (bench_test.go) measures Throng's own
+	// break-even and sets this figure from it.
+	DefaultMinActorsToOffload = 300
+	// DefaultMinClusterActors: clusters with fewer actors are swept up
+	// inline instead of getting their own work unit.
+	DefaultMinClusterActors = 4
+	// DefaultMinShardActors is the fewest actors one shard of a crowded
+	// cluster may carry.
+	DefaultMinShardActors = 4
+	// DefaultClusterSeparationChunks is the chunk distance that separates
+	// clusters: one chunk of margin over [grid.MinSeparation], the smallest
+	// value accepted (smaller values are raised to it).
+	DefaultClusterSeparationChunks = 4
+
+	// DefaultInterestFullRateUnits: recipients closer than this get every
+	// update; about half a chunk.
+	DefaultInterestFullRateUnits = 2048
+	// DefaultMaxInterestSkipTicks is the longest interest period: a distant
+	// pair is sent at least once every 4 ticks.
+	DefaultMaxInterestSkipTicks = 4
+	// DefaultTargetTickBudgetMicros is the wall-clock target, in
+	// microseconds, for the parallel phase; adaptive throttling acts when a
+	// cluster's share of it is overshot.
+	DefaultTargetTickBudgetMicros = 8000
+	// DefaultThrottleDistanceUnits: pairs closer than this are never
+	// throttled; one chunk.
+	DefaultThrottleDistanceUnits = 4096
+	// DefaultMaxThrottleSkipTicks is the longest throttle period.
+	DefaultMaxThrottleSkipTicks = 3
+	// MaxSkipTicks is the longest period any interest tier, interest
+	// ceiling or throttle ceiling may ask for (one second at [MaxTickRate]);
+	// longer periods are lowered to it, so a pair is never silent for long.
+	MaxSkipTicks = 240
+)
+
+// Options configures a whole Throng server. It is what a settings file holds
+// ([LoadOptions] reads one) and what a program fills in by hand.
+//
+// The zero value means every default. To make that hold for keys whose
+// default is not zero, those fields are pointers and nil means "the
+// default", so that an explicit 0 or false stays distinguishable from a key
+// left out. Keys whose default is zero are plain values. With Go 1.26 a
+// pointer field is set inline with new:
+//
+//	opts := throng.Options{
+//		TickRate:    new(60),
+//		Parallelism: throng.Parallelism{Enabled: new(false)},
+//	}
+//
+// Options is the raw request; [Options.Resolve] validates it, fills in the
+// defaults, applies the documented clamps and returns the [Settings] a
+// server runs with.
+//
+// Every field carries its settings-file key in its json tag, and
+// [LoadOptions] decodes against those tags only, so a new section (an
+// admission policy, rate limits, listen addresses) is a new field with a
+// json tag and is strict from the start: its unknown keys, wrong types and
+// duplicates are errors that name their full path.
+type Options struct {
+	// TickRate is the fixed simulation rate in Hz, 1 to [MaxTickRate].
+	// Key "tickRate"; nil means [DefaultTickRate].
+	TickRate *int `json:"tickRate,omitempty"`
+	// ChunkSize is the edge of a chunk in world units; it must be positive
+	// and finite. Key "chunkSize"; nil means [DefaultChunkSize].
+	ChunkSize *float32 `json:"chunkSize,omitempty"`
+	// Parallelism configures the parallel tick and interest management.
+	// Key "parallelism"; its zero value means every default.
+	Parallelism Parallelism `json:"parallelism,omitzero"`
+}
+
+// Parallelism is the "parallelism" section of [Options]. It keeps the key
+// names of the SkyMP offload so its operators find the same knobs. As in
+// Options, nil pointers and zero plain fields mean the defaults; counts must
+// not be negative and distances must be finite and not negative.
+type Parallelism struct {
+	// Enabled: false runs every phase inline on the tick goroutine. Key
+	// "enabled"; nil means true.
+	Enabled *bool `json:"enabled,omitempty"`
+	// WorkerThreads is the size of the worker pool. 0 (the default) means
+	// runtime.GOMAXPROCS(0), read each tick so a changed CPU quota takes
+	// effect. Set or automatic, at most [MaxWorkerThreads] are used; larger
+	// values are lowered. Key "workerThreads".
+	WorkerThreads int `json:"workerThreads,omitempty"`
+	// MinActorsToOffload: below this many actors the phases run inline.
+	// 0 always offloads. Key "minActorsToOffload"; nil means
+	// [DefaultMinActorsToOffload].
+	MinActorsToOffload *int `json:"minActorsToOffload,omitempty"`
+	// MinClusterActors: clusters with fewer actors are swept up inline.
+	// Key "minClusterActors"; nil means [DefaultMinClusterActors].
+	MinClusterActors *int `json:"minClusterActors,omitempty"`
+	// MinShardActors is the fewest actors in one shard; 0 is raised to 1.
+	// Key "minShardActors"; nil means [DefaultMinShardActors].
+	MinShardActors *int `json:"minShardActors,omitempty"`
+	// MaxShardsPerCluster caps the shards one cluster is cut into. 0 (the
+	// default) means twice the worker count. Key "maxShardsPerCluster".
+	MaxShardsPerCluster int `json:"maxShardsPerCluster,omitempty"`
+	// ClusterSeparationChunks is the chunk distance that separates
+	// clusters. Values below [grid.MinSeparation] (3) are raised to it: a
+	// smaller separation could put two actors that can see each other in
+	// different clusters. Key "clusterSeparationChunks"; nil means
+	// [DefaultClusterSeparationChunks].
+	ClusterSeparationChunks *int `json:"clusterSeparationChunks,omitempty"`
+	// MaxWorkUnitsPerTick caps the work units handed to the pool in one
+	// tick; the rest run on the tick goroutine. 0 (the default) means
+	// unlimited. Key "maxWorkUnitsPerTick".
+	MaxWorkUnitsPerTick int `json:"maxWorkUnitsPerTick,omitempty"`
+
+	// InterestManagement: distance tiers lower the update rate of far pairs,
+	// regardless of load. Key "interestManagement"; nil means true.
+	InterestManagement *bool `json:"interestManagement,omitempty"`
+	// InterestFullRateUnits: recipients closer than this get every update.
+	// Key "interestFullRateUnits"; nil means [DefaultInterestFullRateUnits].
+	InterestFullRateUnits *float32 `json:"interestFullRateUnits,omitempty"`
+	// MaxInterestSkipTicks is the longest interest period. 0 is raised to 1
+	// (every update is sent); values above [MaxSkipTicks] are lowered. Key
+	// "maxInterestSkipTicks"; nil means [DefaultMaxInterestSkipTicks].
+	MaxInterestSkipTicks *int `json:"maxInterestSkipTicks,omitempty"`
+	// InterestTiers is the interest table. Empty (the default) derives it
+	// from InterestFullRateUnits and MaxInterestSkipTicks: period 2 beyond
+	// one multiple of the full-rate distance, 3 beyond two, and so on up to
+	// the ceiling. When given, it is the whole table: distances must ascend
+	// strictly, periods must be at least 1 and must not fall with distance
+	// (periods above [MaxSkipTicks] are lowered). InterestFullRateUnits and
+	// MaxInterestSkipTicks, if set as well, are limits the table must keep:
+	// its first distance may not be closer and its last period may not be
+	// longer. [CrowdTiers] is a ready-made table. Key "interestTiers", a
+	// list of {"beyondUnits": number, "period": integer}, both keys
+	// required in every entry.
+	InterestTiers []InterestTier `json:"interestTiers,omitempty"`
+
+	// AdaptiveThrottling spaces out far relays of a cluster whose smoothed
+	// cost overshoots its share of the tick budget; it only acts under
+	// measured overload. Key "adaptiveThrottling"; nil means true.
+	AdaptiveThrottling *bool `json:"adaptiveThrottling,omitempty"`
+	// TargetTickBudgetMicros is the wall-clock target for the parallel
+	// phase, in microseconds; at least 1. Key "targetTickBudgetMicros"; nil
+	// means [DefaultTargetTickBudgetMicros].
+	TargetTickBudgetMicros *int `json:"targetTickBudgetMicros,omitempty"`
+	// ThrottleDistanceUnits: pairs closer than this are never throttled.
+	// Key "throttleDistanceUnits"; nil means [DefaultThrottleDistanceUnits].
+	ThrottleDistanceUnits *float32 `json:"throttleDistanceUnits,omitempty"`
+	// MaxThrottleSkipTicks is the longest throttle period. 0 is raised to 1
+	// (throttling never spaces a pair out); values above [MaxSkipTicks] are
+	// lowered. Key "maxThrottleSkipTicks"; nil means
+	// [DefaultMaxThrottleSkipTicks].
+	MaxThrottleSkipTicks *int `json:"maxThrottleSkipTicks,omitempty"`
+
+	// MetricsLogIntervalTicks: every this many ticks the server logs one
+	// summary line. 0 (the default) turns the line off. Key
+	// "metricsLogIntervalTicks".
+	MetricsLogIntervalTicks int `json:"metricsLogIntervalTicks,omitempty"`
+}
+
+// InterestTier is one step of the interest table: recipients at BeyondUnits
+// or farther from a sender get its updates once every Period ticks, until
+// the next step's distance. Recipients closer than the first step get every
+// update. A pair with period p is sent when (phase + tick) mod p == 0, with
+// a phase hashed from the pair, so it is sent exactly once per p ticks.
+type InterestTier struct {
+	// BeyondUnits is the distance, in world units, where this step starts.
+	BeyondUnits float32 `json:"beyondUnits"`
+	// Period is how many ticks apart updates are sent; 1 is every tick.
+	Period int `json:"period"`
+}
+
+// CrowdTiers returns the distance tiers a studio measured at 200 players
+// (shared/seeds/003): every update nearby, a third as often from 60 m, a
+// fifth from 100 m and a tenth beyond that. The post gives no distance for
+// "beyond that"; CrowdTiers starts it at 140 m, the next step of 40 m.
+//
+// Throng knows units, not metres: unitsPerMetre converts. In Skyrim-like
+// worlds, where the default 4096-unit chunk is one exterior cell, about 70
+// units make a metre, and CrowdTiers(70) is 4200 -> 1/3, 7000 -> 1/5,
+// 9800 -> 1/10, all within the 3x3 stencil's reach.
+func CrowdTiers(unitsPerMetre float32) []InterestTier {
+	return []InterestTier{
+		{BeyondUnits: 60 * unitsPerMetre, Period: 3},
+		{BeyondUnits: 100 * unitsPerMetre, Period: 5},
+		{BeyondUnits: 140 * unitsPerMetre, Period: 10},
+	}
+}
+
+// Settings is [Options] resolved: every default filled in, every value
+// validated and clamped. It holds plain values only; [Options.Resolve]
+// makes one and the server reads it.
+type Settings struct {
+	// TickRate is the simulation rate in Hz, 1 to [MaxTickRate].
+	TickRate int
+	// ChunkSize is the edge of a chunk in world units, positive and finite.
+	ChunkSize float32
+	// Parallelism is the resolved "parallelism" section.
+	Parallelism ParallelSettings
+}
+
+// TickPeriod returns the time between two ticks at TickRate, truncated to
+// the nanosecond. TickRate must be positive, as Resolve guarantees.
+func (s Settings) TickPeriod() time.Duration {
+	return time.Second / time.Duration(s.TickRate)
+}
+
+// ParallelSettings is [Parallelism] resolved. Fields mean what the
+// Parallelism field of the same name means; the notes say what a resolved
+// value can be.
+type ParallelSettings struct {
+	Enabled bool
+	// WorkerThreads is 0 (automatic, see [ParallelSettings.Workers]) or 1
+	// to [MaxWorkerThreads].
+	WorkerThreads      int
+	MinActorsToOffload int
+	MinClusterActors   int
+	// MinShardActors is at least 1.
+	MinShardActors int
+	// MaxShardsPerCluster is 0 (twice the worker count, see
+	// [ParallelSettings.ShardsPerCluster]) or a positive cap.
+	MaxShardsPerCluster int
+	// ClusterSeparationChunks is at least [grid.MinSeparation].
+	ClusterSeparationChunks int
+	// MaxWorkUnitsPerTick is 0 (unlimited) or a positive cap.
+	MaxWorkUnitsPerTick int
+
+	InterestManagement bool
+	// InterestFullRateUnits and MaxInterestSkipTicks describe the table in
+	// force: as configured when the table is derived, else the explicit
+	// table's first distance and last period. MaxInterestSkipTicks is 1 to
+	// [MaxSkipTicks].
+	InterestFullRateUnits float32
+	MaxInterestSkipTicks  int
+	// InterestTiers is the table the relay applies when InterestManagement
+	// is on: distances strictly ascending, periods 1 to [MaxSkipTicks] and
+	// never falling. Empty means every update is sent. Resolve returns a
+	// fresh slice; the server must not modify it.
+	InterestTiers []InterestTier
+
+	AdaptiveThrottling bool
+	// TargetTickBudgetMicros is at least 1.
+	TargetTickBudgetMicros int
+	ThrottleDistanceUnits  float32
+	// MaxThrottleSkipTicks is 1 to [MaxSkipTicks].
+	MaxThrottleSkipTicks int
+	// MetricsLogIntervalTicks is 0 (off) or the interval in ticks.
+	MetricsLogIntervalTicks int
+}
+
+// Workers returns how many workers the parallel phases may use now:
+// WorkerThreads when set, else runtime.GOMAXPROCS(0), capped at
+// [MaxWorkerThreads]. Call it once per tick: the Go runtime lowers or
+// raises GOMAXPROCS when the container's CPU quota changes.
+func (p ParallelSettings) Workers() int {
+	if p.WorkerThreads > 0 {
+		return min(p.WorkerThreads, MaxWorkerThreads)
+	}
+	return min(runtime.GOMAXPROCS(0), MaxWorkerThreads)
+}
+
+// ShardsPerCluster returns the most shards one cluster may be cut into when
+// workers workers run: MaxShardsPerCluster when set, else 2 * workers.
+func (p ParallelSettings) ShardsPerCluster(workers int) int {
+	if p.MaxShardsPerCluster > 0 {
+		return p.MaxShardsPerCluster
+	}
+	return 2 * workers
+}
+
+// Adjustment reports one value that [Options.Resolve] changed to keep the
+// server within its documented limits. A server logs them at start-up.
+type Adjustment struct {
+	// Key is the full settings-file path, e.g.
+	// "parallelism.clusterSeparationChunks".
+	Key string
+	// Given is the value asked for; Used is the value the server runs with.
+	Given, Used float64
+	// Why says what the limit protects.
+	Why string
+}
+
+// String formats a like "parallelism.clusterSeparationChunks: 2 raised to
+// 3 (...)".
+func (a Adjustment) String() string {
+	dir := "raised"
+	if a.Used < a.Given {
+		dir = "lowered"
+	}
+	return fmt.Sprintf("%s: %s %s to %s (%s)", a.Key, formatNumber(a.Given), dir, formatNumber(a.Used), a.Why)
+}
+
+func formatNumber(v float64) string {
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// OptionsError is a problem with one settings key, or with the settings as
+// a whole. [LoadOptions], [LoadOptionsFile] and [Options.Resolve] return it;
+// when several keys are wrong they return all of them joined with
+// errors.Join, each an *OptionsError, so errors.As finds the first.
+type OptionsError struct {
+	// File is the settings file, "" when the settings did not come from
+	// [LoadOptionsFile].
+	File string
+	// Key is the full path of the key, e.g. "parallelism.workerThreads" or
+	// "parallelism.interestTiers[1].period"; "" for the document as a
+	// whole (a syntax error, trailing data).
+	Key string
+	// Problem says what is wrong, e.g. "want a number, got string".
+	Problem string
+}
+
+// Error formats e as "throng: options: [file: ][key: ]problem".
+func (e *OptionsError) Error() string {
+	msg := "throng: options: "
+	if e.File != "" {
+		msg += e.File + ": "
+	}
+	if e.Key != "" {
+		msg += e.Key + ": "
+	}
+	return msg + e.Problem
+}
+
+// Resolve validates o and returns the settings a server runs with: every
+// default filled in, every documented clamp applied and reported, in key
+// order, as an [Adjustment]. Values no clamp can repair (a negative count, a
+// tick rate out of range, a non-finite distance, a misordered tier table)
+// are errors naming their key (see [OptionsError]); then Resolve returns
+// zero Settings and no adjustments. Resolve does not modify o, and the
+// Settings share no memory with it.
+func (o Options) Resolve() (Settings, []Adjustment, error) {
+	s, adj, errs := o.resolve()
+	if len(errs) > 0 {
+		return Settings{}, nil, joinOptionsErrors(errs, "")
+	}
+	return s, adj, nil
+}
+
+func joinOptionsErrors(errs []*OptionsError, file string) error {
+	if len(errs) == 1 {
+		errs[0].File = file
+		return errs[0]
+	}
+	all := make([]error, len(errs))
+	for i, e := range errs {
+		e.File = file
+		all[i] = e
+	}
+	return errors.Join(all...)
+}
+
+// resolver collects the adjustments and errors of one Resolve call.
+type resolver struct {
+	adj  []Adjustment
+	errs []*OptionsError
+}
+
+func (r *resolver) fail(key, format string, args ...any) {
+	r.errs = append(r.errs, &OptionsError{Key: key, Problem: fmt.Sprintf(format, args...)})
+}
+
+// count returns *p, or def when p is nil; negative counts are errors.
+func (r *resolver) count(key string, p *int, def int) int {
+	if p == nil {
+		return def
+	}
+	return r.plainCount(key, *p)
+}
+
+func (r *resolver) plainCount(key string, v int) int {
+	if v < 0 {
+		r.fail(key, "must not be negative, got %d", v)
+		return 0
+	}
+	return v
+}
+
+// distance returns *p, or def when p is nil; negative or non-finite
+// distances are errors.
+func (r *resolver) distance(key string, p *float32, def float32) float32 {
+	if p == nil {
+		return def
+	}
+	return r.plainDistance(key, *p)
+}
+
+func (r *resolver) plainDistance(key string, v float32) float32 {
+	f := float64(v)
+	switch {
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		r.fail(key, "must be a finite number, got %v", v)
+		return 0
+	case v < 0:
+		r.fail(key, "must not be negative, got %s", formatNumber(f))
+		return 0
+	}
+	return v
+}
+
+// clamp returns v limited to [lo, hi], reporting any change.
+func (r *resolver) clamp(key string, v, lo, hi int, whyLo, whyHi string) int {
+	switch {
+	case v < lo:
+		r.adj = append(r.adj, Adjustment{Key: key, Given: float64(v), Used: float64(lo), Why: whyLo})
+		return lo
+	case v > hi:
+		r.adj = append(r.adj, Adjustment{Key: key, Given: float64(v), Used: float64(hi), Why: whyHi})
+		return hi
+	}
+	return v
+}
+
+func on(p *bool, def bool) bool {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+const (
+	whyNoSkip    = "a period of 1 sends every update"
+	whyMaxSkip   = "the longest period Throng allows"
+	whySeparated = "closer clusters could share recipients"
+)
+
+func (o Options) resolve() (Settings, []Adjustment, []*OptionsError) {
+	var r resolver
+	s := Settings{TickRate: DefaultTickRate, ChunkSize: DefaultChunkSize}
+	if o.TickRate != nil {
+		s.TickRate = *o.TickRate
+		if s.TickRate < 1 || s.TickRate > MaxTickRate {
+			r.fail("tickRate", "must be 1 to %d Hz, got %d", MaxTickRate, s.TickRate)
+		}
+	}
+	if o.ChunkSize != nil {
+		s.ChunkSize = *o.ChunkSize
+		if f := float64(s.ChunkSize); !(f > 0) || math.IsInf(f, 0) {
+			r.fail("chunkSize", "must be a positive finite number, got %v", s.ChunkSize)
+		}
+	}
+	s.Parallelism = o.Parallelism.resolve(&r)
+	if len(r.errs) > 0 {
+		return Settings{}, nil, r.errs
+	}
+	return s, r.adj, nil
+}
+
+func (p Parallelism) resolve(r *resolver) ParallelSettings {
+	const at = "parallelism."
+	s := ParallelSettings{
+		Enabled:                 on(p.Enabled, true),
+		WorkerThreads:           r.plainCount(at+"workerThreads", p.WorkerThreads),
+		MinActorsToOffload:      r.count(at+"minActorsToOffload", p.MinActorsToOffload, DefaultMinActorsToOffload),
+		MinClusterActors:        r.count(at+"minClusterActors", p.MinClusterActors, DefaultMinClusterActors),
+		MinShardActors:          r.count(at+"minShardActors", p.MinShardActors, DefaultMinShardActors),
+		MaxShardsPerCluster:     r.plainCount(at+"maxShardsPerCluster", p.MaxShardsPerCluster),
+		ClusterSeparationChunks: r.count(at+"clusterSeparationChunks", p.ClusterSeparationChunks, DefaultClusterSeparationChunks),
+		MaxWorkUnitsPerTick:     r.plainCount(at+"maxWorkUnitsPerTick", p.MaxWorkUnitsPerTick),
+		InterestManagement:      on(p.InterestManagement, true),
+		InterestFullRateUnits:   r.distance(at+"interestFullRateUnits", p.InterestFullRateUnits, DefaultInterestFullRateUnits),
+		MaxInterestSkipTicks:    r.count(at+"maxInterestSkipTicks", p.MaxInterestSkipTicks, DefaultMaxInterestSkipTicks),
+		AdaptiveThrottling:      on(p.AdaptiveThrottling, true),
+		TargetTickBudgetMicros:  r.count(at+"targetTickBudgetMicros", p.TargetTickBudgetMicros, DefaultTargetTickBudgetMicros),
+		ThrottleDistanceUnits:   r.distance(at+"throttleDistanceUnits", p.ThrottleDistanceUnits, DefaultThrottleDistanceUnits),
+		MaxThrottleSkipTicks:    r.count(at+"maxThrottleSkipTicks", p.MaxThrottleSkipTicks, DefaultMaxThrottleSkipTicks),
+		MetricsLogIntervalTicks: r.plainCount(at+"metricsLogIntervalTicks", p.MetricsLogIntervalTicks),
+	}
+	if p.TargetTickBudgetMicros != nil && *p.TargetTickBudgetMicros == 0 {
+		r.fail(at+"targetTickBudgetMicros", "must be at least 1 microsecond, got 0")
+	}
+	s.WorkerThreads = r.clamp(at+"workerThreads", s.WorkerThreads, 0, MaxWorkerThreads,
+		"", "the most worker threads a server runs")
+	s.MinShardActors = r.clamp(at+"minShardActors", s.MinShardActors, 1, math.MaxInt,
+		"a shard holds at least one actor", "")
+	s.ClusterSeparationChunks = r.clamp(at+"clusterSeparationChunks", s.ClusterSeparationChunks,
+		grid.MinSeparation, math.MaxInt, whySeparated, "")
+	p.resolveInterest(r, &s)
+	s.MaxThrottleSkipTicks = r.clamp(at+"maxThrottleSkipTicks", s.MaxThrottleSkipTicks, 1, MaxSkipTicks,
+		whyNoSkip, whyMaxSkip)
+	return s
+}
+
+// resolveInterest fills in s's interest table, derived or explicit.
+func (p Parallelism) resolveInterest(r *resolver, s *ParallelSettings) {
+	const at = "parallelism."
+	s.MaxInterestSkipTicks = r.clamp(at+"maxInterestSkipTicks", s.MaxInterestSkipTicks, 1, MaxSkipTicks,
+		whyNoSkip, whyMaxSkip)
+	if len(p.InterestTiers) == 0 {
+		s.InterestTiers = derivedTiers(s.InterestFullRateUnits, s.MaxInterestSkipTicks)
+		return
+	}
+	failed := len(r.errs)
+	tiers := r.tiers(at+"interestTiers", p.InterestTiers)
+	if len(r.errs) > failed {
+		return
+	}
+	// Set alongside a table, the two keys are limits the table must keep.
+	if first := tiers[0].BeyondUnits; p.InterestFullRateUnits != nil && first < s.InterestFullRateUnits {
+		r.fail(at+"interestTiers[0].beyondUnits", "must not be closer than interestFullRateUnits (%s), got %s",
+			formatNumber(float64(s.InterestFullRateUnits)), formatNumber(float64(first)))
+	}
+	if last := len(tiers) - 1; p.MaxInterestSkipTicks != nil && tiers[last].Period > s.MaxInterestSkipTicks {
+		r.fail(fmt.Sprintf("%sinterestTiers[%d].period", at, last), "must not exceed maxInterestSkipTicks (%d), got %d",
+			s.MaxInterestSkipTicks, tiers[last].Period)
+	}
+	s.InterestTiers = tiers
+	s.InterestFullRateUnits = tiers[0].BeyondUnits
+	s.MaxInterestSkipTicks = tiers[len(tiers)-1].Period
+}
+
+// tiers validates an explicit interest table and returns a copy of it with
+// periods above MaxSkipTicks lowered.
+func (r *resolver) tiers(key string, given []InterestTier) []InterestTier {
+	out := make([]InterestTier, len(given))
+	failed := len(r.errs)
+	for i, t := range given {
+		at := fmt.Sprintf("%s[%d].", key, i)
+		out[i].BeyondUnits = r.plainDistance(at+"beyondUnits", t.BeyondUnits)
+		if t.Period < 1 {
+			r.fail(at+"period", "must be at least 1, got %d", t.Period)
+		}
+		out[i].Period = r.clamp(at+"period", max(t.Period, 1), 1, MaxSkipTicks, "", whyMaxSkip)
+		if i == 0 || len(r.errs) > failed {
+			continue
+		}
+		prev := out[i-1]
+		if out[i].BeyondUnits <= prev.BeyondUnits {
+			r.fail(at+"beyondUnits", "must be farther than the step before (%s), got %s",
+				formatNumber(float64(prev.BeyondUnits)), formatNumber(float64(out[i].BeyondUnits)))
+		}
+		if out[i].Period < prev.Period {
+			r.fail(at+"period", "must not be shorter than the step before (%d), got %d", prev.Period, out[i].Period)
+		}
+	}
+	return out
+}
+
+// derivedTiers is the default interest table: period p from (p-1) multiples
+// of the full-rate distance, for p = 2 to maxSkip. With a full-rate distance
+// of 0 every step starts at 0 and only the last one is kept.
+func derivedTiers(fullRate float32, maxSkip int) []InterestTier {
+	var t []InterestTier
+	for p := 2; p <= maxSkip; p++ {
+		d := fullRate * float32(p-1)
+		if math.IsInf(float64(d), 1) {
+			break // farther than any position can be
+		}
+		if n := len(t); n > 0 && t[n-1].BeyondUnits >= d {
+			t[n-1].Period = p
+			continue
+		}
+		t = append(t, InterestTier{BeyondUnits: d, Period: p})
+	}
+	return t
+}
+
+// LoadOptions reads a settings document from r: one JSON object whose keys
+// are the json tags of [Options] (see that type for each key). It is strict:
+// an unknown key, a duplicate key, a value of the wrong type, a fractional
+// count, a null, trailing data after the object, and anything
+// [Options.Resolve] rejects are errors, each an [*OptionsError] naming the
+// key's full path. Keys are case-sensitive; an unknown key that is close to
+// a known one gets a "did you mean" hint. Keys left out take their
+// defaults. Clamps are not errors: Resolve applies and reports them.
+func LoadOptions(r io.Reader) (Options, error) {
+	return loadOptions(r, "")
+}
+
+// LoadOptionsFile is [LoadOptions] on the file at path; its errors name the
+// file as well as the key.
+func LoadOptionsFile(path string) (Options, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Options{}, fmt.Errorf("throng: options: %w", err)
+	}
+	defer f.Close()
+	return loadOptions(f, path)
+}
+
+func loadOptions(r io.Reader, file string) (Options, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return Options{}, &OptionsError{File: file, Problem: err.Error()}
+	}
+	var o Options
+	if e := decodeSettings(data, reflect.ValueOf(&o).Elem()); e != nil {
+		e.File = file
+		return Options{}, e
+	}
+	if _, _, errs := o.resolve(); len(errs) > 0 {
+		return Options{}, joinOptionsErrors(errs, file)
+	}
+	return o, nil
+}
+
+// settingsDecoder walks a JSON document token by token against a Go type's
+// json tags, which is what lets every error name the full key path (the
+// standard decoder's DisallowUnknownFields names neither the path nor
+// duplicates).
+type settingsDecoder struct {
+	data []byte
+	dec  *json.Decoder
+}
+
+func decodeSettings(data []byte, dst reflect.Value) *OptionsError {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return &OptionsError{Problem: "no settings: want a JSON object, such as {} for every default"}
+	}
+	d := settingsDecoder{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
+	if err := d.syntax(); err != nil {
+		return err
+	}
+	d.dec.UseNumber()
+	return d.value("", dst, false)
+}
+
+// syntax checks that the document is exactly one well-formed JSON value, so
+// that the walk meets no syntax errors (json.Decoder reports their offsets
+// relative to the value being read, not to the document).
+func (d *settingsDecoder) syntax() *OptionsError {
+	if json.Valid(d.data) {
+		return nil
+	}
+	var syntax *json.SyntaxError
+	if err := json.Unmarshal(d.data, new(json.RawMessage)); !errors.As(err, &syntax) {
+		return &OptionsError{Problem: fmt.Sprintf("not valid JSON: %v", err)}
+	}
+	problem := syntax.Error()
+	if strings.Contains(problem, "after top-level value") {
+		problem = "unexpected data after the settings object"
+	}
+	// Offset counts the bytes read up to and including the offending one.
+	return &OptionsError{Problem: d.position(syntax.Offset-1) + ": " + problem}
+}
+
+// position formats a byte offset of the document as "line L, column C",
+// both counted from 1.
+func (d *settingsDecoder) position(off int64) string {
+	off = min(max(off, 0), int64(len(d.data)))
+	before := d.data[:off]
+	line := 1 + bytes.Count(before, []byte{'\n'})
+	col := int(off) - bytes.LastIndexByte(before, '\n')
+	return fmt.Sprintf("line %d, column %d", line, col)
+}
+
+// token returns the next token of a document that syntax has checked.
+func (d *settingsDecoder) token() (json.Token, *OptionsError) {
+	tok, err := d.dec.Token()
+	if err != nil {
+		return nil, &OptionsError{Problem: fmt.Sprintf("not valid JSON: %v", err)}
+	}
+	return tok, nil
+}
+
+// value decodes the next JSON value into v. Inside a list entry (entry is
+// true) objects must give every key: an entry has no defaults.
+func (d *settingsDecoder) value(path string, v reflect.Value, entry bool) *OptionsError {
+	if v.Kind() == reflect.Pointer {
+		elem := reflect.New(v.Type().Elem())
+		if err := d.value(path, elem.Elem(), entry); err != nil {
+			return err
+		}
+		v.Set(elem)
+		return nil
+	}
+	tok, err := d.token()
+	if err != nil {
+		return err
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		return d.object(path, v, tok, entry)
+	case reflect.Slice:
+		return d.list(path, v, tok)
+	case reflect.Bool:
+		b, ok := tok.(bool)
+		if !ok {
+			return wrongType(path, "true or false", tok)
+		}
+		v.SetBool(b)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, ok := tok.(json.Number)
+		if !ok {
+			return wrongType(path, "a number", tok)
+		}
+		i, problem := wholeNumber(n)
+		if problem == "" && v.OverflowInt(i) {
+			problem = fmt.Sprintf("%s is out of range", n)
+		}
+		if problem != "" {
+			return &OptionsError{Key: path, Problem: problem}
+		}
+		v.SetInt(i)
+	case reflect.Float32, reflect.Float64:
+		n, ok := tok.(json.Number)
+		if !ok {
+			return wrongType(path, "a number", tok)
+		}
+		f, err := strconv.ParseFloat(string(n), v.Type().Bits())
+		if err != nil {
+			return &OptionsError{Key: path, Problem: fmt.Sprintf("%s is out of range", n)}
+		}
+		v.SetFloat(f)
+	default:
+		// A programming error in a new settings field, caught by the
+		// round-trip test of testdata/full.json.
+		panic(fmt.Sprintf("throng: options: %s is a %s, which LoadOptions cannot decode; teach settingsDecoder.value about it", path, v.Type()))
+	}
+	return nil
+}
+
+// wholeNumber parses n as an integer. 3, 3.0 and 3e0 are all 3; 2.5 is a
+// problem.
+func wholeNumber(n json.Number) (int64, string) {
+	i, err := strconv.ParseInt(string(n), 10, 64)
+	if err == nil {
+		return i, ""
+	}
+	f, ferr := strconv.ParseFloat(string(n), 64)
+	switch {
+	case ferr != nil || math.Abs(f) >= math.MaxInt64:
+		return 0, fmt.Sprintf("%s is out of range", n)
+	case f != math.Trunc(f):
+		return 0, fmt.Sprintf("want a whole number, got %s", n)
+	}
+	return int64(f), ""
+}
+
+func (d *settingsDecoder) object(path string, v reflect.Value, tok json.Token, entry bool) *OptionsError {
+	if tok != json.Delim('{') {
+		return wrongType(path, "an object", tok)
+	}
+	fields := settingsFields(v.Type())
+	seen := make([]bool, len(fields))
+	for d.dec.More() {
+		keyTok, err := d.token()
+		if err != nil {
+			return err
+		}
+		key := keyTok.(string) // the decoder only yields strings in key position
+		keyPath := joinKey(path, key)
+		i := slices.IndexFunc(fields, func(f settingsField) bool { return f.key == key })
+		switch {
+		case i < 0:
+			return &OptionsError{Key: keyPath, Problem: unknownKey(path, key, fields)}
+		case seen[i]:
+			return &OptionsError{Key: keyPath, Problem: "duplicate key"}
+		}
+		seen[i] = true
+		if err := d.value(keyPath, v.Field(fields[i].index), entry); err != nil {
+			return err
+		}
+	}
+	if _, err := d.token(); err != nil { // the closing brace
+		return err
+	}
+	if entry {
+		for i, f := range fields {
+			if !seen[i] {
+				return &OptionsError{Key: joinKey(path, f.key), Problem: "missing (a list entry has no defaults)"}
+			}
+		}
+	}
+	return nil
+}
+
+func (d *settingsDecoder) list(path string, v reflect.Value, tok json.Token) *OptionsError {
+	if tok != json.Delim('[') {
+		return wrongType(path, "a list", tok)
+	}
+	items := reflect.Zero(v.Type())
+	for i := 0; d.dec.More(); i++ {
+		item := reflect.New(v.Type().Elem()).Elem()
+		if err := d.value(fmt.Sprintf("%s[%d]", path, i), item, true); err != nil {
+			return err
+		}
+		items = reflect.Append(items, item)
+	}
+	if _, err := d.token(); err != nil { // the closing bracket
+		return err
+	}
+	v.Set(items) // an empty list stays nil, which is what "empty" means
+	return nil
+}
+
+func joinKey(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func wrongType(path, want string, tok json.Token) *OptionsError {
+	var got string
+	switch t := tok.(type) {
+	case json.Delim:
+		got = "object"
+		if t == '[' {
+			got = "list"
+		}
+	case string:
+		if len(t) > 40 {
+			t = t[:40] + "..."
+		}
+		got = "string " + strconv.Quote(t)
+	case bool:
+		got = "boolean " + strconv.FormatBool(t)
+	case json.Number:
+		got = "number " + t.String()
+	case nil:
+		got = "null"
+	}
+	return &OptionsError{Key: path, Problem: "want " + want + ", got " + got}
+}
+
+// settingsField is one key of a settings object: its json name and the Go
+// field it fills.
+type settingsField struct {
+	key   string
+	index int
+	typ   reflect.Type
+}
+
+// settingsFields lists the keys of struct type t in field order. Every
+// exported field must have a json key, so that no setting can be present in
+// Go but unreachable from a settings file.
+func settingsFields(t reflect.Type) []settingsField {
+	fields := make([]settingsField, 0, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if key == "" || key == "-" {
+			panic(fmt.Sprintf("throng: options: field %s.%s has no json key; every settings field needs one", t.Name(), f.Name))
+		}
+		fields = append(fields, settingsField{key: key, index: i, typ: f.Type})
+	}
+	return fields
+}
+
+// unknownKey describes an unknown key, suggesting the closest known key at
+// this level or one level down (a key put outside its section).
+func unknownKey(path, key string, fields []settingsField) string {
+	best, bestDist := "", 4
+	consider := func(candidate, name string) {
+		if dist := editDistance(strings.ToLower(key), strings.ToLower(name)); dist < bestDist && 2*dist < len(key) {
+			best, bestDist = candidate, dist
+		}
+	}
+	for _, f := range fields {
+		consider(joinKey(path, f.key), f.key)
+		if f.typ.Kind() == reflect.Struct {
+			for _, sub := range settingsFields(f.typ) {
+				consider(joinKey(joinKey(path, f.key), sub.key), sub.key)
+			}
+		}
+	}
+	if best == "" {
+		return "unknown key"
+	}
+	return fmt.Sprintf("unknown key (did you mean %q?)", best)
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
