@@ -55,8 +55,9 @@ type Chunk struct {
 	X, Y        int32
 }
 
-// Client ties an actor to the network session that drives it. Actors
-// without Client (props, NPCs) are relayed to players but receive nothing.
+// Client ties an actor to the network session that drives it. Every actor
+// carries one; Session 0 marks an actor without a client (props, NPCs),
+// which is relayed to players but receives nothing.
 type Client struct {
 	Session uint64
 }

@@ -1,0 +1,231 @@
+package ecs
+
+import (
+	"github.com/mlange-42/ark/ecs"
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/grid"
+)
+
+// EmptyChunkGrace is how many consecutive Applies a chunk entity survives
+// without actors: the Apply that ends with the chunk empty for the
+// EmptyChunkGrace-th time in a row removes it (so a chunk emptied in Apply k
+// is removed at the end of Apply k+EmptyChunkGrace-1). Any actor entering
+// resets the count. At 60 Hz that is about a second: actors pacing across a
+// border do not create and destroy chunk entities and Ark tables every
+// tick, while a wandering population does not grow the index without bound.
+const EmptyChunkGrace = 64
+
+// ChangeKind says what an Apply did to an actor.
+type ChangeKind uint8
+
+const (
+	// Moved: the actor's Transform lay in another chunk and it moved
+	// there (From -> To, From != To).
+	Moved ChangeKind = iota + 1
+	// Teleported: a Teleport was applied; From may equal To. The join
+	// should also correct the teleported actor's own client.
+	Teleported
+	// Spawned: the actor entered the world in chunk To (From == To).
+	Spawned
+	// Despawned: the actor left the world from chunk From (To == From).
+	// Change.Entity is dead by then and Ark may recycle it.
+	Despawned
+)
+
+// String returns the kind's name.
+func (k ChangeKind) String() string {
+	switch k {
+	case Moved:
+		return "Moved"
+	case Teleported:
+		return "Teleported"
+	case Spawned:
+		return "Spawned"
+	case Despawned:
+		return "Despawned"
+	}
+	return "ChangeKind(?)"
+}
+
+// Change is one structural change an Apply carried out.
+type Change struct {
+	ID       components.ActorID
+	Entity   ecs.Entity
+	Kind     ChangeKind
+	From, To grid.AreaKey
+	// Session is the actor's Client.Session (0: no client).
+	Session uint64
+}
+
+// ApplyReport lists what an Apply did. Reuse one report across ticks: Apply
+// truncates and refills it, so it allocates only when a tick has more
+// changes than any before.
+type ApplyReport struct {
+	// Changes in apply order: chunk moves and teleports in queue order,
+	// then spawns in ActorID order, then despawns in queue order.
+	Changes []Change
+	// Ignored counts queued operations on actors that were never spawned
+	// or were despawned before the operation's turn.
+	Ignored int
+	// ChunksCreated and ChunksRemoved count chunk entities made for
+	// actors entering new chunks and removed after EmptyChunkGrace.
+	ChunksCreated, ChunksRemoved int
+}
+
+// Apply carries out every queued structural change, in a fixed order:
+// chunk moves and teleports (queue order), spawns (ActorID order), despawns
+// (queue order). It then advances the grace period of empty chunks (see
+// [EmptyChunkGrace]). report may be nil; otherwise it is truncated and
+// filled in.
+//
+// Apply invalidates every [ChunkView] taken before it. It panics under the
+// guard, and while any Ark query is open, before changing anything.
+func (w *World) Apply(report *ApplyReport) {
+	w.checkUnguarded("Apply")
+	if w.world.IsLocked() {
+		// Refuse up front: Ark would panic halfway through, leaving the
+		// queues and the chunk index out of step with the Ark world.
+		panic("ecs: Apply called while an Ark query is open (the Ark world is locked); " +
+			"finish or Close the query before the join applies changes")
+	}
+	var r ApplyReport
+	if report == nil {
+		report = &r
+	}
+	report.Changes = report.Changes[:0]
+	report.Ignored = w.pendingIgnored
+	report.ChunksCreated, report.ChunksRemoved = 0, 0
+	w.pendingIgnored = 0
+
+	for i := range w.moves {
+		w.applyMove(&w.moves[i], report)
+	}
+	for i := range w.spawns {
+		w.applySpawn(&w.spawns[i], report)
+	}
+	w.firstPending = w.nextID
+	for _, id := range w.despawns {
+		w.applyDespawn(id, report)
+	}
+	w.moves, w.spawns, w.despawns = w.moves[:0], w.spawns[:0], w.despawns[:0]
+	w.sweepEmptyChunks(report)
+}
+
+func (w *World) applyMove(op *moveOp, report *ApplyReport) {
+	if op.id.ID >= w.firstPending {
+		// Queued spawn: a teleport changes where it spawns; a relocate
+		// has nothing to do.
+		if op.teleport {
+			w.spawns[op.id.ID-w.firstPending].spec.Transform = op.transform
+		}
+		return
+	}
+	rec, ok := w.actors[op.id]
+	if !ok {
+		report.Ignored++
+		return
+	}
+	t := w.transforms.Get(rec.entity)
+	if op.teleport {
+		*t = op.transform
+	}
+	to := w.KeyOf(*t)
+	from := rec.key
+	if to != from {
+		target := w.enterChunk(to, report)
+		w.inChunk.SetRelation(rec.entity, target)
+		w.leaveChunk(from)
+		rec.key = to
+		w.actors[op.id] = rec
+	} else if !op.teleport {
+		return
+	}
+	kind := Moved
+	if op.teleport {
+		kind = Teleported
+	}
+	report.Changes = append(report.Changes, Change{
+		ID: op.id, Entity: rec.entity, Kind: kind, From: from, To: to,
+		Session: w.clients.Get(rec.entity).Session,
+	})
+}
+
+func (w *World) applySpawn(op *spawnOp, report *ApplyReport) {
+	key := w.KeyOf(op.spec.Transform)
+	target := w.enterChunk(key, report)
+	var input components.MoveInput
+	var marker components.InChunk
+	e := w.actorMap.NewEntity(&op.id, &op.spec.Transform, &input, &op.spec.Animation, &op.spec.Client, &marker,
+		ecs.RelIdx(inChunkIndex, target))
+	w.actors[op.id] = actorRecord{entity: e, key: key}
+	report.Changes = append(report.Changes, Change{
+		ID: op.id, Entity: e, Kind: Spawned, From: key, To: key, Session: op.spec.Client.Session,
+	})
+}
+
+func (w *World) applyDespawn(id components.ActorID, report *ApplyReport) {
+	rec, ok := w.actors[id]
+	if !ok {
+		report.Ignored++
+		return
+	}
+	session := w.clients.Get(rec.entity).Session
+	w.world.RemoveEntity(rec.entity)
+	delete(w.actors, id)
+	w.leaveChunk(rec.key)
+	report.Changes = append(report.Changes, Change{
+		ID: id, Entity: rec.entity, Kind: Despawned, From: rec.key, To: rec.key, Session: session,
+	})
+}
+
+// enterChunk counts one more actor in chunk key, creating its entity if
+// needed, and returns the entity.
+func (w *World) enterChunk(key grid.AreaKey, report *ApplyReport) ecs.Entity {
+	c, ok := w.chunks[key]
+	if !ok {
+		c.entity = w.chunkMap.NewEntity(&components.Chunk{WorldOrCell: key.WorldOrCell, X: key.X, Y: key.Y})
+		report.ChunksCreated++
+		w.ranksStale = true
+	}
+	c.actors++
+	c.idle = 0
+	w.chunks[key] = c
+	return c.entity
+}
+
+// leaveChunk counts one actor less in chunk key and starts its grace
+// period when it empties.
+func (w *World) leaveChunk(key grid.AreaKey) {
+	c := w.chunks[key]
+	c.actors--
+	if c.actors == 0 && !c.listed {
+		c.listed = true
+		w.emptyChunks = append(w.emptyChunks, key)
+	}
+	w.chunks[key] = c
+}
+
+// sweepEmptyChunks ages the empty chunks and removes those whose grace
+// period ran out; chunks that were re-entered leave the list.
+func (w *World) sweepEmptyChunks(report *ApplyReport) {
+	keep := w.emptyChunks[:0]
+	for _, key := range w.emptyChunks {
+		c := w.chunks[key]
+		if c.actors > 0 {
+			c.listed = false
+			w.chunks[key] = c
+			continue
+		}
+		c.idle++
+		if c.idle >= EmptyChunkGrace {
+			w.world.RemoveEntity(c.entity)
+			delete(w.chunks, key)
+			report.ChunksRemoved++
+			w.ranksStale = true
+			continue
+		}
+		w.chunks[key] = c
+		keep = append(keep, key)
+	}
+	w.emptyChunks = keep
+}

@@ -1,0 +1,67 @@
+// Package ecs is Throng's game-server layer over the Ark ECS: the room where
+// actors live, are sorted into chunks, and are handed to the parallel
+// phases of the tick as per-chunk column slices.
+//
+// # Outline
+//
+//   - [World] owns an Ark world ([World.Ark]) and the chunk index
+//     (AreaKey -> chunk entity carrying components.Chunk). Every actor has
+//     components.ActorID, Transform, MoveInput, Animation, Client (Session 0:
+//     no client) and the components.InChunk relation to its chunk's entity,
+//     so each chunk's actors sit contiguously in one Ark table (several, if
+//     users add their own components to some of them).
+//   - Structural changes are queued ([World.Spawn], [World.Despawn],
+//     [World.Relocate], [World.Teleport]) and carried out by one
+//     [World.Apply] in a fixed order; an [ApplyReport] lists each [Change].
+//   - [World.Snapshot] returns one [ChunkView] per (chunk, table) with typed
+//     column slices, ordered by chunk.
+//   - [World.Guard] / [World.Release] lock the world while workers use the
+//     views, so a structural change in that window panics.
+//
+// # Task -> API
+//
+//   - Create a world: [NewWorld].
+//   - Add an actor: [World.Spawn] (its ActorID is returned at once), then
+//     [World.Apply].
+//   - Remove an actor: [World.Despawn], then [World.Apply].
+//   - After Move wrote a Transform into another chunk: [World.Relocate].
+//   - Server-ordered jump, also across worldOrCells: [World.Teleport].
+//   - Learn what changed (for appear/disappear messages): [ApplyReport.Changes].
+//   - Per-chunk columns for the parallel phases: [World.Snapshot].
+//   - Keep structure fixed while workers run: [World.Guard], [World.Release].
+//   - Look up an actor: [World.Entity], [World.Key], [World.Len].
+//   - Look up a chunk: [World.ChunkEntity], [World.Chunks], [World.KeyOf].
+//   - Own components, systems and queries: [World.Ark] with Ark's API.
+//
+// # Lifecycle of a tick
+//
+//	ingest (serial)    Spawn / Despawn / Teleport, write MoveInput via Ark maps
+//	prepare (serial)   views = w.Snapshot(views[:0]); w.Guard()
+//	move (parallel)    each worker writes its own actors' rows through views
+//	relay (parallel)   workers read views
+//	join (serial)      w.Release(); Relocate actors whose chunk changed;
+//	                   w.Apply(&report); derive messages from report.Changes
+//
+// Views are invalid after Apply: take a new Snapshot every tick.
+//
+// # Chunk entities
+//
+// A chunk entity is created when the first actor enters its chunk. When its
+// last actor leaves, it is kept for [EmptyChunkGrace] Applies (its Ark
+// table is kept and reused) and removed by the Apply that finds it empty for
+// the EmptyChunkGrace-th consecutive time. Do not remove chunk entities or
+// actors through Ark directly: World counts them.
+//
+// # Determinism
+//
+// ActorIDs are assigned in call order from 1 and never reused. Apply works
+// in a fixed order and never iterates a map where order matters, so the
+// same sequence of calls gives the same tables, rows and views on every
+// run.
+//
+// # Imports
+//
+// It imports components and grid of Throng's. It is the only Throng package
+// that imports Ark's ecs package by name; everywhere else it is aliased
+// (ark "github.com/mlange-42/ark/ecs").
+package ecs

@@ -1,0 +1,246 @@
+package ecs
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/mlange-42/ark/ecs"
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/grid"
+)
+
+// inChunkIndex is the position of components.InChunk in actorMap and filter;
+// Ark addresses relation targets by that index.
+const inChunkIndex = 5
+
+// ActorSpec is what a new actor starts with. Its chunk is computed from
+// Transform when the spawn is applied. The actor's MoveInput starts zero.
+type ActorSpec struct {
+	Transform components.Transform
+	Animation components.Animation
+	// Client.Session 0 means no client drives the actor (a prop or an NPC).
+	Client components.Client
+}
+
+// World is the game-server layer over one Ark world: it owns the Ark world,
+// the chunk index (AreaKey -> chunk entity) and the queues of structural
+// changes that only [World.Apply] carries out.
+//
+// A World is not safe for concurrent use. Its methods belong to the serial
+// phases of the tick (ingest, prepare, join); during the parallel phases
+// workers touch only the [ChunkView] slices, under [World.Guard].
+type World struct {
+	world     *ecs.World
+	chunkSize float32
+
+	actorMap   *ecs.Map6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk]
+	transforms *ecs.Map[components.Transform]
+	clients    *ecs.Map[components.Client]
+	inChunk    *ecs.Map[components.InChunk]
+	chunkMap   *ecs.Map[components.Chunk]
+	filter     *ecs.Filter6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk]
+
+	guardFilter *ecs.Filter0
+	guard       ecs.Query0
+	guarded     bool
+
+	actors map[components.ActorID]actorRecord
+	chunks map[grid.AreaKey]chunkRecord
+	// emptyChunks lists, in the order they emptied, the chunks whose grace
+	// period is running. A slice, not a map walk, keeps removal order
+	// (and so Ark's table reuse) deterministic.
+	emptyChunks []grid.AreaKey
+
+	// nextID is the ActorID the next Spawn returns; IDs in
+	// [firstPending, nextID) are queued spawns not yet applied.
+	nextID       uint32
+	firstPending uint32
+
+	moves          []moveOp
+	spawns         []spawnOp
+	despawns       []components.ActorID
+	pendingIgnored int
+
+	// Snapshot's scratch. rankOf maps a chunk entity's ID to the chunk's
+	// position in key order (rankKeys); ranksStale says the set of chunks
+	// changed since they were computed.
+	views      []ChunkView
+	rankOf     []int32
+	rankKeys   []grid.AreaKey
+	rankStarts []int32
+	ranksStale bool
+}
+
+type actorRecord struct {
+	entity ecs.Entity
+	key    grid.AreaKey
+}
+
+type chunkRecord struct {
+	entity ecs.Entity
+	actors int32
+	idle   int32 // consecutive Applies that ended with the chunk empty
+	listed bool  // in World.emptyChunks
+}
+
+type moveOp struct {
+	id        components.ActorID
+	teleport  bool
+	transform components.Transform
+}
+
+type spawnOp struct {
+	id   components.ActorID
+	spec ActorSpec
+}
+
+// NewWorld returns an empty World whose chunks are squares of chunkSize
+// world units (grid.DefaultChunkSize is the usual choice).
+//
+// It panics if chunkSize is not positive and finite: the size is validated
+// with the rest of the configuration before a server builds its World, so a
+// bad value here is a programming error.
+func NewWorld(chunkSize float32) *World {
+	if !(chunkSize > 0) || math.IsInf(float64(chunkSize), 1) {
+		panic(fmt.Sprintf("ecs: chunk size must be positive and finite, got %v", chunkSize))
+	}
+	w := ecs.NewWorld()
+	return &World{
+		world:        w,
+		chunkSize:    chunkSize,
+		actorMap:     ecs.NewMap6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk](w),
+		transforms:   ecs.NewMap[components.Transform](w),
+		clients:      ecs.NewMap[components.Client](w),
+		inChunk:      ecs.NewMap[components.InChunk](w),
+		chunkMap:     ecs.NewMap[components.Chunk](w),
+		filter:       ecs.NewFilter6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk](w).Register(),
+		guardFilter:  ecs.NewFilter0(w),
+		actors:       make(map[components.ActorID]actorRecord),
+		chunks:       make(map[grid.AreaKey]chunkRecord),
+		nextID:       1,
+		firstPending: 1,
+	}
+}
+
+// Ark returns the Ark world, for users' own components, systems and
+// queries. Structural changes to actors and chunk entities must go through
+// World (Spawn, Despawn, Relocate, Teleport); adding or removing a user's own
+// components on an actor is fine, outside the guard.
+func (w *World) Ark() *ecs.World { return w.world }
+
+// ChunkSize returns the edge length of a chunk in world units.
+func (w *World) ChunkSize() float32 { return w.chunkSize }
+
+// KeyOf returns the chunk a Transform lies in, with this World's chunk size.
+func (w *World) KeyOf(t components.Transform) grid.AreaKey {
+	return grid.KeyOf(t.WorldOrCell, t.X, t.Y, w.chunkSize)
+}
+
+// Entity returns the Ark entity of a spawned actor. It reports false for an
+// ID whose spawn is still queued, that was despawned, or that was never
+// issued.
+func (w *World) Entity(id components.ActorID) (ecs.Entity, bool) {
+	r, ok := w.actors[id]
+	return r.entity, ok
+}
+
+// Key returns the chunk an actor was placed in by the last Apply (not where
+// its Transform has moved since). ok is false as for [World.Entity].
+func (w *World) Key(id components.ActorID) (grid.AreaKey, bool) {
+	r, ok := w.actors[id]
+	return r.key, ok
+}
+
+// Len returns the number of actors in the world: spawned by an Apply and
+// not yet despawned by one.
+func (w *World) Len() int { return len(w.actors) }
+
+// Chunks returns the number of chunk entities, including empty chunks that
+// are still within their grace period (see [EmptyChunkGrace]).
+func (w *World) Chunks() int { return len(w.chunks) }
+
+// ChunkEntity returns the entity of chunk key, if it exists.
+func (w *World) ChunkEntity(key grid.AreaKey) (ecs.Entity, bool) {
+	c, ok := w.chunks[key]
+	return c.entity, ok
+}
+
+// Spawn queues a new actor and returns its ActorID at once. IDs count up
+// from 1 in call order and are never reused. The actor exists in the Ark
+// world (and [World.Entity] finds it) only after the next [World.Apply].
+//
+// It panics under the guard, and after 2^32-1 spawns.
+func (w *World) Spawn(spec ActorSpec) components.ActorID {
+	w.checkUnguarded("Spawn")
+	if w.nextID == math.MaxUint32 {
+		panic("ecs: ActorID space exhausted (2^32-1 spawns); IDs are never reused")
+	}
+	id := components.ActorID{ID: w.nextID}
+	w.nextID++
+	w.spawns = append(w.spawns, spawnOp{id: id, spec: spec})
+	return id
+}
+
+// Despawn queues the removal of an actor. A despawn of an actor whose spawn
+// is queued in the same Apply is applied after the spawn (both are
+// reported). Despawning an unknown or already despawned actor is ignored
+// and counted in [ApplyReport.Ignored].
+//
+// It panics under the guard.
+func (w *World) Despawn(id components.ActorID) {
+	w.checkUnguarded("Despawn")
+	if !w.issued(id) {
+		w.pendingIgnored++
+		return
+	}
+	w.despawns = append(w.despawns, id)
+}
+
+// Relocate queues a chunk check for an actor whose Transform has been
+// written (by Move, through a view or an Ark map). Apply recomputes the
+// chunk from the Transform the actor has at that moment and, if it changed,
+// moves the actor to that chunk's table (reported as [Moved]). Relocating an
+// actor whose chunk did not change costs a lookup and reports nothing;
+// relocating an actor whose spawn is queued is a no-op (the spawn places it
+// by its Transform). Unknown or despawned actors are ignored and counted.
+//
+// It panics under the guard.
+func (w *World) Relocate(id components.ActorID) {
+	w.checkUnguarded("Relocate")
+	w.queueMove(moveOp{id: id})
+}
+
+// Teleport queues a server-ordered jump: Apply writes t as the actor's
+// Transform and moves it to t's chunk (which may lie in another
+// worldOrCell). Every applied teleport is reported as [Teleported], even
+// within one chunk, so the join can send the actor's client a correction.
+// Teleporting an actor whose spawn is queued changes where it spawns and
+// reports only the spawn. Unknown or despawned actors are ignored and
+// counted.
+//
+// It panics under the guard.
+func (w *World) Teleport(id components.ActorID, t components.Transform) {
+	w.checkUnguarded("Teleport")
+	w.queueMove(moveOp{id: id, teleport: true, transform: t})
+}
+
+func (w *World) queueMove(op moveOp) {
+	if !w.issued(op.id) {
+		w.pendingIgnored++
+		return
+	}
+	w.moves = append(w.moves, op)
+}
+
+// issued reports whether Spawn has returned id. Ops on IDs not yet issued
+// are counted at queue time: otherwise a later Spawn could hand out that
+// very ID and the op would hit the wrong actor.
+func (w *World) issued(id components.ActorID) bool {
+	return id.ID != 0 && id.ID < w.nextID
+}
+
+// Pending returns the number of queued operations (moves, spawns, despawns)
+// the next Apply will process.
+func (w *World) Pending() int {
+	return len(w.moves) + len(w.spawns) + len(w.despawns)
+}
