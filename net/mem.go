@@ -1,0 +1,361 @@
+package net
+
+import (
+	"errors"
+	"slices"
+	"sync"
+)
+
+// ErrClosed is returned by [MemClient.Send] once the session is closed.
+var ErrClosed = errors.New("net: session closed")
+
+// MemOptions configures a [Mem] transport. The zero value is ready to use.
+type MemOptions struct {
+	// CountOnly makes clients keep only their [MemClientStats] and the last
+	// datagram, not every frame, so a long benchmark neither grows memory
+	// nor allocates. The Drain methods then see nothing.
+	CountOnly bool
+	// MaxDatagram is the largest datagram SendUnreliable delivers, in bytes;
+	// larger ones are dropped and counted, like a datagram over a path's
+	// limit. 0 (or less) means MaxBatchPayload.
+	MaxDatagram int
+	// MaxFrame is the largest frame either side may send, in bytes: larger
+	// SendReliable frames are dropped and counted, larger MemClient.Send
+	// frames are refused with ErrStreamLength. 0 (or less) means
+	// DefaultMaxStreamFrame; above MaxStreamFrame means MaxStreamFrame.
+	MaxFrame int
+}
+
+// Mem is an in-process [Transport] for unit tests and benchmarks only: no
+// network, no goroutines, no timing. [Mem.Dial] opens a session and returns
+// its [MemClient], which sends frames to the server and collects what the
+// server sent it.
+//
+// Receive is deterministic: the frames of one client come in the order it
+// sent them, and events of different clients in the order their calls
+// returned; a single goroutine driving clients and server always sees the
+// same sequence. All methods are safe for concurrent use (one mutex), except
+// that calls to Receive must not overlap. In steady state (buffers grown,
+// clients drained or CountOnly) Receive, SendUnreliable, SendReliable and
+// MemClient.Send allocate nothing.
+//
+// Lock order: a MemClient's drain lock, then the Mem's lock.
+type Mem struct {
+	maxDatagram int
+	maxFrame    int
+	countOnly   bool
+
+	mu      sync.Mutex
+	closed  bool
+	last    SessionID
+	clients map[SessionID]*MemClient
+	inbox   memInbox // filled by clients, handed out by the next Receive
+	stats   Stats
+
+	given memInbox // what the last Receive handed out; owned by the Receive caller
+}
+
+// memInbox is a run of events whose frames are packed into one byte slice,
+// so that steady-state traffic reuses the same two arrays.
+type memInbox struct {
+	events []memEvent
+	data   []byte
+}
+
+type memEvent struct {
+	kind       InboundKind
+	session    SessionID
+	start, end int // the frame is data[start:end]
+	reason     string
+}
+
+func (q *memInbox) push(kind InboundKind, s SessionID, frame []byte, reason string) {
+	start := len(q.data)
+	q.data = append(q.data, frame...)
+	q.events = append(q.events, memEvent{kind: kind, session: s, start: start, end: len(q.data), reason: reason})
+}
+
+func (q *memInbox) reset() {
+	q.events = q.events[:0]
+	q.data = q.data[:0]
+}
+
+// NewMem returns an in-memory transport with no sessions.
+func NewMem(opts MemOptions) *Mem {
+	m := &Mem{
+		maxDatagram: opts.MaxDatagram,
+		maxFrame:    opts.MaxFrame,
+		countOnly:   opts.CountOnly,
+		clients:     make(map[SessionID]*MemClient),
+	}
+	if m.maxDatagram <= 0 {
+		m.maxDatagram = MaxBatchPayload
+	}
+	if m.maxFrame <= 0 {
+		m.maxFrame = DefaultMaxStreamFrame
+	}
+	m.maxFrame = min(m.maxFrame, MaxStreamFrame)
+	return m
+}
+
+// Dial opens a new session; the server sees it as SessionOpened on its next
+// Receive. After Close, Dial returns a client that is already closed (with
+// ReasonTransportClosed and session 0) and the server sees nothing.
+func (m *Mem) Dial() *MemClient {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return &MemClient{mem: m, closed: true, reason: ReasonTransportClosed}
+	}
+	m.last++
+	c := &MemClient{mem: m, session: m.last}
+	m.clients[c.session] = c
+	m.inbox.push(SessionOpened, c.session, nil, "")
+	m.stats.Opened++
+	return c
+}
+
+// Receive implements [Transport]. Frames alias the Mem's buffers and stay
+// valid until the next Receive.
+func (m *Mem) Receive(dst []Inbound) []Inbound {
+	m.mu.Lock()
+	m.inbox, m.given = m.given, m.inbox
+	m.inbox.reset()
+	m.mu.Unlock()
+	for _, e := range m.given.events {
+		in := Inbound{Kind: e.kind, Session: e.session, Reason: e.reason}
+		if e.kind == FrameReceived {
+			in.Frame = m.given.data[e.start:e.end:e.end]
+		}
+		dst = append(dst, in)
+	}
+	return dst
+}
+
+// SendUnreliable implements [Transport]. A datagram that is empty, longer
+// than MaxDatagram, or for an unknown or closed session is dropped and
+// counted; Mem never drops for any other reason.
+func (m *Mem) SendUnreliable(s SessionID, datagram []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.clients[s]
+	if c == nil || len(datagram) == 0 || len(datagram) > m.maxDatagram {
+		m.stats.DroppedDatagrams++
+		return
+	}
+	m.stats.DatagramsOut++
+	m.stats.DatagramBytesOut += uint64(len(datagram))
+	c.counts.Datagrams++
+	c.counts.DatagramBytes += uint64(len(datagram))
+	c.last = append(c.last[:0], datagram...)
+	if !m.countOnly {
+		c.datagrams.push(datagram)
+	}
+}
+
+// SendReliable implements [Transport]. A frame shorter than HeaderSize,
+// longer than MaxFrame, or for an unknown or closed session is dropped and
+// counted.
+func (m *Mem) SendReliable(s SessionID, frame []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.clients[s]
+	if c == nil || len(frame) < HeaderSize || len(frame) > m.maxFrame {
+		m.stats.DroppedReliable++
+		return
+	}
+	m.stats.ReliableOut++
+	m.stats.ReliableBytesOut += uint64(len(frame))
+	c.counts.Frames++
+	c.counts.FrameBytes += uint64(len(frame))
+	if !m.countOnly {
+		c.reliable.push(frame)
+	}
+}
+
+// Disconnect implements [Transport]. The client keeps every frame sent
+// before it and reads reason from [MemClient.CloseReason].
+func (m *Mem) Disconnect(s SessionID, reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c := m.clients[s]; c != nil {
+		m.closeLocked(c, reason)
+	}
+}
+
+// Stats implements [Transport].
+func (m *Mem) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stats
+}
+
+// Close implements [Transport]: open sessions close in session order with
+// ReasonTransportClosed. It always returns nil.
+func (m *Mem) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	ids := make([]SessionID, 0, len(m.clients))
+	for id := range m.clients {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		m.closeLocked(m.clients[id], ReasonTransportClosed)
+	}
+	return nil
+}
+
+// closeLocked closes c's session once; m.mu is held.
+func (m *Mem) closeLocked(c *MemClient, reason string) {
+	delete(m.clients, c.session)
+	c.closed = true
+	c.reason = reason
+	m.inbox.push(SessionClosed, c.session, nil, reason)
+	m.stats.Closed++
+}
+
+// MemClientStats counts what a [MemClient] received.
+type MemClientStats struct {
+	Datagrams, DatagramBytes uint64
+	Frames, FrameBytes       uint64 // reliable frames
+}
+
+// MemClient is the client end of one [Mem] session. Its methods are safe
+// for concurrent use.
+type MemClient struct {
+	mem     *Mem
+	session SessionID
+
+	// Guarded by mem.mu.
+	closed    bool
+	reason    string
+	datagrams memQueue
+	reliable  memQueue
+	counts    MemClientStats
+	last      []byte
+
+	// drainMu serializes the Drain methods and guards the queues they
+	// hand to the callback.
+	drainMu      sync.Mutex
+	drainingDgrm memQueue
+	drainingRel  memQueue
+}
+
+// memQueue is a run of byte strings packed into one slice.
+type memQueue struct {
+	data []byte
+	ends []int
+}
+
+func (q *memQueue) push(p []byte) {
+	q.data = append(q.data, p...)
+	q.ends = append(q.ends, len(q.data))
+}
+
+func (q *memQueue) reset() {
+	q.data = q.data[:0]
+	q.ends = q.ends[:0]
+}
+
+func (q *memQueue) each(fn func([]byte)) int {
+	start := 0
+	for _, end := range q.ends {
+		fn(q.data[start:end:end])
+		start = end
+	}
+	return len(q.ends)
+}
+
+// Session returns the client's session id (0 if it was dialled after the
+// transport closed).
+func (c *MemClient) Session() SessionID { return c.session }
+
+// Send sends one frame to the server, which receives a copy as
+// FrameReceived. It returns ErrClosed once the session is closed, and
+// ErrStreamLength for a frame shorter than HeaderSize or longer than the
+// transport's MaxFrame. The transport does not decode the frame.
+func (c *MemClient) Send(frame []byte) error {
+	m := c.mem
+	if len(frame) < HeaderSize || len(frame) > m.maxFrame {
+		return ErrStreamLength
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	m.inbox.push(FrameReceived, c.session, frame, "")
+	m.stats.FramesIn++
+	m.stats.BytesIn += uint64(len(frame))
+	return nil
+}
+
+// Close ends the session from the client side: the server sees
+// SessionClosed with ReasonClientClosed. Closing twice, or after the server
+// disconnected, does nothing.
+func (c *MemClient) Close() {
+	m := c.mem
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !c.closed {
+		m.closeLocked(c, ReasonClientClosed)
+	}
+}
+
+// CloseReason returns why the session closed and true, or "" and false
+// while it is open.
+func (c *MemClient) CloseReason() (string, bool) {
+	c.mem.mu.Lock()
+	defer c.mem.mu.Unlock()
+	return c.reason, c.closed
+}
+
+// DrainDatagrams calls fn with each datagram received since the last
+// drain, oldest first, and returns how many there were. A datagram is valid
+// only during its call. fn must not call the client's Drain methods.
+func (c *MemClient) DrainDatagrams(fn func(datagram []byte)) int {
+	c.drainMu.Lock()
+	defer c.drainMu.Unlock()
+	c.mem.mu.Lock()
+	c.datagrams, c.drainingDgrm = c.drainingDgrm, c.datagrams
+	c.datagrams.reset()
+	c.mem.mu.Unlock()
+	return c.drainingDgrm.each(fn)
+}
+
+// DrainReliable calls fn with each reliable frame received since the last
+// drain, in the order the server sent them, and returns how many there
+// were. A frame is valid only during its call. fn must not call the
+// client's Drain methods.
+func (c *MemClient) DrainReliable(fn func(frame []byte)) int {
+	c.drainMu.Lock()
+	defer c.drainMu.Unlock()
+	c.mem.mu.Lock()
+	c.reliable, c.drainingRel = c.drainingRel, c.reliable
+	c.reliable.reset()
+	c.mem.mu.Unlock()
+	return c.drainingRel.each(fn)
+}
+
+// Received returns the counts of everything the client received, drained
+// or not (kept in CountOnly mode too).
+func (c *MemClient) Received() MemClientStats {
+	c.mem.mu.Lock()
+	defer c.mem.mu.Unlock()
+	return c.counts
+}
+
+// LastDatagram appends a copy of the latest datagram the client received
+// (kept in CountOnly mode too) to dst; it appends nothing before the first.
+func (c *MemClient) LastDatagram(dst []byte) []byte {
+	c.mem.mu.Lock()
+	defer c.mem.mu.Unlock()
+	return append(dst, c.last...)
+}
+
+var _ Transport = (*Mem)(nil)

@@ -1,0 +1,348 @@
+package net
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// event is an Inbound with its frame copied, for comparing sequences.
+type event struct {
+	Kind    InboundKind
+	Session SessionID
+	Frame   string
+	Reason  string
+}
+
+func receiveAll(m *Mem) []event {
+	var out []event
+	for _, in := range m.Receive(nil) {
+		out = append(out, event{in.Kind, in.Session, string(in.Frame), in.Reason})
+	}
+	return out
+}
+
+func moveFrame(seq uint32) []byte { return AppendMove(nil, Move{Seq: seq}) }
+
+func drainedDatagrams(c *MemClient) []string {
+	var out []string
+	c.DrainDatagrams(func(d []byte) { out = append(out, string(d)) })
+	return out
+}
+
+func drainedReliable(c *MemClient) []string {
+	var out []string
+	c.DrainReliable(func(f []byte) { out = append(out, string(f)) })
+	return out
+}
+
+func TestMemDeliversClientFramesInSendOrderAcrossSessions(t *testing.T) {
+	m := NewMem(MemOptions{})
+	a, b := m.Dial(), m.Dial()
+	require.NotEqual(t, a.Session(), b.Session())
+	require.NotZero(t, a.Session())
+	require.NoError(t, a.Send(moveFrame(1)))
+	require.NoError(t, b.Send(moveFrame(1)))
+	require.NoError(t, a.Send(moveFrame(2)))
+	require.NoError(t, a.Send(moveFrame(3)))
+	require.NoError(t, b.Send(moveFrame(2)))
+
+	assert.Equal(t, []event{
+		{SessionOpened, a.Session(), "", ""},
+		{SessionOpened, b.Session(), "", ""},
+		{FrameReceived, a.Session(), string(moveFrame(1)), ""},
+		{FrameReceived, b.Session(), string(moveFrame(1)), ""},
+		{FrameReceived, a.Session(), string(moveFrame(2)), ""},
+		{FrameReceived, a.Session(), string(moveFrame(3)), ""},
+		{FrameReceived, b.Session(), string(moveFrame(2)), ""},
+	}, receiveAll(m))
+	assert.Empty(t, receiveAll(m), "each event is delivered once")
+}
+
+func TestMemServerFramesReachOnlyTheirClientInOrder(t *testing.T) {
+	m := NewMem(MemOptions{})
+	a, b := m.Dial(), m.Dial()
+	m.SendReliable(a.Session(), AppendDisappear(nil, Disappear{Actor: 1}))
+	m.SendUnreliable(b.Session(), AppendBatchHeader(nil, 1, 0))
+	m.SendReliable(a.Session(), AppendDisappear(nil, Disappear{Actor: 2}))
+	m.SendUnreliable(a.Session(), AppendBatchHeader(nil, 2, 0))
+	m.SendUnreliable(a.Session(), AppendBatchHeader(nil, 3, 0))
+
+	assert.Equal(t, []string{
+		string(AppendDisappear(nil, Disappear{Actor: 1})),
+		string(AppendDisappear(nil, Disappear{Actor: 2})),
+	}, drainedReliable(a))
+	assert.Equal(t, []string{
+		string(AppendBatchHeader(nil, 2, 0)),
+		string(AppendBatchHeader(nil, 3, 0)),
+	}, drainedDatagrams(a))
+	assert.Empty(t, drainedReliable(b))
+	assert.Equal(t, []string{string(AppendBatchHeader(nil, 1, 0))}, drainedDatagrams(b))
+	assert.Empty(t, drainedDatagrams(a), "a drain empties the queue")
+	assert.Equal(t, string(AppendBatchHeader(nil, 3, 0)), string(a.LastDatagram(nil)))
+}
+
+func TestMemSendsCopiesSoCallersMayReuseBuffers(t *testing.T) {
+	m := NewMem(MemOptions{})
+	c := m.Dial()
+	buf := moveFrame(1)
+	require.NoError(t, c.Send(buf))
+	copy(buf, moveFrame(9))
+	out := AppendBatchHeader(nil, 5, 0)
+	m.SendUnreliable(c.Session(), out)
+	out[2] = 0xee
+	assert.Equal(t, string(moveFrame(1)), receiveAll(m)[1].Frame)
+	assert.Equal(t, []string{string(AppendBatchHeader(nil, 5, 0))}, drainedDatagrams(c))
+}
+
+func TestMemReceivedFramesStayIntactUntilTheNextReceive(t *testing.T) {
+	m := NewMem(MemOptions{})
+	c := m.Dial()
+	require.NoError(t, c.Send(moveFrame(1)))
+	got := m.Receive(nil)
+	require.Len(t, got, 2)
+	// The client keeps sending (and the inbox grows) before the server has
+	// decoded what it received.
+	for i := range 100 {
+		require.NoError(t, c.Send(moveFrame(uint32(100+i))))
+	}
+	mv, err := DecodeMove(got[1].Frame)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(1), mv.Seq)
+	assert.Len(t, m.Receive(nil), 100)
+}
+
+func TestMemDisconnectReasonReachesTheClientAfterItsFrames(t *testing.T) {
+	m := NewMem(MemOptions{})
+	c := m.Dial()
+	refuse := AppendRefuse(nil, Refuse{Code: RefuseBusy, Reason: []byte("server busy")})
+	m.SendReliable(c.Session(), refuse)
+	m.Disconnect(c.Session(), "server busy")
+
+	reason, closed := c.CloseReason()
+	assert.True(t, closed)
+	assert.Equal(t, "server busy", reason)
+	frames := drainedReliable(c)
+	require.Len(t, frames, 1)
+	r, err := DecodeRefuse([]byte(frames[0]))
+	require.NoError(t, err)
+	assert.Equal(t, RefuseBusy, r.Code)
+	assert.Equal(t, "server busy", string(r.Reason))
+
+	assert.Equal(t, ErrClosed, c.Send(moveFrame(1)), "a disconnected client cannot send")
+	assert.Equal(t, []event{
+		{SessionOpened, c.Session(), "", ""},
+		{SessionClosed, c.Session(), "", "server busy"},
+	}, receiveAll(m))
+}
+
+func TestMemEveryOpenedSessionClosesExactlyOnce(t *testing.T) {
+	m := NewMem(MemOptions{})
+	byClient, byServer, both, byTransport := m.Dial(), m.Dial(), m.Dial(), m.Dial()
+	byClient.Close()
+	byClient.Close()
+	m.Disconnect(byServer.Session(), "kicked")
+	m.Disconnect(byServer.Session(), "kicked again")
+	m.Disconnect(both.Session(), "first")
+	both.Close()
+	m.Disconnect(SessionID(999), "unknown")
+	require.NoError(t, m.Close())
+	require.NoError(t, m.Close())
+
+	var closes []event
+	for _, e := range receiveAll(m) {
+		if e.Kind == SessionClosed {
+			closes = append(closes, e)
+		}
+	}
+	assert.Equal(t, []event{
+		{SessionClosed, byClient.Session(), "", ReasonClientClosed},
+		{SessionClosed, byServer.Session(), "", "kicked"},
+		{SessionClosed, both.Session(), "", "first"},
+		{SessionClosed, byTransport.Session(), "", ReasonTransportClosed},
+	}, closes)
+	reason, _ := byTransport.CloseReason()
+	assert.Equal(t, ReasonTransportClosed, reason)
+	reason, _ = both.CloseReason()
+	assert.Equal(t, "first", reason)
+	st := m.Stats()
+	assert.Equal(t, uint64(4), st.Opened)
+	assert.Equal(t, uint64(4), st.Closed)
+
+	late := m.Dial()
+	reason, closed := late.CloseReason()
+	assert.True(t, closed)
+	assert.Equal(t, ReasonTransportClosed, reason)
+	assert.Zero(t, late.Session())
+	assert.Empty(t, receiveAll(m), "a dial after Close opens nothing")
+}
+
+func TestMemDropsAndCountsWhatItCannotSend(t *testing.T) {
+	m := NewMem(MemOptions{MaxDatagram: 100, MaxFrame: 50})
+	c, gone := m.Dial(), m.Dial()
+	gone.Close()
+	m.SendUnreliable(c.Session(), make([]byte, 101)) // oversize
+	m.SendUnreliable(c.Session(), nil)               // empty
+	m.SendUnreliable(gone.Session(), make([]byte, 10))
+	m.SendUnreliable(0, make([]byte, 10))
+	m.SendReliable(c.Session(), make([]byte, 51)) // oversize
+	m.SendReliable(c.Session(), []byte{Version})  // shorter than a header
+	m.SendReliable(gone.Session(), make([]byte, 10))
+	m.SendUnreliable(c.Session(), make([]byte, 100)) // exactly the limit
+	m.SendReliable(c.Session(), make([]byte, 50))
+
+	st := m.Stats()
+	assert.Equal(t, uint64(4), st.DroppedDatagrams)
+	assert.Equal(t, uint64(3), st.DroppedReliable)
+	assert.Equal(t, uint64(1), st.DatagramsOut)
+	assert.Equal(t, uint64(1), st.ReliableOut)
+	assert.Equal(t, 1, c.DrainDatagrams(func([]byte) {}))
+	assert.Equal(t, 1, c.DrainReliable(func([]byte) {}))
+
+	assert.Equal(t, ErrStreamLength, c.Send(make([]byte, 51)))
+	assert.Equal(t, ErrStreamLength, c.Send([]byte{Version}))
+	assert.Equal(t, uint64(0), m.Stats().FramesIn)
+}
+
+func TestMemCountsEveryByteBothWays(t *testing.T) {
+	m := NewMem(MemOptions{})
+	a, b := m.Dial(), m.Dial()
+	require.NoError(t, a.Send(moveFrame(1)))
+	require.NoError(t, b.Send(AppendDisappear(nil, Disappear{})))
+	batch := AppendRecord(AppendBatchHeader(nil, 1, 1), Record{Actor: 1})
+	m.SendUnreliable(a.Session(), batch)
+	m.SendUnreliable(a.Session(), batch)
+	m.SendUnreliable(b.Session(), batch)
+	m.SendReliable(b.Session(), AppendWelcome(nil, Welcome{}))
+
+	assert.Equal(t, Stats{
+		Opened: 2, FramesIn: 2, BytesIn: MoveSize + DisappearSize,
+		DatagramsOut: 3, DatagramBytesOut: 3 * uint64(len(batch)),
+		ReliableOut: 1, ReliableBytesOut: WelcomeSize,
+	}, m.Stats())
+	assert.Equal(t, MemClientStats{Datagrams: 2, DatagramBytes: 2 * uint64(len(batch))}, a.Received())
+	assert.Equal(t, MemClientStats{Datagrams: 1, DatagramBytes: uint64(len(batch)), Frames: 1, FrameBytes: WelcomeSize}, b.Received())
+}
+
+func TestMemCountOnlyKeepsCountsAndTheLastDatagram(t *testing.T) {
+	m := NewMem(MemOptions{CountOnly: true})
+	c := m.Dial()
+	for tick := range uint32(10) {
+		m.SendUnreliable(c.Session(), AppendBatchHeader(nil, tick, 0))
+		m.SendReliable(c.Session(), AppendDisappear(nil, Disappear{Actor: tick}))
+	}
+	assert.Zero(t, c.DrainDatagrams(func([]byte) { t.Error("CountOnly kept a datagram") }))
+	assert.Zero(t, c.DrainReliable(func([]byte) { t.Error("CountOnly kept a frame") }))
+	assert.Equal(t, MemClientStats{
+		Datagrams: 10, DatagramBytes: 10 * BatchHeaderSize,
+		Frames: 10, FrameBytes: 10 * DisappearSize,
+	}, c.Received())
+	assert.Equal(t, AppendBatchHeader(nil, 9, 0), c.LastDatagram(nil))
+}
+
+// steadyTick is one server tick against a Mem: every client sends a move,
+// the server receives, and sends each client a batch and a reliable frame.
+func steadyTick(m *Mem, clients []*MemClient, frame, batch []byte, inbox []Inbound) []Inbound {
+	for _, c := range clients {
+		if err := c.Send(frame); err != nil {
+			panic(err)
+		}
+	}
+	inbox = m.Receive(inbox[:0])
+	for _, in := range inbox {
+		if in.Kind == FrameReceived {
+			if _, err := DecodeMove(in.Frame); err != nil {
+				panic(err)
+			}
+		}
+	}
+	for _, c := range clients {
+		m.SendUnreliable(c.Session(), batch)
+		m.SendReliable(c.Session(), frame)
+	}
+	return inbox
+}
+
+func TestMemSteadyStateAllocatesNothing(t *testing.T) {
+	for _, countOnly := range []bool{true, false} {
+		t.Run(fmt.Sprintf("countOnly=%v", countOnly), func(t *testing.T) {
+			m := NewMem(MemOptions{CountOnly: countOnly})
+			clients := make([]*MemClient, 16)
+			for i := range clients {
+				clients[i] = m.Dial()
+			}
+			frame := moveFrame(1)
+			batch := AppendBatchHeader(nil, 1, 0)
+			for range MaxRecordsPerBatch {
+				batch = AppendRecord(batch, Record{Actor: 1})
+			}
+			inbox := make([]Inbound, 0, 64)
+			var bytes int
+			drain := func(d []byte) { bytes += len(d) }
+			tick := func() {
+				inbox = steadyTick(m, clients, frame, batch, inbox)
+				for _, c := range clients {
+					c.DrainDatagrams(drain)
+					c.DrainReliable(drain)
+				}
+			}
+			tick()
+			tick()
+			assert.Zero(t, testing.AllocsPerRun(100, tick))
+			assert.Equal(t, uint64(16*103), m.Stats().DatagramsOut)
+		})
+	}
+}
+
+// TestMemKeepsEachClientsOrderUnderConcurrentSenders runs clients on their
+// own goroutines while the server receives and replies; per-session order
+// must hold and nothing may be lost.
+func TestMemKeepsEachClientsOrderUnderConcurrentSenders(t *testing.T) {
+	const clients, moves = 4, 300
+	m := NewMem(MemOptions{})
+	cs := make([]*MemClient, clients)
+	for i := range cs {
+		cs[i] = m.Dial()
+	}
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		wg.Go(func() {
+			for seq := range uint32(moves) {
+				if err := c.Send(moveFrame(seq)); err != nil {
+					t.Error(err)
+				}
+				c.DrainDatagrams(func([]byte) {})
+			}
+			c.Close()
+		})
+	}
+	next := map[SessionID]uint32{}
+	closed := 0
+	var inbox []Inbound
+	for closed < clients {
+		inbox = m.Receive(inbox[:0])
+		if len(inbox) == 0 {
+			runtime.Gosched()
+		}
+		for _, in := range inbox {
+			switch in.Kind {
+			case FrameReceived:
+				mv, err := DecodeMove(in.Frame)
+				require.NoError(t, err)
+				require.Equal(t, next[in.Session], mv.Seq, "session %d", in.Session)
+				next[in.Session]++
+				m.SendUnreliable(in.Session, AppendBatchHeader(nil, mv.Seq, 0))
+			case SessionClosed:
+				closed++
+			}
+		}
+	}
+	wg.Wait()
+	for _, c := range cs {
+		assert.Equal(t, uint32(moves), next[c.Session()])
+	}
+}
