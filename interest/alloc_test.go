@@ -1,0 +1,59 @@
+package interest_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/throng-go/throng/interest"
+)
+
+// The per-pair and per-tick calls allocate nothing, and a warmed-up
+// Backlog allocates nothing per tick.
+func TestHotCallsDoNotAllocate(t *testing.T) {
+	tiers := defaultTiers(t)
+	rates := defaultRates(t)
+	th := rates.Throttle
+	clock := interest.NewClock(0)
+	var (
+		sinkPeriod uint8
+		sinkBool   bool
+		sinkPhase  uint32
+		tick       uint64
+		ewma       interest.EWMA
+		pressure   interest.Pressure
+	)
+	rule := interest.PressureRule{MaxLevel: th.MaxLevel()}
+	calls := map[string]func(){
+		"Tiers.PeriodSq":    func() { sinkPeriod = tiers.PeriodSq(5000 * 5000) },
+		"Rates.PeriodSq":    func() { sinkPeriod = rates.PeriodSq(5000*5000, 2) },
+		"Throttle.PeriodSq": func() { sinkPeriod = th.PeriodSq(5000*5000, 2) },
+		"Combine":           func() { sinkPeriod = interest.Combine(sinkPeriod, 3) },
+		"Phase":             func() { sinkPhase = interest.Phase(sinkPhase, 9) },
+		"Sends":             func() { sinkBool = interest.Sends(sinkPhase, tick, 3) },
+		"Clock.Sends":       func() { sinkBool = clock.Sends(sinkPhase, 3) },
+		"Clock.Set":         func() { tick++; clock.Set(tick) },
+		"EWMA.Observe":      func() { ewma.Observe(float64(tick)) },
+		"Pressure.Update":   func() { sinkPeriod = pressure.Update(rule, ewma.Value(), 8000) },
+	}
+	for name, f := range calls {
+		assert.Zero(t, testing.AllocsPerRun(1000, f), name)
+	}
+	_, _ = sinkBool, sinkPeriod
+
+	// 400 senders in view, 100 fit: the cut path, every tick.
+	var b interest.Backlog
+	batch := make([]uint32, 0, 400)
+	step := func() {
+		tick++
+		for s := uint32(0); s < 400; s++ {
+			// Offered in reverse so that Take has to sort.
+			b.Offer(400-s, uint8(1+s%4), (uint64(s)+tick)%3 != 0)
+		}
+		batch = b.Take(100, batch[:0])
+	}
+	for range 50 {
+		step() // grow the slices to their working size
+	}
+	assert.Zero(t, testing.AllocsPerRun(100, step), "Backlog Offer+Take")
+}
