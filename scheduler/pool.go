@@ -1,0 +1,450 @@
+package scheduler
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// MaxWorkers is the most goroutines a [Pool] puts on one Run, the caller
+// included. Larger worker counts are clamped to it.
+const MaxWorkers = 64
+
+// Job is a batch of work units. The pool calls RunUnit once for every unit of
+// a Run, possibly from several goroutines at once, each i in [0, len(units)).
+// Units of one Run must not depend on each other's order. RunUnit returns or
+// panics; it must not call runtime.Goexit (t.FailNow in a test), which would
+// leave the Run waiting forever. Pass a pointer to a long-lived value so that
+// handing it to Run does not allocate.
+type Job interface {
+	RunUnit(i int)
+}
+
+// Unit describes one work unit of a [Job]: its identity across runs and its
+// predicted cost, which decides when it is handed out.
+type Unit struct {
+	// Key names the unit across runs (a cluster or shard id, say) so the pool
+	// can learn its measured cost. Key 0 means "no identity": Cost is used as
+	// given and the measured time is not remembered. Keys share one table per
+	// Pool, so jobs that run on the same pool should use disjoint keys.
+	Key uint64
+	// Cost is the caller's estimate, in any consistent measure (nanoseconds,
+	// actor pairs, ...). Negative and NaN costs count as 0. Once units with a
+	// positive Cost have been measured, the pool converts Cost to nanoseconds
+	// with the learned ratio, so it can be compared with learned keys.
+	Cost float64
+}
+
+// RunStats records what one Run did; the metrics line prints units, pooled,
+// parallel (Wall) and speedup from it.
+type RunStats struct {
+	Units   int           // units run
+	Pooled  int           // units run by pool worker goroutines
+	Caller  int           // units run on the calling goroutine
+	Workers int           // goroutines that took part, the caller included (most of any Run, for a sum)
+	Busy    time.Duration // summed time spent inside RunUnit
+	Wall    time.Duration // wall-clock time of the Run
+}
+
+// Speedup is summed unit time over wall time: near 1 means the pool bought
+// nothing, near Workers means every goroutine was busy the whole Run. It is 0
+// when nothing ran.
+func (s RunStats) Speedup() float64 {
+	if s.Wall <= 0 {
+		return 0
+	}
+	return float64(s.Busy) / float64(s.Wall)
+}
+
+// Add accumulates o into s, for a tick that calls Run several times.
+func (s *RunStats) Add(o RunStats) {
+	s.Units += o.Units
+	s.Pooled += o.Pooled
+	s.Caller += o.Caller
+	s.Workers = max(s.Workers, o.Workers)
+	s.Busy += o.Busy
+	s.Wall += o.Wall
+}
+
+// UnitPanic is the value Run (and [RunInline], [Schedule.Run]) panics with on
+// the caller's goroutine when a unit panicked. The batch still completed:
+// every other unit ran. When several units panic, the lowest index is kept.
+type UnitPanic struct {
+	System string // the system the unit belongs to; empty for a plain Job
+	Unit   int    // index of the unit in the Job (in the system's plan for a system)
+	Value  any    // the value the unit panicked with
+	Stack  []byte // the panicking goroutine's stack
+}
+
+// Error describes the panic; the stack is in Stack.
+func (p *UnitPanic) Error() string {
+	if p.System != "" {
+		return fmt.Sprintf("scheduler: system %q unit %d panicked: %v", p.System, p.Unit, p.Value)
+	}
+	return fmt.Sprintf("scheduler: unit %d panicked: %v", p.Unit, p.Value)
+}
+
+// Unwrap returns the panic value when it is an error.
+func (p *UnitPanic) Unwrap() error {
+	err, _ := p.Value.(error)
+	return err
+}
+
+// Pool is a fork/join pool: persistent worker goroutines plus the goroutine
+// that calls Run, which works too. Workers hand out the units of a Run from a
+// shared cursor, most expensive first, and Run returns only when every unit
+// has finished and every worker has left the batch.
+//
+// One goroutine at a time may call Run; a second concurrent (or nested, from
+// inside a unit) Run panics. Close releases the workers. The zero Pool is not
+// usable: call [NewPool].
+type Pool struct {
+	workers   int // 0 = GOMAXPROCS at each Run
+	maxPooled int // 0 = unlimited
+	running   atomic.Bool
+	closed    bool
+
+	crew   []*worker
+	exited sync.WaitGroup
+
+	// The batch. Written by Run before waking workers, read-only to them
+	// until every woken worker has left: that wait is what keeps a straggler
+	// of this batch from claiming units of the next one.
+	job       Job
+	batch     []int32 // dispatch order of the pooled units
+	took      []int64 // measured ns per unit index
+	cursor    atomic.Int64
+	remaining atomic.Int64 // pooled units not yet finished
+	drainers  atomic.Int32 // woken workers not yet out of the drain loop
+	finished  chan struct{}
+	left      chan struct{}
+
+	panicMu  sync.Mutex
+	panicked *UnitPanic
+
+	costs  costModel
+	order  []int32
+	ranked []uint64 // rankKey of each unit
+
+	// Test hooks: drainDelay sleeps a worker at the end of each drain loop
+	// iteration; skipDrainerWait removes the wait for drainers, which is
+	// the bug the alternating-batches test exists to catch.
+	drainDelay      time.Duration
+	skipDrainerWait bool
+}
+
+// A worker's state: idle; called (a batch is published for it and it is
+// counted in drainers, but it has not started); draining. Run revokes a call
+// the worker has not taken up (called -> idle) once the cursor is spent.
+const (
+	idle int32 = iota
+	called
+	draining
+)
+
+type worker struct {
+	wake  chan struct{}
+	state atomic.Int32
+	ran   int
+	busy  int64
+	_     [64]byte // keep workers' counters off each other's cache lines
+}
+
+// NewPool returns a pool of the given size, the calling goroutine included:
+// workers-1 goroutines at most are started, lazily, on the first Run that
+// needs them. workers 0 means runtime.GOMAXPROCS(0), read at each Run; sizes
+// above [MaxWorkers] are clamped. NewPool panics if workers is negative.
+func NewPool(workers int) *Pool {
+	if workers < 0 {
+		panic(fmt.Sprintf("scheduler: NewPool needs workers >= 0 (0 = GOMAXPROCS), got %d", workers))
+	}
+	return &Pool{
+		workers:  min(workers, MaxWorkers),
+		finished: make(chan struct{}, 1),
+		left:     make(chan struct{}, 1),
+		costs:    newCostModel(),
+	}
+}
+
+// SetMaxPooledUnits caps how many units of one Run are handed to the pool
+// (maxWorkUnitsPerTick): the cheapest units past the cap run on the calling
+// goroutine. 0, the default, means no cap. It panics on a negative n and must
+// not be called during Run.
+func (p *Pool) SetMaxPooledUnits(n int) {
+	if n < 0 {
+		panic(fmt.Sprintf("scheduler: SetMaxPooledUnits needs n >= 0 (0 = no cap), got %d", n))
+	}
+	p.maxPooled = n
+}
+
+// Size is the number of goroutines the next Run may use, the caller included.
+func (p *Pool) Size() int {
+	n := p.workers
+	if n == 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	return min(n, MaxWorkers)
+}
+
+// Estimate is the pool's learned cost of the unit key: an EWMA of its
+// measured times. ok is false for key 0 and for keys not measured in the
+// last runs. Call it from the goroutine that calls Run, between Runs.
+func (p *Pool) Estimate(key uint64) (cost time.Duration, ok bool) {
+	ns, ok := p.costs.estimate(key)
+	return time.Duration(ns), ok
+}
+
+// Close stops the worker goroutines and waits for them to exit. It is
+// idempotent; Run after Close panics. Close must not race with Run.
+func (p *Pool) Close() {
+	if p.closed {
+		return
+	}
+	p.closed = true
+	for _, w := range p.crew {
+		close(w.wake)
+	}
+	p.exited.Wait()
+	p.crew = nil
+}
+
+// Run calls job.RunUnit(i) exactly once for every i in [0, len(units)),
+// spread over the pool, and returns when all have finished. Units are handed
+// out longest first, by their learned or given cost; ties keep index order.
+// Each unit's measured time feeds the cost of its Key for later Runs.
+//
+// A panicking unit does not stop the others: once all have run, Run panics
+// with a *[UnitPanic] on the caller's goroutine, and the pool stays usable.
+// Run does not allocate once the pool has seen a Run this large and the
+// units' keys are known (the cost table grows for new keys).
+func (p *Pool) Run(job Job, units []Unit) RunStats {
+	stats, up := p.run(job, units)
+	if up != nil {
+		panic(up)
+	}
+	return stats
+}
+
+// run is Run returning the unit panic instead of raising it.
+func (p *Pool) run(job Job, units []Unit) (RunStats, *UnitPanic) {
+	if p.closed {
+		panic("scheduler: Run on a closed Pool")
+	}
+	if !p.running.CompareAndSwap(false, true) {
+		panic("scheduler: Pool.Run called while another Run is in progress; one goroutine runs the pool (is a unit calling Run?)")
+	}
+	defer p.running.Store(false)
+	if len(units) == 0 {
+		return RunStats{}, nil
+	}
+	start := time.Now()
+	order := p.rank(units)
+	pooled := len(order)
+	if p.maxPooled > 0 && pooled > p.maxPooled {
+		pooled = p.maxPooled
+	}
+	helpers := min(p.Size(), pooled) - 1
+	p.ensureCrew(helpers)
+
+	p.job = job
+	p.batch = order[:pooled]
+	p.took = slices.Grow(p.took[:0], len(units))[:len(units)]
+	p.cursor.Store(0)
+	p.remaining.Store(int64(pooled))
+	p.drainers.Store(int32(helpers))
+	for _, w := range p.crew[:helpers] {
+		w.state.Store(called)
+		select {
+		case w.wake <- struct{}{}:
+		default: // a token from a revoked call is still queued: it wakes the worker just as well
+		}
+	}
+
+	// The caller takes the units past the cap while the workers start on
+	// the expensive ones, then joins the drain.
+	var me worker
+	clock := newUnitClock()
+	for _, i := range order[pooled:] {
+		p.runGuarded(job, int(i))
+		ns := clock.lap()
+		p.took[i] = ns
+		me.ran++
+		me.busy += ns
+	}
+	callerLast := p.drain(job, p.batch, p.took, &me, false)
+
+	// The cursor is spent. Workers that have not started yet are told not
+	// to: they will never touch this batch, so there is no need to wait for
+	// them to wake. Those that have started are waited for until they have
+	// left the drain loop, not only until the last unit is done: a worker
+	// still inside the loop when Run returns would claim units of the next
+	// batch with this one's job (the SkyMP barrier bug).
+	revoked := 0
+	for _, w := range p.crew[:helpers] {
+		if w.state.CompareAndSwap(called, idle) {
+			revoked++
+		}
+	}
+	if !callerLast {
+		<-p.finished
+	}
+	if helpers > 0 && !p.skipDrainerWait && (revoked == 0 || p.drainers.Add(-int32(revoked)) != 0) {
+		<-p.left
+	}
+
+	stats := RunStats{Units: len(units), Caller: me.ran, Busy: time.Duration(me.busy), Workers: 1 + helpers - revoked}
+	for _, w := range p.crew[:helpers] {
+		stats.Pooled += w.ran
+		stats.Busy += time.Duration(w.busy)
+		w.ran, w.busy = 0, 0
+	}
+	p.costs.observe(units, p.took)
+	p.job = nil
+	stats.Wall = time.Since(start)
+	return stats, p.takePanic()
+}
+
+// RunInline runs job.RunUnit(0) ... job.RunUnit(n-1) in index order on the
+// calling goroutine, with the same panic contract as [Pool.Run]: every unit
+// runs, then the lowest-index panic is re-raised as a *[UnitPanic]. It is
+// the "no pool" path for small batches.
+func RunInline(job Job, n int) RunStats {
+	stats, up := runInline(job, n)
+	if up != nil {
+		panic(up)
+	}
+	return stats
+}
+
+func runInline(job Job, n int) (RunStats, *UnitPanic) {
+	if n <= 0 {
+		return RunStats{}, nil
+	}
+	start := time.Now()
+	var first *UnitPanic
+	for i := range n {
+		if up := runRecovered(job, i); up != nil && first == nil {
+			first = up
+		}
+	}
+	wall := time.Since(start)
+	return RunStats{Units: n, Caller: n, Workers: 1, Busy: wall, Wall: wall}, first
+}
+
+// ensureCrew starts worker goroutines until there are at least n.
+func (p *Pool) ensureCrew(n int) {
+	for len(p.crew) < n {
+		w := &worker{wake: make(chan struct{}, 1)}
+		p.crew = append(p.crew, w)
+		p.exited.Add(1)
+		go p.serve(w)
+	}
+}
+
+func (p *Pool) serve(w *worker) {
+	defer p.exited.Done()
+	for range w.wake {
+		if !w.state.CompareAndSwap(called, draining) {
+			continue // revoked: the batch was done before this worker woke
+		}
+		// Whoever finishes the last unit signals finished from inside
+		// drain; leaving is signalled here, by the last worker out.
+		p.drain(p.job, p.batch, p.took, w, true)
+		w.state.Store(idle)
+		if p.drainers.Add(-1) == 0 {
+			signal(p.left)
+		}
+	}
+}
+
+// drain runs units from the shared cursor until none are left. It reports
+// whether this goroutine finished the batch's last unit (and so whether the
+// caller must wait for the worker that did).
+func (p *Pool) drain(job Job, batch []int32, took []int64, w *worker, isWorker bool) (finishedLast bool) {
+	clock := newUnitClock()
+	for {
+		c := p.cursor.Add(1) - 1
+		if c >= int64(len(batch)) {
+			return finishedLast
+		}
+		i := batch[c]
+		p.runGuarded(job, int(i))
+		ns := clock.lap()
+		took[i] = ns
+		w.ran++
+		w.busy += ns
+		if p.remaining.Add(-1) == 0 {
+			finishedLast = true
+			if isWorker {
+				signal(p.finished)
+			}
+		}
+		if isWorker && p.drainDelay > 0 {
+			time.Sleep(p.drainDelay)
+			clock.lap() // the delay is not the unit's cost
+		}
+	}
+}
+
+// unitClock times consecutive units with one monotonic clock read per unit:
+// each lap is the time since the previous one (the cursor claim between
+// units is counted with the unit; it is a few nanoseconds).
+type unitClock struct {
+	base time.Time
+	prev time.Duration
+}
+
+func newUnitClock() unitClock { return unitClock{base: time.Now()} }
+
+func (c *unitClock) lap() int64 {
+	at := time.Since(c.base)
+	ns := at - c.prev
+	c.prev = at
+	return int64(ns)
+}
+
+func (p *Pool) runGuarded(job Job, i int) {
+	if up := runRecovered(job, i); up != nil {
+		p.recordPanic(up)
+	}
+}
+
+// runRecovered runs one unit and returns its panic, if any.
+func runRecovered(job Job, i int) (up *UnitPanic) {
+	defer func() {
+		if r := recover(); r != nil {
+			up = &UnitPanic{Unit: i, Value: r, Stack: debug.Stack()}
+		}
+	}()
+	job.RunUnit(i)
+	return nil
+}
+
+func (p *Pool) recordPanic(up *UnitPanic) {
+	p.panicMu.Lock()
+	if p.panicked == nil || up.Unit < p.panicked.Unit {
+		p.panicked = up
+	}
+	p.panicMu.Unlock()
+}
+
+func (p *Pool) takePanic() *UnitPanic {
+	p.panicMu.Lock()
+	up := p.panicked
+	p.panicked = nil
+	p.panicMu.Unlock()
+	return up
+}
+
+// signal posts a wake-up without blocking; each batch posts at most one per
+// channel and the caller takes it before the next batch starts.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}

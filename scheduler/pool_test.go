@@ -1,0 +1,471 @@
+package scheduler
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var demoBarrierBug = flag.Bool("scheduler.demo-barrier-bug", false,
+	"run TestAlternatingBatchSizesBreakWithoutDrainerWait, which removes the pool's wait for drainers (run it without -race)")
+
+// countingJob counts how often each of its units ran; each unit spins for
+// work first.
+type countingJob struct {
+	runs []atomic.Int32
+	work time.Duration
+}
+
+func newCountingJob(n int) *countingJob { return &countingJob{runs: make([]atomic.Int32, n)} }
+
+func (j *countingJob) RunUnit(i int) {
+	for start := time.Now(); time.Since(start) < j.work; {
+	}
+	j.runs[i].Add(1)
+}
+
+// badUnit returns the first unit that did not run exactly once.
+func (j *countingJob) badUnit() (unit int, runs int32, ok bool) {
+	for i := range j.runs {
+		if n := j.runs[i].Load(); n != 1 {
+			return i, n, true
+		}
+	}
+	return 0, 0, false
+}
+
+func flatUnits(n int) []Unit {
+	units := make([]Unit, n)
+	for i := range units {
+		units[i] = Unit{Key: uint64(i) + 1, Cost: 1}
+	}
+	return units
+}
+
+// batchReport is what alternateBatches saw.
+type batchReport struct {
+	pooled    int      // units run by pool workers, over all Runs
+	anomalies []string // every inconsistency, in order
+	hung      bool
+}
+
+// alternateBatches runs a long batch and a one-unit batch in turn, checking
+// after every Run that each unit of that batch ran exactly once, and at the
+// end that no unit of any earlier batch ran again after its Run returned.
+// Each unit spins for unitWork, long enough for woken workers to join in.
+// It stops at the first anomaly unless keepGoing, and gives up after
+// timeout, reporting a hang.
+func alternateBatches(p *Pool, runs, longBatch int, unitWork time.Duration, keepGoing bool, timeout time.Duration) batchReport {
+	var (
+		mu  sync.Mutex
+		rep batchReport
+	)
+	note := func(format string, args ...any) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		rep.anomalies = append(rep.anomalies, fmt.Sprintf(format, args...))
+		return keepGoing
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		long, short := flatUnits(longBatch), flatUnits(1)
+		jobs := make([]*countingJob, 0, runs)
+		atReturn := make([][]int32, 0, runs)
+		for r := range runs {
+			units := long
+			if r%2 == 1 {
+				units = short
+			}
+			job := newCountingJob(len(units))
+			job.work = unitWork
+			jobs = append(jobs, job)
+			stats := p.Run(job, units)
+			counts := make([]int32, len(units))
+			for u := range counts {
+				counts[u] = job.runs[u].Load()
+			}
+			atReturn = append(atReturn, counts)
+			mu.Lock()
+			rep.pooled += stats.Pooled
+			mu.Unlock()
+			if u, n, bad := job.badUnit(); bad && !note("Run #%d (%d units) returned with unit %d run %d times", r, len(units), u, n) {
+				return
+			}
+		}
+		for r, job := range jobs {
+			for u, n := range atReturn[r] {
+				if now := job.runs[u].Load(); now != n && !note("after Run #%d returned, its unit %d ran again (%d runs, %d at return)", r, u, now, n) {
+					return
+				}
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		mu.Lock()
+		rep.hung = true
+		mu.Unlock()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return batchReport{pooled: rep.pooled, anomalies: slices.Clone(rep.anomalies), hung: rep.hung}
+}
+
+func TestAlternatingBatchSizesStayConsistent(t *testing.T) {
+	for _, delay := range []time.Duration{0, 300 * time.Microsecond} {
+		t.Run(fmt.Sprintf("drainDelay=%v", delay), func(t *testing.T) {
+			p := NewPool(4)
+			defer p.Close()
+			p.drainDelay = delay
+			runs := 4000
+			if delay > 0 {
+				runs = 600 // each long batch waits out a delayed worker
+			}
+			rep := alternateBatches(p, runs, 64, time.Microsecond, false, 30*time.Second)
+			assert.False(t, rep.hung, "a Run never returned")
+			assert.Empty(t, rep.anomalies)
+			assert.Positive(t, rep.pooled, "workers took part, so batches had drainers to wait for")
+			t.Logf("%d units of %d Runs were run by pool workers", rep.pooled, runs)
+		})
+	}
+}
+
+// TestAlternatingBatchSizesBreakWithoutDrainerWait shows that the wait for
+// drainers is what keeps the test above passing: with it removed, a worker
+// delayed at the end of its drain loop outlives its batch and claims units
+// of the next one. It is a demonstration, off by default (and racy on
+// purpose); run it with
+//
+//	go test ./scheduler -run WithoutDrainerWait -v -scheduler.demo-barrier-bug
+func TestAlternatingBatchSizesBreakWithoutDrainerWait(t *testing.T) {
+	if !*demoBarrierBug {
+		t.Skip("demonstration of the barrier bug; enable with -scheduler.demo-barrier-bug (without -race)")
+	}
+	for attempt := range 3 {
+		p := NewPool(4)
+		p.drainDelay = 300 * time.Microsecond
+		p.skipDrainerWait = true
+		rep := alternateBatches(p, 600, 64, time.Microsecond, true, 10*time.Second)
+		assert.True(t, rep.hung || len(rep.anomalies) > 0, "attempt %d: the pool kept its batches apart without the drainer wait", attempt)
+		var early, late int
+		for _, a := range rep.anomalies {
+			if strings.HasPrefix(a, "after Run") {
+				late++
+			} else {
+				early++
+			}
+		}
+		t.Logf("attempt %d without the drainer wait: hung=%v, %d Runs returned early, %d units ran again after their Run returned",
+			attempt, rep.hung, early, late)
+		for _, a := range rep.anomalies[:min(len(rep.anomalies), 4)] {
+			t.Logf("  %s", a)
+		}
+		// A hung pool still has a Run in flight: it is abandoned, not closed.
+	}
+}
+
+func TestEveryUnitRunsExactlyOnce(t *testing.T) {
+	for _, workers := range []int{0, 1, 2, 3, 8, 200} {
+		for _, n := range []int{1, 2, 7, 64, 500} {
+			p := NewPool(workers)
+			job := newCountingJob(n)
+			stats := p.Run(job, flatUnits(n))
+			u, runs, bad := job.badUnit()
+			assert.False(t, bad, "workers=%d n=%d: unit %d ran %d times", workers, n, u, runs)
+			assert.Equal(t, n, stats.Units)
+			assert.Equal(t, n, stats.Pooled+stats.Caller, "workers=%d n=%d", workers, n)
+			assert.LessOrEqual(t, stats.Workers, min(p.Size(), n))
+			p.Close()
+		}
+	}
+}
+
+func TestPoolSizeIsCappedAndZeroFollowsGOMAXPROCS(t *testing.T) {
+	assert.Equal(t, MaxWorkers, NewPool(1000).Size())
+	assert.Equal(t, 3, NewPool(3).Size())
+	prev := runtime.GOMAXPROCS(3)
+	defer runtime.GOMAXPROCS(prev)
+	p := NewPool(0)
+	defer p.Close()
+	assert.Equal(t, 3, p.Size())
+	stats := p.Run(&meetJob{want: 3}, flatUnits(50))
+	assert.Equal(t, 3, stats.Workers, "a Run of 50 units on GOMAXPROCS=3 uses 3 goroutines")
+	runtime.GOMAXPROCS(2)
+	stats = p.Run(&meetJob{want: 2}, flatUnits(50))
+	assert.Equal(t, 2, stats.Workers, "the pool follows GOMAXPROCS at each Run")
+	assert.PanicsWithValue(t, "scheduler: NewPool needs workers >= 0 (0 = GOMAXPROCS), got -1", func() { NewPool(-1) })
+}
+
+// meetJob's first units wait (up to a second) until want units have
+// started, so that every goroutine the Run may use takes part.
+type meetJob struct {
+	want    int32
+	started atomic.Int32
+}
+
+func (j *meetJob) RunUnit(int) {
+	j.started.Add(1)
+	for deadline := time.Now().Add(time.Second); j.started.Load() < j.want && time.Now().Before(deadline); {
+		runtime.Gosched()
+	}
+}
+
+// panicJob panics in the listed units and counts the others.
+type panicJob struct {
+	countingJob
+	panicAt map[int]bool
+}
+
+func (j *panicJob) RunUnit(i int) {
+	j.countingJob.RunUnit(i)
+	if j.panicAt[i] {
+		panic(fmt.Sprintf("boom in %d", i))
+	}
+}
+
+func TestPanickingUnitIsReportedWithItsIndexAndPoolStaysUsable(t *testing.T) {
+	p := NewPool(4)
+	defer p.Close()
+	job := &panicJob{countingJob: *newCountingJob(100), panicAt: map[int]bool{71: true, 40: true}}
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		p.Run(job, flatUnits(100))
+	}()
+	up, ok := got.(*UnitPanic)
+	require.True(t, ok, "Run panics with a *UnitPanic, got %#v", got)
+	assert.Equal(t, 40, up.Unit, "the lowest panicking unit is reported")
+	assert.Equal(t, "boom in 40", up.Value)
+	assert.Contains(t, string(up.Stack), "panicJob", "the stack is the unit's")
+	assert.Equal(t, "scheduler: unit 40 panicked: boom in 40", up.Error())
+	_, _, bad := job.badUnit()
+	assert.False(t, bad, "every unit still ran exactly once")
+
+	next := newCountingJob(100)
+	assert.NotPanics(t, func() { p.Run(next, flatUnits(100)) })
+	_, _, bad = next.badUnit()
+	assert.False(t, bad, "the next Run works")
+
+	errJob := &errPanicJob{err: errors.New("broken")}
+	assert.PanicsWithError(t, "scheduler: unit 0 panicked: broken", func() { RunInline(errJob, 3) })
+	func() {
+		defer func() { assert.ErrorIs(t, recover().(*UnitPanic), errJob.err, "UnitPanic unwraps an error value") }()
+		p.Run(errJob, flatUnits(3))
+	}()
+}
+
+type errPanicJob struct{ err error }
+
+func (j *errPanicJob) RunUnit(int) { panic(j.err) }
+
+// nestedJob calls Run on its own pool from inside a unit.
+type nestedJob struct{ p *Pool }
+
+func (j *nestedJob) RunUnit(int) { j.p.Run(newCountingJob(1), flatUnits(1)) }
+
+func TestRunFromInsideAUnitIsRejected(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	defer func() {
+		up, ok := recover().(*UnitPanic)
+		require.True(t, ok)
+		assert.Contains(t, fmt.Sprint(up.Value), "another Run is in progress")
+	}()
+	p.Run(&nestedJob{p: p}, flatUnits(1))
+}
+
+func TestClosedPoolRefusesRuns(t *testing.T) {
+	p := NewPool(4)
+	p.Run(newCountingJob(10), flatUnits(10))
+	p.Close()
+	p.Close()
+	assert.PanicsWithValue(t, "scheduler: Run on a closed Pool", func() { p.Run(newCountingJob(1), flatUnits(1)) })
+}
+
+// orderJob records the order units start in and sleeps per unit.
+type orderJob struct {
+	mu      sync.Mutex
+	started []int
+	sleep   map[int]time.Duration
+}
+
+func (j *orderJob) RunUnit(i int) {
+	j.mu.Lock()
+	j.started = append(j.started, i)
+	j.mu.Unlock()
+	time.Sleep(j.sleep[i])
+}
+
+func TestLongestFirstStartsMostExpensiveUnitsFirst(t *testing.T) {
+	p := NewPool(1) // the caller alone: start order is dispatch order
+	defer p.Close()
+	costs := []float64{3, 50, 1, 50, 20, 7, 0, -4}
+	units := make([]Unit, len(costs))
+	for i, c := range costs {
+		units[i] = Unit{Cost: c}
+	}
+	job := &orderJob{}
+	p.Run(job, units)
+	assert.Equal(t, []int{1, 3, 4, 5, 0, 2, 6, 7}, job.started, "descending cost, index order among ties")
+
+	// With several workers the expensive units are still claimed first: a
+	// cheap unit that starts while an expensive one is unclaimed waits for
+	// it in vain and records the violation.
+	p4 := NewPool(4)
+	defer p4.Close()
+	units = make([]Unit, 40)
+	gate := &gateJob{expensive: map[int]bool{39: true, 20: true, 33: true}}
+	for i := range units {
+		units[i] = Unit{Cost: 1}
+		if gate.expensive[i] {
+			units[i].Cost = 100
+		}
+	}
+	p4.Run(gate, units)
+	assert.Zero(t, gate.cheapBeforeExpensive.Load(), "cheap units started while expensive ones were unclaimed")
+}
+
+// gateJob holds every cheap unit until all expensive units have started.
+type gateJob struct {
+	expensive            map[int]bool
+	expensiveStarted     atomic.Int32
+	cheapBeforeExpensive atomic.Int32
+}
+
+func (j *gateJob) RunUnit(i int) {
+	if j.expensive[i] {
+		j.expensiveStarted.Add(1)
+		return
+	}
+	for deadline := time.Now().Add(2 * time.Second); j.expensiveStarted.Load() < int32(len(j.expensive)); {
+		if time.Now().After(deadline) {
+			j.cheapBeforeExpensive.Add(1)
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+func TestMeasuredCostReordersUnitsOnNextRun(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	units := []Unit{{Key: 1, Cost: 1}, {Key: 2, Cost: 1}, {Key: 3, Cost: 1}, {Key: 4, Cost: 1}}
+	slow := &orderJob{sleep: map[int]time.Duration{2: 3 * time.Millisecond}}
+	p.Run(slow, units)
+	assert.Equal(t, []int{0, 1, 2, 3}, slow.started, "equal given costs: index order")
+	learned, ok := p.Estimate(3)
+	require.True(t, ok)
+	assert.GreaterOrEqual(t, learned, 3*time.Millisecond, "the estimate is the measured time")
+
+	again := &orderJob{sleep: slow.sleep}
+	p.Run(again, units)
+	assert.Equal(t, 2, again.started[0], "the unit measured slowest goes first next time")
+}
+
+func TestNewUnitsAreRankedAgainstLearnedOnesByTheirCost(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	known := []Unit{{Key: 1, Cost: 100}, {Key: 2, Cost: 100}}
+	p.Run(&orderJob{sleep: map[int]time.Duration{0: time.Millisecond, 1: time.Millisecond}}, known)
+
+	// About 10 us per unit of Cost was learned: a new unit of Cost 10_000
+	// (~100 ms) outranks the known ones, a new unit of Cost 1 does not.
+	mixed := []Unit{{Key: 10, Cost: 1}, known[0], known[1], {Key: 11, Cost: 10_000}}
+	job := &orderJob{}
+	p.Run(job, mixed)
+	assert.Equal(t, 3, job.started[0])
+	assert.Equal(t, 0, job.started[3])
+}
+
+func TestUnseenKeysAreForgotten(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	p.Run(newCountingJob(1), []Unit{{Key: 7, Cost: 1}})
+	_, ok := p.Estimate(7)
+	require.True(t, ok)
+	for range 2 * forgetAfterRuns {
+		p.Run(newCountingJob(1), []Unit{{Key: 8, Cost: 1}})
+	}
+	_, ok = p.Estimate(7)
+	assert.False(t, ok, "a key not seen for %d runs is dropped by the next sweep", forgetAfterRuns)
+	assert.Len(t, p.costs.slotOf, 1, "the table holds only live keys")
+	p.Run(newCountingJob(1), []Unit{{Key: 9, Cost: 1}})
+	assert.Len(t, p.costs.table, 2, "a forgotten key's slot is reused")
+	_, ok = p.Estimate(0)
+	assert.False(t, ok, "key 0 is never learned")
+}
+
+func TestUnitsPastTheCapRunOnTheCaller(t *testing.T) {
+	p := NewPool(4)
+	defer p.Close()
+	p.SetMaxPooledUnits(3)
+	job := newCountingJob(40)
+	stats := p.Run(job, flatUnits(40))
+	_, _, bad := job.badUnit()
+	assert.False(t, bad)
+	assert.LessOrEqual(t, stats.Pooled, 3, "at most the cap is run by workers")
+	assert.GreaterOrEqual(t, stats.Caller, 37)
+	assert.LessOrEqual(t, stats.Workers, 3, "no worker is woken for units it may not take")
+	assert.Panics(t, func() { p.SetMaxPooledUnits(-1) })
+}
+
+// spinJob keeps every goroutine busy for a while per unit.
+type spinJob struct{ d time.Duration }
+
+func (j *spinJob) RunUnit(int) {
+	for start := time.Now(); time.Since(start) < j.d; {
+	}
+}
+
+func TestRunStatsAccountForTheRun(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	stats := p.Run(&spinJob{d: 200 * time.Microsecond}, flatUnits(20))
+	assert.Equal(t, 20, stats.Units)
+	assert.Equal(t, 20, stats.Pooled+stats.Caller)
+	assert.GreaterOrEqual(t, stats.Busy, 20*200*time.Microsecond, "Busy sums the unit times")
+	assert.Positive(t, stats.Wall)
+	assert.InDelta(t, float64(stats.Busy)/float64(stats.Wall), stats.Speedup(), 1e-9)
+	assert.LessOrEqual(t, stats.Speedup(), 2.05, "two goroutines cannot do more than two goroutines' work")
+
+	var sum RunStats
+	sum.Add(stats)
+	sum.Add(RunStats{Units: 1, Pooled: 1, Workers: 1, Busy: 1, Wall: 1})
+	assert.Equal(t, 21, sum.Units)
+	assert.Equal(t, stats.Pooled+1, sum.Pooled)
+	assert.Equal(t, stats.Workers, sum.Workers)
+	assert.Zero(t, RunStats{}.Speedup())
+
+	inline := RunInline(newCountingJob(5), 5)
+	assert.Equal(t, RunStats{Units: 5, Caller: 5, Workers: 1, Busy: inline.Wall, Wall: inline.Wall}, inline)
+	assert.Equal(t, RunStats{}, p.Run(newCountingJob(0), nil), "an empty Run does nothing")
+}
+
+// noopJob is an empty unit: what the fork/join overhead is measured with.
+type noopJob struct{}
+
+func (*noopJob) RunUnit(int) {}
+
+func TestSteadyStateRunDoesNotAllocate(t *testing.T) {
+	p := NewPool(4)
+	defer p.Close()
+	units := flatUnits(64)
+	job := &noopJob{}
+	p.Run(job, units) // warm: workers started, buffers and cost table sized
+	allocs := testing.AllocsPerRun(200, func() { p.Run(job, units) })
+	assert.Zero(t, allocs, "Pool.Run allocates in steady state")
+	allocs = testing.AllocsPerRun(200, func() { RunInline(job, len(units)) })
+	assert.Zero(t, allocs, "RunInline allocates")
+}

@@ -1,0 +1,177 @@
+package scheduler
+
+import (
+	"fmt"
+	"strings"
+)
+
+// stage is a set of systems that do not conflict, with the reused batch
+// that runs them together on the pool.
+type stage struct {
+	members []*member
+	job     stageJob
+}
+
+// stageJob runs one stage as a single pool batch: one unit per serial system,
+// then each parallel system's planned units, with their keys salted.
+type stageJob struct {
+	t      *Tick
+	owners []*member
+	starts []int // starts[k] is the first batch index of owners[k]'s units
+	units  []Unit
+}
+
+// RunUnit runs batch unit i: a serial system, or a unit of a parallel one.
+func (j *stageJob) RunUnit(i int) {
+	k := j.owner(i)
+	if m := j.owners[k]; m.serial != nil {
+		m.serial.RunSerial(j.t)
+	} else {
+		m.parallel.RunUnit(i - j.starts[k])
+	}
+}
+
+// owner is the index in owners of the system batch unit i belongs to.
+func (j *stageJob) owner(i int) int {
+	lo, hi := 0, len(j.starts)-1 // invariant: starts[lo] <= i < starts[hi+1]
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if j.starts[mid] <= i {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+// Run runs the stages in order; each stage finishes before the next starts.
+// Within a stage, the systems' work is one pool batch: serial systems and
+// parallel systems' units run concurrently on the pool's goroutines. A stage
+// holding a single serial system (every structural system, for one) runs it
+// directly on the calling goroutine. A nil pool runs everything on the
+// calling goroutine, stage by stage, each stage's systems in the order
+// [Schedule.Stages] lists them: the inline path.
+//
+// The returned stats sum the pool batches and the parallel systems run
+// inline; serial systems run on the calling goroutine are not counted. A
+// panicking unit, or a serial system running on the pool, is re-raised once
+// its stage has finished as a *[UnitPanic] naming the system and its unit
+// (the lowest unit of the first such system), and the later stages do not
+// run; a serial system on the calling goroutine panics as it is. Run does
+// not allocate once the plans have reached their steady size.
+func (s *Schedule) Run(pool *Pool, t *Tick) RunStats {
+	var total RunStats
+	for i := range s.stages {
+		stats, up := s.stages[i].run(pool, t)
+		if up != nil {
+			panic(up)
+		}
+		total.Add(stats)
+	}
+	return total
+}
+
+func (st *stage) run(pool *Pool, t *Tick) (RunStats, *UnitPanic) {
+	if len(st.members) == 1 && st.members[0].serial != nil {
+		st.members[0].serial.RunSerial(t)
+		return RunStats{}, nil
+	}
+	if pool == nil {
+		return st.runInline(t)
+	}
+	j := &st.job
+	j.t, j.owners, j.starts, j.units = t, st.members, j.starts[:0], j.units[:0]
+	for _, m := range st.members {
+		j.starts = append(j.starts, len(j.units))
+		if m.serial != nil {
+			j.units = append(j.units, Unit{Key: saltKey(m.salt, 1)})
+			continue
+		}
+		m.plan = m.parallel.Plan(t, m.plan[:0])
+		for _, u := range m.plan {
+			j.units = append(j.units, Unit{Key: saltKey(m.salt, u.Key), Cost: u.Cost})
+		}
+	}
+	stats, up := pool.run(j, j.units)
+	if up != nil {
+		k := j.owner(up.Unit)
+		up.System, up.Unit = j.owners[k].name, up.Unit-j.starts[k]
+	}
+	j.t = nil
+	return stats, up
+}
+
+func (st *stage) runInline(t *Tick) (RunStats, *UnitPanic) {
+	var total RunStats
+	var first *UnitPanic
+	for _, m := range st.members {
+		if m.serial != nil {
+			m.serial.RunSerial(t)
+			continue
+		}
+		m.plan = m.parallel.Plan(t, m.plan[:0])
+		stats, up := runInline(m.parallel, len(m.plan))
+		if up != nil && first == nil {
+			up.System = m.name
+			first = up
+		}
+		total.Add(stats)
+	}
+	return total, first
+}
+
+// saltKey mixes a system's salt into a unit key (splitmix64's finalizer) so
+// systems' keys do not collide in the pool's cost table. Key 0 stays 0.
+func saltKey(salt, key uint64) uint64 {
+	if key == 0 {
+		return 0
+	}
+	x := key ^ salt
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	if x == 0 {
+		x = 1
+	}
+	return x
+}
+
+// Stages returns the systems' names, stage by stage, in the order Run runs
+// the stages; within a stage, in registration order as bent by pins.
+func (s *Schedule) Stages() [][]string {
+	out := make([][]string, len(s.stages))
+	for i, st := range s.stages {
+		for _, m := range st.members {
+			out[i] = append(out[i], m.name)
+		}
+	}
+	return out
+}
+
+// String prints the plan, one stage after another, each system with its kind
+// and access, and for systems past the first stage the reason they are not
+// earlier:
+//
+//	stage 1
+//	  Move (parallel): reads components.MoveInput; writes components.Transform
+//	    after Ingest: Ingest writes components.MoveInput, Move reads it
+func (s *Schedule) String() string {
+	var b strings.Builder
+	for i, st := range s.stages {
+		fmt.Fprintf(&b, "stage %d\n", i)
+		for _, m := range st.members {
+			kind := "serial"
+			if m.parallel != nil {
+				kind = "parallel"
+			}
+			fmt.Fprintf(&b, "  %s (%s): %s\n", m.name, kind, m.access)
+			if m.why != "" {
+				fmt.Fprintf(&b, "    %s\n", m.why)
+			}
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,51 @@
+package scheduler
+
+import "time"
+
+// Tick is what the tick loop tells systems about the tick being run. Systems
+// get the world and other state through their own fields, set when they are
+// constructed.
+type Tick struct {
+	Number uint64        // 0 for the first tick, then +1 per tick
+	Delta  time.Duration // the nominal tick period (1/tick rate)
+}
+
+// System is a named step of the tick that declares what it touches. A value
+// registered with [Builder.Add] must also be a [SerialSystem] or a
+// [ParallelSystem] (exactly one of them).
+type System interface {
+	// Name identifies the system in pins ([Before], [After]), errors and
+	// [Schedule.String]. Names are unique within a schedule.
+	Name() string
+	// Access declares what the system reads and writes (see [Uses]). It is
+	// called once, when the schedule is built; the declaration is a promise
+	// the scheduler relies on, not something it checks at run time.
+	Access() Access
+}
+
+// SerialSystem is a system that runs as one call per tick. When it shares a
+// stage with other systems it may run on a pool worker at the same time as
+// they do; alone in its stage (always the case for a structural system) it
+// runs on the goroutine that called [Schedule.Run].
+type SerialSystem interface {
+	System
+	RunSerial(t *Tick)
+}
+
+// ParallelSystem is a system whose work is split into units that the pool
+// runs concurrently.
+//
+// Each tick the scheduler first calls Plan on the tick goroutine, then
+// RunUnit(i) once for every unit i of the returned plan, from any goroutine,
+// several at once. RunUnit must only touch what unit i owns (its rows, its
+// output buffer) plus what Access declares as read; keep whatever it needs
+// from the tick in the system during Plan.
+type ParallelSystem interface {
+	System
+	Job
+	// Plan appends this tick's units to units (a reused buffer, empty) and
+	// returns it. Unit i of the result is run as RunUnit(i). Key lets the
+	// pool learn each unit's cost across ticks; keys are private to the
+	// system. An empty plan runs nothing.
+	Plan(t *Tick, units []Unit) []Unit
+}
