@@ -3,12 +3,15 @@ package throng
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"runtime"
 	"strconv"
 	"time"
 
+	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/grid"
+	"github.com/throng-go/throng/net"
 )
 
 // Defaults and limits of [Options]. A key left out of a settings file (a nil
@@ -99,6 +102,22 @@ type Options struct {
 	// Parallelism configures the parallel tick and interest management.
 	// Key "parallelism"; its zero value means every default.
 	Parallelism Parallelism `json:"parallelism,omitzero"`
+
+	// The fields below are set from code, never from a settings file.
+
+	// Transport is what clients connect through. Nil gives the server a
+	// fresh in-memory transport ([net.Mem], see [Server.Mem]), which is for
+	// tests, benchmarks and in-process bots.
+	Transport net.Transport `json:"-"`
+	// Protocol is the game's own protocol version; a client whose Hello
+	// carries another is refused with a reason it can read.
+	Protocol uint16 `json:"-"`
+	// Admit decides whether a client's Hello is let in and where its actor
+	// spawns; a non-nil error refuses the client with the error's text. Nil
+	// admits everyone at the origin of worldOrCell 0.
+	Admit func(hello net.Hello) (components.Transform, error) `json:"-"`
+	// Logger receives the metrics lines; nil means slog.Default().
+	Logger *slog.Logger `json:"-"`
 }
 
 // Parallelism is the "parallelism" section of [Options]. It keeps the key

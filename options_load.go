@@ -288,11 +288,11 @@ func settingsFields(t reflect.Type) []settingsField {
 	fields := make([]settingsField, 0, t.NumField())
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if !f.IsExported() {
-			continue
+		if !f.IsExported() || f.Tag.Get("json") == "-" {
+			continue // not a settings key: set from code only
 		}
 		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if key == "" || key == "-" {
+		if key == "" {
 			panic(fmt.Sprintf("throng: options: field %s.%s has no json key; every settings field needs one", t.Name(), f.Name))
 		}
 		fields = append(fields, settingsField{key: key, index: i, typ: f.Type})

@@ -1,0 +1,128 @@
+package throng_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/throng-go/throng"
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/net"
+)
+
+// player is one scripted client of a test server, with everything it
+// received in the order the server sent it.
+type player struct {
+	client *net.MemClient
+	actor  uint32
+	seq    uint32
+	wire   []byte   // every frame and datagram, length-prefixed, in order
+	events []string // decoded, for assertions: "welcome 3", "appear 4", "batch 17: 2 5", ...
+	got    map[int][]net.Record
+}
+
+// stage is a test server on the in-memory transport with scripted players.
+type stage struct {
+	t       *testing.T
+	srv     *throng.Server
+	players []*player
+	spawns  []components.Transform
+}
+
+// newStage starts a server with opts and one player per spawn point, and
+// ticks until every player is welcomed.
+func newStage(t *testing.T, opts throng.Options, spawns []components.Transform) *stage {
+	t.Helper()
+	st := &stage{t: t, spawns: spawns}
+	opts.Admit = func(h net.Hello) (components.Transform, error) {
+		var i int
+		if _, err := fmt.Sscanf(string(h.Token), "p%d", &i); err != nil || i >= len(spawns) {
+			return components.Transform{}, fmt.Errorf("unknown player %q", h.Token)
+		}
+		return spawns[i], nil
+	}
+	srv, err := throng.New(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	st.srv = srv
+	for i := range spawns {
+		p := &player{client: srv.Mem().Dial(), got: map[int][]net.Record{}}
+		hello, err := net.AppendHello(nil, net.Hello{Token: fmt.Appendf(nil, "p%d", i)})
+		require.NoError(t, err)
+		require.NoError(t, p.client.Send(hello))
+		st.players = append(st.players, p)
+	}
+	st.tick()
+	for i, p := range st.players {
+		require.NotZero(t, p.actor, "player %d was not welcomed", i)
+	}
+	return st
+}
+
+// move sends player i's next update.
+func (st *stage) move(i int, x, y, z float32) {
+	p := st.players[i]
+	p.seq++
+	require.NoError(st.t, p.client.Send(net.AppendMove(nil, net.Move{Seq: p.seq, X: x, Y: y, Z: z, WorldOrCell: st.spawns[i].WorldOrCell})))
+}
+
+// tick runs one server tick and collects what every player received, in
+// the order the join sends it: corrections, then movement datagrams, then
+// welcome/appear/disappear.
+func (st *stage) tick() int {
+	stats := st.srv.Tick()
+	for _, p := range st.players {
+		var late [][]byte
+		p.client.DrainReliable(func(f []byte) {
+			if typ, _ := net.PeekType(f); typ == net.TypeCorrection {
+				p.record(f)
+				return
+			}
+			late = append(late, append([]byte(nil), f...))
+		})
+		p.client.DrainDatagrams(func(d []byte) { p.record(d) })
+		for _, f := range late {
+			p.record(f)
+		}
+	}
+	return int(stats.Tick)
+}
+
+func (p *player) record(b []byte) {
+	p.wire = append(p.wire, byte(len(b)), byte(len(b)>>8))
+	p.wire = append(p.wire, b...)
+	var f net.Frame
+	if err := net.Decode(b, &f); err != nil {
+		p.events = append(p.events, "undecodable "+err.Error())
+		return
+	}
+	switch f.Type {
+	case net.TypeWelcome:
+		p.actor = f.Welcome.Actor
+		p.events = append(p.events, fmt.Sprintf("welcome %d", f.Welcome.Actor))
+	case net.TypeAppear:
+		p.events = append(p.events, fmt.Sprintf("appear %d", f.Appear.Actor))
+	case net.TypeDisappear:
+		p.events = append(p.events, fmt.Sprintf("disappear %d", f.Disappear.Actor))
+	case net.TypeCorrection:
+		p.events = append(p.events, fmt.Sprintf("correction %d %g %g", f.Correction.Seq, f.Correction.X, f.Correction.Y))
+	case net.TypeRefuse:
+		p.events = append(p.events, "refuse "+string(f.Refuse.Reason))
+	case net.TypeBatch:
+		for i := range f.Batch.Len() {
+			r := f.Batch.At(i)
+			p.got[int(f.Batch.Tick)] = append(p.got[int(f.Batch.Tick)], r)
+			p.events = append(p.events, fmt.Sprintf("record %d", r.Actor))
+		}
+	}
+}
+
+// senders returns the actors whose records player i received for tick.
+func (st *stage) senders(i, tick int) map[uint32]int {
+	out := map[uint32]int{}
+	for _, r := range st.players[i].got[tick] {
+		out[r.Actor]++
+	}
+	return out
+}

@@ -1,0 +1,324 @@
+package throng_test
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/throng-go/throng"
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/grid"
+	"github.com/throng-go/throng/interest"
+	"github.com/throng-go/throng/net"
+)
+
+// parallel returns options that always offload, with the given pool size
+// and shard cap, and interest management as asked.
+func parallel(workers, shards int, interestOn bool) throng.Options {
+	return throng.Options{Parallelism: throng.Parallelism{
+		WorkerThreads:       workers,
+		MaxShardsPerCluster: shards,
+		MinActorsToOffload:  new(0),
+		MinShardActors:      new(1),
+		InterestManagement:  new(interestOn),
+	}}
+}
+
+func inline(interestOn bool) throng.Options {
+	return throng.Options{Parallelism: throng.Parallelism{Enabled: new(false), InterestManagement: new(interestOn)}}
+}
+
+func TestTwelveActorsTogetherRelay132PerTick(t *testing.T) {
+	spawns := make([]components.Transform, 12)
+	for i := range spawns {
+		spawns[i] = components.Transform{X: 1000 + float32(i)*20, Y: 1000}
+	}
+	opts := parallel(4, 4, true)
+	opts.Parallelism.MinShardActors = new(3)
+	st := newStage(t, opts, spawns)
+	for range 5 {
+		for i := range spawns {
+			st.move(i, spawns[i].X+1, spawns[i].Y, 0)
+		}
+		tick := st.tick()
+		stats := st.srv.Stats()
+		assert.Equal(t, 1, stats.Clusters)
+		assert.Equal(t, 4, stats.Units, "twelve actors, three per shard, four shards at most")
+		assert.EqualValues(t, 132, stats.Relays)
+		for i, p := range st.players {
+			got := st.senders(i, tick)
+			assert.Len(t, got, 11, "player %d hears everyone else once", i)
+			assert.NotContains(t, got, p.actor, "nobody receives their own update")
+		}
+	}
+}
+
+// walk is a scripted crowd: players spread over a few chunks (negative
+// coordinates and a second worldOrCell included) taking random steps, some
+// of them across chunk borders, and now and then a rejected update.
+func walk(seed uint64, n, ticks int) (spawns []components.Transform, steps [][][3]float32) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	for i := range n {
+		spawns = append(spawns, components.Transform{
+			X: float32(rng.IntN(3*4096) - 4096), Y: float32(rng.IntN(2*4096) - 4096),
+			WorldOrCell: uint32(i % 5 / 4),
+		})
+	}
+	pos := make([][3]float32, n)
+	for i, s := range spawns {
+		pos[i] = [3]float32{s.X, s.Y, s.Z}
+	}
+	for range ticks {
+		row := make([][3]float32, n)
+		for i := range n {
+			step := [3]float32{float32(rng.NormFloat64() * 600), float32(rng.NormFloat64() * 600), 0}
+			if rng.IntN(40) == 0 {
+				step[0] = 5000 // too far: rejected, corrected
+				row[i] = [3]float32{pos[i][0] + step[0], pos[i][1], 0}
+				continue
+			}
+			pos[i] = [3]float32{pos[i][0] + step[0], pos[i][1] + step[1], 0}
+			row[i] = pos[i]
+		}
+		steps = append(steps, row)
+	}
+	return spawns, steps
+}
+
+func runWalk(t *testing.T, opts throng.Options, spawns []components.Transform, steps [][][3]float32) *stage {
+	st := newStage(t, opts, spawns)
+	for _, row := range steps {
+		for i, p := range row {
+			st.move(i, p[0], p[1], p[2])
+		}
+		st.tick()
+	}
+	return st
+}
+
+func TestSameInputsGiveSameBytesOnEveryWorkerAndShardCount(t *testing.T) {
+	spawns, steps := walk(1, 60, 40)
+	reference := runWalk(t, inline(true), spawns, steps)
+	var total int
+	for _, p := range reference.players {
+		total += len(p.wire)
+	}
+	require.Greater(t, total, 10000, "the walk must produce traffic to compare")
+	for _, workers := range []int{1, 2, 4, 8} {
+		for _, shards := range []int{1, 16} {
+			t.Run(fmt.Sprintf("workers=%d/shards=%d", workers, shards), func(t *testing.T) {
+				st := runWalk(t, parallel(workers, shards, true), spawns, steps)
+				for i, p := range st.players {
+					if !bytes.Equal(reference.players[i].wire, p.wire) {
+						t.Fatalf("player %d received different bytes than inline (%d vs %d bytes)", i, len(p.wire), len(reference.players[i].wire))
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestNearPairsHearEveryTickFarPairsOncePerWindow(t *testing.T) {
+	// One listener at x=100; speakers at distances giving periods 1..4 with
+	// the default tiers (a new period every 2048 units), all in chunks
+	// next to the listener's.
+	distances := []float32{1000, 3000, 5000, 7000}
+	spawns := []components.Transform{{X: 100, Y: 100}}
+	for _, d := range distances {
+		spawns = append(spawns, components.Transform{X: 100 + d, Y: 100})
+	}
+	st := newStage(t, parallel(2, 4, true), spawns)
+	const ticks = 48
+	var first int
+	for k := range ticks {
+		for i, s := range spawns {
+			st.move(i, s.X, s.Y, 0) // standing still, still sending
+		}
+		tick := st.tick()
+		if k == 0 {
+			first = tick
+		}
+	}
+	for k, d := range distances {
+		period := k + 1
+		speaker := st.players[k+1].actor
+		var heard []int
+		for tick := first; tick < first+ticks; tick++ {
+			heard = append(heard, st.senders(0, tick)[speaker])
+		}
+		for w := 0; w+period <= ticks; w++ {
+			sum := 0
+			for _, n := range heard[w : w+period] {
+				sum += n
+			}
+			require.Equal(t, 1, sum, "distance %v (period %d): window at tick %d heard %d updates: %v", d, period, first+w, sum, heard)
+		}
+	}
+	for i, p := range st.players {
+		for tick := first; tick < first+ticks; tick++ {
+			assert.Zero(t, st.senders(i, tick)[p.actor], "player %d heard itself", i)
+		}
+	}
+}
+
+func TestRejectedUpdatesAreCorrectedAndHarmNoOne(t *testing.T) {
+	spawns := []components.Transform{{X: 100, Y: 100}, {X: 200, Y: 100}}
+	st := newStage(t, parallel(2, 4, false), spawns)
+	nan := float32(math.NaN())
+	inf := float32(math.Inf(1))
+	cases := []struct {
+		name string
+		send func()
+	}{
+		{"NaN position", func() { st.move(0, nan, 100, 0) }},
+		{"infinite position", func() { st.move(0, 100, inf, 0) }},
+		{"a step of a whole chunk", func() { st.move(0, 100+4096, 100, 0) }},
+		{"an unordered worldOrCell change", func() {
+			p := st.players[0]
+			p.seq++
+			require.NoError(t, p.client.Send(net.AppendMove(nil, net.Move{Seq: p.seq, X: 110, Y: 100, WorldOrCell: 9})))
+		}},
+		{"a sequence number going backwards", func() {
+			p := st.players[0]
+			require.NoError(t, p.client.Send(net.AppendMove(nil, net.Move{Seq: 1, X: 120, Y: 100})))
+		}},
+	}
+	for k, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			liar, other := st.players[0], st.players[1]
+			liar.events, other.events = nil, nil
+			c.send()
+			st.move(1, 200, 100+float32(k), 0)
+			tick := st.tick()
+			assert.Equal(t, []string{fmt.Sprintf("correction %d 100 100", liar.seq)}, liar.events[:1],
+				"the liar is told where the server has it")
+			assert.Equal(t, 1, st.senders(0, tick)[other.actor], "the liar still hears the honest player")
+			assert.Zero(t, st.senders(1, tick)[liar.actor], "a rejected update is not relayed")
+			for _, e := range other.events {
+				assert.NotContains(t, e, "correction", "the honest player is never corrected")
+			}
+		})
+	}
+	// The liar's next honest update is accepted from where the server has it.
+	st.move(0, 150, 100, 0)
+	tick := st.tick()
+	recs := st.players[1].got[tick]
+	require.Len(t, recs, 1)
+	assert.Equal(t, float32(150), recs[0].X)
+}
+
+func TestMalformedFramesAreCountedAndTheTickGoesOn(t *testing.T) {
+	spawns := []components.Transform{{X: 100, Y: 100}, {X: 200, Y: 100}}
+	st := newStage(t, parallel(2, 4, false), spawns)
+	require.NoError(t, st.players[0].client.Send([]byte{net.Version, 0x02, 1, 2})) // short Move
+	require.NoError(t, st.players[0].client.Send([]byte{net.Version, 0x7f}))       // unknown type
+	require.NoError(t, st.players[0].client.Send(net.AppendAppear(nil, net.Appear{Actor: 2})))
+	st.move(1, 210, 100, 0)
+	tick := st.tick()
+	assert.EqualValues(t, 3, st.srv.Stats().Malformed, "a short frame, an unknown type, a server-to-client frame")
+	assert.Equal(t, 1, st.senders(0, tick)[st.players[1].actor], "the tick went on")
+}
+
+// TestEveryRecordFollowsAnAppearAndDisappearEndsThem walks one player across
+// chunk borders past others standing in different chunks, and checks every
+// player's stream: a record only for an actor it has been told appeared and
+// not since told disappeared.
+func TestEveryRecordFollowsAnAppearAndDisappearEndsThem(t *testing.T) {
+	spawns := []components.Transform{
+		{X: 100, Y: 100},                 // walker
+		{X: 200, Y: 200},                 // stays in chunk (0,0)
+		{X: 3*4096 + 100, Y: 200},        // stays in chunk (3,0)
+		{X: 6*4096 + 100, Y: 200},        // stays in chunk (6,0)
+		{X: 100, Y: 200, WorldOrCell: 7}, // another world: never seen
+	}
+	st := newStage(t, parallel(2, 2, false), spawns)
+	x := float32(100)
+	for x < 7*4096 {
+		x += 3000
+		st.move(0, x, 100, 0)
+		for i := 1; i < len(spawns); i++ {
+			st.move(i, spawns[i].X, spawns[i].Y, 0)
+		}
+		st.tick()
+	}
+	for i, p := range st.players {
+		visible := map[string]bool{}
+		for _, e := range p.events {
+			var kind string
+			var actor int
+			if _, err := fmt.Sscanf(e, "%s %d", &kind, &actor); err != nil {
+				continue
+			}
+			id := fmt.Sprint(actor)
+			switch kind {
+			case "appear":
+				require.False(t, visible[id], "player %d: appear %d twice", i, actor)
+				visible[id] = true
+			case "disappear":
+				require.True(t, visible[id], "player %d: disappear %d before appear", i, actor)
+				visible[id] = false
+			case "record":
+				require.True(t, visible[id], "player %d: record of %d it was not told about", i, actor)
+			}
+		}
+	}
+	walker := fmt.Sprint(st.players[0].actor)
+	assert.Contains(t, st.players[1].events, "appear "+walker)
+	assert.Contains(t, st.players[1].events, "disappear "+walker, "the walker left (0,0)'s view")
+	assert.Contains(t, st.players[2].events, "disappear "+walker, "and then (3,0)'s")
+	assert.Contains(t, st.players[3].events, "appear "+walker, "and reached (6,0)")
+	assert.NotContains(t, st.players[4].events, "appear "+walker, "other worlds never see it")
+	assert.Contains(t, st.players[0].events, "disappear "+fmt.Sprint(st.players[1].actor), "the walker is told who it left behind")
+}
+
+// TestRelayMatchesBruteForce compares, on random populations, the pairs the
+// server relayed in a tick with an O(N^2) reading of the rules: the
+// recipient's 3x3 stencil (by the chunks at the start of the tick), not
+// itself, the tier period of their distance, and the pair's phase.
+func TestRelayMatchesBruteForce(t *testing.T) {
+	tiers, err := interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
+	require.NoError(t, err)
+	for seed := range uint64(6) {
+		spawns, steps := walk(100+seed, 80, 6)
+		st := newStage(t, parallel(2, 8, true), spawns)
+		pos := make([][3]float32, len(spawns))
+		for i, s := range spawns {
+			pos[i] = [3]float32{s.X, s.Y, s.Z}
+		}
+		changed := make([]int, len(spawns)) // tick of each actor's last accepted update
+		for k, row := range steps {
+			before := slices.Clone(pos)
+			tick := st.srv.Stats().Tick + 1
+			for i, p := range row {
+				st.move(i, p[0], p[1], p[2])
+				if math.Abs(float64(p[0]-pos[i][0])) < 4096*0.7 { // the walk's rejected steps are +5000 in x
+					pos[i] = p
+					changed[i] = int(tick)
+				}
+			}
+			require.EqualValues(t, tick, st.tick(), "step %d", k)
+			for r := range spawns {
+				want := map[uint32]int{}
+				kr := grid.KeyOf(spawns[r].WorldOrCell, before[r][0], before[r][1], 4096)
+				for s := range spawns {
+					ks := grid.KeyOf(spawns[s].WorldOrCell, before[s][0], before[s][1], 4096)
+					if s == r || !grid.Visible(kr, ks) || changed[s] == 0 {
+						continue
+					}
+					dx, dy, dz := pos[s][0]-pos[r][0], pos[s][1]-pos[r][1], pos[s][2]-pos[r][2]
+					period := tiers.PeriodSq(dx*dx + dy*dy + dz*dz)
+					if changed[s]+int(period) > int(tick) && interest.Sends(interest.Phase(st.players[s].actor, st.players[r].actor), uint64(tick), period) {
+						want[st.players[s].actor] = 1
+					}
+				}
+				require.Equal(t, want, st.senders(r, int(tick)), "seed %d tick %d recipient %d", seed, tick, r)
+			}
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package throng
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/interest"
+	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/scheduler"
+	"github.com/throng-go/throng/systems"
+)
+
+// Server is an authoritative game server: one ECS world, one transport, and
+// the tick pipeline (ingest, prepare, move, relay, join) plus the user's own
+// systems, run by a scheduler at a fixed rate.
+//
+// A Server is driven from one goroutine: either [Server.Run] or repeated
+// [Server.Tick] calls. Add systems before the first tick.
+type Server struct {
+	settings  Settings
+	world     *ecs.World
+	transport net.Transport
+	mem       *net.Mem
+	pipe      *systems.Pipeline
+	pool      *scheduler.Pool
+	builder   *scheduler.Builder
+	schedule  *scheduler.Schedule
+	log       *slog.Logger
+	tick      uint64
+	last      systems.TickStats
+}
+
+// New validates opts (see [Options.Resolve]) and builds a server. Clamps
+// applied to the settings are logged once. The server owns the transport
+// from here on and closes it in [Server.Close].
+func New(opts Options) (*Server, error) {
+	settings, adjustments, err := opts.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	for _, a := range adjustments {
+		log.Warn("throng: setting adjusted", "adjustment", a.String())
+	}
+	par := settings.Parallelism
+	tiers, err := buildTiers(par)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{settings: settings, log: log, transport: opts.Transport}
+	if s.transport == nil {
+		s.mem = net.NewMem(net.MemOptions{})
+		s.transport = s.mem
+	}
+	s.world = ecs.NewWorld(settings.ChunkSize)
+	workers := par.WorkerThreads
+	if !par.Enabled {
+		workers = 1
+	}
+	s.pool = scheduler.NewPool(workers)
+	s.pool.SetMaxPooledUnits(par.MaxWorkUnitsPerTick)
+	s.pipe, err = systems.New(systems.Config{
+		ChunkSize: settings.ChunkSize,
+		TickRate:  settings.TickRate,
+		Tiers:     tiers,
+		Shards: systems.ShardPlan{
+			Separation:       par.ClusterSeparationChunks,
+			MinClusterActors: par.MinClusterActors,
+			MinShardActors:   par.MinShardActors,
+		},
+		Parallel:           par.Enabled,
+		MinActorsToOffload: par.MinActorsToOffload,
+		Protocol:           opts.Protocol,
+		Admit:              opts.Admit,
+	}, s.world, s.transport)
+	if err != nil {
+		return nil, fmt.Errorf("throng: %w", err)
+	}
+	s.builder = scheduler.NewBuilder()
+	for _, sys := range s.pipe.Systems() {
+		s.builder.Add(sys)
+	}
+	return s, nil
+}
+
+// buildTiers turns the interest settings into the relay's tier table; with
+// interest management off every pair gets every update.
+func buildTiers(par ParallelSettings) (interest.Tiers, error) {
+	if !par.InterestManagement {
+		return interest.Tiers{}, nil
+	}
+	steps := make([]interest.Step, len(par.InterestTiers))
+	for i, t := range par.InterestTiers {
+		steps[i] = interest.Step{BeyondUnits: t.BeyondUnits, Period: uint8(min(t.Period, 255))}
+	}
+	tiers, err := interest.NewTiers(steps, par.MaxInterestSkipTicks)
+	if err != nil {
+		return interest.Tiers{}, fmt.Errorf("throng: interest tiers: %w", err)
+	}
+	return tiers, nil
+}
+
+// AddSystem registers a user's system with the scheduler, optionally pinned
+// with scheduler.Before or scheduler.After relative to a built-in system
+// (systems.IngestName, PrepareName, MoveName, RelayName, JoinName) or
+// another user system. It must be called before the first tick; the
+// schedule is built then, and errors in it (unknown pin targets, duplicate
+// names, cycles) are returned by the first Tick's caller through
+// [Server.Schedule].
+func (s *Server) AddSystem(sys scheduler.System, pins ...scheduler.Placement) error {
+	if s.schedule != nil {
+		return fmt.Errorf("throng: AddSystem(%q) after the first tick; add systems before the server starts", sys.Name())
+	}
+	s.builder.Add(sys, pins...)
+	return nil
+}
+
+// Schedule builds the schedule (if the first tick has not already) and
+// returns it; its String method shows the stages and why each system runs
+// where it does.
+func (s *Server) Schedule() (*scheduler.Schedule, error) {
+	if s.schedule == nil {
+		sched, err := s.builder.Build()
+		if err != nil {
+			return nil, fmt.Errorf("throng: schedule: %w", err)
+		}
+		s.schedule = sched
+	}
+	return s.schedule, nil
+}
+
+// World returns the server's ECS world, for spawning props and for users'
+// own systems.
+func (s *Server) World() *ecs.World { return s.world }
+
+// Transport returns the server's transport.
+func (s *Server) Transport() net.Transport { return s.transport }
+
+// Mem returns the in-memory transport the server made because
+// Options.Transport was nil, or nil if it was given one.
+func (s *Server) Mem() *net.Mem { return s.mem }
+
+// Settings returns the resolved settings the server runs with.
+func (s *Server) Settings() Settings { return s.settings }
+
+// Frame returns the last tick's frame, for tests and tools.
+func (s *Server) Frame() *systems.Frame { return s.pipe.Frame() }
+
+// Stats returns what the last tick did.
+func (s *Server) Stats() systems.TickStats { return s.last }
+
+// Tick runs one tick: every system in schedule order. It panics if the
+// schedule cannot be built (see [Server.Schedule]).
+func (s *Server) Tick() systems.TickStats {
+	sched, err := s.Schedule()
+	if err != nil {
+		panic(err)
+	}
+	s.tick++
+	s.pipe.SetShardsPerCluster(s.settings.Parallelism.ShardsPerCluster(s.pool.Size()))
+	t := scheduler.Tick{Number: s.tick, Delta: s.settings.TickPeriod()}
+	sched.Run(s.pool, &t)
+	s.last = s.pipe.Stats()
+	return s.last
+}
+
+// Run ticks at the configured rate until ctx is done, then closes the
+// server. Ticks are scheduled on a fixed grid (start + n*period), so a slow
+// tick delays the next one but does not shift the ones after it; if the
+// server falls more than a tick behind it skips the missed slots instead of
+// running a burst.
+func (s *Server) Run(ctx context.Context) error {
+	if _, err := s.Schedule(); err != nil {
+		return err
+	}
+	period := s.settings.TickPeriod()
+	next := time.Now()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	defer s.Close()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		}
+		s.Tick()
+		next = next.Add(period)
+		if now := time.Now(); now.After(next) {
+			missed := now.Sub(next) / period
+			next = next.Add(missed * period)
+		}
+		timer.Reset(time.Until(next))
+	}
+}
+
+// Close stops the worker pool and closes the transport.
+func (s *Server) Close() error {
+	s.pool.Close()
+	return s.transport.Close()
+}

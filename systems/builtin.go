@@ -1,0 +1,118 @@
+package systems
+
+import (
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/scheduler"
+)
+
+// Names of the built-in systems, for pinning a user's system with
+// scheduler.Before and scheduler.After.
+const (
+	IngestName  = "ingest"
+	PrepareName = "prepare"
+	MoveName    = "move"
+	RelayName   = "relay"
+	JoinName    = "join"
+)
+
+// Resources the built-in systems declare, so users' systems can declare
+// the same and be ordered around them.
+const (
+	// TransportResource is the network transport and the session table.
+	TransportResource = "transport"
+	// FrameResource is the tick's snapshot and outgoing batches.
+	FrameResource = "frame"
+)
+
+// Systems returns the five built-in systems in tick order, ready for a
+// scheduler.Builder. Prepare leaves the world guarded and Join releases
+// it, so systems scheduled between them see a locked world: they may read
+// and write rows but not change structure.
+func (p *Pipeline) Systems() []scheduler.System {
+	return []scheduler.System{
+		&ingestSystem{p}, &prepareSystem{p}, &moveSystem{p}, &relaySystem{p}, &joinSystem{p},
+	}
+}
+
+type ingestSystem struct{ p *Pipeline }
+
+func (s *ingestSystem) Name() string { return IngestName }
+func (s *ingestSystem) Access() scheduler.Access {
+	return scheduler.Uses(scheduler.Write[components.MoveInput](), scheduler.WriteResource(TransportResource), scheduler.Structural())
+}
+func (s *ingestSystem) RunSerial(*scheduler.Tick) { s.p.Ingest() }
+
+type prepareSystem struct{ p *Pipeline }
+
+func (s *prepareSystem) Name() string { return PrepareName }
+func (s *prepareSystem) Access() scheduler.Access {
+	return scheduler.Uses(scheduler.WriteResource(FrameResource), scheduler.Structural())
+}
+func (s *prepareSystem) RunSerial(t *scheduler.Tick) {
+	s.p.Prepare(t.Number)
+	s.p.world.Guard()
+}
+
+type moveSystem struct{ p *Pipeline }
+
+func (s *moveSystem) Name() string { return MoveName }
+func (s *moveSystem) Access() scheduler.Access {
+	return scheduler.Uses(
+		scheduler.Write[components.Transform](), scheduler.Write[components.Animation](),
+		scheduler.Write[components.MoveInput](), scheduler.WriteResource(FrameResource))
+}
+func (s *moveSystem) Plan(_ *scheduler.Tick, units []scheduler.Unit) []scheduler.Unit {
+	return s.p.plan(units, 0)
+}
+func (s *moveSystem) RunUnit(i int) { s.p.runUnits(&s.p.move, i) }
+
+type relaySystem struct{ p *Pipeline }
+
+func (s *relaySystem) Name() string { return RelayName }
+func (s *relaySystem) Access() scheduler.Access {
+	return scheduler.Uses(scheduler.Read[components.Transform](), scheduler.Read[components.Animation](),
+		scheduler.WriteResource(FrameResource))
+}
+func (s *relaySystem) Plan(_ *scheduler.Tick, units []scheduler.Unit) []scheduler.Unit {
+	return s.p.plan(units, relayKeySalt)
+}
+
+// relayKeySalt keeps Relay's unit keys apart from Move's in the pool's cost
+// table: the same shard costs very different amounts in the two phases.
+const relayKeySalt = 0x9e3779b97f4a7c16
+func (s *relaySystem) RunUnit(i int) { s.p.runUnits(&s.p.relay, i) }
+
+type joinSystem struct{ p *Pipeline }
+
+func (s *joinSystem) Name() string { return JoinName }
+func (s *joinSystem) Access() scheduler.Access {
+	return scheduler.Uses(scheduler.WriteResource(FrameResource), scheduler.WriteResource(TransportResource), scheduler.Structural())
+}
+func (s *joinSystem) RunSerial(*scheduler.Tick) {
+	s.p.world.Release()
+	s.p.Join()
+}
+
+// plan returns this tick's units: one per shard, or a single unit that
+// runs every shard when the tick runs inline.
+func (p *Pipeline) plan(units []scheduler.Unit, salt uint64) []scheduler.Unit {
+	if p.inline {
+		return append(units, scheduler.Unit{})
+	}
+	for _, u := range p.units {
+		u.Key ^= salt
+		units = append(units, u)
+	}
+	return units
+}
+
+// runUnits runs unit i of a phase: shard i, or all shards in order inline.
+func (p *Pipeline) runUnits(job scheduler.Job, i int) {
+	if !p.inline {
+		job.RunUnit(i)
+		return
+	}
+	for s := range p.frame.shards {
+		job.RunUnit(s)
+	}
+}

@@ -1,0 +1,125 @@
+package systems
+
+import (
+	"hash/maphash"
+
+	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/grid"
+	"github.com/throng-go/throng/net"
+)
+
+// span is a half-open range [lo, hi) of flat actor indices.
+type span struct{ lo, hi int32 }
+
+// group is one occupied chunk of the frame: the flat range of its actors
+// (all its tables, which are adjacent) and the ranges of the chunks of its
+// 3x3 stencil that are occupied, itself included.
+type group struct {
+	key     grid.AreaKey
+	actors  span
+	stencil [9]span
+	nst     uint8 // used entries of stencil
+}
+
+// Shard is one work unit of Move and Relay: a contiguous range of the
+// frame's canonical actor order, inside one cluster (or a sweep of small
+// clusters).
+type Shard struct {
+	Lo, Hi  int32
+	Cluster int32  // index of the (first) cluster it belongs to
+	Key     uint64 // identity across ticks for the pool's cost model
+}
+
+// Verdict is what Move decided about an actor's pending update.
+type Verdict uint8
+
+// Verdicts. Anything from RejectNotFinite on sends the client a correction.
+const (
+	NoUpdate Verdict = iota
+	Accepted
+	RejectNotFinite
+	RejectTooFar
+	RejectWorldChange
+)
+
+// Frame is one tick's snapshot, laid out flat for the parallel phase. The
+// canonical order of actors is cluster by cluster (clusters by lowest chunk),
+// chunk views in key order within a cluster, rows in table order: everything
+// that reaches the wire follows it, so shard and worker counts never change
+// a byte.
+//
+// Prepare fills it on the tick goroutine; Move writes only the rows of its
+// own shard; Relay reads everything and writes only its recipients'
+// batches; Join reads it on the tick goroutine again.
+type Frame struct {
+	Tick  uint64
+	views []ecs.ChunkView
+	keys  []grid.AreaKey
+
+	// Per actor, canonical order.
+	view    []int32
+	row     []int32
+	group   []int32
+	x, y, z []float32
+	id      []uint32
+	changed []uint64
+	session []uint64
+	verdict []Verdict
+	crossed []bool
+	records []byte   // net.RecordSize bytes per actor, encoded by Move
+	batches [][]byte // per recipient: datagrams back to back, built by Relay
+	relays  []int32  // per recipient: records in its batch
+
+	groups     []group
+	groupIndex map[grid.AreaKey]int32
+	part       grid.Partitioner
+	clusters   []grid.Cluster
+	shards     []Shard
+	biggest    int
+	seed       maphash.Seed
+}
+
+// Len returns the number of actors in the frame.
+func (f *Frame) Len() int { return len(f.id) }
+
+// Shards returns this tick's work units; valid until the next Prepare.
+func (f *Frame) Shards() []Shard { return f.shards }
+
+// Clusters returns the number of clusters and the size, in actors, of the
+// biggest one.
+func (f *Frame) Clusters() (count, biggest int) { return len(f.clusters), f.biggest }
+
+// recordOf returns actor i's encoded movement record.
+func (f *Frame) recordOf(i int32) []byte {
+	return f.records[int(i)*net.RecordSize : int(i+1)*net.RecordSize]
+}
+
+// resize sets every per-actor slice to n entries, reusing capacity.
+func (f *Frame) resize(n int) {
+	f.view = resizeSlice(f.view, n)
+	f.row = resizeSlice(f.row, n)
+	f.group = resizeSlice(f.group, n)
+	f.x = resizeSlice(f.x, n)
+	f.y = resizeSlice(f.y, n)
+	f.z = resizeSlice(f.z, n)
+	f.id = resizeSlice(f.id, n)
+	f.changed = resizeSlice(f.changed, n)
+	f.session = resizeSlice(f.session, n)
+	f.verdict = resizeSlice(f.verdict, n)
+	f.crossed = resizeSlice(f.crossed, n)
+	f.records = resizeSlice(f.records, n*net.RecordSize)
+	f.relays = resizeSlice(f.relays, n)
+	if cap(f.batches) < n {
+		grown := make([][]byte, n, n+n/4)
+		copy(grown, f.batches[:cap(f.batches)])
+		f.batches = grown
+	}
+	f.batches = f.batches[:n]
+}
+
+func resizeSlice[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n, n+n/4)
+	}
+	return s[:n]
+}

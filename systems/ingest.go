@@ -1,0 +1,147 @@
+package systems
+
+import (
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/net"
+)
+
+// sessionState is where a session is in its life.
+type sessionState uint8
+
+const (
+	awaitingHello sessionState = iota // connected, no Hello yet
+	joining                           // actor spawn queued, applied in the join
+	playing                           // actor in the world
+)
+
+// session is the server's record of one client connection.
+type session struct {
+	state   sessionState
+	actor   components.ActorID
+	correct bool // send a correction in this tick's join
+}
+
+// Ingest drains the transport: opens and closes sessions, admits Hello
+// frames (queuing the actor's spawn), and keeps each actor's newest
+// MoveInput by sequence number. A session can only ever drive its own actor:
+// Move frames carry no actor id, the session decides which actor they move.
+// Malformed frames, frames out of turn and stale updates are dropped and
+// counted; none of them stops the tick. Runs on the tick goroutine.
+func (p *Pipeline) Ingest() {
+	p.inbox = p.transport.Receive(p.inbox[:0])
+	for i := range p.inbox {
+		in := &p.inbox[i]
+		switch in.Kind {
+		case net.SessionOpened:
+			p.sessions[in.Session] = &session{}
+		case net.SessionClosed:
+			p.closeSession(in.Session)
+		case net.FrameReceived:
+			p.frameFrom(in.Session, in.Frame)
+		}
+	}
+	clear(p.inbox) // do not pin the transport's buffers
+}
+
+func (p *Pipeline) closeSession(id net.SessionID) {
+	s, ok := p.sessions[id]
+	if !ok {
+		return
+	}
+	if s.state != awaitingHello {
+		p.world.Despawn(s.actor)
+	}
+	delete(p.sessions, id)
+}
+
+func (p *Pipeline) frameFrom(id net.SessionID, frame []byte) {
+	s, ok := p.sessions[id]
+	if !ok {
+		p.stats.DroppedInputs++
+		return
+	}
+	typ, err := net.PeekType(frame)
+	if err != nil {
+		p.stats.Malformed++
+		return
+	}
+	switch typ {
+	case net.TypeHello:
+		p.hello(id, s, frame)
+	case net.TypeMove:
+		p.moveFrame(s, frame)
+	default:
+		p.stats.Malformed++ // a server-to-client frame type from a client
+	}
+}
+
+func (p *Pipeline) hello(id net.SessionID, s *session, frame []byte) {
+	h, err := net.DecodeHello(frame)
+	if err != nil {
+		p.stats.Malformed++
+		return
+	}
+	if s.state != awaitingHello {
+		p.stats.DroppedInputs++ // a second Hello changes nothing
+		return
+	}
+	if h.Protocol != p.cfg.Protocol {
+		p.refuse(id, net.RefuseProtocol, "protocol mismatch: this server speaks a different game protocol version")
+		return
+	}
+	spawn, err := p.cfg.Admit(h)
+	if err != nil {
+		p.refuse(id, net.RefuseToken, err.Error())
+		return
+	}
+	s.actor = p.world.Spawn(actorSpec(spawn, uint64(id)))
+	s.state = joining
+}
+
+func (p *Pipeline) refuse(id net.SessionID, code net.RefuseCode, reason string) {
+	p.stats.Refused++
+	p.out = net.AppendRefuse(p.out[:0], net.Refuse{Code: code, Reason: []byte(reason)})
+	p.transport.SendReliable(id, p.out)
+	p.transport.Disconnect(id, reason)
+}
+
+// moveFrame keeps the update if it is the newest the actor has seen. An update
+// older than one already applied is a client going backwards: it is
+// rejected with a correction. One older than an update still pending this
+// tick was merely overtaken and is dropped quietly. Both are counted.
+func (p *Pipeline) moveFrame(s *session, frame []byte) {
+	m, err := net.DecodeMove(frame)
+	if err != nil {
+		p.stats.Malformed++
+		return
+	}
+	if s.state != playing {
+		p.stats.DroppedInputs++
+		return
+	}
+	e, ok := p.world.Entity(s.actor)
+	if !ok {
+		p.stats.DroppedInputs++
+		return
+	}
+	in := p.inputs.Get(e)
+	if m.Seq <= in.Seq {
+		p.stats.StaleInputs++
+		if !in.Pending && !s.correct {
+			p.stats.Rejected++
+			s.correct = true
+			p.corrections = append(p.corrections, s)
+		}
+		return
+	}
+	*in = components.MoveInput{
+		Seq: m.Seq, X: m.X, Y: m.Y, Z: m.Z, Yaw: m.Yaw,
+		WorldOrCell: m.WorldOrCell, Flags: m.Flags, Pending: true,
+		ChangedTick: in.ChangedTick,
+	}
+}
+
+func actorSpec(t components.Transform, session uint64) ecs.ActorSpec {
+	return ecs.ActorSpec{Transform: t, Client: components.Client{Session: session}}
+}

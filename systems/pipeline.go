@@ -1,0 +1,164 @@
+package systems
+
+import (
+	"errors"
+
+	ark "github.com/mlange-42/ark/ecs"
+
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/interest"
+	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/scheduler"
+)
+
+// Config is what the pipeline needs to know, resolved by the server from
+// its Options.
+type Config struct {
+	// ChunkSize is the chunk edge in world units; also the longest step one
+	// update may make.
+	ChunkSize float32
+	// TickRate is told to clients in Welcome.
+	TickRate int
+	// Tiers is the interest table; the zero value sends every update.
+	Tiers interest.Tiers
+	// Shards says how clusters are cut into work units.
+	Shards ShardPlan
+	// Parallel enables the pool; false runs Move and Relay inline on the
+	// tick goroutine.
+	Parallel bool
+	// MinActorsToOffload: ticks with fewer actors run inline.
+	MinActorsToOffload int
+	// Protocol is the game protocol version clients must send in Hello.
+	Protocol uint16
+	// Admit decides whether a Hello is let in and where its actor spawns.
+	// A non-nil error refuses the session with the error's text. Nil
+	// admits everyone at the origin of worldOrCell 0.
+	Admit func(h net.Hello) (components.Transform, error)
+}
+
+// TickStats is what one tick did, for the metrics line and Stats.
+type TickStats struct {
+	Tick          uint64
+	Actors        int
+	Clusters      int
+	Biggest       int
+	Units         int
+	Relays        int64
+	DatagramsOut  int
+	BytesOut      int64
+	Corrections   int
+	Appears       int
+	Disappears    int
+	Move, Relay   scheduler.RunStats
+	Malformed     uint64 // running totals from here down
+	DroppedInputs uint64
+	StaleInputs   uint64
+	Rejected      uint64
+	Refused       uint64
+}
+
+// Pipeline runs Throng's tick over one world and one transport: Ingest,
+// Prepare, Move, Relay and Join. The server drives it; its methods run on
+// the tick goroutine except the Move and Relay jobs, which the pool runs.
+type Pipeline struct {
+	cfg        Config
+	world      *ecs.World
+	transport  net.Transport
+	tiers      interest.Tiers
+	clock      *interest.Clock
+	inputs     *ark.Map[components.MoveInput]
+	transforms *ark.Map[components.Transform]
+	anims      *ark.Map[components.Animation]
+	clients    *ark.Map[components.Client]
+
+	frame       Frame
+	move        moveJob
+	relay       relayJob
+	units       []scheduler.Unit
+	shardRelays []int64
+	inline      bool
+
+	sessions    map[net.SessionID]*session
+	corrections []*session
+	inbox       []net.Inbound
+	out         []byte
+	report      ecs.ApplyReport
+	vis         visibility
+	stats       TickStats
+}
+
+// New returns a pipeline over world and transport.
+func New(cfg Config, world *ecs.World, transport net.Transport) (*Pipeline, error) {
+	if world == nil || transport == nil {
+		return nil, errors.New("systems: New needs a world and a transport")
+	}
+	if !(cfg.ChunkSize > 0) {
+		return nil, errors.New("systems: chunk size must be positive")
+	}
+	if cfg.Admit == nil {
+		cfg.Admit = func(net.Hello) (components.Transform, error) { return components.Transform{}, nil }
+	}
+	p := &Pipeline{
+		cfg:        cfg,
+		world:      world,
+		transport:  transport,
+		tiers:      cfg.Tiers,
+		clock:      interest.NewClock(0),
+		inputs:     ark.NewMap[components.MoveInput](world.Ark()),
+		transforms: ark.NewMap[components.Transform](world.Ark()),
+		anims:      ark.NewMap[components.Animation](world.Ark()),
+		clients:    ark.NewMap[components.Client](world.Ark()),
+		sessions:   make(map[net.SessionID]*session),
+	}
+	p.move.p = p
+	p.relay.p = p
+	return p, nil
+}
+
+// Frame returns the current tick's frame (valid until the next Prepare).
+func (p *Pipeline) Frame() *Frame { return &p.frame }
+
+// Stats returns what the last completed tick did.
+func (p *Pipeline) Stats() TickStats { return p.stats }
+
+// Players returns the number of sessions in play or joining.
+func (p *Pipeline) Players() int { return len(p.sessions) }
+
+// Prepare snapshots the world for tick (see [Frame.Prepare]) and plans the
+// units of Move and Relay.
+func (p *Pipeline) Prepare(tick uint64) {
+	p.frame.Prepare(p.world, tick, p.cfg.Shards)
+	p.clock.Set(tick)
+	p.units = p.units[:0]
+	for _, sh := range p.frame.shards {
+		p.units = append(p.units, scheduler.Unit{Key: sh.Key, Cost: float64(sh.Hi - sh.Lo)})
+	}
+	if cap(p.shardRelays) < len(p.units) {
+		p.shardRelays = make([]int64, len(p.units), 2*len(p.units))
+	}
+	p.shardRelays = p.shardRelays[:len(p.units)]
+	clear(p.shardRelays)
+	p.inline = !p.cfg.Parallel || p.frame.Len() < p.cfg.MinActorsToOffload
+	p.stats.Tick = tick
+	p.stats.Actors = p.frame.Len()
+	p.stats.Clusters, p.stats.Biggest = p.frame.Clusters()
+	p.stats.Units = len(p.units)
+}
+
+// SetShardsPerCluster sets the most shards one cluster is cut into, from
+// the next Prepare on (the server sets it from the pool size each tick).
+func (p *Pipeline) SetShardsPerCluster(n int) { p.cfg.Shards.ShardsPerCluster = n }
+
+// Inline reports whether this tick's Move and Relay run inline.
+func (p *Pipeline) Inline() bool { return p.inline }
+
+// Units returns the work units Prepare planned; Move and Relay run one job
+// unit per entry.
+func (p *Pipeline) Units() []scheduler.Unit { return p.units }
+
+// MoveJob is the Move phase: unit i validates and moves shard i's senders.
+func (p *Pipeline) MoveJob() scheduler.Job { return &p.move }
+
+// RelayJob is the Relay phase: unit i builds shard i's recipients' batches.
+func (p *Pipeline) RelayJob() scheduler.Job { return &p.relay }

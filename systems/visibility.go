@@ -1,0 +1,221 @@
+package systems
+
+import (
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/grid"
+	"github.com/throng-go/throng/net"
+)
+
+// visibility derives appear and disappear messages from one Apply's
+// changes. Only pairs with at least one changed actor can change
+// visibility, so the cost follows chunk crossings, spawns and despawns,
+// never the number of pairs in a crowd.
+type visibility struct {
+	changed []changedActor
+	index   map[uint32]int32 // actor id -> index in changed
+	stamp   map[uint32]int32 // actor id -> last changed actor that considered it
+	views   []ecs.ChunkView
+	chunks  map[grid.AreaKey]span // key -> range of views
+}
+
+// changedActor is one actor touched by the Apply: where it was before
+// (hasOld) and where it is after (hasNew).
+type changedActor struct {
+	id             uint32
+	session        uint64
+	old, new       grid.AreaKey
+	hasOld, hasNew bool
+	appear         net.Appear // its state after the Apply (hasNew)
+}
+
+// deriveVisibility sends Welcome to newly spawned players, corrections to
+// teleported ones, then Appear and Disappear frames for exactly the pairs
+// whose 3x3 stencil visibility changed, to both sides of each pair that
+// have a client. Pairs are visited in the order of the Apply's changes, so
+// every client's reliable stream is reproducible.
+func (p *Pipeline) deriveVisibility() {
+	v := &p.vis
+	changes := p.report.Changes
+	p.stats.Appears, p.stats.Disappears = 0, 0
+	if len(changes) == 0 {
+		return
+	}
+	if v.index == nil {
+		v.index = make(map[uint32]int32)
+		v.stamp = make(map[uint32]int32)
+		v.chunks = make(map[grid.AreaKey]span)
+	}
+	clear(v.index)
+	clear(v.stamp)
+	v.changed = v.changed[:0]
+	for _, c := range changes {
+		i, ok := v.index[c.ID.ID]
+		if !ok {
+			i = int32(len(v.changed))
+			v.index[c.ID.ID] = i
+			v.changed = append(v.changed, changedActor{id: c.ID.ID, old: c.From, hasOld: c.Kind != ecs.Spawned})
+		}
+		a := &v.changed[i]
+		a.session = c.Session
+		a.new, a.hasNew = c.To, c.Kind != ecs.Despawned
+		if c.Kind == ecs.Teleported && c.Session != 0 {
+			p.sendCorrection(c.ID)
+		}
+	}
+	v.views = p.world.Snapshot(v.views)
+	clear(v.chunks)
+	for i := range v.views {
+		k := v.views[i].Key
+		s, ok := v.chunks[k]
+		if !ok {
+			s.lo = int32(i)
+		}
+		s.hi = int32(i + 1)
+		v.chunks[k] = s
+	}
+	for i := range v.changed {
+		a := &v.changed[i]
+		if a.hasNew {
+			a.appear = p.appearOf(components.ActorID{ID: a.id})
+		}
+	}
+	for _, c := range changes {
+		if c.Kind == ecs.Spawned {
+			p.welcome(&v.changed[v.index[c.ID.ID]])
+		}
+	}
+	for i := range v.changed {
+		p.pairsOf(int32(i))
+	}
+}
+
+// welcome admits a freshly spawned player: its session is now playing and
+// learns its actor id and spawn point before anything about others.
+func (p *Pipeline) welcome(a *changedActor) {
+	if !a.hasNew || a.session == 0 {
+		return
+	}
+	s := p.sessions[net.SessionID(a.session)]
+	if s == nil || s.state != joining {
+		return
+	}
+	s.state = playing
+	ap := a.appear
+	p.out = net.AppendWelcome(p.out[:0], net.Welcome{
+		Actor: a.id, TickRate: uint16(p.cfg.TickRate), Tick: uint32(p.frame.Tick),
+		X: ap.X, Y: ap.Y, Z: ap.Z, Yaw: ap.Yaw, WorldOrCell: ap.WorldOrCell,
+	})
+	p.transport.SendReliable(net.SessionID(a.session), p.out)
+}
+
+// pairsOf visits every actor whose visibility with changed actor i may have
+// changed: those now in its new stencil, those now in its old stencil, and
+// changed actors that left the world from its old stencil.
+func (p *Pipeline) pairsOf(i int32) {
+	v := &p.vis
+	a := &v.changed[i]
+	v.stamp[a.id] = i
+	if a.hasNew {
+		p.pairsInStencil(i, a.new)
+	}
+	if a.hasOld {
+		p.pairsInStencil(i, a.old)
+		for j := range v.changed {
+			b := &v.changed[j]
+			if b.hasOld && !b.hasNew && grid.Visible(a.old, b.old) {
+				p.pair(i, int32(j), b.id, nil, 0)
+			}
+		}
+	}
+}
+
+// pairsInStencil visits the actors now in the 3x3 stencil around key.
+func (p *Pipeline) pairsInStencil(i int32, key grid.AreaKey) {
+	v := &p.vis
+	for _, k := range grid.Stencil(key) {
+		s, ok := v.chunks[k]
+		if !ok {
+			continue
+		}
+		for vi := s.lo; vi < s.hi; vi++ {
+			view := &v.views[vi]
+			for r := range view.Len() {
+				j := int32(-1)
+				if ci, ok := v.index[view.IDs[r].ID]; ok {
+					j = ci
+				}
+				p.pair(i, j, view.IDs[r].ID, view, r)
+			}
+		}
+	}
+}
+
+// pair compares the visibility of changed actor i and actor id (changed
+// actor j, or j < 0 for an unchanged actor found in view at row) before and
+// after the Apply, and sends the difference to both sides. A pair of two
+// changed actors is handled by the one that comes first.
+func (p *Pipeline) pair(i, j int32, id uint32, view *ecs.ChunkView, row int) {
+	v := &p.vis
+	if last, seen := v.stamp[id]; seen && last == i {
+		return
+	}
+	v.stamp[id] = i
+	if j >= 0 && j < i {
+		return
+	}
+	a := &v.changed[i]
+	var b changedActor
+	if j >= 0 {
+		b = v.changed[j]
+	} else {
+		t := view.Transforms[row]
+		b = changedActor{
+			id: id, session: view.Clients[row].Session,
+			old: view.Key, new: view.Key, hasOld: true, hasNew: true,
+			appear: net.Appear{Actor: id, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, WorldOrCell: t.WorldOrCell, Flags: view.Animations[row].Flags},
+		}
+	}
+	before := a.hasOld && b.hasOld && grid.Visible(a.old, b.old)
+	after := a.hasNew && b.hasNew && grid.Visible(a.new, b.new)
+	switch {
+	case after && !before:
+		p.sendAppear(b.session, a.appear)
+		p.sendAppear(a.session, b.appear)
+	case before && !after:
+		if b.hasNew {
+			p.sendDisappear(b.session, a.id)
+		}
+		if a.hasNew {
+			p.sendDisappear(a.session, b.id)
+		}
+	}
+}
+
+func (p *Pipeline) sendAppear(session uint64, ap net.Appear) {
+	if session == 0 {
+		return
+	}
+	p.out = net.AppendAppear(p.out[:0], ap)
+	p.transport.SendReliable(net.SessionID(session), p.out)
+	p.stats.Appears++
+}
+
+func (p *Pipeline) sendDisappear(session uint64, actor uint32) {
+	if session == 0 {
+		return
+	}
+	p.out = net.AppendDisappear(p.out[:0], net.Disappear{Actor: actor})
+	p.transport.SendReliable(net.SessionID(session), p.out)
+	p.stats.Disappears++
+}
+
+// appearOf reads a live actor's current state.
+func (p *Pipeline) appearOf(id components.ActorID) net.Appear {
+	e, ok := p.world.Entity(id)
+	if !ok {
+		return net.Appear{Actor: id.ID}
+	}
+	t := p.transforms.Get(e)
+	return net.Appear{Actor: id.ID, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, WorldOrCell: t.WorldOrCell, Flags: p.anims.Get(e).Flags}
+}
