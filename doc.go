@@ -22,8 +22,24 @@
 // section (key names of the SkyMP offload); [InterestTier] is one step of
 // the interest table and [CrowdTiers] a ready-made table.
 //
+// The server: [New] builds a [Server] from Options: an ECS world
+// ([ecs.World]), a transport (Options.Transport, or an in-memory one), the
+// worker pool and the schedule of the five built-in systems (ingest,
+// prepare, move, relay, join; see package systems). [Server.Run] ticks at
+// the configured rate on a fixed time grid; [Server.Tick] runs one tick, for
+// tests and benchmarks. [Server.AddSystem] puts a user's own system into the
+// tick at a named place, and [Server.Schedule] shows where everything runs.
+//
 // # Task -> API
 //
+//   - Start a server: [New], then [Server.Run] with a context.
+//   - Step it by hand: [Server.Tick]; what the tick did: [Server.Stats].
+//   - Add game logic: implement scheduler.SerialSystem or
+//     scheduler.ParallelSystem, then [Server.AddSystem] with
+//     scheduler.After(systems.MoveName) or similar; print
+//     [Server.Schedule] to see the stages.
+//   - Decide who may join and where they spawn: Options.Admit.
+//   - Connect in-process clients (tests, bots): [Server.Mem], then Dial.
 //   - Read a settings file: [LoadOptionsFile], then [Options.Resolve].
 //   - Configure in Go: set [Options] fields (pointer fields with new(v)),
 //     then [Options.Resolve].

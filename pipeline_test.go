@@ -322,3 +322,41 @@ func TestRelayMatchesBruteForce(t *testing.T) {
 		}
 	}
 }
+
+func TestLeavingPlayerDisappearsForEveryoneWhoSawIt(t *testing.T) {
+	spawns := []components.Transform{{X: 100, Y: 100}, {X: 200, Y: 100}, {X: 9 * 4096, Y: 100}}
+	st := newStage(t, parallel(2, 2, false), spawns)
+	leaver := st.players[0]
+	leaver.client.Close()
+	st.tick()
+	assert.Contains(t, st.players[1].events, fmt.Sprintf("disappear %d", leaver.actor))
+	assert.NotContains(t, st.players[2].events, fmt.Sprintf("disappear %d", leaver.actor), "it never saw the leaver")
+	assert.Equal(t, 2, st.srv.World().Len())
+	st.move(1, 210, 100, 0)
+	tick := st.tick()
+	assert.Empty(t, st.senders(1, tick), "the leaver is gone, and player 2 is out of range")
+	assert.Empty(t, st.senders(2, tick))
+}
+
+func TestWrongProtocolIsRefusedWithAReason(t *testing.T) {
+	srv, err := throng.New(throng.Options{Protocol: 3})
+	require.NoError(t, err)
+	defer srv.Close()
+	c := srv.Mem().Dial()
+	hello, err := net.AppendHello(nil, net.Hello{Protocol: 2, Token: []byte("old")})
+	require.NoError(t, err)
+	require.NoError(t, c.Send(hello))
+	srv.Tick()
+	var refused net.Refuse
+	c.DrainReliable(func(f []byte) {
+		r, err := net.DecodeRefuse(f)
+		require.NoError(t, err)
+		refused = net.Refuse{Code: r.Code, Reason: slices.Clone(r.Reason)}
+	})
+	assert.Equal(t, net.RefuseProtocol, refused.Code)
+	assert.Contains(t, string(refused.Reason), "protocol")
+	reason, closed := c.CloseReason()
+	assert.True(t, closed)
+	assert.Contains(t, reason, "protocol")
+	assert.Zero(t, srv.World().Len())
+}

@@ -80,6 +80,7 @@ func (s *relaySystem) Plan(_ *scheduler.Tick, units []scheduler.Unit) []schedule
 // relayKeySalt keeps Relay's unit keys apart from Move's in the pool's cost
 // table: the same shard costs very different amounts in the two phases.
 const relayKeySalt = 0x9e3779b97f4a7c16
+
 func (s *relaySystem) RunUnit(i int) { s.p.runUnits(&s.p.relay, i) }
 
 type joinSystem struct{ p *Pipeline }

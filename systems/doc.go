@@ -1,0 +1,36 @@
+// Package systems is the tick pipeline: the built-in systems every Throng
+// server runs, in this order (see DESIGN.md, "The tick"):
+//
+//	Ingest  (serial)   drain the transport: sessions, Hello -> queued spawn,
+//	                   newest MoveInput per actor by sequence number
+//	Prepare (serial)   snapshot chunk views, partition clusters, lay actors
+//	                   out in canonical order, cut shards; guard the world
+//	Move    (parallel) per shard of senders: validate, write own rows,
+//	                   encode the movement record once
+//	Relay   (parallel) per shard of recipients: 3x3 stencil, interest
+//	                   period, pair phase, append records to the batch
+//	Join    (serial)   release the guard, corrections, datagrams in
+//	                   recipient order, chunk moves, ecs.World.Apply,
+//	                   Welcome / Appear / Disappear
+//
+// The canonical actor order (clusters by lowest chunk, views in key order,
+// rows in table order) decides everything that reaches the wire, so worker
+// count, shard count and the inline switch never change a byte.
+//
+// Visibility (Appear / Disappear) is derived from the changes one Apply made
+// (spawns, despawns, chunk moves, teleports), not from per-pair state: its
+// cost follows chunk crossings, not the square of a crowd. A client is
+// told about an actor before its first movement record and when it leaves
+// its stencil.
+//
+// It imports grid, interest, components, ecs, scheduler and net; only the
+// root package imports it.
+//
+// # Task -> API
+//
+//   - Build the pipeline: [New] with a [Config], a world and a transport.
+//   - Register it with a scheduler: [Pipeline.Systems]; pin your own
+//     systems with the names [IngestName] ... [JoinName].
+//   - See what a tick did: [Pipeline.Stats] ([TickStats]), the layout of
+//     its work: [Pipeline.Frame] ([Frame.Shards], [Frame.Clusters]).
+package systems
