@@ -34,6 +34,13 @@ type stage struct {
 // ticks until every player is welcomed.
 func newStage(t *testing.T, opts throng.Options, spawns []components.Transform) *stage {
 	t.Helper()
+	return newStageWith(t, opts, spawns, nil)
+}
+
+// newStageWith is newStage with a chance to add systems before the first
+// tick.
+func newStageWith(t *testing.T, opts throng.Options, spawns []components.Transform, setup func(*throng.Server)) *stage {
+	t.Helper()
 	st := &stage{t: t, spawns: spawns}
 	opts.Admit = func(h net.Hello) (components.Transform, error) {
 		var i int
@@ -46,6 +53,9 @@ func newStage(t *testing.T, opts throng.Options, spawns []components.Transform) 
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
 	st.srv = srv
+	if setup != nil {
+		setup(srv)
+	}
 	for i := range spawns {
 		p := &player{client: srv.Mem().Dial(), got: map[int][]net.Record{}}
 		hello, err := net.AppendHello(nil, net.Hello{Token: fmt.Appendf(nil, "p%d", i)})

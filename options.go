@@ -102,6 +102,15 @@ type Options struct {
 	// Parallelism configures the parallel tick and interest management.
 	// Key "parallelism"; its zero value means every default.
 	Parallelism Parallelism `json:"parallelism,omitzero"`
+	// Admission turns new players away while the server is over budget.
+	// Key "admission".
+	Admission Admission `json:"admission,omitzero"`
+	// ClientLimits caps what clients may send. Key "clientLimits".
+	ClientLimits ClientLimits `json:"clientLimits,omitzero"`
+	// Metrics says where operators read the figures. Key "metrics".
+	Metrics Metrics `json:"metrics,omitzero"`
+	// Connection is the per-connection budget. Key "connection".
+	Connection Connection `json:"connection,omitzero"`
 
 	// The fields below are set from code, never from a settings file.
 
@@ -242,6 +251,15 @@ type Settings struct {
 	ChunkSize float32
 	// Parallelism is the resolved "parallelism" section.
 	Parallelism ParallelSettings
+	// Admission is the resolved "admission" section.
+	Admission AdmissionSettings
+	// Clients is the resolved "clientLimits" section.
+	Clients ClientSettings
+	// MetricsListen is metrics.listen: "" (off) or host:port.
+	MetricsListen string
+	// MaxRecordsPerTick is connection.maxRecordsPerTick: 0 (no cap) or
+	// the most records one client is sent per tick.
+	MaxRecordsPerTick int
 }
 
 // TickPeriod returns the time between two ticks at TickRate, truncated to
@@ -485,6 +503,10 @@ func (o Options) resolve() (Settings, []Adjustment, []*OptionsError) {
 		}
 	}
 	s.Parallelism = o.Parallelism.resolve(&r)
+	s.Admission = o.Admission.resolve(&r)
+	s.Clients = o.ClientLimits.resolve(&r)
+	s.MetricsListen = o.Metrics.resolve(&r)
+	s.MaxRecordsPerTick = r.count("connection.maxRecordsPerTick", o.Connection.MaxRecordsPerTick, net.MaxRecordsPerBatch)
 	if len(r.errs) > 0 {
 		return Settings{}, nil, r.errs
 	}

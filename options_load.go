@@ -132,6 +132,12 @@ func (d *settingsDecoder) value(path string, v reflect.Value, entry bool) *Optio
 		return d.object(path, v, tok, entry)
 	case reflect.Slice:
 		return d.list(path, v, tok)
+	case reflect.String:
+		str, ok := tok.(string)
+		if !ok {
+			return wrongType(path, "a string", tok)
+		}
+		v.SetString(str)
 	case reflect.Bool:
 		b, ok := tok.(bool)
 		if !ok {

@@ -70,6 +70,11 @@ func TestZeroOptionsResolveToDocumentedDefaults(t *testing.T) {
 			MaxThrottleSkipTicks:    3,
 			MetricsLogIntervalTicks: 0,
 		},
+		Admission: throng.AdmissionSettings{Enabled: true, BusyShare: 0.9},
+		Clients: throng.ClientSettings{
+			MovingUpdatesPerSecond: 30, StandingUpdatesPerSecond: 10, FloodFactor: 10, FloodSeconds: 2,
+		},
+		MaxRecordsPerTick: 57,
 	}, s)
 }
 
@@ -183,7 +188,8 @@ func TestUnknownKeyIsAnErrorNamingItsPath(t *testing.T) {
 			`throng: options: tickrate: unknown key (did you mean "tickRate"?)`},
 		{`{"workerThreads": 8}`, "workerThreads",
 			`throng: options: workerThreads: unknown key (did you mean "parallelism.workerThreads"?)`},
-		{`{"listen": ":7777"}`, "listen", `throng: options: listen: unknown key`},
+		{`{"listen": ":7777"}`, "listen", `throng: options: listen: unknown key (did you mean "metrics.listen"?)`},
+		{`{"port": 7777}`, "port", `throng: options: port: unknown key`},
 		{`{"parallelism": {"repartitionIntervalTicks": 30}}`, "parallelism.repartitionIntervalTicks",
 			`throng: options: parallelism.repartitionIntervalTicks: unknown key`},
 		{`{"parallelism": {"interestTiers": [{"beyondUnits": 1, "perod": 2}]}}`, "parallelism.interestTiers[0].perod",
@@ -399,6 +405,15 @@ func fullOptions() throng.Options {
 			MaxThrottleSkipTicks:    new(6),
 			MetricsLogIntervalTicks: 600,
 		},
+		Admission: throng.Admission{Enabled: new(false), BusyShare: new(0.75)},
+		ClientLimits: throng.ClientLimits{
+			MovingUpdatesPerSecond:   new(20),
+			StandingUpdatesPerSecond: new(5),
+			FloodFactor:              new(4),
+			FloodSeconds:             new(3),
+		},
+		Metrics:    throng.Metrics{Listen: "127.0.0.1:9464"},
+		Connection: throng.Connection{MaxRecordsPerTick: new(120)},
 	}
 }
 

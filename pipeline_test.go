@@ -133,7 +133,9 @@ func TestNearPairsHearEveryTickFarPairsOncePerWindow(t *testing.T) {
 	for _, d := range distances {
 		spawns = append(spawns, components.Transform{X: 100 + d, Y: 100})
 	}
-	st := newStage(t, parallel(2, 4, true), spawns)
+	opts := parallel(2, 4, true)
+	opts.ClientLimits.StandingUpdatesPerSecond = new(30) // they stand still, sending every tick
+	st := newStage(t, opts, spawns)
 	const ticks = 48
 	var first int
 	for k := range ticks {
@@ -286,7 +288,9 @@ func TestRelayMatchesBruteForce(t *testing.T) {
 	require.NoError(t, err)
 	for seed := range uint64(6) {
 		spawns, steps := walk(100+seed, 80, 6)
-		st := newStage(t, parallel(2, 8, true), spawns)
+		opts := parallel(2, 8, true)
+		opts.Connection.MaxRecordsPerTick = new(0) // every due pair, however many
+		st := newStage(t, opts, spawns)
 		pos := make([][3]float32, len(spawns))
 		for i, s := range spawns {
 			pos[i] = [3]float32{s.X, s.Y, s.Z}

@@ -30,7 +30,9 @@ type Server struct {
 	schedule  *scheduler.Schedule
 	log       *slog.Logger
 	tick      uint64
-	last      systems.TickStats
+	current   scheduler.Tick
+	meter     meter
+	metrics   *metricsServer
 }
 
 // New validates opts (see [Options.Resolve]) and builds a server. Clamps
@@ -52,6 +54,12 @@ func New(opts Options) (*Server, error) {
 	tiers, err := buildTiers(par)
 	if err != nil {
 		return nil, err
+	}
+	var throttle interest.Throttle
+	if par.AdaptiveThrottling {
+		if throttle, err = interest.NewThrottle(par.ThrottleDistanceUnits, par.MaxThrottleSkipTicks); err != nil {
+			return nil, fmt.Errorf("throng: %w", err)
+		}
 	}
 	s := &Server{settings: settings, log: log, transport: opts.Transport}
 	if s.transport == nil {
@@ -76,11 +84,26 @@ func New(opts Options) (*Server, error) {
 		},
 		Parallel:           par.Enabled,
 		MinActorsToOffload: par.MinActorsToOffload,
-		Protocol:           opts.Protocol,
-		Admit:              opts.Admit,
+		Limits: systems.Limits{
+			MovingPerSecond:   settings.Clients.MovingUpdatesPerSecond,
+			StandingPerSecond: settings.Clients.StandingUpdatesPerSecond,
+			FloodFactor:       settings.Clients.FloodFactor,
+			FloodSeconds:      settings.Clients.FloodSeconds,
+		},
+		Throttle:          throttle,
+		BudgetMicros:      par.TargetTickBudgetMicros,
+		MaxRecordsPerTick: settings.MaxRecordsPerTick,
+		Protocol:          opts.Protocol,
+		Admit:             opts.Admit,
 	}, s.world, s.transport)
 	if err != nil {
 		return nil, fmt.Errorf("throng: %w", err)
+	}
+	if settings.MetricsListen != "" {
+		if s.metrics, err = startMetrics(s, settings.MetricsListen); err != nil {
+			s.pool.Close()
+			return nil, fmt.Errorf("throng: metrics listener: %w", err)
+		}
 	}
 	s.builder = scheduler.NewBuilder()
 	for _, sys := range s.pipe.Systems() {
@@ -152,8 +175,13 @@ func (s *Server) Settings() Settings { return s.settings }
 // Frame returns the last tick's frame, for tests and tools.
 func (s *Server) Frame() *systems.Frame { return s.pipe.Frame() }
 
-// Stats returns what the last tick did.
-func (s *Server) Stats() systems.TickStats { return s.last }
+// Stats returns what the last tick did and the last full second's summary.
+// It is safe to call from any goroutine.
+func (s *Server) Stats() Stats {
+	s.meter.mu.Lock()
+	defer s.meter.mu.Unlock()
+	return s.meter.published
+}
 
 // Tick runs one tick: every system in schedule order. It panics if the
 // schedule cannot be built (see [Server.Schedule]).
@@ -162,12 +190,17 @@ func (s *Server) Tick() systems.TickStats {
 	if err != nil {
 		panic(err)
 	}
+	start := time.Now()
 	s.tick++
 	s.pipe.SetShardsPerCluster(s.settings.Parallelism.ShardsPerCluster(s.pool.Size()))
-	t := scheduler.Tick{Number: s.tick, Delta: s.settings.TickPeriod()}
-	sched.Run(s.pool, &t)
-	s.last = s.pipe.Stats()
-	return s.last
+	// The Tick lives in the Server: handed to systems through interfaces,
+	// a local would escape and cost an allocation every tick.
+	s.current = scheduler.Tick{Number: s.tick, Delta: s.settings.TickPeriod()}
+	run := sched.Run(s.pool, &s.current)
+	now := time.Now()
+	st := s.pipe.Stats()
+	s.record(st, run.Pooled, now.Sub(start), now)
+	return st
 }
 
 // Run ticks at the configured rate until ctx is done, then closes the
@@ -200,8 +233,21 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 }
 
-// Close stops the worker pool and closes the transport.
+// MetricsAddr returns the address of the Prometheus listener, or "" when
+// metrics.listen is not set.
+func (s *Server) MetricsAddr() string {
+	if s.metrics == nil {
+		return ""
+	}
+	return s.metrics.Addr()
+}
+
+// Close stops the worker pool and the metrics listener and closes the
+// transport.
 func (s *Server) Close() error {
 	s.pool.Close()
+	if s.metrics != nil {
+		s.metrics.close()
+	}
 	return s.transport.Close()
 }

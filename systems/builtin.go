@@ -1,6 +1,8 @@
 package systems
 
 import (
+	"time"
+
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/scheduler"
 )
@@ -40,7 +42,7 @@ func (s *ingestSystem) Name() string { return IngestName }
 func (s *ingestSystem) Access() scheduler.Access {
 	return scheduler.Uses(scheduler.Write[components.MoveInput](), scheduler.WriteResource(TransportResource), scheduler.Structural())
 }
-func (s *ingestSystem) RunSerial(*scheduler.Tick) { s.p.Ingest() }
+func (s *ingestSystem) RunSerial(t *scheduler.Tick) { s.p.Ingest(t.Number) }
 
 type prepareSystem struct{ p *Pipeline }
 
@@ -51,6 +53,7 @@ func (s *prepareSystem) Access() scheduler.Access {
 func (s *prepareSystem) RunSerial(t *scheduler.Tick) {
 	s.p.Prepare(t.Number)
 	s.p.world.Guard()
+	s.p.parallelAt = time.Now()
 }
 
 type moveSystem struct{ p *Pipeline }

@@ -28,6 +28,11 @@ type Shard struct {
 	Lo, Hi  int32
 	Cluster int32  // index of the (first) cluster it belongs to
 	Key     uint64 // identity across ticks for the pool's cost model
+	// Sweep marks a unit of several small clusters, which are never
+	// throttled.
+	Sweep bool
+	// Level is the throttle pressure of the shard's cluster this tick.
+	Level uint8
 }
 
 // Verdict is what Move decided about an actor's pending update.
@@ -70,13 +75,15 @@ type Frame struct {
 	batches [][]byte // per recipient: datagrams back to back, built by Relay
 	relays  []int32  // per recipient: records in its batch
 
-	groups     []group
-	groupIndex map[grid.AreaKey]int32
-	part       grid.Partitioner
-	clusters   []grid.Cluster
-	shards     []Shard
-	biggest    int
-	seed       maphash.Seed
+	groups      []group
+	groupIndex  map[grid.AreaKey]int32
+	part        grid.Partitioner
+	clusters    []grid.Cluster
+	shards      []Shard
+	clusterSize []int32    // actors per cluster
+	sess        []*session // per actor: its client's session, or nil
+	biggest     int
+	seed        maphash.Seed
 }
 
 // Len returns the number of actors in the frame.
@@ -109,6 +116,7 @@ func (f *Frame) resize(n int) {
 	f.crossed = resizeSlice(f.crossed, n)
 	f.records = resizeSlice(f.records, n*net.RecordSize)
 	f.relays = resizeSlice(f.relays, n)
+	f.sess = resizeSlice(f.sess, n)
 	if cap(f.batches) < n {
 		grown := make([][]byte, n, n+n/4)
 		copy(grown, f.batches[:cap(f.batches)])

@@ -3,6 +3,7 @@ package systems
 import (
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net"
 )
 
@@ -20,6 +21,11 @@ type session struct {
 	state   sessionState
 	actor   components.ActorID
 	correct bool // send a correction in this tick's join
+	kicked  bool // disconnected by the server; its close is on the way
+	limiter limiter
+	backlog interest.Backlog // records owed under the per-connection budget
+	offered []int32          // relay scratch: senders offered this tick
+	taken   []uint32         // relay scratch: senders Take chose
 }
 
 // Ingest drains the transport: opens and closes sessions, admits Hello
@@ -28,7 +34,8 @@ type session struct {
 // Move frames carry no actor id, the session decides which actor they move.
 // Malformed frames, frames out of turn and stale updates are dropped and
 // counted; none of them stops the tick. Runs on the tick goroutine.
-func (p *Pipeline) Ingest() {
+func (p *Pipeline) Ingest(tick uint64) {
+	p.tick = tick
 	p.inbox = p.transport.Receive(p.inbox[:0])
 	for i := range p.inbox {
 		in := &p.inbox[i]
@@ -70,7 +77,7 @@ func (p *Pipeline) frameFrom(id net.SessionID, frame []byte) {
 	case net.TypeHello:
 		p.hello(id, s, frame)
 	case net.TypeMove:
-		p.moveFrame(s, frame)
+		p.moveFrame(id, s, frame)
 	default:
 		p.stats.Malformed++ // a server-to-client frame type from a client
 	}
@@ -86,6 +93,11 @@ func (p *Pipeline) hello(id net.SessionID, s *session, frame []byte) {
 		p.stats.DroppedInputs++ // a second Hello changes nothing
 		return
 	}
+	if p.busy {
+		p.stats.BusyRejections++
+		p.refuse(id, net.RefuseBusy, BusyReason)
+		return
+	}
 	if h.Protocol != p.cfg.Protocol {
 		p.refuse(id, net.RefuseProtocol, "protocol mismatch: this server speaks a different game protocol version")
 		return
@@ -99,8 +111,14 @@ func (p *Pipeline) hello(id net.SessionID, s *session, frame []byte) {
 	s.state = joining
 }
 
+// BusyReason is what a client turned away by admission control reads.
+const BusyReason = "server busy, try again shortly"
+
 func (p *Pipeline) refuse(id net.SessionID, code net.RefuseCode, reason string) {
 	p.stats.Refused++
+	if s := p.sessions[id]; s != nil {
+		s.kicked = true
+	}
 	p.out = net.AppendRefuse(p.out[:0], net.Refuse{Code: code, Reason: []byte(reason)})
 	p.transport.SendReliable(id, p.out)
 	p.transport.Disconnect(id, reason)
@@ -110,13 +128,13 @@ func (p *Pipeline) refuse(id net.SessionID, code net.RefuseCode, reason string) 
 // older than one already applied is a client going backwards: it is
 // rejected with a correction. One older than an update still pending this
 // tick was merely overtaken and is dropped quietly. Both are counted.
-func (p *Pipeline) moveFrame(s *session, frame []byte) {
+func (p *Pipeline) moveFrame(id net.SessionID, s *session, frame []byte) {
 	m, err := net.DecodeMove(frame)
 	if err != nil {
 		p.stats.Malformed++
 		return
 	}
-	if s.state != playing {
+	if s.state != playing || s.kicked {
 		p.stats.DroppedInputs++
 		return
 	}
@@ -126,6 +144,18 @@ func (p *Pipeline) moveFrame(s *session, frame []byte) {
 		return
 	}
 	in := p.inputs.Get(e)
+	standing := m.X == in.X && m.Y == in.Y && m.Z == in.Z
+	keep, flood := s.limiter.admit(&p.cfg.Limits, p.cfg.TickRate, p.tick, standing)
+	if flood != "" {
+		p.stats.Kicked++
+		s.kicked = true
+		p.transport.Disconnect(id, flood)
+		return
+	}
+	if !keep {
+		p.stats.RateLimited++
+		return
+	}
 	if m.Seq <= in.Seq {
 		p.stats.StaleInputs++
 		if !in.Pending && !s.correct {

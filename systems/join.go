@@ -1,6 +1,8 @@
 package systems
 
 import (
+	"time"
+
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/net"
 )
@@ -12,14 +14,24 @@ import (
 // from their view. Runs on the tick goroutine, after the world's guard is
 // released.
 func (p *Pipeline) Join() {
+	start := time.Now()
 	f := &p.frame
-	p.stats.Corrections, p.stats.DatagramsOut, p.stats.BytesOut = 0, 0, 0
-	p.stats.Relays = 0
-	for _, r := range p.shardRelays {
-		p.stats.Relays += r
+	st := &p.stats
+	st.Parallel = start.Sub(p.parallelAt)
+	st.Corrections, st.DatagramsOut, st.BytesOut, st.Owed = 0, 0, 0, 0
+	st.Relays, st.Throttled, st.Busy = 0, 0, 0
+	for i := range p.shardRelays {
+		st.Relays += p.shardRelays[i]
+		st.Throttled += p.shardThrottled[i]
+		st.Busy += p.shardMoveTime[i] + p.shardRelayTime[i]
 	}
+	st.Pressure = p.observeLoads(st.Parallel, st.Busy)
+	defer func() { st.JoinTime = time.Since(start) }()
 	p.sendCorrections()
 	for a := range f.batches {
+		if sess := f.sess[a]; sess != nil {
+			st.Owed += sess.backlog.Owed()
+		}
 		if f.session[a] == 0 || f.relays[a] == 0 {
 			continue
 		}
@@ -80,4 +92,5 @@ func (p *Pipeline) sendCorrection(actor components.ActorID) {
 	})
 	p.transport.SendReliable(net.SessionID(session), p.out)
 	p.stats.Corrections++
+	p.stats.CorrectionsSent++
 }

@@ -2,6 +2,7 @@ package systems
 
 import (
 	"math"
+	"time"
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/net"
@@ -14,11 +15,13 @@ type moveJob struct{ p *Pipeline }
 // i, writes the actor's own Transform/Animation/MoveInput rows, and encodes
 // its movement record for this tick.
 func (j *moveJob) RunUnit(i int) {
+	start := time.Now()
 	f := &j.p.frame
 	sh := f.shards[i]
 	for a := sh.Lo; a < sh.Hi; a++ {
 		j.p.moveActor(a)
 	}
+	j.p.shardMoveTime[i] = time.Since(start)
 }
 
 func (p *Pipeline) moveActor(a int32) {

@@ -2,6 +2,7 @@ package systems
 
 import (
 	"errors"
+	"time"
 
 	ark "github.com/mlange-42/ark/ecs"
 
@@ -31,6 +32,17 @@ type Config struct {
 	MinActorsToOffload int
 	// Protocol is the game protocol version clients must send in Hello.
 	Protocol uint16
+	// Limits caps what each client may send.
+	Limits Limits
+	// Throttle spaces far pairs of overloaded clusters; the zero value
+	// never throttles. BudgetMicros is the wall-clock target of the
+	// parallel phase (targetTickBudgetMicros) that pressure is measured
+	// against.
+	Throttle     interest.Throttle
+	BudgetMicros int
+	// MaxRecordsPerTick caps the records one client is sent per tick; the
+	// rest are owed (interest.Backlog). 0 means no cap.
+	MaxRecordsPerTick int
 	// Admit decides whether a Hello is let in and where its actor spawns.
 	// A non-nil error refuses the session with the error's text. Nil
 	// admits everyone at the origin of worldOrCell 0.
@@ -39,23 +51,33 @@ type Config struct {
 
 // TickStats is what one tick did, for the metrics line and Stats.
 type TickStats struct {
-	Tick          uint64
-	Actors        int
-	Clusters      int
-	Biggest       int
-	Units         int
-	Relays        int64
-	DatagramsOut  int
-	BytesOut      int64
-	Corrections   int
-	Appears       int
-	Disappears    int
-	Move, Relay   scheduler.RunStats
-	Malformed     uint64 // running totals from here down
-	DroppedInputs uint64
-	StaleInputs   uint64
-	Rejected      uint64
-	Refused       uint64
+	Tick            uint64
+	Actors          int
+	Clusters        int
+	Biggest         int
+	Units           int
+	Relays          int64
+	DatagramsOut    int
+	BytesOut        int64
+	Corrections     int
+	Appears         int
+	Disappears      int
+	Move, Relay     scheduler.RunStats
+	Throttled       int64 // pairs not sent this tick because of throttling
+	Owed            int   // records owed to clients after this tick's cuts
+	Pressure        int   // highest cluster pressure level this tick
+	Parallel        time.Duration
+	JoinTime        time.Duration
+	Busy            time.Duration // summed Move and Relay unit time
+	Malformed       uint64        // running totals from here down
+	DroppedInputs   uint64
+	StaleInputs     uint64
+	RateLimited     uint64
+	Kicked          uint64
+	Rejected        uint64
+	Refused         uint64
+	BusyRejections  uint64
+	CorrectionsSent uint64
 }
 
 // Pipeline runs Throng's tick over one world and one transport: Ingest,
@@ -72,12 +94,20 @@ type Pipeline struct {
 	anims      *ark.Map[components.Animation]
 	clients    *ark.Map[components.Client]
 
-	frame       Frame
-	move        moveJob
-	relay       relayJob
-	units       []scheduler.Unit
-	shardRelays []int64
-	inline      bool
+	frame          Frame
+	move           moveJob
+	relay          relayJob
+	units          []scheduler.Unit
+	shardRelays    []int64
+	shardThrottled []int64
+	shardMoveTime  []time.Duration
+	shardRelayTime []time.Duration
+	longest        uint64 // longest period any pair can get
+	inline         bool
+	tick           uint64
+	busy           bool
+	loads          clusterLoads
+	parallelAt     time.Time
 
 	sessions    map[net.SessionID]*session
 	corrections []*session
@@ -113,8 +143,13 @@ func New(cfg Config, world *ecs.World, transport net.Transport) (*Pipeline, erro
 	}
 	p.move.p = p
 	p.relay.p = p
+	p.longest = uint64(max(p.tiers.Longest(), cfg.Throttle.MaxLevel()+1))
 	return p, nil
 }
+
+// SetBusy tells Ingest whether admission control is turning new sessions
+// away (the server decides from its work per tick).
+func (p *Pipeline) SetBusy(busy bool) { p.busy = busy }
 
 // Frame returns the current tick's frame (valid until the next Prepare).
 func (p *Pipeline) Frame() *Frame { return &p.frame }
@@ -134,11 +169,22 @@ func (p *Pipeline) Prepare(tick uint64) {
 	for _, sh := range p.frame.shards {
 		p.units = append(p.units, scheduler.Unit{Key: sh.Key, Cost: float64(sh.Hi - sh.Lo)})
 	}
-	if cap(p.shardRelays) < len(p.units) {
-		p.shardRelays = make([]int64, len(p.units), 2*len(p.units))
-	}
-	p.shardRelays = p.shardRelays[:len(p.units)]
+	n := len(p.units)
+	p.shardRelays = resizeSlice(p.shardRelays, n)
+	p.shardThrottled = resizeSlice(p.shardThrottled, n)
+	p.shardMoveTime = resizeSlice(p.shardMoveTime, n)
+	p.shardRelayTime = resizeSlice(p.shardRelayTime, n)
 	clear(p.shardRelays)
+	clear(p.shardThrottled)
+	clear(p.shardMoveTime)
+	clear(p.shardRelayTime)
+	for a, id := range p.frame.session {
+		p.frame.sess[a] = nil
+		if id != 0 {
+			p.frame.sess[a] = p.sessions[net.SessionID(id)]
+		}
+	}
+	p.loads.levelsFor(&p.frame)
 	p.inline = !p.cfg.Parallel || p.frame.Len() < p.cfg.MinActorsToOffload
 	p.stats.Tick = tick
 	p.stats.Actors = p.frame.Len()

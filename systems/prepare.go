@@ -46,8 +46,9 @@ func (f *Frame) Prepare(w *ecs.World, tick uint64, plan ShardPlan) {
 func (f *Frame) layout() {
 	f.groups = f.groups[:0]
 	f.biggest = 0
+	f.clusterSize = resizeSlice(f.clusterSize, len(f.clusters))
 	var at int32
-	for _, c := range f.clusters {
+	for ci, c := range f.clusters {
 		start := at
 		for _, v := range c.Members {
 			view := &f.views[v]
@@ -65,6 +66,7 @@ func (f *Frame) layout() {
 			}
 			f.groups[g].actors.hi = at
 		}
+		f.clusterSize[ci] = at - start
 		f.biggest = max(f.biggest, int(at-start))
 	}
 }
@@ -118,7 +120,7 @@ func (f *Frame) cut(plan ShardPlan) {
 		at = hi
 		if int(size) < plan.MinClusterActors {
 			if sweep.Lo < 0 {
-				sweep = Shard{Lo: lo, Hi: hi, Cluster: int32(ci), Key: f.shardKey(c.Lowest, 0, 0)}
+				sweep = Shard{Lo: lo, Hi: hi, Cluster: int32(ci), Key: f.shardKey(c.Lowest, 0, 0), Sweep: true}
 			}
 			sweep.Hi = hi
 			if int(sweep.Hi-sweep.Lo) >= minShard*perCluster {

@@ -1,6 +1,8 @@
 package systems
 
 import (
+	"time"
+
 	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net"
 )
@@ -13,70 +15,186 @@ type relayJob struct{ p *Pipeline }
 
 // RunUnit builds the outgoing batch of every recipient in shard i.
 func (j *relayJob) RunUnit(i int) {
-	f := &j.p.frame
+	start := time.Now()
+	p := j.p
+	f := &p.frame
 	sh := f.shards[i]
-	var total int64
+	var total, throttled int64
 	for a := sh.Lo; a < sh.Hi; a++ {
 		if f.session[a] == 0 {
 			f.relays[a] = 0
 			f.batches[a] = f.batches[a][:0]
 			continue
 		}
-		total += int64(j.p.gather(a))
+		total += int64(p.gather(a, sh.Level, &throttled))
 	}
-	j.p.shardRelays[i] = total
+	p.shardRelays[i] = total
+	p.shardThrottled[i] = throttled
+	p.shardRelayTime[i] = time.Since(start)
 }
 
-// gather appends to recipient r's batch the record of every sender in r's
-// 3x3 stencil that is due this tick: not r itself, changed within the pair's
-// period, and on the pair's phase. Senders are visited in canonical order,
-// so the batch's bytes do not depend on how the work was split. The batch is
-// a run of datagrams of at most MaxRecordsPerBatch records each.
-func (p *Pipeline) gather(r int32) int32 {
+// batchWriter appends records to a recipient's batch, starting a new
+// datagram (header first) every MaxRecordsPerBatch records.
+type batchWriter struct {
+	buf  []byte
+	head int
+	n    int32
+	tick uint32
+}
+
+func (w *batchWriter) add(record []byte) {
+	if w.n%net.MaxRecordsPerBatch == 0 {
+		if w.n > 0 {
+			net.SetBatchCount(w.buf[w.head:], net.MaxRecordsPerBatch)
+		}
+		w.head = len(w.buf)
+		w.buf = net.AppendBatchHeader(w.buf, w.tick, 0)
+	}
+	w.buf = append(w.buf, record...)
+	w.n++
+}
+
+func (w *batchWriter) finish() []byte {
+	if w.n > 0 {
+		net.SetBatchCount(w.buf[w.head:], int((w.n-1)%net.MaxRecordsPerBatch+1))
+	}
+	return w.buf
+}
+
+// reserve returns buf emptied, with room for a record from every actor in
+// stencil g: a batch never needs more, so once a crowd has formed its
+// buffers stop growing and the relay allocates nothing.
+func reserve(buf []byte, g *group) []byte {
+	senders := 0
+	for _, sp := range g.stencil[:g.nst] {
+		senders += int(sp.hi - sp.lo)
+	}
+	datagrams := (senders + net.MaxRecordsPerBatch - 1) / net.MaxRecordsPerBatch
+	if need := datagrams*net.BatchHeaderSize + senders*net.RecordSize; cap(buf) < need {
+		return make([]byte, 0, need+need/4)
+	}
+	return buf[:0]
+}
+
+// periods returns a pair's interest period and the period it gets once the
+// cluster's throttle level is applied: the larger of the two, never their
+// product. Pairs closer than the throttle distance are never throttled.
+func (p *Pipeline) periods(distSq float32, level uint8) (interestPeriod, period uint8) {
+	interestPeriod = p.tiers.PeriodSq(distSq)
+	period = interestPeriod
+	if level > 0 {
+		period = interest.Combine(interestPeriod, p.cfg.Throttle.PeriodSq(distSq, level))
+	}
+	return interestPeriod, period
+}
+
+// gather builds recipient r's batch: the record of every sender in r's 3x3
+// stencil that is due this tick (not r itself, changed within the pair's
+// period, and on the pair's phase), visited in canonical order so the bytes
+// do not depend on how the work was split. When more are due than the
+// per-connection budget allows, or records are still owed from earlier
+// ticks, the recipient's backlog decides (gatherOwed).
+func (p *Pipeline) gather(r int32, level uint8, throttled *int64) int32 {
 	f := &p.frame
-	tiers := &p.tiers
 	clock := p.clock
 	tick := f.Tick
 	var oldest uint64 // changes at or before it are stale for every pair
-	if longest := uint64(tiers.Longest()); tick > longest {
-		oldest = tick - longest
+	if tick > p.longest {
+		oldest = tick - p.longest
 	}
 	rx, ry, rz, rid := f.x[r], f.y[r], f.z[r], f.id[r]
-	buf := f.batches[r][:0]
-	var count, inDatagram int32
-	head := 0
+	s := f.sess[r]
+	if s != nil && s.backlog.Owed() > 0 && p.cfg.MaxRecordsPerTick > 0 {
+		return p.gatherOwed(r, s, level, throttled)
+	}
 	g := &f.groups[f.group[r]]
-	for _, s := range g.stencil[:g.nst] {
-		for a := s.lo; a < s.hi; a++ {
+	w := batchWriter{buf: reserve(f.batches[r], g), tick: uint32(tick)}
+	var held int64 // pairs throttling alone kept back
+	for _, sp := range g.stencil[:g.nst] {
+		for a := sp.lo; a < sp.hi; a++ {
 			changed := f.changed[a]
 			if changed <= oldest || a == r {
 				continue
 			}
 			dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
-			period := tiers.PeriodSq(dx*dx + dy*dy + dz*dz)
+			ip, period := p.periods(dx*dx+dy*dy+dz*dz, level)
 			if changed+uint64(period) <= tick {
 				continue
 			}
 			if period > 1 && !clock.Sends(interest.Phase(f.id[a], rid), period) {
+				if period > ip && changed+uint64(ip) > tick && clock.Sends(interest.Phase(f.id[a], rid), ip) {
+					held++
+				}
 				continue
 			}
-			if inDatagram == net.MaxRecordsPerBatch {
-				net.SetBatchCount(buf[head:], int(inDatagram))
-				inDatagram = 0
-			}
-			if inDatagram == 0 {
-				head = len(buf)
-				buf = net.AppendBatchHeader(buf, uint32(tick), 0)
-			}
-			buf = append(buf, f.recordOf(a)...)
-			inDatagram++
-			count++
+			w.add(f.recordOf(a))
 		}
 	}
-	if inDatagram > 0 {
-		net.SetBatchCount(buf[head:], int(inDatagram))
+	if budget := p.cfg.MaxRecordsPerTick; s != nil && budget > 0 && int(w.n) > budget {
+		f.batches[r] = w.buf // keep the grown buffer
+		return p.gatherOwed(r, s, level, throttled)
 	}
-	f.batches[r] = buf
-	f.relays[r] = count
-	return count
+	*throttled += held
+	f.batches[r] = w.finish()
+	f.relays[r] = w.n
+	return w.n
+}
+
+// visit calls fn for every sender in r's stencil that has ever changed,
+// with its periods, whether it is due this tick and whether throttling
+// alone kept it back.
+func (p *Pipeline) visit(r int32, level uint8, fn func(a int32, ip, period uint8, due, throttled bool)) {
+	f := &p.frame
+	clock := p.clock
+	tick := f.Tick
+	rx, ry, rz, rid := f.x[r], f.y[r], f.z[r], f.id[r]
+	g := &f.groups[f.group[r]]
+	for _, sp := range g.stencil[:g.nst] {
+		for a := sp.lo; a < sp.hi; a++ {
+			changed := f.changed[a]
+			if changed == 0 || a == r {
+				continue
+			}
+			dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
+			ip, period := p.periods(dx*dx+dy*dy+dz*dz, level)
+			phase := interest.Phase(f.id[a], rid)
+			due := changed+uint64(period) > tick && (period <= 1 || clock.Sends(phase, period))
+			throttled := !due && period > ip && changed+uint64(ip) > tick && clock.Sends(phase, ip)
+			fn(a, ip, period, due, throttled)
+		}
+	}
+}
+
+// gatherOwed builds recipient r's batch under the per-connection budget:
+// every sender in view is offered to the recipient's backlog (due or still
+// owed), the backlog picks at most MaxRecordsPerTick by accumulated
+// priority (closer and longer-waiting senders first), and the picks are
+// written in canonical order. What is cut stays owed, not lost.
+func (p *Pipeline) gatherOwed(r int32, s *session, level uint8, throttled *int64) int32 {
+	f := &p.frame
+	longest := uint8(min(p.longest, 255))
+	owed := s.backlog.Owed() > 0
+	s.offered = s.offered[:0]
+	p.visit(r, level, func(a int32, _, period uint8, due, thr bool) {
+		if thr {
+			*throttled++
+		}
+		if !due && !owed {
+			return
+		}
+		s.backlog.Offer(f.id[a], interest.Weight(period, longest), due)
+		s.offered = append(s.offered, a)
+	})
+	s.taken = s.backlog.Take(p.cfg.MaxRecordsPerTick, s.taken[:0])
+	w := batchWriter{buf: reserve(f.batches[r], &f.groups[f.group[r]]), tick: uint32(f.Tick)}
+	k := 0
+	for _, a := range s.offered {
+		if k < len(s.taken) && f.id[a] == s.taken[k] {
+			w.add(f.recordOf(a))
+			k++
+		}
+	}
+	f.batches[r] = w.finish()
+	f.relays[r] = w.n
+	return w.n
 }

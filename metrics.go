@@ -1,0 +1,155 @@
+package throng
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/throng-go/throng/systems"
+)
+
+// Stats is what an operator sees: what the last tick did, and the summary of
+// the last full second (one second's worth of ticks at the configured rate).
+// [Server.Stats] returns a copy; it is safe to call from any goroutine.
+type Stats struct {
+	systems.TickStats
+	// Pooled is how many of the tick's work units ran on pool workers
+	// rather than the tick goroutine.
+	Pooled int
+	// Work is how long the last tick took, start to end.
+	Work time.Duration
+	// Second summarises the last full second.
+	Second SecondStats
+}
+
+// Speedup is the last tick's summed Move and Relay time over the parallel
+// phase's wall time: near 1 means the pool bought nothing.
+func (s Stats) Speedup() float64 {
+	if s.Parallel <= 0 {
+		return 0
+	}
+	return float64(s.Busy) / float64(s.Parallel)
+}
+
+// SecondStats summarises one second's worth of ticks (TickRate ticks).
+type SecondStats struct {
+	// Ticks is how many ticks the summary covers; 0 until the first
+	// second is complete.
+	Ticks int
+	// TickRate is the achieved rate in Hz over the second.
+	TickRate float64
+	// WorkAvg, WorkP5 and WorkP95 describe the time each tick took.
+	WorkAvg, WorkP5, WorkP95 time.Duration
+	// OverBudget is the share of ticks that took longer than the tick
+	// period.
+	OverBudget float64
+	// Players is the number of connected sessions at the end of the second.
+	Players int
+	// BytesPerSecond is movement bytes handed to the transport per second.
+	BytesPerSecond float64
+	// BusyRejections, DroppedInputs (dropped, stale or rate-limited
+	// updates) and Corrections count what happened during the second.
+	BusyRejections, DroppedInputs, Corrections uint64
+	// Admitting is false while admission control turns new players away.
+	Admitting bool
+}
+
+// meter collects per-tick figures into per-second summaries and decides
+// admission. It belongs to the tick goroutine; published is the copy other
+// goroutines read.
+type meter struct {
+	work      []time.Duration
+	scratch   []time.Duration
+	start     time.Time
+	bytes     int64
+	base      systems.TickStats // running totals at the start of the second
+	busy      bool
+	mu        sync.Mutex
+	published Stats
+}
+
+// record adds one tick and, once a second's worth of ticks is in, closes
+// the second: summary, admission decision, log line. It returns whether
+// admission is closed.
+func (s *Server) record(st systems.TickStats, pooled int, work time.Duration, now time.Time) {
+	m := &s.meter
+	if m.start.IsZero() {
+		m.start = now.Add(-work)
+		m.base = st
+	}
+	m.work = append(m.work, work)
+	m.bytes += st.BytesOut
+	out := Stats{TickStats: st, Pooled: pooled, Work: work}
+	if len(m.work) >= s.settings.TickRate {
+		out.Second = s.closeSecond(st, now)
+	} else {
+		m.mu.Lock()
+		out.Second = m.published.Second
+		m.mu.Unlock()
+	}
+	m.mu.Lock()
+	m.published = out
+	m.mu.Unlock()
+	if every := s.settings.Parallelism.MetricsLogIntervalTicks; every > 0 && st.Tick%uint64(every) == 0 {
+		s.log.Info("throng tick", "tick", st.Tick, "actors", st.Actors, "clusters", st.Clusters,
+			"biggest", st.Biggest, "units", st.Units, "pooled", pooled, "relays", st.Relays,
+			"throttled", st.Throttled, "parallel_us", st.Parallel.Microseconds(),
+			"join_us", st.JoinTime.Microseconds(), "speedup", roundTo(out.Speedup(), 2))
+	}
+}
+
+func (s *Server) closeSecond(st systems.TickStats, now time.Time) SecondStats {
+	m := &s.meter
+	period := s.settings.TickPeriod()
+	sum := SecondStats{Ticks: len(m.work), Players: s.pipe.Players()}
+	elapsed := now.Sub(m.start)
+	if elapsed > 0 {
+		sum.TickRate = float64(len(m.work)) / elapsed.Seconds()
+		sum.BytesPerSecond = float64(m.bytes) / elapsed.Seconds()
+	}
+	m.scratch = append(m.scratch[:0], m.work...)
+	slices.Sort(m.scratch)
+	var total time.Duration
+	over := 0
+	for _, w := range m.scratch {
+		total += w
+		if w > period {
+			over++
+		}
+	}
+	n := len(m.scratch)
+	sum.WorkAvg = total / time.Duration(n)
+	sum.WorkP5 = m.scratch[n*5/100]
+	sum.WorkP95 = m.scratch[min(n*95/100, n-1)]
+	sum.OverBudget = float64(over) / float64(n)
+	sum.BusyRejections = st.BusyRejections - m.base.BusyRejections
+	sum.DroppedInputs = (st.DroppedInputs + st.StaleInputs + st.RateLimited) -
+		(m.base.DroppedInputs + m.base.StaleInputs + m.base.RateLimited)
+	sum.Corrections = st.CorrectionsSent - m.base.CorrectionsSent
+
+	adm := s.settings.Admission
+	m.busy = adm.Enabled && float64(sum.WorkP95) > adm.BusyShare*float64(period)
+	s.pipe.SetBusy(m.busy)
+	sum.Admitting = !m.busy
+
+	m.work, m.bytes, m.start, m.base = m.work[:0], 0, now, st
+	if s.settings.Parallelism.MetricsLogIntervalTicks > 0 {
+		s.log.Info("throng second", "hz", roundTo(sum.TickRate, 2),
+			"work_avg_ms", ms(sum.WorkAvg), "work_p5_ms", ms(sum.WorkP5), "work_p95_ms", ms(sum.WorkP95),
+			"over_budget", roundTo(sum.OverBudget, 3), "players", sum.Players,
+			"bytes_per_s", int64(sum.BytesPerSecond), "busy_rejections", sum.BusyRejections,
+			"dropped_inputs", sum.DroppedInputs, "corrections", sum.Corrections,
+			"admitting", sum.Admitting, "pressure", st.Pressure, "owed", st.Owed)
+	}
+	return sum
+}
+
+func ms(d time.Duration) float64 { return roundTo(float64(d)/float64(time.Millisecond), 3) }
+
+func roundTo(v float64, digits int) float64 {
+	p := 1.0
+	for range digits {
+		p *= 10
+	}
+	return float64(int64(v*p+0.5)) / p
+}

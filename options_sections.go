@@ -1,0 +1,145 @@
+package throng
+
+import (
+	"math"
+	"net/netip"
+)
+
+// Defaults of the operational sections.
+const (
+	// DefaultBusyShare: new players are turned away while the p95 of work
+	// per tick over the last second is above 90% of the tick period.
+	DefaultBusyShare = 0.9
+	// DefaultMovingUpdatesPerSecond and DefaultStandingUpdatesPerSecond are
+	// the most movement updates a client may send while moving and while
+	// standing still; the excess is dropped and counted.
+	DefaultMovingUpdatesPerSecond   = 30
+	DefaultStandingUpdatesPerSecond = 10
+	// DefaultFloodFactor and DefaultFloodSeconds: a client sending more than
+	// FloodFactor times the moving limit for FloodSeconds seconds in a row
+	// is disconnected.
+	DefaultFloodFactor  = 10
+	DefaultFloodSeconds = 2
+)
+
+// Admission is the "admission" section: turning new players away while the
+// server is over budget, so those already playing keep their tick rate.
+type Admission struct {
+	// Enabled: false admits everyone whatever the load. Key "enabled";
+	// nil means true.
+	Enabled *bool `json:"enabled,omitempty"`
+	// BusyShare is the share of the tick period (1/tickRate: 33.3 ms at
+	// 30 Hz, 16.7 ms at 60 Hz, 8.3 ms at 120 Hz) that the p95 of work per
+	// tick over the last second must pass for new sessions to be refused
+	// with "server busy". Above 0, at most 1. Key "busyShare"; nil means
+	// [DefaultBusyShare].
+	BusyShare *float64 `json:"busyShare,omitempty"`
+}
+
+// ClientLimits is the "clientLimits" section: how much a client may send.
+type ClientLimits struct {
+	// MovingUpdatesPerSecond: at least 1. Key "movingUpdatesPerSecond";
+	// nil means [DefaultMovingUpdatesPerSecond].
+	MovingUpdatesPerSecond *int `json:"movingUpdatesPerSecond,omitempty"`
+	// StandingUpdatesPerSecond: an update that does not change the actor's
+	// position counts as standing still. At least 1, at most the moving
+	// limit. Key "standingUpdatesPerSecond"; nil means
+	// [DefaultStandingUpdatesPerSecond].
+	StandingUpdatesPerSecond *int `json:"standingUpdatesPerSecond,omitempty"`
+	// FloodFactor and FloodSeconds: a client above FloodFactor times the
+	// moving limit for FloodSeconds consecutive seconds is disconnected
+	// with a reason. Both at least 1. Keys "floodFactor", "floodSeconds".
+	FloodFactor  *int `json:"floodFactor,omitempty"`
+	FloodSeconds *int `json:"floodSeconds,omitempty"`
+}
+
+// Metrics is the "metrics" section: where operators read the figures.
+type Metrics struct {
+	// Listen is a host:port for an HTTP listener serving the Prometheus
+	// text format at /metrics. Empty (the default) means off.
+	Listen string `json:"listen,omitempty"`
+}
+
+// AdmissionSettings is [Admission] resolved.
+type AdmissionSettings struct {
+	Enabled   bool
+	BusyShare float64
+}
+
+// ClientSettings is [ClientLimits] resolved.
+type ClientSettings struct {
+	MovingUpdatesPerSecond   int
+	StandingUpdatesPerSecond int
+	FloodFactor              int
+	FloodSeconds             int
+}
+
+func (a Admission) resolve(r *resolver) AdmissionSettings {
+	s := AdmissionSettings{Enabled: on(a.Enabled, true), BusyShare: DefaultBusyShare}
+	if a.BusyShare != nil {
+		s.BusyShare = *a.BusyShare
+		if f := s.BusyShare; math.IsNaN(f) || f <= 0 || f > 1 {
+			r.fail("admission.busyShare", "must be above 0 and at most 1, got %v", f)
+		}
+	}
+	return s
+}
+
+func (c ClientLimits) resolve(r *resolver) ClientSettings {
+	s := ClientSettings{
+		MovingUpdatesPerSecond:   r.count("clientLimits.movingUpdatesPerSecond", c.MovingUpdatesPerSecond, DefaultMovingUpdatesPerSecond),
+		StandingUpdatesPerSecond: r.count("clientLimits.standingUpdatesPerSecond", c.StandingUpdatesPerSecond, DefaultStandingUpdatesPerSecond),
+		FloodFactor:              r.count("clientLimits.floodFactor", c.FloodFactor, DefaultFloodFactor),
+		FloodSeconds:             r.count("clientLimits.floodSeconds", c.FloodSeconds, DefaultFloodSeconds),
+	}
+	for _, c := range []struct {
+		key string
+		v   int
+	}{
+		{"clientLimits.movingUpdatesPerSecond", s.MovingUpdatesPerSecond},
+		{"clientLimits.standingUpdatesPerSecond", s.StandingUpdatesPerSecond},
+		{"clientLimits.floodFactor", s.FloodFactor},
+		{"clientLimits.floodSeconds", s.FloodSeconds},
+	} {
+		if c.v == 0 {
+			r.fail(c.key, "must be at least 1, got 0")
+		}
+	}
+	if s.StandingUpdatesPerSecond > s.MovingUpdatesPerSecond {
+		r.fail("clientLimits.standingUpdatesPerSecond", "must not exceed movingUpdatesPerSecond (%d), got %d", s.MovingUpdatesPerSecond, s.StandingUpdatesPerSecond)
+	}
+	return s
+}
+
+func (m Metrics) resolve(r *resolver) string {
+	if m.Listen == "" {
+		return ""
+	}
+	if _, err := netip.ParseAddrPort(m.Listen); err != nil {
+		if host, port, ok := cutHostPort(m.Listen); !ok || host == "" || port == "" {
+			r.fail("metrics.listen", "must be host:port, got %q", m.Listen)
+		}
+	}
+	return m.Listen
+}
+
+// cutHostPort splits "name:port"; ParseAddrPort only takes IP literals.
+func cutHostPort(s string) (host, port string, ok bool) {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == ':' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return "", "", false
+}
+
+// Connection is the "connection" section: the per-connection budget.
+type Connection struct {
+	// MaxRecordsPerTick caps the movement records one client is sent in a
+	// tick. Records that do not fit are owed, not lost: the most overdue
+	// and closest senders go first next tick (see interest.Backlog). 0
+	// lifts the cap: a client then gets as many datagrams per tick as its
+	// view needs (benchmarks, LAN). Key "maxRecordsPerTick"; nil means
+	// net.MaxRecordsPerBatch, one datagram per tick.
+	MaxRecordsPerTick *int `json:"maxRecordsPerTick,omitempty"`
+}

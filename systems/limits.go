@@ -1,0 +1,74 @@
+package systems
+
+import "fmt"
+
+// Limits caps what one client may send. The zero value means no limits.
+type Limits struct {
+	// MovingPerSecond and StandingPerSecond are the most movement updates a
+	// second a client may send while moving and while standing still (an
+	// update that repeats the last position). The excess is dropped and
+	// counted, not an error.
+	MovingPerSecond, StandingPerSecond int
+	// FloodFactor and FloodSeconds: a client sending more than FloodFactor
+	// times MovingPerSecond in each of FloodSeconds consecutive seconds is
+	// disconnected with a reason.
+	FloodFactor, FloodSeconds int
+}
+
+// Allowance is kept in millionths of a second of sending: a moving update
+// costs 1e6/MovingPerSecond, a standing one 1e6/StandingPerSecond, and every
+// tick refills 1e6/tickRate, so a client sending exactly at its limit
+// neither gains nor loses. Half a second of burst absorbs network jitter.
+const (
+	allowanceSecond = 1_000_000
+	allowanceBurst  = allowanceSecond / 2
+)
+
+// limiter is one session's rate limiter, advanced by ticks (not wall time),
+// so the same inputs drop the same updates on any machine.
+type limiter struct {
+	allowance   int64
+	refilled    uint64 // tick of the last refill
+	windowStart uint64 // first tick of the current one-second window
+	windowCount int    // updates received in it
+	strikes     int    // consecutive windows over the flood limit
+}
+
+// admit reports whether an update received at tick may be kept, and
+// whether the client is flooding and must go (with the reason).
+func (l *limiter) admit(lim *Limits, tickRate int, tick uint64, standing bool) (keep bool, flood string) {
+	if lim.MovingPerSecond <= 0 {
+		return true, ""
+	}
+	rate := uint64(max(tickRate, 1))
+	if l.refilled == 0 {
+		l.allowance, l.refilled, l.windowStart = allowanceBurst, tick, tick
+	}
+	if tick > l.refilled {
+		l.allowance = min(l.allowance+int64(tick-l.refilled)*allowanceSecond/int64(rate), allowanceBurst)
+		l.refilled = tick
+	}
+	if tick >= l.windowStart+rate {
+		floodLimit := lim.FloodFactor * lim.MovingPerSecond
+		if lim.FloodFactor > 0 && l.windowCount > floodLimit {
+			l.strikes++
+		} else {
+			l.strikes = 0
+		}
+		l.windowStart, l.windowCount = tick, 0
+	}
+	l.windowCount++
+	if lim.FloodSeconds > 0 && l.strikes >= lim.FloodSeconds {
+		return false, fmt.Sprintf("flooding: more than %d movement updates a second for %d seconds (the limit is %d)",
+			lim.FloodFactor*lim.MovingPerSecond, l.strikes, lim.MovingPerSecond)
+	}
+	cost := int64(allowanceSecond / lim.MovingPerSecond)
+	if standing && lim.StandingPerSecond > 0 {
+		cost = int64(allowanceSecond / lim.StandingPerSecond)
+	}
+	if l.allowance < cost {
+		return false, ""
+	}
+	l.allowance -= cost
+	return true, ""
+}

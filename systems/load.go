@@ -1,0 +1,97 @@
+package systems
+
+import (
+	"time"
+
+	"github.com/throng-go/throng/grid"
+	"github.com/throng-go/throng/interest"
+)
+
+// clusterLoads is adaptive throttling's memory: per cluster (named by its
+// lowest chunk, which is stable while the crowd stays), the smoothed cost
+// of its shards and its pressure level.
+type clusterLoads struct {
+	byKey  map[grid.AreaKey]*clusterLoad
+	levels []uint8         // per cluster of this tick
+	costs  []time.Duration // per cluster of this tick
+	// extra is a test hook: cost added to a cluster's measured cost, to
+	// force pressure without a machine that is really overloaded.
+	extra func(lowest grid.AreaKey) time.Duration
+}
+
+type clusterLoad struct {
+	cost     interest.EWMA
+	pressure interest.Pressure
+	seen     uint64
+}
+
+// forgetAfter is how many ticks a cluster that is no longer there keeps its
+// load, so a crowd that splits and merges again keeps its pressure.
+const forgetAfter = 256
+
+// levelsFor looks up the pressure level of each of this tick's clusters.
+func (l *clusterLoads) levelsFor(f *Frame) {
+	if l.byKey == nil {
+		l.byKey = make(map[grid.AreaKey]*clusterLoad)
+	}
+	l.levels = resizeSlice(l.levels, len(f.clusters))
+	l.costs = resizeSlice(l.costs, len(f.clusters))
+	for i, c := range f.clusters {
+		load := l.byKey[c.Lowest]
+		if load == nil {
+			load = &clusterLoad{cost: interest.EWMA{Alpha: interest.DefaultAlpha}}
+			l.byKey[c.Lowest] = load
+		}
+		load.seen = f.Tick
+		l.levels[i] = load.pressure.Level()
+	}
+	for i := range f.shards {
+		sh := &f.shards[i]
+		sh.Level = 0
+		if !sh.Sweep {
+			sh.Level = l.levels[sh.Cluster]
+		}
+	}
+}
+
+// observe feeds this tick's measured costs to each cluster's EWMA and
+// pressure. A cluster's cost is its shards' summed time, scaled so that the
+// clusters together account for the parallel phase's wall time; its share
+// of the budget is the budget times its share of the actors. A cluster
+// costing more than its share, smoothed, gains a level of pressure.
+func (p *Pipeline) observeLoads(wall, busy time.Duration) (highest int) {
+	l := &p.loads
+	f := &p.frame
+	if p.cfg.Throttle.MaxLevel() == 0 || p.cfg.BudgetMicros <= 0 || f.Len() == 0 {
+		return 0
+	}
+	clear(l.costs)
+	for i, sh := range f.shards {
+		if !sh.Sweep {
+			l.costs[sh.Cluster] += p.shardMoveTime[i] + p.shardRelayTime[i]
+		}
+	}
+	scale := 1.0
+	if busy > 0 {
+		scale = float64(wall) / float64(busy)
+	}
+	rule := interest.PressureRule{MaxLevel: p.cfg.Throttle.MaxLevel()}
+	for i, c := range f.clusters {
+		load := l.byKey[c.Lowest]
+		cost := float64(l.costs[i]) * scale
+		if l.extra != nil {
+			cost += float64(l.extra(c.Lowest))
+		}
+		load.cost.Observe(cost / float64(time.Microsecond))
+		share := float64(p.cfg.BudgetMicros) * float64(f.clusterSize[i]) / float64(f.Len())
+		highest = max(highest, int(load.pressure.Update(rule, load.cost.Value(), share)))
+	}
+	if f.Tick%forgetAfter == 0 {
+		for k, load := range l.byKey {
+			if load.seen+forgetAfter < f.Tick {
+				delete(l.byKey, k)
+			}
+		}
+	}
+	return highest
+}

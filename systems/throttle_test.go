@@ -1,0 +1,222 @@
+package systems
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/grid"
+	"github.com/throng-go/throng/interest"
+	"github.com/throng-go/throng/net"
+)
+
+// rig drives a Pipeline inline, phase by phase, over the in-memory
+// transport: the systems-level twin of the server's schedule.
+type rig struct {
+	t       *testing.T
+	p       *Pipeline
+	clients []*net.MemClient
+	actors  []uint32
+	spawns  []components.Transform
+	seq     []uint32
+	tick    uint64
+}
+
+func newRig(t *testing.T, cfg Config, spawns []components.Transform) *rig {
+	t.Helper()
+	mem := net.NewMem(net.MemOptions{})
+	world := ecs.NewWorld(4096)
+	cfg.ChunkSize, cfg.TickRate = 4096, 30
+	cfg.Shards = ShardPlan{Separation: 4, MinShardActors: 1, ShardsPerCluster: 4}
+	cfg.Admit = func(h net.Hello) (components.Transform, error) {
+		var i int
+		_, err := fmt.Sscanf(string(h.Token), "p%d", &i)
+		return spawns[i], err
+	}
+	p, err := New(cfg, world, mem)
+	require.NoError(t, err)
+	r := &rig{t: t, p: p, spawns: spawns, seq: make([]uint32, len(spawns)), actors: make([]uint32, len(spawns))}
+	for i := range spawns {
+		c := mem.Dial()
+		hello, err := net.AppendHello(nil, net.Hello{Token: fmt.Appendf(nil, "p%d", i)})
+		require.NoError(t, err)
+		require.NoError(t, c.Send(hello))
+		r.clients = append(r.clients, c)
+	}
+	r.step()
+	for i, c := range r.clients {
+		c.DrainReliable(func(f []byte) {
+			if w, err := net.DecodeWelcome(f); err == nil {
+				r.actors[i] = w.Actor
+			}
+		})
+		require.NotZero(t, r.actors[i])
+	}
+	return r
+}
+
+// step runs one tick; every player first sends an update in place.
+func (r *rig) step() {
+	r.tick++
+	p := r.p
+	p.Ingest(r.tick)
+	p.Prepare(r.tick)
+	p.world.Guard()
+	p.parallelAt = time.Now()
+	for i := range p.frame.shards {
+		p.move.RunUnit(i)
+	}
+	for i := range p.frame.shards {
+		p.relay.RunUnit(i)
+	}
+	p.world.Release()
+	p.Join()
+}
+
+// stand sends an update in place for every player and ticks; it returns
+// who heard whom: heard[recipient][sender] records this tick.
+func (r *rig) stand() map[int]map[uint32]int {
+	for i, c := range r.clients {
+		r.seq[i]++
+		s := r.spawns[i]
+		require.NoError(r.t, c.Send(net.AppendMove(nil, net.Move{Seq: r.seq[i], X: s.X, Y: s.Y, WorldOrCell: s.WorldOrCell})))
+	}
+	r.step()
+	heard := map[int]map[uint32]int{}
+	for i, c := range r.clients {
+		heard[i] = map[uint32]int{}
+		c.DrainDatagrams(func(d []byte) {
+			b, err := net.DecodeBatch(d)
+			require.NoError(r.t, err)
+			for k := range b.Len() {
+				heard[i][b.At(k).Actor]++
+			}
+		})
+		c.DrainReliable(func([]byte) {})
+	}
+	return heard
+}
+
+func throttleConfig(t *testing.T, interestOn bool) Config {
+	thr, err := interest.NewThrottle(4096, 3)
+	require.NoError(t, err)
+	cfg := Config{Throttle: thr, BudgetMicros: 8000}
+	if interestOn {
+		cfg.Tiers, err = interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
+		require.NoError(t, err)
+	}
+	return cfg
+}
+
+// overload makes every cluster cost far more than the budget.
+func overload(r *rig, on bool) {
+	r.p.loads.extra = nil
+	if on {
+		r.p.loads.extra = func(grid.AreaKey) time.Duration { return 50 * time.Millisecond }
+	}
+}
+
+func TestThrottlingSparesNearPairsAndSpacesFarOnesEvenly(t *testing.T) {
+	// Listener at 100; a near speaker 1000 away, a far one 5000 away (past
+	// throttleDistanceUnits 4096, in the next chunk).
+	spawns := []components.Transform{{X: 100, Y: 100}, {X: 1100, Y: 100}, {X: 5100, Y: 100}}
+	r := newRig(t, throttleConfig(t, false), spawns)
+	overload(r, true)
+	for range 10 { // pressure rises one level per overloaded tick, to 2
+		r.stand()
+	}
+	require.Equal(t, 2, r.p.Stats().Pressure)
+	near, far := r.actors[1], r.actors[2]
+	var farHeard []int
+	for range 30 {
+		heard := r.stand()
+		require.Equal(t, 1, heard[0][near], "near pairs are never throttled")
+		farHeard = append(farHeard, heard[0][far])
+	}
+	for w := 0; w+3 <= len(farHeard); w++ {
+		require.Equal(t, 1, farHeard[w]+farHeard[w+1]+farHeard[w+2], "far pair: once in every window of 3: %v", farHeard)
+	}
+	assert.Positive(t, r.p.Stats().Throttled)
+
+	overload(r, false)
+	for range 3 * interest.DefaultReleaseTicks {
+		r.stand()
+	}
+	assert.Zero(t, r.p.Stats().Pressure, "pressure decays once the load is gone")
+	for range 5 {
+		assert.Equal(t, 1, r.stand()[0][far], "and far pairs are heard every tick again")
+	}
+}
+
+func TestThrottleAndInterestTakeTheLargerPeriod(t *testing.T) {
+	// 7000 apart: interest period 4; throttle at full pressure: 3. Together 4, not 12.
+	spawns := []components.Transform{{X: 100, Y: 100}, {X: 7100, Y: 100}}
+	r := newRig(t, throttleConfig(t, true), spawns)
+	overload(r, true)
+	for range 10 {
+		r.stand()
+	}
+	require.Equal(t, 2, r.p.Stats().Pressure)
+	var heard []int
+	for range 24 {
+		heard = append(heard, r.stand()[0][r.actors[1]])
+	}
+	for w := 0; w+4 <= len(heard); w++ {
+		require.Equal(t, 1, heard[w]+heard[w+1]+heard[w+2]+heard[w+3], "once in every window of 4: %v", heard)
+	}
+}
+
+func TestEveryOwedSenderArrivesWithinTheBoundAndNearOnesMoreOften(t *testing.T) {
+	// One listener at the centre of a chunk and 400 senders around it, all
+	// updating every tick; the listener may be sent 100 records a tick.
+	const senders, budget = 400, 100
+	spawns := []components.Transform{{X: 2048, Y: 2048}}
+	for i := range senders {
+		ring := float32(500 + 3000*(i%4)/3) // 500, 1500, 2500, 3500 units away
+		angle := float64(i) * 0.7
+		spawns = append(spawns, components.Transform{
+			X: 2048 + ring*float32(math.Cos(angle)), Y: 2048 + ring*float32(math.Sin(angle)),
+		})
+	}
+	cfg := Config{MaxRecordsPerTick: budget}
+	var err error
+	cfg.Tiers, err = interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
+	require.NoError(t, err)
+	r := newRig(t, cfg, spawns)
+	bound := interest.WaitBound(senders, budget, 1, 4)
+	last := map[uint32]int{}
+	count := map[uint32]int{}
+	worst := 0
+	const ticks = 120
+	for k := 1; k <= ticks; k++ {
+		heard := r.stand()
+		require.LessOrEqual(t, len(heard[0]), budget)
+		for id := range heard[0] {
+			worst = max(worst, k-last[id])
+			last[id] = k
+			count[id]++
+		}
+	}
+	for i := 1; i <= senders; i++ {
+		id := r.actors[i]
+		require.Positive(t, count[id], "sender %d never arrived", i)
+		worst = max(worst, ticks+1-last[id])
+	}
+	assert.LessOrEqual(t, worst, bound+4, "longest wait (ticks) within the documented bound plus one period")
+	var near, far int
+	for i := 1; i <= senders; i++ {
+		if (i-1)%4 == 0 {
+			near += count[r.actors[i]]
+		} else if (i-1)%4 == 3 {
+			far += count[r.actors[i]]
+		}
+	}
+	assert.Greater(t, near, far, "close senders are sent more often than far ones")
+	t.Logf("bound %d ticks, worst wait %d; near sends %d, far sends %d", bound, worst, near, far)
+}
