@@ -54,18 +54,20 @@
 // # The relay loop
 //
 // Once per tick, before the relay: clock.Set(tick), and per cluster
-// cost.Observe(lastCost); pressure.Update(rule, cost.Value(), share).
-// Then, for recipient r and each sender s in r's 3x3 stencil (s != r):
+// cost.Observe(lastCost); pressure.Update(rule, cost.Value(), share). Per
+// actor: res[s] = SenderResidues(s.ID). Then, for recipient r (want :=
+// clock.Want(r.ID)) and each sender s in r's 3x3 stencil (s != r):
 //
 //	d2 := dx*dx + dy*dy
 //	p := rates.PeriodSq(d2, pressure.Level())
-//	due := p == 1 || clock.Sends(interest.Phase(s.ID, r.ID), p)
+//	due := p == 1 || res[s][p] == want[p] // p < FastPeriods; else clock.Sends(Phase(s.ID, r.ID), p)
 //	if due {
 //		// append s's record to r's batch
 //	}
 //
-// Phase is only hashed for pairs with a period above 1, so near pairs cost
-// one table lookup. With a per-connection budget, offer instead of
+// Because a phase is the sum of a sender half and a recipient half, each
+// reduced modulo lcm(1..16), a pair costs one byte comparison: no hash, no
+// division. With a per-connection budget, offer instead of
 // appending, and send what Take returns:
 //
 //	if due || backlog.Owed() > 0 {

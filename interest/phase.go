@@ -7,19 +7,58 @@ import "math/bits"
 // never reused), never from table rows, which move. The same pair always
 // gets the same phase, on any core count and across restarts.
 //
-// Pairs are directed: Phase(a, b) and Phase(b, a) are hashed independently,
-// so A hearing B and B hearing A fall on unrelated ticks. Nothing needs them
-// equal, and independence spreads each tick's sends more evenly.
+// It is the sum of a sender half and a recipient half, each a splitmix64
+// hash of one id reduced modulo [PhaseModulus] (720720, the least common
+// multiple of 1..16). Every period up to 16 divides the modulus, so a pair's
+// phase modulo such a period is the sum of the halves' residues: the relay
+// computes each actor's residues once per tick ([SenderResidues],
+// [Clock.Want]) and decides a pair with one byte comparison instead of a
+// hash and a division. Longer periods still follow the rule exactly, from
+// the phase.
 //
-// It is the splitmix64 finaliser over the two ids packed into one word: every
-// input bit flips about half of the output bits, so sequential spawn ids give
-// phases that are evenly spread modulo any small period.
+// Pairs are directed: the sender and recipient halves use different hash
+// keys, so A hearing B and B hearing A fall on unrelated ticks. Sequential
+// spawn ids give phases evenly spread modulo any small period.
 func Phase(sender, recipient uint32) uint32 {
-	z := uint64(sender)<<32 | uint64(recipient)
+	return senderHalf(sender) + recipientHalf(recipient)
+}
+
+// PhaseModulus is the modulus of each half of a phase: lcm(1, ..., 16).
+const PhaseModulus = 720720
+
+// FastPeriods bounds the periods the residue tables cover: 2 to
+// FastPeriods-1 (16). Longer periods are decided by [Clock.Sends].
+const FastPeriods = 17
+
+// Residues holds a value's remainders modulo the fast periods: r[p] for
+// 2 <= p < FastPeriods; r[0] and r[1] are 0.
+type Residues [FastPeriods]uint8
+
+func senderHalf(id uint32) uint32 { return uint32(mix(uint64(id)^0x9e3779b97f4a7c15) % PhaseModulus) }
+func recipientHalf(id uint32) uint32 {
+	return uint32(mix(uint64(id)^0xd1b54a32d192ed03) % PhaseModulus)
+}
+
+// mix is the splitmix64 finaliser: every input bit flips about half of the
+// output bits.
+func mix(z uint64) uint64 {
 	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
 	z = (z ^ z>>27) * 0x94d049bb133111eb
-	z ^= z >> 31
-	return uint32(z >> 32)
+	return z ^ z>>31
+}
+
+// SenderResidues returns the residues of sender's half of every phase it is
+// in. They depend only on the id: compute them once per actor and tick.
+func SenderResidues(sender uint32) Residues {
+	return residues(senderHalf(sender))
+}
+
+func residues(v uint32) Residues {
+	var r Residues
+	for p := 2; p < FastPeriods; p++ {
+		r[p] = uint8(v % uint32(p))
+	}
+	return r
 }
 
 // Sends reports the send rule: a pair with phase and period sends on tick
@@ -81,6 +120,21 @@ func (c *Clock) Set(tick uint64) {
 		}
 	}
 	c.tick = tick
+}
+
+// Want returns, for each fast period p, the residue a sender's half must
+// have for the pair sender -> recipient to send on the clock's tick:
+// (SenderResidues(s)[p] == want[p]) == c.Sends(Phase(s, recipient), p) for
+// every sender and every 2 <= p < FastPeriods. Compute it once per
+// recipient and tick.
+func (c *Clock) Want(recipient uint32) Residues {
+	r := residues(recipientHalf(recipient))
+	var want Residues
+	for p := 2; p < FastPeriods; p++ {
+		// (s + r + tick) mod p == 0  <=>  s mod p == -(r + tick) mod p; due[p] is -tick mod p.
+		want[p] = uint8((int(c.due[p]) - int(r[p]) + p) % p)
+	}
+	return want
 }
 
 // Tick returns the tick the clock is set to.

@@ -149,10 +149,10 @@ func TestPhasesSpreadEvenly(t *testing.T) {
 // same ticks on any machine, core count or release. Changing these values
 // changes every server's output bytes.
 func TestPhaseIsStable(t *testing.T) {
-	assert.Equal(t, uint32(1452414493), interest.Phase(0, 1))
-	assert.Equal(t, uint32(3626022889), interest.Phase(1, 0))
-	assert.Equal(t, uint32(1770826204), interest.Phase(12345, 678))
-	assert.Equal(t, uint32(3033552380), interest.Phase(math.MaxUint32, math.MaxUint32))
+	assert.Equal(t, uint32(0x78da2), interest.Phase(0, 1))
+	assert.Equal(t, uint32(0x33d90), interest.Phase(1, 0))
+	assert.Equal(t, uint32(0x1318fc), interest.Phase(12345, 678))
+	assert.Equal(t, uint32(0xf9af7), interest.Phase(math.MaxUint32, math.MaxUint32))
 }
 
 // Within one tick the pairs that send are spread evenly: about 1/p of the
@@ -177,6 +177,33 @@ func TestEachTickCarriesItsShareOfPairs(t *testing.T) {
 			}
 			want := float64(pairs) / float64(p)
 			assert.InDelta(t, want, float64(n), want*0.05, "period %d tick %d", p, tick)
+		}
+	}
+}
+
+// The relay decides pairs from per-actor residues; they must agree with the
+// rule applied to the pair's phase for every fast period and tick.
+func TestResiduesAgreeWithTheSendRule(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	ids := []uint32{0, 1, 2, math.MaxUint32}
+	for range 60 {
+		ids = append(ids, r.Uint32())
+	}
+	for _, start := range startTicks(r) {
+		clock := interest.NewClock(start)
+		for tick := start; tick < start+40; tick++ {
+			clock.Set(tick)
+			for _, rec := range ids {
+				want := clock.Want(rec)
+				for _, snd := range ids {
+					res := interest.SenderResidues(snd)
+					for p := uint8(2); p < interest.FastPeriods; p++ {
+						if got, rule := res[p] == want[p], interest.Sends(interest.Phase(snd, rec), tick, p); got != rule {
+							t.Fatalf("sender %d recipient %d period %d tick %d: residues say %v, the rule %v", snd, rec, p, tick, got, rule)
+						}
+					}
+				}
+			}
 		}
 	}
 }
