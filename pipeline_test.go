@@ -2,6 +2,8 @@ package throng_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -363,4 +365,29 @@ func TestWrongProtocolIsRefusedWithAReason(t *testing.T) {
 	assert.True(t, closed)
 	assert.Contains(t, reason, "protocol")
 	assert.Zero(t, srv.World().Len())
+}
+
+// TestOutboundBytesAreUnchanged pins every byte the scripted walk sends
+// (movement datagrams, cuts of the per-connection budget, appears,
+// corrections) to a digest, so optimizations of the tick prove they changed
+// nothing a client would see. A deliberate change of behaviour updates the
+// digest in the same commit, and says why.
+func TestOutboundBytesAreUnchanged(t *testing.T) {
+	spawns, steps := walk(1, 120, 40)
+	for i := range spawns { // a crowd: a third of everyone in one chunk
+		if i%3 == 0 {
+			spawns[i].X, spawns[i].Y, spawns[i].WorldOrCell = float32(100+i*30), float32(100+i*25), 0
+		}
+	}
+	st := runWalk(t, inline(true), spawns, steps)
+	h := sha256.New()
+	var relays int
+	for _, p := range st.players {
+		h.Write(p.wire)
+		for _, recs := range p.got {
+			relays += len(recs)
+		}
+	}
+	t.Logf("records relayed: %d", relays)
+	assert.Equal(t, "fece23d8e293ae927d4bc037eeefbaf02f9cc6d33518c95a1a7ad612563904c9", hex.EncodeToString(h.Sum(nil)))
 }
