@@ -5,6 +5,7 @@ import (
 
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"
+	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net"
 )
 
@@ -71,9 +72,10 @@ type Frame struct {
 	session []uint64
 	verdict []Verdict
 	crossed []bool
-	records []byte   // net.RecordSize bytes per actor, encoded by Move
-	batches [][]byte // per recipient: datagrams back to back, built by Relay
-	relays  []int32  // per recipient: records in its batch
+	records []record            // per actor: its movement record, encoded once by Move
+	res     []interest.Residues // per actor: its sender phase residues
+	batches [][]byte            // per recipient: datagrams back to back, built by Relay
+	relays  []int32             // per recipient: records in its batch
 
 	groups      []group
 	groupIndex  map[grid.AreaKey]int32
@@ -96,10 +98,12 @@ func (f *Frame) Shards() []Shard { return f.shards }
 // biggest one.
 func (f *Frame) Clusters() (count, biggest int) { return len(f.clusters), f.biggest }
 
+// record is one encoded movement record. As an array it is copied into a
+// batch by one inlined move, without a call to memmove.
+type record = [net.RecordSize]byte
+
 // recordOf returns actor i's encoded movement record.
-func (f *Frame) recordOf(i int32) []byte {
-	return f.records[int(i)*net.RecordSize : int(i+1)*net.RecordSize]
-}
+func (f *Frame) recordOf(i int32) []byte { return f.records[i][:] }
 
 // resize sets every per-actor slice to n entries, reusing capacity.
 func (f *Frame) resize(n int) {
@@ -114,7 +118,8 @@ func (f *Frame) resize(n int) {
 	f.session = resizeSlice(f.session, n)
 	f.verdict = resizeSlice(f.verdict, n)
 	f.crossed = resizeSlice(f.crossed, n)
-	f.records = resizeSlice(f.records, n*net.RecordSize)
+	f.records = resizeSlice(f.records, n)
+	f.res = resizeSlice(f.res, n)
 	f.relays = resizeSlice(f.relays, n)
 	f.sess = resizeSlice(f.sess, n)
 	if cap(f.batches) < n {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net"
 )
 
@@ -46,6 +47,7 @@ func (p *Pipeline) moveActor(a int32) {
 	f.changed[a] = in.ChangedTick
 	f.crossed[a] = p.world.KeyOf(*t) != view.Key
 	net.PutRecord(f.recordOf(a), net.Record{Actor: f.id[a], X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, Flags: anim.Flags})
+	f.res[a] = interest.SenderResidues(f.id[a])
 }
 
 // validate decides whether the server accepts a client's update: every

@@ -94,50 +94,85 @@ func (p *Pipeline) periods(distSq float32, level uint8) (interestPeriod, period 
 // do not depend on how the work was split. When more are due than the
 // per-connection budget allows, or records are still owed from earlier
 // ticks, the recipient's backlog decides (gatherOwed).
+//
+// This is the N^2 loop. Per pair it costs a squared distance, three
+// comparisons for the period, and, for reduced pairs, one byte comparison
+// of precomputed phase residues; a chosen record is one 20-byte move.
 func (p *Pipeline) gather(r int32, level uint8, throttled *int64) int32 {
 	f := &p.frame
-	clock := p.clock
 	tick := f.Tick
 	var oldest uint64 // changes at or before it are stale for every pair
 	if tick > p.longest {
 		oldest = tick - p.longest
 	}
-	rx, ry, rz, rid := f.x[r], f.y[r], f.z[r], f.id[r]
 	s := f.sess[r]
-	if s != nil && s.backlog.Owed() > 0 && p.cfg.MaxRecordsPerTick > 0 {
+	budget := p.cfg.MaxRecordsPerTick
+	if s != nil && budget > 0 && s.backlog.Owed() > 0 {
 		return p.gatherOwed(r, s, level, throttled)
 	}
+	rx, ry, rz, rid := f.x[r], f.y[r], f.z[r], f.id[r]
+	want := p.clock.Want(rid)
 	g := &f.groups[f.group[r]]
-	w := batchWriter{buf: reserve(f.batches[r], g), tick: uint32(tick)}
-	var held int64 // pairs throttling alone kept back
+	buf := reserve(f.batches[r], g)
+	var (
+		n, head int
+		left    int   // room left in the current datagram
+		count   int32 // records written
+		held    int64 // pairs throttling alone kept back
+	)
 	for _, sp := range g.stencil[:g.nst] {
-		for a := sp.lo; a < sp.hi; a++ {
-			changed := f.changed[a]
-			if changed <= oldest || a == r {
+		lo, hi := int(sp.lo), int(sp.hi)
+		changed, xs, ys, zs := f.changed[lo:hi], f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
+		res, recs := f.res[lo:hi], f.records[lo:hi]
+		for k, c := range changed {
+			if c <= oldest || lo+k == int(r) {
 				continue
 			}
-			dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
+			dx, dy, dz := xs[k]-rx, ys[k]-ry, zs[k]-rz
 			ip, period := p.periods(dx*dx+dy*dy+dz*dz, level)
-			if changed+uint64(period) <= tick {
+			if c+uint64(period) <= tick {
 				continue
 			}
-			if period > 1 && !clock.Sends(interest.Phase(f.id[a], rid), period) {
-				if period > ip && changed+uint64(ip) > tick && clock.Sends(interest.Phase(f.id[a], rid), ip) {
+			if period > 1 && !p.due(&res[k], &want, period, f.id[lo+k], rid) {
+				if period > ip && c+uint64(ip) > tick && (ip == 1 || p.due(&res[k], &want, ip, f.id[lo+k], rid)) {
 					held++
 				}
 				continue
 			}
-			w.add(f.recordOf(a))
+			if left == 0 {
+				if count > 0 {
+					net.SetBatchCount(buf[head:], net.MaxRecordsPerBatch)
+				}
+				head = n
+				buf = net.AppendBatchHeader(buf[:n], uint32(tick), 0)
+				n, left = len(buf), net.MaxRecordsPerBatch
+			}
+			buf = buf[:n+net.RecordSize]
+			*(*record)(buf[n:]) = recs[k]
+			n += net.RecordSize
+			left--
+			count++
 		}
 	}
-	if budget := p.cfg.MaxRecordsPerTick; s != nil && budget > 0 && int(w.n) > budget {
-		f.batches[r] = w.buf // keep the grown buffer
+	if count > 0 {
+		net.SetBatchCount(buf[head:], int((count-1)%net.MaxRecordsPerBatch+1))
+	}
+	f.batches[r] = buf
+	if s != nil && budget > 0 && int(count) > budget {
 		return p.gatherOwed(r, s, level, throttled)
 	}
 	*throttled += held
-	f.batches[r] = w.finish()
-	f.relays[r] = w.n
-	return w.n
+	f.relays[r] = count
+	return count
+}
+
+// due reports whether a reduced pair (period above 1) sends this tick: by
+// the residue tables for the usual short periods, else by the rule itself.
+func (p *Pipeline) due(res, want *interest.Residues, period uint8, sender, recipient uint32) bool {
+	if period < interest.FastPeriods {
+		return res[period] == want[period]
+	}
+	return p.clock.Sends(interest.Phase(sender, recipient), period)
 }
 
 // visit calls fn for every sender in r's stencil that has ever changed,
@@ -148,6 +183,7 @@ func (p *Pipeline) visit(r int32, level uint8, fn func(a int32, ip, period uint8
 	clock := p.clock
 	tick := f.Tick
 	rx, ry, rz, rid := f.x[r], f.y[r], f.z[r], f.id[r]
+	want := clock.Want(rid)
 	g := &f.groups[f.group[r]]
 	for _, sp := range g.stencil[:g.nst] {
 		for a := sp.lo; a < sp.hi; a++ {
@@ -157,9 +193,8 @@ func (p *Pipeline) visit(r int32, level uint8, fn func(a int32, ip, period uint8
 			}
 			dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
 			ip, period := p.periods(dx*dx+dy*dy+dz*dz, level)
-			phase := interest.Phase(f.id[a], rid)
-			due := changed+uint64(period) > tick && (period <= 1 || clock.Sends(phase, period))
-			throttled := !due && period > ip && changed+uint64(ip) > tick && clock.Sends(phase, ip)
+			due := changed+uint64(period) > tick && (period <= 1 || p.due(&f.res[a], &want, period, f.id[a], rid))
+			throttled := !due && period > ip && changed+uint64(ip) > tick && (ip <= 1 || p.due(&f.res[a], &want, ip, f.id[a], rid))
 			fn(a, ip, period, due, throttled)
 		}
 	}

@@ -1,0 +1,206 @@
+package throng_test
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/throng-go/throng"
+	"github.com/throng-go/throng/examples/crowd/scenario"
+	"github.com/throng-go/throng/net"
+)
+
+// tickMode is one way of running the tick: the three modes every
+// performance claim is measured in (DESIGN.md, "Benchmarks").
+type tickMode struct {
+	name     string
+	parallel bool
+	interest bool
+	workers  int // 0: GOMAXPROCS
+}
+
+// tickModes returns the modes in the order the benchmarks run them.
+func tickModes() []tickMode {
+	return []tickMode{
+		{name: "inline"},
+		{name: "parallel", parallel: true},
+		{name: "parallel+interest", parallel: true, interest: true},
+	}
+}
+
+// options returns the server options of mode m. Parallel modes offload from
+// the first actor (MinActorsToOffload 0), so that every population size
+// measures the pool; the break-even is read off the inline/parallel pairs.
+// Adaptive throttling is off: it acts on measured time, which would make
+// relays/tick depend on the machine and on the mode's speed. The
+// per-connection budget is lifted, so that every due relay is sent and
+// relays/tick counts the whole quadratic work.
+func (m tickMode) options() throng.Options {
+	return throng.Options{
+		Transport: net.NewMem(net.MemOptions{CountOnly: true}),
+		Logger:    slog.New(slog.DiscardHandler),
+		Parallelism: throng.Parallelism{
+			Enabled:            new(m.parallel),
+			InterestManagement: new(m.interest),
+			MinActorsToOffload: new(0),
+			WorkerThreads:      m.workers,
+			AdaptiveThrottling: new(false),
+		},
+		Connection: throng.Connection{MaxRecordsPerTick: new(0)},
+	}
+}
+
+// benchCrowd is a server on a count-only in-memory transport with one
+// restless bot per actor: every bot moves and sends one update every tick.
+type benchCrowd struct {
+	srv     *throng.Server
+	clients []*net.MemClient
+	bots    []*scenario.Bot
+	period  time.Duration
+	frame   []byte // one Move frame, reused by every bot
+}
+
+// warmUpTicks brings every buffer to its steady size: batch capacities,
+// the pool's cost model, each interest window several times over.
+const warmUpTicks = 24
+
+// newBenchCrowd builds scenario name with n actors, admits them all (Hello,
+// then the tick that spawns them and sends their Welcome), and warms up.
+// CountOnly clients keep no frames, so the Welcome is checked by count.
+func newBenchCrowd(tb testing.TB, name string, n int, m tickMode) *benchCrowd {
+	tb.Helper()
+	pop, err := scenario.New(name, n, 1)
+	require.NoError(tb, err)
+	opts := m.options()
+	opts.Admit = pop.Admit
+	srv, err := throng.New(opts)
+	require.NoError(tb, err)
+	tb.Cleanup(func() { srv.Close() })
+	c := &benchCrowd{
+		srv:    srv,
+		bots:   pop.Bots(scenario.RestlessGait(), 1),
+		period: srv.Settings().TickPeriod(),
+	}
+	mem := opts.Transport.(*net.Mem)
+	for i := range n {
+		client := mem.Dial()
+		hello, err := net.AppendHello(c.frame[:0], net.Hello{Token: scenario.Token(i)})
+		require.NoError(tb, err)
+		require.NoError(tb, client.Send(hello))
+		c.clients = append(c.clients, client)
+	}
+	srv.Tick() // spawns everyone in its join and sends the Welcomes
+	for i, client := range c.clients {
+		require.NotZero(tb, client.Received().Frames, "bot %d got no Welcome", i)
+	}
+	for range warmUpTicks {
+		c.tick()
+	}
+	require.Equal(tb, n, srv.Stats().Actors, "every bot is in the world")
+	require.Zero(tb, srv.Stats().Corrections, "bots stay within the server's rules")
+	return c
+}
+
+// send moves every bot one tick and sends its update. It allocates nothing.
+func (c *benchCrowd) send() {
+	for i, b := range c.bots {
+		b.Advance(c.period)
+		c.frame = b.AppendMove(c.frame[:0])
+		if err := c.clients[i].Send(c.frame); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// tick is one benchmark op: every bot's update, then one server tick.
+func (c *benchCrowd) tick() {
+	c.send()
+	c.srv.Tick()
+}
+
+// BenchmarkTick measures one full tick of the scenarios in DESIGN.md: every
+// actor sends one Move through the in-memory transport, the server decodes
+// them, runs Move and Relay (inline or on the pool) and hands every batch
+// back to the transport. One op is one tick including the bots' sends;
+// us/tick is the server's Tick alone; relays/tick and bytes/tick (movement
+// datagram bytes) are averages over the run. Setup and warm-up are outside
+// the timer. allocs/op is what a steady tick allocates: nothing on the
+// square (see TestSteadyStateTickAllocatesNothing); where actors cross
+// chunk borders (town, world) the crossings are counted in it.
+//
+//	go test -run '^$' -bench 'BenchmarkTick/scenario=square' -benchtime=50x -benchmem .
+func BenchmarkTick(b *testing.B) {
+	scenarios := []struct {
+		name    string
+		players []int
+	}{
+		{"square", []int{25, 50, 100, 150, 250, 400, 1000}},
+		{"town", []int{300, 1000}},
+		{"world", []int{10000}},
+	}
+	for _, sc := range scenarios {
+		b.Run("scenario="+sc.name, func(b *testing.B) {
+			for _, n := range sc.players {
+				b.Run(fmt.Sprintf("players=%d", n), func(b *testing.B) {
+					for _, m := range tickModes() {
+						b.Run("mode="+m.name, func(b *testing.B) { benchmarkTick(b, sc.name, n, m) })
+					}
+				})
+			}
+		})
+	}
+}
+
+func benchmarkTick(b *testing.B, name string, n int, m tickMode) {
+	c := newBenchCrowd(b, name, n, m)
+	var (
+		ticks       int
+		inTick      time.Duration
+		relays, out int64
+	)
+	for b.Loop() {
+		c.send()
+		start := time.Now()
+		st := c.srv.Tick()
+		inTick += time.Since(start)
+		ticks++
+		relays += st.Relays
+		out += st.BytesOut
+	}
+	b.ReportMetric(float64(inTick)/float64(time.Microsecond)/float64(ticks), "us/tick")
+	b.ReportMetric(float64(relays)/float64(ticks), "relays/tick")
+	b.ReportMetric(float64(out)/float64(ticks), "bytes/tick")
+}
+
+// TestSteadyStateTickAllocatesNothing pins the promise behind allocs/op: once
+// warmed up, a crowded tick, the bots' sends included, allocates nothing.
+// The pool has four workers whatever GOMAXPROCS is (AllocsPerRun sets it to
+// 1).
+//
+// AllocsPerRun rounds the mean down, which would hide a buffer that still
+// grows every few ticks, so the bytes allocated over further ticks are
+// checked as well. They are allowed a few hundred: a fresh process's Go
+// runtime still settles its cache of channel-wait records (sudogs, 112
+// bytes each) as the tick goroutine and the workers block on different Ps,
+// while a growing batch is kilobytes.
+func TestSteadyStateTickAllocatesNothing(t *testing.T) {
+	m := tickModes()[2]
+	m.workers = 4
+	c := newBenchCrowd(t, "square", 100, m)
+	const runs = 100
+	assert.Zero(t, testing.AllocsPerRun(runs, c.tick), "allocations per tick of square/100, parallel+interest")
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		c.tick()
+	}
+	runtime.ReadMemStats(&after)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1024),
+		"bytes allocated in %d more ticks of square/100, parallel+interest (%d allocations)", runs, after.Mallocs-before.Mallocs)
+}

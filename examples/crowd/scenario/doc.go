@@ -1,0 +1,30 @@
+// Package scenario builds the populations and the bots of the crowd example
+// and of the tick benchmarks (bench_test.go at the module root): the three
+// scenarios of DESIGN.md's "Benchmarks" section, each a deterministic
+// function of (players, seed), and a bot that wanders the way players do.
+//
+// It sits in examples/, above the framework: it imports components, grid and
+// net, and never the ECS or the systems. Nothing here is package-level
+// mutable state; every random source belongs to a population or a bot.
+//
+// # The scenarios
+//
+//	square  n actors uniform over one 4096 x 4096 chunk, all in sight of each other
+//	town    a hub, two towns, two interiors and scattered travellers; the hub
+//	        holds about 70% of the relay work (see [Town] for the split)
+//	world   n actors uniform over a 64 x 64 chunk world, roaming across chunks
+//
+// Every actor comes with an [Area], the rectangle its bot wanders in, so a
+// population keeps its shape however long it runs.
+//
+// # Task -> API
+//
+//	build a population by name          [New], [Names]
+//	build one directly                  [Square], [Town], [World]
+//	admit a bot's Hello at its spawn    [Population.Admit], [Token]
+//	drive a bot                         [NewBot], [Bot.Advance], [Bot.AppendDueMove]
+//	move every tick (benchmarks)        [Bot.AppendMove], [RestlessGait]
+//	follow the server                   [Bot.Welcome], [Bot.Correct]
+//	space a client's updates            [SendLimiter]
+//	measure a population's relay split  [Population.RelayWork]
+package scenario
