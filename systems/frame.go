@@ -13,13 +13,25 @@ import (
 type span struct{ lo, hi int32 }
 
 // group is one occupied chunk of the frame: the flat range of its actors
-// (all its tables, which are adjacent) and the ranges of the chunks of its
-// 3x3 stencil that are occupied, itself included.
+// (all its tables, which are adjacent), its occupied cells, and the
+// occupied chunks of its 3x3 stencil, itself included.
 type group struct {
-	key     grid.AreaKey
-	actors  span
-	stencil [9]span
-	nst     uint8 // used entries of stencil
+	key              grid.AreaKey
+	actors           span
+	cellsLo, cellsHi int32    // its cells in Frame.cells
+	stencil          [9]int32 // occupied stencil chunks, as group indices
+	nbrLo, nbrHi     int32    // the cells of those chunks in Frame.nbrCells
+	nst              uint8    // used entries of stencil
+	side             uint8    // cells per side of its grid
+}
+
+// cell is one occupied cell of a chunk's grid: its actors (contiguous in
+// canonical order) and, once Move has run, the box around their positions
+// and whether every one of them changed this tick.
+type cell struct {
+	actors   span
+	min, max [3]float32
+	fresh    bool
 }
 
 // Shard is one work unit of Move and Relay: a contiguous range of the
@@ -78,6 +90,9 @@ type Frame struct {
 	relays  []int32             // per recipient: records in its batch
 
 	groups      []group
+	cells       []cell
+	cellOf      []uint8 // layout scratch
+	nbrCells    []int32 // per group, the cells of its stencil (see group.nbrLo)
 	groupIndex  map[grid.AreaKey]int32
 	part        grid.Partitioner
 	clusters    []grid.Cluster

@@ -36,43 +36,101 @@ func (f *Frame) Prepare(w *ecs.World, tick uint64, plan ShardPlan) {
 	}
 	f.clusters = f.part.Partition(f.keys, plan.Separation)
 	f.resize(n)
-	f.layout()
+	f.layout(w.ChunkSize())
 	f.linkStencils()
 	f.cut(plan)
 }
 
-// layout assigns canonical indices: cluster by cluster, views in order,
-// rows in order; consecutive views of one chunk form one group.
-func (f *Frame) layout() {
+// layout assigns canonical indices: cluster by cluster, chunk by chunk (the
+// views of one chunk form one group), and within a chunk cell by cell (see
+// placeGroup), rows of one cell in view and table order.
+func (f *Frame) layout(chunkSize float32) {
 	f.groups = f.groups[:0]
+	f.cells = f.cells[:0]
 	f.biggest = 0
 	f.clusterSize = resizeSlice(f.clusterSize, len(f.clusters))
 	var at int32
 	for ci, c := range f.clusters {
 		start := at
-		for _, v := range c.Members {
-			view := &f.views[v]
-			if len(f.groups) == 0 || f.groups[len(f.groups)-1].key != view.Key || f.groups[len(f.groups)-1].actors.hi != at {
-				f.groups = append(f.groups, group{key: view.Key, actors: span{at, at}})
+		for m := 0; m < len(c.Members); {
+			key := f.views[c.Members[m]].Key
+			end, n := m, 0
+			for end < len(c.Members) && f.views[c.Members[end]].Key == key {
+				n += f.views[c.Members[end]].Len()
+				end++
 			}
-			g := int32(len(f.groups) - 1)
-			for r := range view.Len() {
-				f.view[at] = v
-				f.row[at] = int32(r)
-				f.group[at] = g
-				f.id[at] = view.IDs[r].ID
-				f.session[at] = view.Clients[r].Session
-				at++
-			}
-			f.groups[g].actors.hi = at
+			f.placeGroup(c.Members[m:end], at, n, chunkSize)
+			at += int32(n)
+			m = end
 		}
 		f.clusterSize[ci] = at - start
 		f.biggest = max(f.biggest, int(at-start))
 	}
 }
 
-// linkStencils records, for every occupied chunk, the actor ranges of the
-// occupied chunks of its 3x3 stencil, in stencil order.
+// maxCellsPerSide caps the cell grid of a chunk (8 x 8).
+const maxCellsPerSide = 8
+
+// cellsPerSide chooses a chunk's cell grid from its population: about six
+// actors a cell, one cell for a handful, at most 8 x 8.
+func cellsPerSide(n int) int {
+	k := 1
+	for k < maxCellsPerSide && (2*k)*(2*k)*6 <= n {
+		k *= 2
+	}
+	return k
+}
+
+// placeGroup lays out the n actors of one chunk (its views) from index at:
+// sorted by cell of a k x k grid over the chunk, by their position at the
+// start of the tick, and records the chunk's occupied cells. Cells let the
+// relay treat a whole block of senders at once; sorting by them makes each
+// block contiguous.
+func (f *Frame) placeGroup(views []int32, at int32, n int, chunkSize float32) {
+	key := f.views[views[0]].Key
+	g := int32(len(f.groups))
+	k := cellsPerSide(n)
+	f.groups = append(f.groups, group{key: key, actors: span{at, at + int32(n)}, cellsLo: int32(len(f.cells)), side: uint8(k)})
+	var counts [maxCellsPerSide*maxCellsPerSide + 1]int32
+	f.cellOf = resizeSlice(f.cellOf, n)
+	ox, oy := float32(key.X)*chunkSize, float32(key.Y)*chunkSize
+	scale := float32(k) / chunkSize
+	i := 0
+	for _, v := range views {
+		for _, t := range f.views[v].Transforms {
+			cx := min(max(int((t.X-ox)*scale), 0), k-1)
+			cy := min(max(int((t.Y-oy)*scale), 0), k-1)
+			c := uint8(cy*k + cx)
+			f.cellOf[i] = c
+			counts[c+1]++
+			i++
+		}
+	}
+	for c := 1; c <= k*k; c++ {
+		if counts[c] > 0 {
+			f.cells = append(f.cells, cell{actors: span{at + counts[c-1], at + counts[c-1] + counts[c]}})
+		}
+		counts[c] += counts[c-1]
+	}
+	i = 0
+	for _, v := range views {
+		view := &f.views[v]
+		for r := range view.Len() {
+			a := at + counts[f.cellOf[i]]
+			counts[f.cellOf[i]]++
+			i++
+			f.view[a] = v
+			f.row[a] = int32(r)
+			f.group[a] = g
+			f.id[a] = view.IDs[r].ID
+			f.session[a] = view.Clients[r].Session
+		}
+	}
+	f.groups[g].cellsHi = int32(len(f.cells))
+}
+
+// linkStencils records, for every occupied chunk, the occupied chunks of
+// its 3x3 stencil, in stencil order.
 func (f *Frame) linkStencils() {
 	if f.groupIndex == nil {
 		f.groupIndex = make(map[grid.AreaKey]int32, len(f.groups))
@@ -81,17 +139,27 @@ func (f *Frame) linkStencils() {
 	for g := range f.groups {
 		f.groupIndex[f.groups[g].key] = int32(g)
 	}
+	f.nbrCells = f.nbrCells[:0]
 	for g := range f.groups {
 		gr := &f.groups[g]
 		gr.nst = 0
+		gr.nbrLo = int32(len(f.nbrCells))
 		for _, k := range grid.Stencil(gr.key) {
 			if o, ok := f.groupIndex[k]; ok {
-				gr.stencil[gr.nst] = f.groups[o].actors
+				gr.stencil[gr.nst] = o
 				gr.nst++
+				for c := f.groups[o].cellsLo; c < f.groups[o].cellsHi; c++ {
+					f.nbrCells = append(f.nbrCells, c)
+				}
 			}
 		}
+		gr.nbrHi = int32(len(f.nbrCells))
 	}
 }
+
+// stencilCells returns the cells of g's 3x3 stencil in canonical order, as
+// indices into f.cells.
+func (f *Frame) stencilCells(g *group) []int32 { return f.nbrCells[g.nbrLo:g.nbrHi] }
 
 // cut splits clusters into shards: a cluster of n actors gets
 // min(ShardsPerCluster, n/MinShardActors) shards of near-equal size; runs

@@ -64,10 +64,10 @@ func (w *batchWriter) finish() []byte {
 // reserve returns buf emptied, with room for a record from every actor in
 // stencil g: a batch never needs more, so once a crowd has formed its
 // buffers stop growing and the relay allocates nothing.
-func reserve(buf []byte, g *group) []byte {
+func (f *Frame) reserve(buf []byte, g *group) []byte {
 	senders := 0
-	for _, sp := range g.stencil[:g.nst] {
-		senders += int(sp.hi - sp.lo)
+	for _, h := range g.stencil[:g.nst] {
+		senders += int(f.groups[h].actors.hi - f.groups[h].actors.lo)
 	}
 	datagrams := (senders + net.MaxRecordsPerBatch - 1) / net.MaxRecordsPerBatch
 	if need := datagrams*net.BatchHeaderSize + senders*net.RecordSize; cap(buf) < need {
@@ -113,15 +113,15 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64) int32 {
 	rx, ry, rz, rid := f.x[r], f.y[r], f.z[r], f.id[r]
 	want := p.clock.Want(rid)
 	g := &f.groups[f.group[r]]
-	buf := reserve(f.batches[r], g)
+	buf := f.reserve(f.batches[r], g)
 	var (
 		n, head int
 		left    int   // room left in the current datagram
 		count   int32 // records written
 		held    int64 // pairs throttling alone kept back
 	)
-	for _, sp := range g.stencil[:g.nst] {
-		lo, hi := int(sp.lo), int(sp.hi)
+	for _, ci := range f.stencilCells(g) {
+		lo, hi := int(f.cells[ci].actors.lo), int(f.cells[ci].actors.hi)
 		changed, xs, ys, zs := f.changed[lo:hi], f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
 		res, recs := f.res[lo:hi], f.records[lo:hi]
 		for k, c := range changed {
@@ -185,8 +185,8 @@ func (p *Pipeline) visit(r int32, level uint8, fn func(a int32, ip, period uint8
 	rx, ry, rz, rid := f.x[r], f.y[r], f.z[r], f.id[r]
 	want := clock.Want(rid)
 	g := &f.groups[f.group[r]]
-	for _, sp := range g.stencil[:g.nst] {
-		for a := sp.lo; a < sp.hi; a++ {
+	for _, ci := range f.stencilCells(g) {
+		for a := f.cells[ci].actors.lo; a < f.cells[ci].actors.hi; a++ {
 			changed := f.changed[a]
 			if changed == 0 || a == r {
 				continue
@@ -221,7 +221,7 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level uint8, throttled *int64
 		s.offered = append(s.offered, a)
 	})
 	s.taken = s.backlog.Take(p.cfg.MaxRecordsPerTick, s.taken[:0])
-	w := batchWriter{buf: reserve(f.batches[r], &f.groups[f.group[r]]), tick: uint32(f.Tick)}
+	w := batchWriter{buf: f.reserve(f.batches[r], &f.groups[f.group[r]]), tick: uint32(f.Tick)}
 	k := 0
 	for _, a := range s.offered {
 		if k < len(s.taken) && f.id[a] == s.taken[k] {
