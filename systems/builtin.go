@@ -77,6 +77,7 @@ func (s *relaySystem) Access() scheduler.Access {
 		scheduler.WriteResource(FrameResource))
 }
 func (s *relaySystem) Plan(_ *scheduler.Tick, units []scheduler.Unit) []scheduler.Unit {
+	s.p.BeginRelay()
 	return s.p.plan(units, relayKeySalt)
 }
 

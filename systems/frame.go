@@ -84,7 +84,8 @@ type Frame struct {
 	session []uint64
 	verdict []Verdict
 	crossed []bool
-	records []record            // per actor: its movement record, encoded once by Move
+	records []byte              // per actor: its movement record (net.RecordSize bytes), encoded once by Move
+	cellIdx []int32             // per actor: its cell in cells
 	res     []interest.Residues // per actor: its sender phase residues
 	batches [][]byte            // per recipient: datagrams back to back, built by Relay
 	relays  []int32             // per recipient: records in its batch
@@ -113,12 +114,14 @@ func (f *Frame) Shards() []Shard { return f.shards }
 // biggest one.
 func (f *Frame) Clusters() (count, biggest int) { return len(f.clusters), f.biggest }
 
-// record is one encoded movement record. As an array it is copied into a
-// batch by one inlined move, without a call to memmove.
+// record is one encoded movement record. Converted to an array pointer, a
+// record is copied into a batch by one inlined move, without a call.
 type record = [net.RecordSize]byte
 
 // recordOf returns actor i's encoded movement record.
-func (f *Frame) recordOf(i int32) []byte { return f.records[i][:] }
+func (f *Frame) recordOf(i int32) []byte {
+	return f.records[int(i)*net.RecordSize : int(i+1)*net.RecordSize]
+}
 
 // resize sets every per-actor slice to n entries, reusing capacity.
 func (f *Frame) resize(n int) {
@@ -133,7 +136,8 @@ func (f *Frame) resize(n int) {
 	f.session = resizeSlice(f.session, n)
 	f.verdict = resizeSlice(f.verdict, n)
 	f.crossed = resizeSlice(f.crossed, n)
-	f.records = resizeSlice(f.records, n)
+	f.records = resizeSlice(f.records, n*net.RecordSize)
+	f.cellIdx = resizeSlice(f.cellIdx, n)
 	f.res = resizeSlice(f.res, n)
 	f.relays = resizeSlice(f.relays, n)
 	f.sess = resizeSlice(f.sess, n)

@@ -102,7 +102,8 @@ type Pipeline struct {
 	shardThrottled []int64
 	shardMoveTime  []time.Duration
 	shardRelayTime []time.Duration
-	longest        uint64 // longest period any pair can get
+	scratch        []relayScratch // per unit of Relay
+	longest        uint64         // longest period any pair can get
 	inline         bool
 	tick           uint64
 	busy           bool
@@ -178,6 +179,9 @@ func (p *Pipeline) Prepare(tick uint64) {
 	clear(p.shardThrottled)
 	clear(p.shardMoveTime)
 	clear(p.shardRelayTime)
+	if len(p.scratch) < n {
+		p.scratch = append(p.scratch, make([]relayScratch, n-len(p.scratch))...)
+	}
 	for a, id := range p.frame.session {
 		p.frame.sess[a] = nil
 		if id != 0 {
@@ -191,6 +195,10 @@ func (p *Pipeline) Prepare(tick uint64) {
 	p.stats.Clusters, p.stats.Biggest = p.frame.Clusters()
 	p.stats.Units = len(p.units)
 }
+
+// BeginRelay prepares the Relay phase once Move is done: each cell's box
+// around its actors' new positions. The relay system's Plan calls it.
+func (p *Pipeline) BeginRelay() { p.frame.boundCells() }
 
 // SetShardsPerCluster sets the most shards one cluster is cut into, from
 // the next Prepare on (the server sets it from the pool size each tick).

@@ -108,7 +108,11 @@ func (f *Frame) placeGroup(views []int32, at int32, n int, chunkSize float32) {
 	}
 	for c := 1; c <= k*k; c++ {
 		if counts[c] > 0 {
-			f.cells = append(f.cells, cell{actors: span{at + counts[c-1], at + counts[c-1] + counts[c]}})
+			lo := at + counts[c-1]
+			for a := lo; a < lo+counts[c]; a++ {
+				f.cellIdx[a] = int32(len(f.cells))
+			}
+			f.cells = append(f.cells, cell{actors: span{lo, lo + counts[c]}})
 		}
 		counts[c] += counts[c-1]
 	}

@@ -19,6 +19,8 @@ func (j *relayJob) RunUnit(i int) {
 	p := j.p
 	f := &p.frame
 	sh := f.shards[i]
+	sc := &p.scratch[i]
+	sc.cell = -1
 	var total, throttled int64
 	for a := sh.Lo; a < sh.Hi; a++ {
 		if f.session[a] == 0 {
@@ -26,7 +28,7 @@ func (j *relayJob) RunUnit(i int) {
 			f.batches[a] = f.batches[a][:0]
 			continue
 		}
-		total += int64(p.gather(a, sh.Level, &throttled))
+		total += int64(p.gather(a, sh.Level, &throttled, sc))
 	}
 	p.shardRelays[i] = total
 	p.shardThrottled[i] = throttled
@@ -95,10 +97,14 @@ func (p *Pipeline) periods(distSq float32, level uint8) (interestPeriod, period 
 // per-connection budget allows, or records are still owed from earlier
 // ticks, the recipient's backlog decides (gatherOwed).
 //
-// This is the N^2 loop. Per pair it costs a squared distance, three
-// comparisons for the period, and, for reduced pairs, one byte comparison
-// of precomputed phase residues; a chosen record is one 20-byte move.
-func (p *Pipeline) gather(r int32, level uint8, throttled *int64) int32 {
+// This is the N^2 loop, and it works cell by cell. When the box around a
+// sender cell and the box around the recipient's cell are in one interest
+// band, every pair between them has the same period (see classify): at
+// period 1 a cell whose senders all changed this tick is copied as one
+// block, at longer periods each sender costs one byte comparison of phase
+// residues. Only cell pairs that straddle a band boundary are decided pair
+// by pair, with a squared distance and the tier table.
+func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScratch) int32 {
 	f := &p.frame
 	tick := f.Tick
 	var oldest uint64 // changes at or before it are stale for every pair
@@ -113,57 +119,210 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64) int32 {
 	rx, ry, rz, rid := f.x[r], f.y[r], f.z[r], f.id[r]
 	want := p.clock.Want(rid)
 	g := &f.groups[f.group[r]]
-	buf := f.reserve(f.batches[r], g)
-	var (
-		n, head int
-		left    int   // room left in the current datagram
-		count   int32 // records written
-		held    int64 // pairs throttling alone kept back
-	)
-	for _, ci := range f.stencilCells(g) {
-		lo, hi := int(f.cells[ci].actors.lo), int(f.cells[ci].actors.hi)
-		changed, xs, ys, zs := f.changed[lo:hi], f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
-		res, recs := f.res[lo:hi], f.records[lo:hi]
-		for k, c := range changed {
-			if c <= oldest || lo+k == int(r) {
-				continue
-			}
-			dx, dy, dz := xs[k]-rx, ys[k]-ry, zs[k]-rz
-			ip, period := p.periods(dx*dx+dy*dy+dz*dz, level)
-			if c+uint64(period) <= tick {
-				continue
-			}
-			if period > 1 && !p.due(&res[k], &want, period, f.id[lo+k], rid) {
-				if period > ip && c+uint64(ip) > tick && (ip == 1 || p.due(&res[k], &want, ip, f.id[lo+k], rid)) {
-					held++
+	cells := f.stencilCells(g)
+	if rc := f.cellIdx[r]; sc.cell != rc {
+		sc.classes = p.classify(rc, cells, level, sc.classes)
+		sc.cell = rc
+	}
+	// First choose the senders (indices, in canonical order), then write
+	// their records: the choosing loops stay small and branch-light.
+	sel := sc.sel[:cap(sc.sel)]
+	if len(sel) < f.Len() { // room for every actor: more than any stencil holds
+		sel = make([]int32, f.Len()+f.Len()/4)
+		sc.sel = sel
+	}
+	m := 0
+	var held int64 // pairs throttling alone kept back
+	for i, ci := range cells {
+		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
+		switch period := sc.classes[i]; {
+		case period == 1 && f.cells[ci].fresh:
+			for a := lo; a < hi; a++ {
+				if a != r {
+					sel[m] = a
+					m++
 				}
-				continue
 			}
-			if left == 0 {
-				if count > 0 {
-					net.SetBatchCount(buf[head:], net.MaxRecordsPerBatch)
+		case period == 1:
+			for k, c := range f.changed[lo:hi] {
+				if a := lo + int32(k); c == tick && a != r {
+					sel[m] = a
+					m++
 				}
-				head = n
-				buf = net.AppendBatchHeader(buf[:n], uint32(tick), 0)
-				n, left = len(buf), net.MaxRecordsPerBatch
 			}
-			buf = buf[:n+net.RecordSize]
-			*(*record)(buf[n:]) = recs[k]
-			n += net.RecordSize
-			left--
-			count++
+		case period > 1:
+			res := f.res[lo:hi]
+			for k, c := range f.changed[lo:hi] {
+				a := lo + int32(k)
+				if c+uint64(period) > tick && a != r && p.due(&res[k], &want, period, f.id[a], rid) {
+					sel[m] = a
+					m++
+				}
+			}
+		default: // the cells straddle a band boundary: pair by pair
+			changed, xs, ys, zs := f.changed[lo:hi], f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
+			res := f.res[lo:hi]
+			for k, c := range changed {
+				a := lo + int32(k)
+				if c <= oldest || a == r {
+					continue
+				}
+				dx, dy, dz := xs[k]-rx, ys[k]-ry, zs[k]-rz
+				period := p.tiers.PeriodSq(dx*dx + dy*dy + dz*dz)
+				ip := period
+				if level > 0 {
+					ip, period = p.periods(dx*dx+dy*dy+dz*dz, level)
+				}
+				if c+uint64(period) <= tick {
+					continue
+				}
+				if period > 1 && !p.due(&res[k], &want, period, f.id[a], rid) {
+					if period > ip && c+uint64(ip) > tick && (ip == 1 || p.due(&res[k], &want, ip, f.id[a], rid)) {
+						held++
+					}
+					continue
+				}
+				sel[m] = a
+				m++
+			}
 		}
 	}
-	if count > 0 {
-		net.SetBatchCount(buf[head:], int((count-1)%net.MaxRecordsPerBatch+1))
-	}
-	f.batches[r] = buf
-	if s != nil && budget > 0 && int(count) > budget {
+	w := newBatchOut(f.reserve(f.batches[r], g), f.records, tick)
+	w.write(sel[:m])
+	f.batches[r] = w.finish()
+	if s != nil && budget > 0 && int(w.count) > budget {
 		return p.gatherOwed(r, s, level, throttled)
 	}
 	*throttled += held
-	f.relays[r] = count
-	return count
+	f.relays[r] = w.count
+	return w.count
+}
+
+// relayScratch is one Relay unit's memory of the cell classes of the
+// recipient cell it last saw; recipients of one cell are consecutive, so
+// each cell is classified once per unit.
+type relayScratch struct {
+	cell    int32
+	classes []uint8
+	sel     []int32 // chosen senders of the current recipient
+}
+
+// classify returns, for recipient cell rc against each cell of its
+// stencil, the period every pair between them gets (1, 2, ...), or 0 when
+// the cells straddle a band boundary and pairs must be decided one by one.
+// Under throttling (level > 0) every cell pair is decided pair by pair, so
+// that held-back pairs are counted exactly.
+//
+// The bounds are computed in float32 exactly as a pair's squared distance
+// is (dx*dx + dy*dy + dz*dz, the same rounding at each step), and rounding
+// is monotonic, so every pair's distance lies between them and the tier
+// table, which never shortens a period with distance, gives it the period
+// of both bounds.
+func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []uint8) []uint8 {
+	f := &p.frame
+	out = resizeSlice(out, len(cells))
+	if level > 0 {
+		clear(out)
+		return out
+	}
+	c := &f.cells[rc]
+	for i, di := range cells {
+		d := &f.cells[di]
+		var near, far [3]float32
+		for k := range 3 {
+			if gap := d.min[k] - c.max[k]; gap > 0 {
+				near[k] = gap
+			} else if gap := c.min[k] - d.max[k]; gap > 0 {
+				near[k] = gap
+			}
+			far[k] = max(d.max[k]-c.min[k], c.max[k]-d.min[k])
+		}
+		lo := p.tiers.PeriodSq(near[0]*near[0] + near[1]*near[1] + near[2]*near[2])
+		hi := p.tiers.PeriodSq(far[0]*far[0] + far[1]*far[1] + far[2]*far[2])
+		out[i] = 0
+		if lo == hi {
+			out[i] = lo
+		}
+	}
+	return out
+}
+
+// boundCells computes, after Move, each cell's box around its actors'
+// positions and whether all of them changed this tick.
+func (f *Frame) boundCells() {
+	for i := range f.cells {
+		c := &f.cells[i]
+		lo, hi := c.actors.lo, c.actors.hi
+		c.min = [3]float32{f.x[lo], f.y[lo], f.z[lo]}
+		c.max = c.min
+		c.fresh = true
+		for a := lo; a < hi; a++ {
+			c.min[0], c.max[0] = min(c.min[0], f.x[a]), max(c.max[0], f.x[a])
+			c.min[1], c.max[1] = min(c.min[1], f.y[a]), max(c.max[1], f.y[a])
+			c.min[2], c.max[2] = min(c.min[2], f.z[a]), max(c.max[2], f.z[a])
+			c.fresh = c.fresh && f.changed[a] == f.Tick
+		}
+	}
+}
+
+// batchOut writes a recipient's batch: datagrams of at most
+// MaxRecordsPerBatch records, each behind its header. Its buffer has room
+// for every record the recipient could get (Frame.reserve), so writing
+// never allocates.
+type batchOut struct {
+	buf     []byte
+	records []byte
+	n, head int
+	left    int   // room in the current datagram
+	count   int32 // records written
+	tick    uint32
+}
+
+// newBatchOut starts writing into buf, whose capacity Frame.reserve made
+// large enough for every record the recipient could get.
+func newBatchOut(buf, records []byte, tick uint64) batchOut {
+	return batchOut{buf: buf[:cap(buf)], records: records, tick: uint32(tick)}
+}
+
+// open starts a new datagram once the current one is full. It is outlined
+// so that one stays small enough to inline.
+func (w *batchOut) open() {
+	if w.count > 0 {
+		net.SetBatchCount(w.buf[w.head:], net.MaxRecordsPerBatch)
+	}
+	w.head = w.n
+	net.AppendBatchHeader(w.buf[w.n:w.n], w.tick, 0) // writes in place: the capacity is there
+	w.n += net.BatchHeaderSize
+	w.left = net.MaxRecordsPerBatch
+}
+
+// write appends the records of the chosen senders, a datagram at a time.
+func (w *batchOut) write(sel []int32) {
+	for len(sel) > 0 {
+		if w.left == 0 {
+			w.open()
+		}
+		k := min(len(sel), w.left)
+		n := w.n
+		buf, recs := w.buf, w.records
+		for _, a := range sel[:k] {
+			o := int(a) * net.RecordSize
+			*(*record)(buf[n : n+net.RecordSize]) = *(*record)(recs[o : o+net.RecordSize])
+			n += net.RecordSize
+		}
+		w.n = n
+		w.left -= k
+		w.count += int32(k)
+		sel = sel[k:]
+	}
+}
+
+// finish writes the last datagram's record count and returns the batch.
+func (w *batchOut) finish() []byte {
+	if w.count > 0 {
+		net.SetBatchCount(w.buf[w.head:], int((w.count-1)%net.MaxRecordsPerBatch+1))
+	}
+	return w.buf[:w.n]
 }
 
 // due reports whether a reduced pair (period above 1) sends this tick: by
@@ -172,6 +331,11 @@ func (p *Pipeline) due(res, want *interest.Residues, period uint8, sender, recip
 	if period < interest.FastPeriods {
 		return res[period] == want[period]
 	}
+	return p.dueSlow(period, sender, recipient)
+}
+
+// dueSlow decides pairs with periods beyond the residue tables.
+func (p *Pipeline) dueSlow(period uint8, sender, recipient uint32) bool {
 	return p.clock.Sends(interest.Phase(sender, recipient), period)
 }
 

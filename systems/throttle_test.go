@@ -72,6 +72,7 @@ func (r *rig) step() {
 	for i := range p.frame.shards {
 		p.move.RunUnit(i)
 	}
+	p.BeginRelay()
 	for i := range p.frame.shards {
 		p.relay.RunUnit(i)
 	}
