@@ -7,41 +7,36 @@ import (
 	"github.com/throng-go/throng/net"
 )
 
-// Join is the serial end of the tick: it sends corrections, hands every
-// recipient's datagrams to the transport in canonical recipient order,
-// queues the chunk moves Move found and applies every queued structural
-// change (ecs.World.Apply), then tells clients who appeared and disappeared
-// from their view. Runs on the tick goroutine, after the world's guard is
-// released.
+// Join is the serial end of the tick: it queues the chunk moves Move found,
+// applies every queued structural change (ecs.World.Apply), then tells
+// clients who appeared and disappeared from their view, and sums up the
+// tick. Runs on the tick goroutine, after the world's guard is released.
+//
+// Movement datagrams are not handed over here: each Relay unit hands its
+// own recipients' datagrams to the transport as soon as they are built
+// (transports are safe for concurrent use). A recipient's datagrams come
+// from one unit, in order, so every client's stream is the same on any
+// worker count, and the serial join no longer carries the N^2 volume (the
+// SkyMP offload measured its serial handoff at 787 of 1118 us).
 func (p *Pipeline) Join() {
 	start := time.Now()
 	f := &p.frame
 	st := &p.stats
 	st.Parallel = start.Sub(p.parallelAt)
-	st.Corrections, st.DatagramsOut, st.BytesOut, st.Owed = 0, 0, 0, 0
+	st.DatagramsOut, st.BytesOut, st.Owed = 0, 0, 0
 	st.Relays, st.Throttled, st.Busy = 0, 0, 0
 	for i := range p.shardRelays {
 		st.Relays += p.shardRelays[i]
 		st.Throttled += p.shardThrottled[i]
 		st.Busy += p.shardMoveTime[i] + p.shardRelayTime[i]
+		st.DatagramsOut += int(p.shardDatagrams[i])
+		st.BytesOut += p.shardBytes[i]
 	}
 	st.Pressure = p.observeLoads(st.Parallel, st.Busy)
 	defer func() { st.JoinTime = time.Since(start) }()
-	p.sendCorrections()
-	for a := range f.batches {
-		if sess := f.sess[a]; sess != nil {
+	for _, sess := range f.sess {
+		if sess != nil {
 			st.Owed += sess.backlog.Owed()
-		}
-		if f.session[a] == 0 || f.relays[a] == 0 {
-			continue
-		}
-		s := net.SessionID(f.session[a])
-		buf := f.batches[a]
-		for off := 0; off < len(buf); off += datagramSize {
-			end := min(off+datagramSize, len(buf))
-			p.transport.SendUnreliable(s, buf[off:end])
-			p.stats.DatagramsOut++
-			p.stats.BytesOut += int64(end - off)
 		}
 	}
 	for a := range f.crossed {

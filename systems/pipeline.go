@@ -103,7 +103,9 @@ type Pipeline struct {
 	shardMoveTime  []time.Duration
 	shardRelayTime []time.Duration
 	scratch        []relayScratch // per unit of Relay
-	longest        uint64         // longest period any pair can get
+	shardDatagrams []int32
+	shardBytes     []int64
+	longest        uint64 // longest period any pair can get
 	inline         bool
 	tick           uint64
 	busy           bool
@@ -179,6 +181,10 @@ func (p *Pipeline) Prepare(tick uint64) {
 	clear(p.shardThrottled)
 	clear(p.shardMoveTime)
 	clear(p.shardRelayTime)
+	p.shardDatagrams = resizeSlice(p.shardDatagrams, n)
+	p.shardBytes = resizeSlice(p.shardBytes, n)
+	clear(p.shardDatagrams)
+	clear(p.shardBytes)
 	if len(p.scratch) < n {
 		p.scratch = append(p.scratch, make([]relayScratch, n-len(p.scratch))...)
 	}
@@ -196,9 +202,15 @@ func (p *Pipeline) Prepare(tick uint64) {
 	p.stats.Units = len(p.units)
 }
 
-// BeginRelay prepares the Relay phase once Move is done: each cell's box
+// BeginRelay prepares the Relay phase once Move is done, on the tick
+// goroutine: it sends this tick's corrections (so a corrected client reads
+// its correction before the tick's movement) and computes each cell's box
 // around its actors' new positions. The relay system's Plan calls it.
-func (p *Pipeline) BeginRelay() { p.frame.boundCells() }
+func (p *Pipeline) BeginRelay() {
+	p.stats.Corrections = 0
+	p.sendCorrections()
+	p.frame.boundCells()
+}
 
 // SetShardsPerCluster sets the most shards one cluster is cut into, from
 // the next Prepare on (the server sets it from the pool size each tick).

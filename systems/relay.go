@@ -13,7 +13,8 @@ const datagramSize = net.BatchHeaderSize + net.MaxRecordsPerBatch*net.RecordSize
 // relayJob is the Relay phase as a pool job: unit i is shard i's recipients.
 type relayJob struct{ p *Pipeline }
 
-// RunUnit builds the outgoing batch of every recipient in shard i.
+// RunUnit builds the outgoing batch of every recipient in shard i and
+// hands it to the transport.
 func (j *relayJob) RunUnit(i int) {
 	start := time.Now()
 	p := j.p
@@ -21,16 +22,30 @@ func (j *relayJob) RunUnit(i int) {
 	sh := f.shards[i]
 	sc := &p.scratch[i]
 	sc.cell = -1
-	var total, throttled int64
+	var total, throttled, bytes int64
+	var datagrams int32
 	for a := sh.Lo; a < sh.Hi; a++ {
 		if f.session[a] == 0 {
 			f.relays[a] = 0
 			f.batches[a] = f.batches[a][:0]
 			continue
 		}
-		total += int64(p.gather(a, sh.Level, &throttled, sc))
+		if p.gather(a, sh.Level, &throttled, sc) == 0 {
+			continue
+		}
+		total += int64(f.relays[a])
+		s := net.SessionID(f.session[a])
+		buf := f.batches[a]
+		for off := 0; off < len(buf); off += datagramSize {
+			end := min(off+datagramSize, len(buf))
+			p.transport.SendUnreliable(s, buf[off:end])
+			datagrams++
+			bytes += int64(end - off)
+		}
 	}
 	p.shardRelays[i] = total
+	p.shardDatagrams[i] = datagrams
+	p.shardBytes[i] = bytes
 	p.shardThrottled[i] = throttled
 	p.shardRelayTime[i] = time.Since(start)
 }
