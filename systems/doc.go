@@ -7,15 +7,26 @@
 //	                   out in canonical order, cut shards; guard the world
 //	Move    (parallel) per shard of senders: validate, write own rows,
 //	                   encode the movement record once
-//	Relay   (parallel) per shard of recipients: 3x3 stencil, interest
-//	                   period, pair phase, append records to the batch
-//	Join    (serial)   release the guard, corrections, datagrams in
-//	                   recipient order, chunk moves, ecs.World.Apply,
-//	                   Welcome / Appear / Disappear
+//	Relay   (parallel) corrections first (on the tick goroutine), then per
+//	                   shard of recipients: 3x3 stencil cell by cell,
+//	                   interest period, pair phase, per-connection budget;
+//	                   each unit hands its recipients' datagrams to the
+//	                   transport
+//	Join    (serial)   release the guard, chunk moves, ecs.World.Apply,
+//	                   Welcome / Appear / Disappear, cluster pressure
 //
-// The canonical actor order (clusters by lowest chunk, views in key order,
-// rows in table order) decides everything that reaches the wire, so worker
-// count, shard count and the inline switch never change a byte.
+// The canonical actor order (clusters by lowest chunk, chunks in key order,
+// cells of a chunk's grid in order, rows in view and table order) decides
+// everything that reaches the wire, so worker count, shard count and the
+// inline switch never change a byte.
+//
+// Under load: clients are rate limited and flooders disconnected in Ingest
+// ([Limits]); admission control refuses new sessions while the server says
+// it is busy ([Pipeline.SetBusy], [BusyReason]); each cluster's smoothed
+// cost drives its throttle pressure, which spaces far pairs
+// ([Config.Throttle]); and the per-connection budget
+// ([Config.MaxRecordsPerTick]) cuts a recipient's batch, keeping what does
+// not fit owed in the session's interest.Backlog.
 //
 // Visibility (Appear / Disappear) is derived from the changes one Apply made
 // (spawns, despawns, chunk moves, teleports), not from per-pair state: its
