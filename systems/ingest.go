@@ -24,6 +24,8 @@ type session struct {
 	kicked  bool // disconnected by the server; its close is on the way
 	limiter limiter
 	backlog interest.Backlog // records owed under the per-connection budget
+	spread  uint8            // period multiplier that keeps its due records near the budget
+	calm    int              // ticks in a row its spread could have been lower
 	offered []int32          // relay scratch: senders offered this tick
 	taken   []uint32         // relay scratch: senders Take chose
 }

@@ -122,14 +122,18 @@ func (p *Pipeline) periods(distSq float32, level uint8) (interestPeriod, period 
 func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScratch) int32 {
 	f := &p.frame
 	tick := f.Tick
-	var oldest uint64 // changes at or before it are stale for every pair
-	if tick > p.longest {
-		oldest = tick - p.longest
-	}
 	s := f.sess[r]
 	budget := p.cfg.MaxRecordsPerTick
-	if s != nil && budget > 0 && s.backlog.Owed() > 0 {
-		return p.gatherOwed(r, s, level, throttled)
+	spread := uint8(1)
+	if s != nil && budget > 0 {
+		spread = max(s.spread, 1)
+		if s.backlog.Owed() > 0 {
+			return p.gatherOwed(r, s, level, spread, throttled)
+		}
+	}
+	var oldest uint64 // changes at or before it are stale for every pair
+	if longest := p.longest * uint64(spread); tick > longest {
+		oldest = tick - longest
 	}
 	rx, ry, rz, rid := f.x[r], f.y[r], f.z[r], f.id[r]
 	want := p.clock.Want(rid)
@@ -150,7 +154,11 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	var held int64 // pairs throttling alone kept back
 	for i, ci := range cells {
 		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
-		switch period := sc.classes[i]; {
+		period := sc.classes[i]
+		if spread > 1 && period > 0 {
+			period = stretch(period, spread)
+		}
+		switch {
 		case period == 1 && f.cells[ci].fresh:
 			for a := lo; a < hi; a++ {
 				if a != r {
@@ -188,6 +196,9 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 				if level > 0 {
 					ip, period = p.periods(dx*dx+dy*dy+dz*dz, level)
 				}
+				if spread > 1 {
+					ip, period = stretch(ip, spread), stretch(period, spread)
+				}
 				if c+uint64(period) <= tick {
 					continue
 				}
@@ -205,8 +216,11 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	w := newBatchOut(f.reserve(f.batches[r], g), f.records, tick)
 	w.write(sel[:m])
 	f.batches[r] = w.finish()
-	if s != nil && budget > 0 && int(w.count) > budget {
-		return p.gatherOwed(r, s, level, throttled)
+	if s != nil && budget > 0 {
+		s.adjustSpread(int(w.count), budget, p.longest)
+		if int(w.count) > budget {
+			return p.gatherOwed(r, s, level, spread, throttled)
+		}
 	}
 	*throttled += held
 	f.relays[r] = w.count
@@ -354,10 +368,45 @@ func (p *Pipeline) dueSlow(period uint8, sender, recipient uint32) bool {
 	return p.clock.Sends(interest.Phase(sender, recipient), period)
 }
 
+// stretch multiplies a period by a recipient's spread, capped at 255.
+func stretch(period, spread uint8) uint8 {
+	return uint8(min(int(period)*int(spread), 255))
+}
+
+// adjustSpread keeps a recipient's due records near its per-connection
+// budget. The spread multiplies every pair period of the recipient (closer
+// senders keep proportionally more updates); it rises by one on a tick when
+// more records were due than the budget, and falls by one after 30 ticks in
+// a row in which the records due, at one spread less, would have fitted in
+// three quarters of the budget. The backlog absorbs the ticks between, so
+// the cut is owed, not lost, and the backlog's slow path stays the
+// exception instead of running every tick for every crowded recipient.
+func (s *session) adjustSpread(due, budget int, longest uint64) {
+	spread := max(int(s.spread), 1)
+	switch {
+	case due > budget:
+		s.calm = 0
+		if uint64(spread+1)*longest <= 255 {
+			spread++
+		}
+	case spread > 1 && due*spread < budget*3/4*(spread-1):
+		if s.calm++; s.calm >= spreadReleaseTicks {
+			s.calm = 0
+			spread--
+		}
+	default:
+		s.calm = 0
+	}
+	s.spread = uint8(spread)
+}
+
+// spreadReleaseTicks is how many calm ticks lower a recipient's spread.
+const spreadReleaseTicks = 30
+
 // visit calls fn for every sender in r's stencil that has ever changed,
 // with its periods, whether it is due this tick and whether throttling
 // alone kept it back.
-func (p *Pipeline) visit(r int32, level uint8, fn func(a int32, ip, period uint8, due, throttled bool)) {
+func (p *Pipeline) visit(r int32, level, spread uint8, fn func(a int32, ip, period uint8, due, throttled bool)) {
 	f := &p.frame
 	clock := p.clock
 	tick := f.Tick
@@ -372,6 +421,9 @@ func (p *Pipeline) visit(r int32, level uint8, fn func(a int32, ip, period uint8
 			}
 			dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
 			ip, period := p.periods(dx*dx+dy*dy+dz*dz, level)
+			if spread > 1 {
+				ip, period = stretch(ip, spread), stretch(period, spread)
+			}
 			due := changed+uint64(period) > tick && (period <= 1 || p.due(&f.res[a], &want, period, f.id[a], rid))
 			throttled := !due && period > ip && changed+uint64(ip) > tick && (ip <= 1 || p.due(&f.res[a], &want, ip, f.id[a], rid))
 			fn(a, ip, period, due, throttled)
@@ -384,21 +436,28 @@ func (p *Pipeline) visit(r int32, level uint8, fn func(a int32, ip, period uint8
 // owed), the backlog picks at most MaxRecordsPerTick by accumulated
 // priority (closer and longer-waiting senders first), and the picks are
 // written in canonical order. What is cut stays owed, not lost.
-func (p *Pipeline) gatherOwed(r int32, s *session, level uint8, throttled *int64) int32 {
+func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttled *int64) int32 {
 	f := &p.frame
-	longest := uint8(min(p.longest, 255))
+	longest := uint8(min(p.longest*uint64(spread), 255))
 	owed := s.backlog.Owed() > 0
 	s.offered = s.offered[:0]
-	p.visit(r, level, func(a int32, _, period uint8, due, thr bool) {
+	due := 0
+	p.visit(r, level, spread, func(a int32, _, period uint8, isDue, thr bool) {
 		if thr {
 			*throttled++
 		}
-		if !due && !owed {
+		if isDue {
+			due++
+		}
+		if !isDue && !owed {
 			return
 		}
-		s.backlog.Offer(f.id[a], interest.Weight(period, longest), due)
+		s.backlog.Offer(f.id[a], interest.Weight(period, longest), isDue)
 		s.offered = append(s.offered, a)
 	})
+	if owed { // the fast path did not run: adjust the spread here
+		s.adjustSpread(due, p.cfg.MaxRecordsPerTick, p.longest)
+	}
 	s.taken = s.backlog.Take(p.cfg.MaxRecordsPerTick, s.taken[:0])
 	w := batchWriter{buf: f.reserve(f.batches[r], &f.groups[f.group[r]]), tick: uint32(f.Tick)}
 	k := 0
