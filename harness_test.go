@@ -28,6 +28,7 @@ type stage struct {
 	srv     *throng.Server
 	players []*player
 	spawns  []components.Transform
+	maxOwed int // most records owed after any tick of runWalk
 }
 
 // newStage starts a server with opts and one player per spawn point, and

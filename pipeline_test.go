@@ -100,18 +100,32 @@ func runWalk(t *testing.T, opts throng.Options, spawns []components.Transform, s
 			st.move(i, p[0], p[1], p[2])
 		}
 		st.tick()
+		st.maxOwed = max(st.maxOwed, st.srv.Stats().Owed)
 	}
 	return st
 }
 
+// crowded gathers every third player of a walk into one chunk, so that the
+// per-connection budget, the backlog and the spread all take part.
+func crowded(spawns []components.Transform) []components.Transform {
+	for i := range spawns {
+		if i%3 == 0 {
+			spawns[i].X, spawns[i].Y, spawns[i].WorldOrCell = float32(100+i*30), float32(100+i*25), 0
+		}
+	}
+	return spawns
+}
+
 func TestSameInputsGiveSameBytesOnEveryWorkerAndShardCount(t *testing.T) {
-	spawns, steps := walk(1, 60, 40)
+	spawns, steps := walk(1, 240, 40)
+	spawns = crowded(spawns)
 	reference := runWalk(t, inline(true), spawns, steps)
 	var total int
 	for _, p := range reference.players {
 		total += len(p.wire)
 	}
 	require.Greater(t, total, 10000, "the walk must produce traffic to compare")
+	require.Positive(t, reference.maxOwed, "the crowd must run into the per-connection budget")
 	for _, workers := range []int{1, 2, 4, 8} {
 		for _, shards := range []int{1, 16} {
 			t.Run(fmt.Sprintf("workers=%d/shards=%d", workers, shards), func(t *testing.T) {
@@ -374,12 +388,7 @@ func TestWrongProtocolIsRefusedWithAReason(t *testing.T) {
 // digest in the same commit, and says why.
 func TestOutboundBytesAreUnchanged(t *testing.T) {
 	spawns, steps := walk(1, 120, 40)
-	for i := range spawns { // a crowd: a third of everyone in one chunk
-		if i%3 == 0 {
-			spawns[i].X, spawns[i].Y, spawns[i].WorldOrCell = float32(100+i*30), float32(100+i*25), 0
-		}
-	}
-	st := runWalk(t, inline(true), spawns, steps)
+	st := runWalk(t, inline(true), crowded(spawns), steps)
 	h := sha256.New()
 	var relays int
 	for _, p := range st.players {
