@@ -1,6 +1,8 @@
 package systems
 
 import (
+	ark "github.com/mlange-42/ark/ecs"
+
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/interest"
@@ -20,8 +22,9 @@ const (
 type session struct {
 	state   sessionState
 	actor   components.ActorID
-	correct bool // send a correction in this tick's join
-	kicked  bool // disconnected by the server; its close is on the way
+	entity  ark.Entity // the actor's entity, once playing (stable for its life)
+	correct bool       // send a correction in this tick's join
+	kicked  bool       // disconnected by the server; its close is on the way
 	limiter limiter
 	backlog interest.Backlog // records owed under the per-connection budget
 	spread  uint8            // period multiplier that keeps its due records near the budget
@@ -140,12 +143,7 @@ func (p *Pipeline) moveFrame(id net.SessionID, s *session, frame []byte) {
 		p.stats.DroppedInputs++
 		return
 	}
-	e, ok := p.world.Entity(s.actor)
-	if !ok {
-		p.stats.DroppedInputs++
-		return
-	}
-	in := p.inputs.Get(e)
+	in := p.inputs.Get(s.entity)
 	standing := m.X == in.X && m.Y == in.Y && m.Z == in.Z
 	keep, flood := s.limiter.admit(&p.cfg.Limits, p.cfg.TickRate, p.tick, standing)
 	if flood != "" {

@@ -100,7 +100,11 @@ func (p *Pipeline) welcome(a *changedActor) {
 	if s == nil || s.state != joining {
 		return
 	}
-	s.state = playing
+	e, ok := p.world.Entity(components.ActorID{ID: a.id})
+	if !ok {
+		return
+	}
+	s.state, s.entity = playing, e
 	ap := a.appear
 	p.out = net.AppendWelcome(p.out[:0], net.Welcome{
 		Actor: a.id, TickRate: uint16(p.cfg.TickRate), Tick: uint32(p.frame.Tick),
