@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrClosed is returned by [MemClient.Send] once the session is closed.
@@ -34,25 +35,43 @@ type MemOptions struct {
 // Receive is deterministic: the frames of one client come in the order it
 // sent them, and events of different clients in the order their calls
 // returned; a single goroutine driving clients and server always sees the
-// same sequence. All methods are safe for concurrent use (one mutex), except
-// that calls to Receive must not overlap. In steady state (buffers grown,
-// clients drained or CountOnly) Receive, SendUnreliable, SendReliable and
+// same sequence. All methods are safe for concurrent use, except that calls
+// to Receive must not overlap. The server's sends take the Mem's lock only
+// to read (so the relay's workers can send to different clients at once)
+// and then the one client's lock. In steady state (buffers grown, clients
+// drained or CountOnly) Receive, SendUnreliable, SendReliable and
 // MemClient.Send allocate nothing.
 //
-// Lock order: a MemClient's drain lock, then the Mem's lock.
+// Lock order: a MemClient's drain lock, then the Mem's lock, then a
+// MemClient's lock.
 type Mem struct {
 	maxDatagram int
 	maxFrame    int
 	countOnly   bool
 
-	mu      sync.Mutex
+	mu      sync.RWMutex
 	closed  bool
 	last    SessionID
 	clients map[SessionID]*MemClient
 	inbox   memInbox // filled by clients, handed out by the next Receive
-	stats   Stats
+	stats   Stats    // sessions and inbound traffic; outbound is in out
+
+	out memOut // outbound counters, updated without the Mem's lock
 
 	given memInbox // what the last Receive handed out; owned by the Receive caller
+}
+
+// memOut counts outbound traffic; the server's concurrent sends update it.
+type memOut struct {
+	datagrams, datagramBytes, reliable, reliableBytes, droppedDatagrams, droppedReliable atomic.Uint64
+}
+
+// client returns the open session s, or nil.
+func (m *Mem) client(s SessionID) *MemClient {
+	m.mu.RLock()
+	c := m.clients[s]
+	m.mu.RUnlock()
+	return c
 }
 
 // memInbox is a run of events whose frames are packed into one byte slice,
@@ -136,15 +155,19 @@ func (m *Mem) Receive(dst []Inbound) []Inbound {
 // than MaxDatagram, or for an unknown or closed session is dropped and
 // counted; Mem never drops for any other reason.
 func (m *Mem) SendUnreliable(s SessionID, datagram []byte) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c := m.clients[s]
+	c := m.client(s)
 	if c == nil || len(datagram) == 0 || len(datagram) > m.maxDatagram {
-		m.stats.DroppedDatagrams++
+		m.out.droppedDatagrams.Add(1)
 		return
 	}
-	m.stats.DatagramsOut++
-	m.stats.DatagramBytesOut += uint64(len(datagram))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed { // closed since the lookup
+		m.out.droppedDatagrams.Add(1)
+		return
+	}
+	m.out.datagrams.Add(1)
+	m.out.datagramBytes.Add(uint64(len(datagram)))
 	c.counts.Datagrams++
 	c.counts.DatagramBytes += uint64(len(datagram))
 	c.last = append(c.last[:0], datagram...)
@@ -157,15 +180,19 @@ func (m *Mem) SendUnreliable(s SessionID, datagram []byte) {
 // longer than MaxFrame, or for an unknown or closed session is dropped and
 // counted.
 func (m *Mem) SendReliable(s SessionID, frame []byte) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c := m.clients[s]
+	c := m.client(s)
 	if c == nil || len(frame) < HeaderSize || len(frame) > m.maxFrame {
-		m.stats.DroppedReliable++
+		m.out.droppedReliable.Add(1)
 		return
 	}
-	m.stats.ReliableOut++
-	m.stats.ReliableBytesOut += uint64(len(frame))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		m.out.droppedReliable.Add(1)
+		return
+	}
+	m.out.reliable.Add(1)
+	m.out.reliableBytes.Add(uint64(len(frame)))
 	c.counts.Frames++
 	c.counts.FrameBytes += uint64(len(frame))
 	if !m.countOnly {
@@ -185,9 +212,16 @@ func (m *Mem) Disconnect(s SessionID, reason string) {
 
 // Stats implements [Transport].
 func (m *Mem) Stats() Stats {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.stats
+	m.mu.RLock()
+	st := m.stats
+	m.mu.RUnlock()
+	st.DatagramsOut = m.out.datagrams.Load()
+	st.DatagramBytesOut = m.out.datagramBytes.Load()
+	st.ReliableOut = m.out.reliable.Load()
+	st.ReliableBytesOut = m.out.reliableBytes.Load()
+	st.DroppedDatagrams = m.out.droppedDatagrams.Load()
+	st.DroppedReliable = m.out.droppedReliable.Load()
+	return st
 }
 
 // Close implements [Transport]: open sessions close in session order with
@@ -213,8 +247,10 @@ func (m *Mem) Close() error {
 // closeLocked closes c's session once; m.mu is held.
 func (m *Mem) closeLocked(c *MemClient, reason string) {
 	delete(m.clients, c.session)
+	c.mu.Lock()
 	c.closed = true
 	c.reason = reason
+	c.mu.Unlock()
 	m.inbox.push(SessionClosed, c.session, nil, reason)
 	m.stats.Closed++
 }
@@ -231,7 +267,8 @@ type MemClient struct {
 	mem     *Mem
 	session SessionID
 
-	// Guarded by mem.mu.
+	// Guarded by mu; closed and reason change only with mem.mu held too.
+	mu        sync.Mutex
 	closed    bool
 	reason    string
 	datagrams memQueue
@@ -310,8 +347,8 @@ func (c *MemClient) Close() {
 // CloseReason returns why the session closed and true, or "" and false
 // while it is open.
 func (c *MemClient) CloseReason() (string, bool) {
-	c.mem.mu.Lock()
-	defer c.mem.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return c.reason, c.closed
 }
 
@@ -321,10 +358,10 @@ func (c *MemClient) CloseReason() (string, bool) {
 func (c *MemClient) DrainDatagrams(fn func(datagram []byte)) int {
 	c.drainMu.Lock()
 	defer c.drainMu.Unlock()
-	c.mem.mu.Lock()
+	c.mu.Lock()
 	c.datagrams, c.drainingDgrm = c.drainingDgrm, c.datagrams
 	c.datagrams.reset()
-	c.mem.mu.Unlock()
+	c.mu.Unlock()
 	return c.drainingDgrm.each(fn)
 }
 
@@ -335,26 +372,26 @@ func (c *MemClient) DrainDatagrams(fn func(datagram []byte)) int {
 func (c *MemClient) DrainReliable(fn func(frame []byte)) int {
 	c.drainMu.Lock()
 	defer c.drainMu.Unlock()
-	c.mem.mu.Lock()
+	c.mu.Lock()
 	c.reliable, c.drainingRel = c.drainingRel, c.reliable
 	c.reliable.reset()
-	c.mem.mu.Unlock()
+	c.mu.Unlock()
 	return c.drainingRel.each(fn)
 }
 
 // Received returns the counts of everything the client received, drained
 // or not (kept in CountOnly mode too).
 func (c *MemClient) Received() MemClientStats {
-	c.mem.mu.Lock()
-	defer c.mem.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return c.counts
 }
 
 // LastDatagram appends a copy of the latest datagram the client received
 // (kept in CountOnly mode too) to dst; it appends nothing before the first.
 func (c *MemClient) LastDatagram(dst []byte) []byte {
-	c.mem.mu.Lock()
-	defer c.mem.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return append(dst, c.last...)
 }
 
