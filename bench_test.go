@@ -146,7 +146,7 @@ func BenchmarkTick(b *testing.B) {
 		name    string
 		players []int
 	}{
-		{"square", []int{25, 50, 100, 150, 250, 400, 1000}},
+		{"square", []int{25, 50, 100, 150, 250, 400, 1000, 2000}},
 		{"town", []int{300, 1000}},
 		{"world", []int{10000}},
 	}
