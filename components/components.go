@@ -60,4 +60,7 @@ type Chunk struct {
 // which is relayed to players but receives nothing.
 type Client struct {
 	Session uint64
+	// Slot is the server's index of the session's state, so the tick
+	// reaches it without a map lookup. Meaningful only with a Session.
+	Slot uint32
 }

@@ -82,6 +82,7 @@ type Frame struct {
 	id      []uint32
 	changed []uint64
 	session []uint64
+	slot    []uint32 // per actor: its Client.Slot
 	verdict []Verdict
 	crossed []bool
 	records []byte              // per actor: its movement record (net.RecordSize bytes), encoded once by Move
@@ -134,6 +135,7 @@ func (f *Frame) resize(n int) {
 	f.id = resizeSlice(f.id, n)
 	f.changed = resizeSlice(f.changed, n)
 	f.session = resizeSlice(f.session, n)
+	f.slot = resizeSlice(f.slot, n)
 	f.verdict = resizeSlice(f.verdict, n)
 	f.crossed = resizeSlice(f.crossed, n)
 	f.records = resizeSlice(f.records, n*net.RecordSize)

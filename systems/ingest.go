@@ -25,6 +25,7 @@ type session struct {
 	entity  ark.Entity // the actor's entity, once playing (stable for its life)
 	correct bool       // send a correction in this tick's join
 	kicked  bool       // disconnected by the server; its close is on the way
+	slot    uint32     // index in Pipeline.slots, carried by the actor's Client
 	limiter limiter
 	backlog interest.Backlog // records owed under the per-connection budget
 	spread  uint8            // period multiplier that keeps its due records near the budget
@@ -46,7 +47,7 @@ func (p *Pipeline) Ingest(tick uint64) {
 		in := &p.inbox[i]
 		switch in.Kind {
 		case net.SessionOpened:
-			p.sessions[in.Session] = &session{}
+			p.openSession(in.Session)
 		case net.SessionClosed:
 			p.closeSession(in.Session)
 		case net.FrameReceived:
@@ -54,6 +55,22 @@ func (p *Pipeline) Ingest(tick uint64) {
 		}
 	}
 	clear(p.inbox) // do not pin the transport's buffers
+}
+
+// openSession records a new connection in the session table and gives it a
+// slot: the index the actor's Client component carries, so the tick finds
+// the session without hashing.
+func (p *Pipeline) openSession(id net.SessionID) {
+	s := &session{}
+	if n := len(p.freeSlots); n > 0 {
+		s.slot = p.freeSlots[n-1]
+		p.freeSlots = p.freeSlots[:n-1]
+		p.slots[s.slot] = s
+	} else {
+		s.slot = uint32(len(p.slots))
+		p.slots = append(p.slots, s)
+	}
+	p.sessions[id] = s
 }
 
 func (p *Pipeline) closeSession(id net.SessionID) {
@@ -65,6 +82,9 @@ func (p *Pipeline) closeSession(id net.SessionID) {
 		p.world.Despawn(s.actor)
 	}
 	delete(p.sessions, id)
+	// The slot is reused only once the despawn is applied (the join frees
+	// it), so a stale Client.Slot never reaches another player's session.
+	p.closedSlots = append(p.closedSlots, s.slot)
 }
 
 func (p *Pipeline) frameFrom(id net.SessionID, frame []byte) {
@@ -112,7 +132,7 @@ func (p *Pipeline) hello(id net.SessionID, s *session, frame []byte) {
 		p.refuse(id, net.RefuseToken, err.Error())
 		return
 	}
-	s.actor = p.world.Spawn(actorSpec(spawn, uint64(id)))
+	s.actor = p.world.Spawn(ecs.ActorSpec{Transform: spawn, Client: components.Client{Session: uint64(id), Slot: s.slot}})
 	s.state = joining
 }
 
@@ -170,8 +190,4 @@ func (p *Pipeline) moveFrame(id net.SessionID, s *session, frame []byte) {
 		WorldOrCell: m.WorldOrCell, Flags: m.Flags, Pending: true,
 		ChangedTick: in.ChangedTick,
 	}
-}
-
-func actorSpec(t components.Transform, session uint64) ecs.ActorSpec {
-	return ecs.ActorSpec{Transform: t, Client: components.Client{Session: session}}
 }

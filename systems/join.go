@@ -45,6 +45,11 @@ func (p *Pipeline) Join() {
 		}
 	}
 	p.world.Apply(&p.report)
+	for _, slot := range p.closedSlots { // their actors are gone now
+		p.slots[slot] = nil
+		p.freeSlots = append(p.freeSlots, slot)
+	}
+	p.closedSlots = p.closedSlots[:0]
 	p.deriveVisibility()
 }
 

@@ -113,6 +113,9 @@ type Pipeline struct {
 	parallelAt     time.Time
 
 	sessions    map[net.SessionID]*session
+	slots       []*session // by Client.Slot; nil when free
+	freeSlots   []uint32
+	closedSlots []uint32 // freed once this tick's despawns are applied
 	corrections []*session
 	inbox       []net.Inbound
 	out         []byte
@@ -188,10 +191,10 @@ func (p *Pipeline) Prepare(tick uint64) {
 	if len(p.scratch) < n {
 		p.scratch = append(p.scratch, make([]relayScratch, n-len(p.scratch))...)
 	}
-	for a, id := range p.frame.session {
+	for a := range p.frame.session {
 		p.frame.sess[a] = nil
-		if id != 0 {
-			p.frame.sess[a] = p.sessions[net.SessionID(id)]
+		if p.frame.session[a] != 0 {
+			p.frame.sess[a] = p.slots[p.frame.slot[a]]
 		}
 	}
 	p.loads.levelsFor(&p.frame)

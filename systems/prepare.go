@@ -128,6 +128,7 @@ func (f *Frame) placeGroup(views []int32, at int32, n int, chunkSize float32) {
 			f.group[a] = g
 			f.id[a] = view.IDs[r].ID
 			f.session[a] = view.Clients[r].Session
+			f.slot[a] = view.Clients[r].Slot
 		}
 	}
 	f.groups[g].cellsHi = int32(len(f.cells))
