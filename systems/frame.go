@@ -95,7 +95,8 @@ type Frame struct {
 	cells       []cell
 	cellOf      []uint8 // layout scratch
 	nbrCells    []int32 // per group, the cells of its stencil (see group.nbrLo)
-	groupIndex  map[grid.AreaKey]int32
+	viewGroup   []int32 // per view: its group
+	byKey       []int32 // groups in key order
 	part        grid.Partitioner
 	clusters    []grid.Cluster
 	shards      []Shard

@@ -2,6 +2,7 @@ package systems
 
 import (
 	"hash/maphash"
+	"slices"
 
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"
@@ -36,6 +37,7 @@ func (f *Frame) Prepare(w *ecs.World, tick uint64, plan ShardPlan) {
 	}
 	f.clusters = f.part.Partition(f.keys, plan.Separation)
 	f.resize(n)
+	f.viewGroup = resizeSlice(f.viewGroup, len(f.views))
 	f.layout(w.ChunkSize())
 	f.linkStencils()
 	f.cut(plan)
@@ -89,6 +91,9 @@ func cellsPerSide(n int) int {
 func (f *Frame) placeGroup(views []int32, at int32, n int, chunkSize float32) {
 	key := f.views[views[0]].Key
 	g := int32(len(f.groups))
+	for _, v := range views {
+		f.viewGroup[v] = g
+	}
 	k := cellsPerSide(n)
 	f.groups = append(f.groups, group{key: key, actors: span{at, at + int32(n)}, cellsLo: int32(len(f.cells)), side: uint8(k)})
 	var counts [maxCellsPerSide*maxCellsPerSide + 1]int32
@@ -135,22 +140,31 @@ func (f *Frame) placeGroup(views []int32, at int32, n int, chunkSize float32) {
 }
 
 // linkStencils records, for every occupied chunk, the occupied chunks of
-// its 3x3 stencil, in stencil order.
+// its 3x3 stencil, in stencil order, and their cells. The stencil's nine
+// keys ascend in key order (row by row, then by X), and the views are
+// sorted by key, so three binary searches per chunk over the key-sorted
+// chunks find them: no hashing.
 func (f *Frame) linkStencils() {
-	if f.groupIndex == nil {
-		f.groupIndex = make(map[grid.AreaKey]int32, len(f.groups))
-	}
-	clear(f.groupIndex)
-	for g := range f.groups {
-		f.groupIndex[f.groups[g].key] = int32(g)
+	f.byKey = f.byKey[:0]
+	for v := range f.views {
+		if g := f.viewGroup[v]; len(f.byKey) == 0 || f.byKey[len(f.byKey)-1] != g {
+			f.byKey = append(f.byKey, g)
+		}
 	}
 	f.nbrCells = f.nbrCells[:0]
 	for g := range f.groups {
 		gr := &f.groups[g]
 		gr.nst = 0
 		gr.nbrLo = int32(len(f.nbrCells))
-		for _, k := range grid.Stencil(gr.key) {
-			if o, ok := f.groupIndex[k]; ok {
+		for dy := int32(-1); dy <= 1; dy++ {
+			row := grid.AreaKey{WorldOrCell: gr.key.WorldOrCell, X: gr.key.X - 1, Y: gr.key.Y + dy}
+			i, _ := slices.BinarySearchFunc(f.byKey, row, func(h int32, k grid.AreaKey) int { return compareKeys(f.groups[h].key, k) })
+			for ; i < len(f.byKey); i++ {
+				o := f.byKey[i]
+				k := f.groups[o].key
+				if k.WorldOrCell != row.WorldOrCell || k.Y != row.Y || k.X > gr.key.X+1 {
+					break
+				}
 				gr.stencil[gr.nst] = o
 				gr.nst++
 				for c := f.groups[o].cellsLo; c < f.groups[o].cellsHi; c++ {
@@ -160,6 +174,17 @@ func (f *Frame) linkStencils() {
 		}
 		gr.nbrHi = int32(len(f.nbrCells))
 	}
+}
+
+// compareKeys orders chunks like grid.Less.
+func compareKeys(a, b grid.AreaKey) int {
+	switch {
+	case grid.Less(a, b):
+		return -1
+	case grid.Less(b, a):
+		return 1
+	}
+	return 0
 }
 
 // stencilCells returns the cells of g's 3x3 stencil in canonical order, as
