@@ -96,6 +96,20 @@ func (f *Frame) placeGroup(views []int32, at int32, n int, chunkSize float32) {
 	}
 	k := cellsPerSide(n)
 	f.groups = append(f.groups, group{key: key, actors: span{at, at + int32(n)}, cellsLo: int32(len(f.cells)), side: uint8(k)})
+	if k == 1 { // a sparse chunk is one cell: no sorting
+		only := int32(len(f.cells))
+		f.cells = append(f.cells, cell{actors: span{at, at + int32(n)}})
+		a := at
+		for _, v := range views {
+			for r := range f.views[v].Len() {
+				f.cellIdx[a] = only
+				f.place(a, v, r, g)
+				a++
+			}
+		}
+		f.groups[g].cellsHi = int32(len(f.cells))
+		return
+	}
 	var counts [maxCellsPerSide*maxCellsPerSide + 1]int32
 	f.cellOf = resizeSlice(f.cellOf, n)
 	ox, oy := float32(key.X)*chunkSize, float32(key.Y)*chunkSize
@@ -123,20 +137,23 @@ func (f *Frame) placeGroup(views []int32, at int32, n int, chunkSize float32) {
 	}
 	i = 0
 	for _, v := range views {
-		view := &f.views[v]
-		for r := range view.Len() {
+		for r := range f.views[v].Len() {
 			a := at + counts[f.cellOf[i]]
 			counts[f.cellOf[i]]++
 			i++
-			f.view[a] = v
-			f.row[a] = int32(r)
-			f.group[a] = g
-			f.id[a] = view.IDs[r].ID
-			f.session[a] = view.Clients[r].Session
-			f.slot[a] = view.Clients[r].Slot
+			f.place(a, v, r, g)
 		}
 	}
 	f.groups[g].cellsHi = int32(len(f.cells))
+}
+
+// place puts row r of view v at canonical index a, in group g.
+func (f *Frame) place(a, v int32, r int, g int32) {
+	view := &f.views[v]
+	f.view[a], f.row[a], f.group[a] = v, int32(r), g
+	f.id[a] = view.IDs[r].ID
+	f.session[a] = view.Clients[r].Session
+	f.slot[a] = view.Clients[r].Slot
 }
 
 // linkStencils records, for every occupied chunk, the occupied chunks of
