@@ -61,8 +61,14 @@ const (
 	// DefaultThrottleDistanceUnits: pairs closer than this are never
 	// throttled; one chunk.
 	DefaultThrottleDistanceUnits = 4096
-	// DefaultMaxThrottleSkipTicks is the longest throttle period.
-	DefaultMaxThrottleSkipTicks = 3
+	// DefaultMaxThrottleSkipTicks is the longest throttle period: 8, not the
+	// SkyMP offload's 3. Throttle and interest periods combine by the
+	// larger, and with the default tiers every pair beyond the throttle
+	// distance already has an interest period of 3 or 4, so a cap of 3
+	// would let pressure rise without shedding a single relay. At 8, an
+	// overloaded cluster's far pairs go down to one update in 8 ticks while
+	// pairs closer than throttleDistanceUnits keep every update.
+	DefaultMaxThrottleSkipTicks = 8
 	// MaxSkipTicks is the longest period any interest tier, interest
 	// ceiling or throttle ceiling may ask for (one second at [MaxTickRate]);
 	// longer periods are lowered to it, so a pair is never silent for long.

@@ -67,7 +67,7 @@ func TestZeroOptionsResolveToDocumentedDefaults(t *testing.T) {
 			AdaptiveThrottling:      true,
 			TargetTickBudgetMicros:  8000,
 			ThrottleDistanceUnits:   4096,
-			MaxThrottleSkipTicks:    3,
+			MaxThrottleSkipTicks:    8,
 			MetricsLogIntervalTicks: 0,
 		},
 		Admission: throng.AdmissionSettings{Enabled: true, BusyShare: 0.9},

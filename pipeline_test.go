@@ -21,7 +21,10 @@ import (
 )
 
 // parallel returns options that always offload, with the given pool size
-// and shard cap, and interest management as asked.
+// and shard cap, and interest management as asked. Adaptive throttling is
+// off in these byte-comparing tests: it reacts to measured time, which a
+// loaded test machine would feed it (systems' rig tests it with injected
+// cost).
 func parallel(workers, shards int, interestOn bool) throng.Options {
 	return throng.Options{Parallelism: throng.Parallelism{
 		WorkerThreads:       workers,
@@ -29,11 +32,14 @@ func parallel(workers, shards int, interestOn bool) throng.Options {
 		MinActorsToOffload:  new(0),
 		MinShardActors:      new(1),
 		InterestManagement:  new(interestOn),
+		AdaptiveThrottling:  new(false),
 	}}
 }
 
 func inline(interestOn bool) throng.Options {
-	return throng.Options{Parallelism: throng.Parallelism{Enabled: new(false), InterestManagement: new(interestOn)}}
+	return throng.Options{Parallelism: throng.Parallelism{
+		Enabled: new(false), InterestManagement: new(interestOn), AdaptiveThrottling: new(false),
+	}}
 }
 
 func TestTwelveActorsTogetherRelay132PerTick(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 // Backlog allocates nothing per tick.
 func TestHotCallsDoNotAllocate(t *testing.T) {
 	tiers := defaultTiers(t)
-	rates := defaultRates(t)
+	rates := rates3(t)
 	th := rates.Throttle
 	clock := interest.NewClock(0)
 	var (

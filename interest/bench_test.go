@@ -33,7 +33,7 @@ func BenchmarkPeriodSq(b *testing.B) {
 }
 
 func BenchmarkRatesPeriodSq(b *testing.B) {
-	rates := defaultRates(b)
+	rates := rates3(b)
 	d := pairDistances(4096)
 	var sum int
 	for b.Loop() {

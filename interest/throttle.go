@@ -10,8 +10,9 @@ import (
 const DefaultThrottleDistanceUnits = 4096
 
 // DefaultMaxThrottleSkip is maxThrottleSkipTicks when a server does not
-// configure it.
-const DefaultMaxThrottleSkip = 3
+// configure it: longer than the default tiers' longest period (4), so that
+// throttling sheds relays beyond what interest management already does.
+const DefaultMaxThrottleSkip = 8
 
 // Throttle spaces out the updates of far pairs in a cluster under pressure.
 // Pairs closer than its distance are never throttled; farther pairs get

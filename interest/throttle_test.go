@@ -12,16 +12,16 @@ import (
 	"github.com/throng-go/throng/interest"
 )
 
-func defaultThrottle(t testing.TB) interest.Throttle {
+func throttle3(t testing.TB) interest.Throttle {
 	t.Helper()
-	th, err := interest.NewThrottle(interest.DefaultThrottleDistanceUnits, interest.DefaultMaxThrottleSkip)
+	th, err := interest.NewThrottle(interest.DefaultThrottleDistanceUnits, 3) // the example: interest 4 + throttle 3 give 4
 	require.NoError(t, err)
 	return th
 }
 
-func defaultRates(t testing.TB) *interest.Rates {
+func rates3(t testing.TB) *interest.Rates {
 	t.Helper()
-	return &interest.Rates{Interest: *defaultTiers(t), Throttle: defaultThrottle(t)}
+	return &interest.Rates{Interest: *defaultTiers(t), Throttle: throttle3(t)}
 }
 
 // sendsInWindow counts the ticks a pair sends in [start, start+n).
@@ -42,7 +42,7 @@ func TestInterestAndThrottleTakeLargerPeriod(t *testing.T) {
 	assert.Equal(t, uint8(4), interest.Combine(3, 4))
 	assert.Equal(t, uint8(1), interest.Combine(1, 1))
 
-	rates := defaultRates(t)
+	rates := rates3(t)
 	cases := []struct {
 		dist  float32
 		level uint8
@@ -72,8 +72,8 @@ func TestInterestAndThrottleTakeLargerPeriod(t *testing.T) {
 }
 
 func TestNearPairsNeverThrottled(t *testing.T) {
-	th := defaultThrottle(t)
-	rates := defaultRates(t)
+	th := throttle3(t)
+	rates := rates3(t)
 	for level := range math.MaxUint8 + 1 {
 		for _, d := range []float32{0, 1, 1000, 2047, 3000, 4095} {
 			require.Equal(t, uint8(1), th.PeriodSq(d*d, uint8(level)), "distance %v level %d", d, level)
@@ -88,7 +88,7 @@ func TestNearPairsNeverThrottled(t *testing.T) {
 }
 
 func TestFarPairsSpacedUpToMaxThrottleSkip(t *testing.T) {
-	th := defaultThrottle(t)
+	th := throttle3(t)
 	assert.Equal(t, uint8(2), th.MaxLevel())
 	for level, want := range []uint8{1, 2, 3, 3, 3} {
 		for _, d := range []float32{4096, 5000, 1e5} {
@@ -136,7 +136,7 @@ func TestPressureRisesOneLevelPerOverloadedTick(t *testing.T) {
 }
 
 func TestPressureDecaysWithoutFlapping(t *testing.T) {
-	th := defaultThrottle(t)
+	th := throttle3(t)
 	const share = 8000.0 // one cluster owns the whole budget
 	const release = 10
 	rule := interest.PressureRule{MaxLevel: th.MaxLevel(), ReleaseTicks: release}

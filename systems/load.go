@@ -17,6 +17,11 @@ type clusterLoads struct {
 	// extra is a test hook: cost added to a cluster's measured cost, to
 	// force pressure without a machine that is really overloaded.
 	extra func(lowest grid.AreaKey) time.Duration
+	// phase is the smoothed wall time of the parallel phase, in
+	// microseconds: while it is within the budget no cluster is pressed,
+	// whatever its share, so a preempted unit on a busy machine cannot
+	// throttle a small crowd.
+	phase interest.EWMA
 }
 
 type clusterLoad struct {
@@ -54,11 +59,13 @@ func (l *clusterLoads) levelsFor(f *Frame) {
 	}
 }
 
-// observe feeds this tick's measured costs to each cluster's EWMA and
+// observeLoads feeds this tick's measured costs to each cluster's EWMA and
 // pressure. A cluster's cost is its shards' summed time, scaled so that the
 // clusters together account for the parallel phase's wall time; its share
-// of the budget is the budget times its share of the actors. A cluster
-// costing more than its share, smoothed, gains a level of pressure.
+// of the budget is the budget times its share of the actors. While the
+// parallel phase, smoothed, is over the budget, a cluster costing more
+// than its share, smoothed, gains a level of pressure; while the phase is
+// within budget, every cluster calms down.
 func (p *Pipeline) observeLoads(wall, busy time.Duration) (highest int) {
 	l := &p.loads
 	f := &p.frame
@@ -76,15 +83,30 @@ func (p *Pipeline) observeLoads(wall, busy time.Duration) (highest int) {
 		scale = float64(wall) / float64(busy)
 	}
 	rule := interest.PressureRule{MaxLevel: p.cfg.Throttle.MaxLevel()}
+	if l.phase.Alpha == 0 {
+		l.phase.Alpha = interest.DefaultAlpha
+	}
+	phase := float64(wall)
 	for i, c := range f.clusters {
 		load := l.byKey[c.Lowest]
 		cost := float64(l.costs[i]) * scale
 		if l.extra != nil {
-			cost += float64(l.extra(c.Lowest))
+			extra := float64(l.extra(c.Lowest))
+			cost += extra
+			phase += extra
 		}
 		load.cost.Observe(cost / float64(time.Microsecond))
+	}
+	l.phase.Observe(phase / float64(time.Microsecond))
+	over := l.phase.Value() > float64(p.cfg.BudgetMicros)
+	for i, c := range f.clusters {
+		load := l.byKey[c.Lowest]
+		smoothed := load.cost.Value()
+		if !over {
+			smoothed = 0 // the phase is within budget: a calm tick for everyone
+		}
 		share := float64(p.cfg.BudgetMicros) * float64(f.clusterSize[i]) / float64(f.Len())
-		highest = max(highest, int(load.pressure.Update(rule, load.cost.Value(), share)))
+		highest = max(highest, int(load.pressure.Update(rule, smoothed, share)))
 	}
 	if f.Tick%forgetAfter == 0 {
 		for k, load := range l.byKey {
