@@ -1,6 +1,7 @@
 // Package net is Throng's network room: the binary wire codec every client
 // and server speaks, the [Transport] interface the tick talks to, and its
-// implementations (today the in-memory [Mem]; QUIC and WebSocket follow).
+// implementations: the in-memory [Mem], and [QUIC] for real clients, with
+// [Dial] as its Go client (a WebSocket transport for browsers is to follow).
 //
 // It imports nothing of Throng's and knows nothing of the ECS. The standard
 // library's net is imported as stdnet where needed.
@@ -21,6 +22,8 @@
 //     reassembles them from reads split anywhere.
 //   - Transport: [Transport], [Inbound], [SessionID], [Stats]; [Mem] and
 //     [MemClient] for tests and benchmarks.
+//   - Network: [QUIC] ([ListenQUIC], [QUICConfig]) serves real clients
+//     over QUIC; [Dial] returns a [Client] for Go clients and bots.
 //
 // # Wire format
 //
@@ -95,6 +98,26 @@
 // uint16 ([StreamPrefixSize] bytes); a reader rejects lengths below
 // [HeaderSize] or above its limit ([ErrStreamLength]).
 //
+// # QUIC
+//
+// A client opens a QUIC connection (TLS 1.3, ALPN [ALPN], source address
+// validated by Retry) with DATAGRAM support, then one bidirectional stream,
+// and sends its Hello on it. Reliable frames (Hello, Welcome, Appear,
+// Disappear, Correction, Refuse) travel on that stream behind their length
+// prefix; Move and Batch travel as one DATAGRAM each. The server closes a
+// session with QUIC's CONNECTION_CLOSE, whose reason the client reads
+// ([DisconnectedError]); before that it ends its side of the stream and
+// waits (briefly) for the client to end its own, so that no queued frame is
+// lost to the close.
+//
+// The tick never waits for a client: [QUIC.SendUnreliable] fills a one-slot
+// mailbox per session that keeps only the newest tick's datagrams, and
+// [QUIC.SendReliable] a bounded queue; a client whose queue overflows or
+// whose stream stays blocked is disconnected with [ReasonSlowClient]. The
+// certificate comes from files, or is generated at start in development
+// mode ([DevelopmentTLS]), which clients accept only with
+// [ClientConfig.InsecureSkipVerify].
+//
 // # Task -> API
 //
 //   - Send a client's movement: [AppendMove]; on the server, [DecodeMove].
@@ -118,4 +141,10 @@
 //     [MemClient.Send], [MemClient.DrainDatagrams],
 //     [MemClient.DrainReliable], [MemClient.CloseReason];
 //     [MemOptions.CountOnly] for long benchmarks.
+//   - Serve real clients: [ListenQUIC] with [QUICConfig] (CertFile and
+//     KeyFile, or Development), [QUIC.Addr], then pass it as the server's
+//     transport; [QUIC.Counters] for slow clients and replaced datagrams.
+//   - Connect a Go client or bot: [Dial] with [ClientConfig], then
+//     [Client.SendMove], [Client.Poll], [Client.Stats]; a refusal is a
+//     [*RefusedError], a server's disconnect a [*DisconnectedError].
 package net

@@ -1,0 +1,583 @@
+package net
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quic-go/quic-go"
+)
+
+// Defaults of [ClientConfig].
+const (
+	// DefaultMovingUpdatesPerSecond and DefaultStandingUpdatesPerSecond are
+	// the most movement updates a [Client] sends while moving and while
+	// standing still, the server's own limits.
+	DefaultMovingUpdatesPerSecond   = 30
+	DefaultStandingUpdatesPerSecond = 10
+	// DefaultClientDatagramQueue is how many movement datagrams a Client
+	// keeps for Poll; more arriving before Poll are dropped and counted.
+	DefaultClientDatagramQueue = 256
+	// DefaultClientReliableQueue is how many reliable frames a Client keeps
+	// for Poll before it stops reading its stream, which in turn makes the
+	// server's queue for it fill up.
+	DefaultClientReliableQueue = 4096
+)
+
+// RefusalWait is the longest [Dial] waits, after the server's Refuse, for
+// the server to close the connection before closing it itself.
+const RefusalWait = 3 * time.Second
+
+// ClientConfig configures [Dial]. Every zero field means the default named
+// on it.
+type ClientConfig struct {
+	// Protocol is the game's protocol version sent in Hello; a server
+	// speaking another refuses the client with RefuseProtocol.
+	Protocol uint16
+	// Token identifies the player, at most MaxTokenLen bytes: a name in
+	// development mode, an authentication token otherwise.
+	Token string
+
+	// TLS, when set, is used (cloned) for the connection, with ALPN set.
+	// Nil verifies the server against the system's roots.
+	TLS *tls.Config
+	// InsecureSkipVerify accepts any server certificate. Only for a
+	// server in development mode (QUICConfig.Development) on loopback:
+	// anyone between client and server could read and change the traffic.
+	InsecureSkipVerify bool
+
+	// MovingUpdatesPerSecond and StandingUpdatesPerSecond cap SendMove:
+	// an update with the same position and worldOrCell as the last one sent
+	// counts as standing still. Excess updates are skipped and counted.
+	// 0 means DefaultMovingUpdatesPerSecond / DefaultStandingUpdatesPerSecond.
+	MovingUpdatesPerSecond, StandingUpdatesPerSecond int
+	// DatagramQueue is how many movement datagrams wait for Poll before
+	// more are dropped. 0 means DefaultClientDatagramQueue.
+	DatagramQueue int
+	// ReliableQueue is how many reliable frames wait for Poll before the
+	// client stops reading its stream. 0 means DefaultClientReliableQueue.
+	ReliableQueue int
+	// MaxFrame is the longest reliable frame accepted from the server. 0
+	// means DefaultMaxStreamFrame.
+	MaxFrame int
+	// IdleTimeout closes the connection after this long without traffic;
+	// keep-alives go out at a third of it. 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+}
+
+func (c ClientConfig) resolved() ClientConfig {
+	c.MovingUpdatesPerSecond = cmp.Or(max(c.MovingUpdatesPerSecond, 0), DefaultMovingUpdatesPerSecond)
+	c.StandingUpdatesPerSecond = cmp.Or(max(c.StandingUpdatesPerSecond, 0), DefaultStandingUpdatesPerSecond)
+	c.DatagramQueue = cmp.Or(max(c.DatagramQueue, 0), DefaultClientDatagramQueue)
+	c.ReliableQueue = cmp.Or(max(c.ReliableQueue, 0), DefaultClientReliableQueue)
+	c.MaxFrame = min(cmp.Or(max(c.MaxFrame, 0), DefaultMaxStreamFrame), MaxStreamFrame)
+	c.IdleTimeout = cmp.Or(max(c.IdleTimeout, 0), DefaultIdleTimeout)
+	return c
+}
+
+// RefusedError is what [Dial] returns when the server answers the Hello
+// with a Refuse: Code for programs, Reason for people.
+type RefusedError struct {
+	Code   RefuseCode
+	Reason string
+}
+
+// Error returns "net: refused by the server (code N): " and the reason.
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("net: refused by the server (code %d): %s", e.Code, e.Reason)
+}
+
+// DisconnectedError says the server closed the connection, and why.
+type DisconnectedError struct {
+	Reason string // the server's reason, for example ReasonSlowClient
+}
+
+// Error returns "net: disconnected by the server: " and the reason.
+func (e *DisconnectedError) Error() string { return "net: disconnected by the server: " + e.Reason }
+
+// ClientStats counts what a [Client] received and sent. Counters only grow.
+type ClientStats struct {
+	Datagrams uint64 // movement datagrams received and kept for Poll
+	Records   uint64 // movement records in them
+	// DroppedDatagrams counts datagrams that arrived while DatagramQueue
+	// others waited for Poll.
+	DroppedDatagrams uint64
+	Reliable         uint64 // reliable frames received, Welcome included
+	Corrections      uint64 // of which Corrections
+	Malformed        uint64 // frames Poll could not decode and skipped
+	MovesSent        uint64
+	MovesSkipped     uint64 // over the rate limit, not sent
+	// RecordsPerSecond is the rate of Records over the latest window of at
+	// least one second (0 until the first window closes).
+	RecordsPerSecond float64
+}
+
+// Client is a QUIC connection to a Throng server for Go clients and bots:
+// [Dial] connects and completes the Hello/Welcome handshake, [Client.SendMove]
+// sends movement within the rate limits, [Client.Poll] hands over what
+// arrived, and [Client.Stats] counts it. Two goroutines read the network
+// into bounded queues, so a program that polls once per frame loses at most
+// the movement datagrams beyond DatagramQueue.
+//
+// All methods are safe for concurrent use. Lock order: send, poll, then the
+// queue lock.
+type Client struct {
+	cfg     ClientConfig
+	conn    *quic.Conn
+	stream  *quic.Stream
+	reader  *StreamReader
+	welcome Welcome
+	wg      sync.WaitGroup
+	closed  sync.Once
+
+	sendMu   sync.Mutex
+	limit    moveLimiter
+	last     Move
+	sentOnce bool
+	moveBuf  []byte
+
+	pollMu  sync.Mutex
+	pollRel memQueue
+	pollDg  [][]byte
+	frame   Frame
+
+	mu        sync.Mutex
+	reliable  memQueue // waiting for Poll
+	datagrams [][]byte // waiting for Poll; quic-go's buffers, not copied
+	window    rateWindow
+	drained   chan struct{} // cap 1: Poll took the reliable queue
+
+	n clientCounts
+}
+
+type clientCounts struct {
+	datagrams, records, droppedDatagrams atomic.Uint64
+	reliable, corrections, malformed     atomic.Uint64
+	sent, skipped                        atomic.Uint64
+}
+
+// Dial connects to the server at addr (host:port, UDP), sends Hello with
+// cfg's protocol and token on the reliable stream, and waits for the
+// Welcome. It returns a *RefusedError when the server refuses the client,
+// a *DisconnectedError when the server closes the connection first, and
+// ctx's error when ctx ends before the Welcome or a Refuse. A refused
+// client lets the server close the connection (which the server does right
+// after a Refuse), so that the server records its own reason rather than
+// the client leaving: Dial waits for that close for at most [RefusalWait],
+// never longer than ctx allows.
+func Dial(ctx context.Context, addr string, cfg ClientConfig) (*Client, error) {
+	cfg = cfg.resolved()
+	hello, err := AppendHello(nil, Hello{Protocol: cfg.Protocol, Token: []byte(cfg.Token)})
+	if err != nil {
+		return nil, err
+	}
+	tlsConf := &tls.Config{}
+	if cfg.TLS != nil {
+		tlsConf = cfg.TLS.Clone()
+	}
+	tlsConf.NextProtos = []string{ALPN}
+	tlsConf.MinVersion = tls.VersionTLS13
+	if cfg.InsecureSkipVerify {
+		tlsConf.InsecureSkipVerify = true
+	}
+	conn, err := quic.DialAddr(ctx, addr, tlsConf, &quic.Config{
+		MaxIdleTimeout:        cfg.IdleTimeout,
+		KeepAlivePeriod:       cfg.IdleTimeout / 3,
+		MaxIncomingStreams:    -1,
+		MaxIncomingUniStreams: -1,
+		EnableDatagrams:       true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("net: dial %s: %w", addr, err)
+	}
+	c := &Client{
+		cfg:     cfg,
+		conn:    conn,
+		reader:  NewStreamReader(cfg.MaxFrame),
+		drained: make(chan struct{}, 1),
+	}
+	if err := c.handshake(ctx, hello); err != nil {
+		conn.CloseWithError(closeCodeClient, "handshake failed")
+		return nil, err
+	}
+	c.window.start = time.Now()
+	c.wg.Add(2)
+	go c.readStream()
+	go c.readDatagrams()
+	return c, nil
+}
+
+// handshake opens the stream, sends hello and reads until Welcome or
+// Refuse. Frames after the Welcome stay queued for Poll.
+func (c *Client) handshake(ctx context.Context, hello []byte) error {
+	stream, err := c.conn.OpenStreamSync(ctx)
+	if err != nil {
+		return c.failed(ctx, err)
+	}
+	c.stream = stream
+	if _, err := stream.Write(AppendStreamFrame(nil, hello)); err != nil {
+		return c.failed(ctx, err)
+	}
+	// ctx ending interrupts the read; the deadline must not outlive the
+	// handshake, or the stream reader would fail at once.
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		stream.SetReadDeadline(time.Now())
+		close(fired)
+	})
+	defer func() {
+		if !stop() {
+			<-fired
+		}
+		stream.SetReadDeadline(time.Time{})
+	}()
+	buf := make([]byte, 4096)
+	welcomed := false
+	var refused *RefusedError
+	var refusedAt time.Time
+	for !welcomed {
+		n, err := stream.Read(buf)
+		if n > 0 && refused == nil {
+			c.reader.Feed(buf[:n])
+			for refused == nil {
+				frame, ferr := c.reader.Next()
+				if ferr != nil {
+					return fmt.Errorf("net: handshake: %w", ferr)
+				}
+				if frame == nil {
+					break
+				}
+				switch t, _ := PeekType(frame); {
+				case welcomed:
+					c.keepReliable(frame)
+				case t == TypeRefuse:
+					r, derr := DecodeRefuse(frame)
+					if derr != nil {
+						return fmt.Errorf("net: handshake: undecodable refusal: %w", derr)
+					}
+					refused = &RefusedError{Code: r.Code, Reason: string(r.Reason)}
+					// Read on to the end of the stream, which the server
+					// ends as it closes, but not forever.
+					refusedAt = time.Now()
+					stream.SetReadDeadline(refusedAt.Add(RefusalWait))
+					if ctx.Err() != nil { // ctx's deadline may have just been replaced
+						stream.SetReadDeadline(time.Now())
+					}
+				case t == TypeWelcome:
+					w, derr := DecodeWelcome(frame)
+					if derr != nil {
+						return fmt.Errorf("net: handshake: undecodable welcome: %w", derr)
+					}
+					c.welcome, welcomed = w, true
+					c.n.reliable.Add(1)
+				default:
+					c.keepReliable(frame)
+				}
+			}
+		}
+		if err != nil && !welcomed {
+			if errors.Is(err, io.EOF) {
+				// The server ended the stream: it is closing the
+				// connection, and the reason comes with the close.
+				stream.Close()
+				var timeout <-chan time.Time
+				if refused != nil {
+					timer := time.NewTimer(time.Until(refusedAt.Add(RefusalWait)))
+					defer timer.Stop()
+					timeout = timer.C
+				}
+				select {
+				case <-c.conn.Context().Done():
+				case <-ctx.Done():
+				case <-timeout:
+				}
+			}
+			if refused != nil {
+				return refused
+			}
+			return c.failed(ctx, err)
+		}
+	}
+	return nil
+}
+
+// failed turns an error met during the handshake into the one Dial
+// returns.
+func (c *Client) failed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("net: handshake: %w", ctx.Err())
+	}
+	if cerr := connError(c.conn); cerr != nil {
+		return cerr
+	}
+	return fmt.Errorf("net: handshake: %w", err)
+}
+
+// connError describes why conn closed, or returns nil while it is open.
+func connError(conn *quic.Conn) error {
+	ctx := conn.Context()
+	if ctx.Err() == nil {
+		return nil
+	}
+	cause := context.Cause(ctx)
+	var app *quic.ApplicationError
+	var idle *quic.IdleTimeoutError
+	switch {
+	case errors.As(cause, &app) && app.Remote:
+		if code, ok := refusalCode(app.ErrorCode); ok {
+			return &RefusedError{Code: code, Reason: app.ErrorMessage}
+		}
+		return &DisconnectedError{Reason: app.ErrorMessage}
+	case errors.As(cause, &app):
+		return ErrClosed
+	case errors.As(cause, &idle):
+		return fmt.Errorf("net: connection to the server timed out: %w", cause)
+	}
+	return fmt.Errorf("net: connection lost: %w", cause)
+}
+
+// Welcome returns the server's Welcome: the client's actor and spawn.
+func (c *Client) Welcome() Welcome { return c.welcome }
+
+// Done is closed when the connection has closed; [Client.Err] then says
+// why.
+func (c *Client) Done() <-chan struct{} { return c.conn.Context().Done() }
+
+// Err returns nil while the connection is open; then a *DisconnectedError
+// carrying the server's reason (a *RefusedError if the server sent a
+// Refuse), ErrClosed after Close, or the network's error.
+func (c *Client) Err() error { return connError(c.conn) }
+
+// SendMove sends m as a datagram unless the rate limit forbids it. An
+// update with the same position and worldOrCell as the last one sent is
+// standing still and limited to StandingUpdatesPerSecond, any other to
+// MovingUpdatesPerSecond. An update may come up to half an interval early
+// (timer jitter), never more often on average. A skipped update is counted
+// and reported with sent false and a nil error. m.Seq is sent as given: it
+// must grow, or the server rejects the update with a Correction. Once the
+// connection has closed SendMove returns [Client.Err].
+func (c *Client) SendMove(m Move) (sent bool, err error) {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	if err := c.Err(); err != nil {
+		return false, err
+	}
+	rate := c.cfg.MovingUpdatesPerSecond
+	if c.sentOnce && m.X == c.last.X && m.Y == c.last.Y && m.Z == c.last.Z && m.WorldOrCell == c.last.WorldOrCell {
+		rate = c.cfg.StandingUpdatesPerSecond
+	}
+	if !c.limit.allow(time.Now(), time.Second/time.Duration(rate)) {
+		c.n.skipped.Add(1)
+		return false, nil
+	}
+	c.moveBuf = AppendMove(c.moveBuf[:0], m)
+	if err := c.conn.SendDatagram(c.moveBuf); err != nil {
+		if cerr := c.Err(); cerr != nil {
+			return false, cerr
+		}
+		return false, fmt.Errorf("net: sending a move: %w", err)
+	}
+	c.last, c.sentOnce = m, true
+	c.n.sent.Add(1)
+	return true, nil
+}
+
+// moveLimiter paces updates by their earliest allowed time (the generic
+// cell rate algorithm): each update moves next one interval on from the
+// later of next and now, and an update is allowed half an interval before
+// next. The long-run rate never passes one per interval.
+type moveLimiter struct{ next time.Time }
+
+func (l *moveLimiter) allow(now time.Time, interval time.Duration) bool {
+	if now.Before(l.next.Add(-interval / 2)) {
+		return false
+	}
+	l.next = l.next.Add(interval)
+	if l.next.Before(now) {
+		l.next = now.Add(interval)
+	}
+	return true
+}
+
+// Poll calls fn with every frame received since the last Poll, decoded
+// into a Frame the client reuses: reliable frames first, in the order the
+// server sent them, then movement batches in arrival order. The Frame and
+// the byte slices in it are valid only during the call. Frames that do not
+// decode are skipped and counted. Poll returns how many frames fn got and
+// allocates nothing in steady state; fn must not call Poll.
+func (c *Client) Poll(fn func(f *Frame)) int {
+	c.pollMu.Lock()
+	defer c.pollMu.Unlock()
+	c.mu.Lock()
+	c.reliable, c.pollRel = c.pollRel, c.reliable
+	c.reliable.reset()
+	c.datagrams, c.pollDg = c.pollDg[:0], c.datagrams
+	c.mu.Unlock()
+	wake(c.drained)
+	n := 0
+	start := 0
+	for _, end := range c.pollRel.ends {
+		n += c.deliver(c.pollRel.data[start:end:end], fn)
+		start = end
+	}
+	for i, d := range c.pollDg {
+		n += c.deliver(d, fn)
+		c.pollDg[i] = nil // let quic-go's buffer go
+	}
+	return n
+}
+
+func (c *Client) deliver(b []byte, fn func(*Frame)) int {
+	if err := Decode(b, &c.frame); err != nil {
+		c.n.malformed.Add(1)
+		return 0
+	}
+	fn(&c.frame)
+	return 1
+}
+
+// Stats returns the counters so far.
+func (c *Client) Stats() ClientStats {
+	c.mu.Lock()
+	rate := c.window.roll(time.Now(), c.n.records.Load())
+	c.mu.Unlock()
+	return ClientStats{
+		Datagrams:        c.n.datagrams.Load(),
+		Records:          c.n.records.Load(),
+		DroppedDatagrams: c.n.droppedDatagrams.Load(),
+		Reliable:         c.n.reliable.Load(),
+		Corrections:      c.n.corrections.Load(),
+		Malformed:        c.n.malformed.Load(),
+		MovesSent:        c.n.sent.Load(),
+		MovesSkipped:     c.n.skipped.Load(),
+		RecordsPerSecond: rate,
+	}
+}
+
+// rateWindow measures a counter's rate over windows of at least a second.
+type rateWindow struct {
+	start time.Time
+	base  uint64
+	rate  float64
+}
+
+// roll closes the window if a second has passed and returns the latest
+// closed window's rate.
+func (w *rateWindow) roll(now time.Time, count uint64) float64 {
+	if d := now.Sub(w.start); d >= time.Second {
+		w.rate = float64(count-w.base) / d.Seconds()
+		w.start, w.base = now, count
+	}
+	return w.rate
+}
+
+// Close closes the connection (the server sees ReasonClientClosed) and
+// waits for the client's goroutines. Frames already received can still be
+// polled. It returns nil; closing again does nothing.
+func (c *Client) Close() error {
+	c.closed.Do(func() {
+		c.conn.CloseWithError(closeCodeClient, ReasonClientClosed)
+		c.wg.Wait()
+	})
+	return nil
+}
+
+// keepReliable queues a copy of a reliable frame for Poll.
+func (c *Client) keepReliable(frame []byte) {
+	c.mu.Lock()
+	c.reliable.push(frame)
+	c.mu.Unlock()
+	c.n.reliable.Add(1)
+	if t, _ := PeekType(frame); t == TypeCorrection {
+		c.n.corrections.Add(1)
+	}
+}
+
+// readStream reads reliable frames until the server ends the stream or the
+// connection closes. While ReliableQueue frames wait for Poll it stops
+// reading, so QUIC flow control slows the server down.
+func (c *Client) readStream() {
+	defer c.wg.Done()
+	done := c.conn.Context().Done()
+	buf := make([]byte, 4096)
+	for {
+		if !c.awaitRoom(done) {
+			return
+		}
+		n, err := c.stream.Read(buf)
+		if n > 0 {
+			c.reader.Feed(buf[:n])
+			for {
+				frame, ferr := c.reader.Next()
+				if ferr != nil {
+					c.conn.CloseWithError(closeCodeClient, "malformed reliable stream from the server")
+					return
+				}
+				if frame == nil {
+					break
+				}
+				c.keepReliable(frame)
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				// The server is closing: say that everything was read, so
+				// it closes the connection with its reason now.
+				c.stream.Close()
+			}
+			return
+		}
+	}
+}
+
+// awaitRoom waits until fewer than ReliableQueue frames wait for Poll; it
+// returns false if the connection closed first.
+func (c *Client) awaitRoom(done <-chan struct{}) bool {
+	for {
+		c.mu.Lock()
+		full := len(c.reliable.ends) >= c.cfg.ReliableQueue
+		c.mu.Unlock()
+		if !full {
+			return true
+		}
+		select {
+		case <-c.drained:
+		case <-done:
+			return false
+		}
+	}
+}
+
+// readDatagrams keeps movement datagrams for Poll until the connection
+// closes.
+func (c *Client) readDatagrams() {
+	defer c.wg.Done()
+	ctx := c.conn.Context()
+	for {
+		d, err := c.conn.ReceiveDatagram(ctx)
+		if err != nil {
+			return
+		}
+		records := 0
+		if b, err := DecodeBatch(d); err == nil {
+			records = b.Len()
+		}
+		c.mu.Lock()
+		if len(c.datagrams) >= c.cfg.DatagramQueue {
+			c.mu.Unlock()
+			c.n.droppedDatagrams.Add(1)
+			continue
+		}
+		c.datagrams = append(c.datagrams, d)
+		c.n.datagrams.Add(1)
+		total := c.n.records.Add(uint64(records))
+		c.window.roll(time.Now(), total)
+		c.mu.Unlock()
+	}
+}
