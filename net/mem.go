@@ -36,42 +36,43 @@ type MemOptions struct {
 // sent them, and events of different clients in the order their calls
 // returned; a single goroutine driving clients and server always sees the
 // same sequence. All methods are safe for concurrent use, except that calls
-// to Receive must not overlap. The server's sends take the Mem's lock only
-// to read (so the relay's workers can send to different clients at once)
-// and then the one client's lock. In steady state (buffers grown, clients
+// to Receive must not overlap. The server's sends do not take the Mem's
+// lock at all (so the relay's workers can send to different clients at
+// once), only the one client's lock. In steady state (buffers grown, clients
 // drained or CountOnly) Receive, SendUnreliable, SendReliable and
 // MemClient.Send allocate nothing.
 //
 // Lock order: a MemClient's drain lock, then the Mem's lock, then a
-// MemClient's lock.
+// MemClient's lock. The server's sends take only the client's lock.
 type Mem struct {
 	maxDatagram int
 	maxFrame    int
 	countOnly   bool
 
-	mu      sync.RWMutex
+	mu      sync.Mutex
 	closed  bool
 	last    SessionID
 	clients map[SessionID]*MemClient
 	inbox   memInbox // filled by clients, handed out by the next Receive
-	stats   Stats    // sessions and inbound traffic; outbound is in out
+	// stats counts sessions, inbound traffic, and the outbound traffic of
+	// sessions already closed; open clients count their own (Stats sums).
+	stats Stats
 
-	out memOut // outbound counters, updated without the Mem's lock
+	// open mirrors clients for the server's sends: its loads take no lock
+	// and write nothing shared, so relay workers on several cores never
+	// contend on one cache line.
+	open                              sync.Map // SessionID -> *MemClient
+	droppedDatagrams, droppedReliable atomic.Uint64
 
 	given memInbox // what the last Receive handed out; owned by the Receive caller
 }
 
-// memOut counts outbound traffic; the server's concurrent sends update it.
-type memOut struct {
-	datagrams, datagramBytes, reliable, reliableBytes, droppedDatagrams, droppedReliable atomic.Uint64
-}
-
 // client returns the open session s, or nil.
 func (m *Mem) client(s SessionID) *MemClient {
-	m.mu.RLock()
-	c := m.clients[s]
-	m.mu.RUnlock()
-	return c
+	if c, ok := m.open.Load(s); ok {
+		return c.(*MemClient)
+	}
+	return nil
 }
 
 // memInbox is a run of events whose frames are packed into one byte slice,
@@ -129,6 +130,7 @@ func (m *Mem) Dial() *MemClient {
 	m.last++
 	c := &MemClient{mem: m, session: m.last}
 	m.clients[c.session] = c
+	m.open.Store(c.session, c)
 	m.inbox.push(SessionOpened, c.session, nil, "")
 	m.stats.Opened++
 	return c
@@ -157,17 +159,15 @@ func (m *Mem) Receive(dst []Inbound) []Inbound {
 func (m *Mem) SendUnreliable(s SessionID, datagram []byte) {
 	c := m.client(s)
 	if c == nil || len(datagram) == 0 || len(datagram) > m.maxDatagram {
-		m.out.droppedDatagrams.Add(1)
+		m.droppedDatagrams.Add(1)
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed { // closed since the lookup
-		m.out.droppedDatagrams.Add(1)
+		m.droppedDatagrams.Add(1)
 		return
 	}
-	m.out.datagrams.Add(1)
-	m.out.datagramBytes.Add(uint64(len(datagram)))
 	c.counts.Datagrams++
 	c.counts.DatagramBytes += uint64(len(datagram))
 	c.last = append(c.last[:0], datagram...)
@@ -182,17 +182,15 @@ func (m *Mem) SendUnreliable(s SessionID, datagram []byte) {
 func (m *Mem) SendReliable(s SessionID, frame []byte) {
 	c := m.client(s)
 	if c == nil || len(frame) < HeaderSize || len(frame) > m.maxFrame {
-		m.out.droppedReliable.Add(1)
+		m.droppedReliable.Add(1)
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		m.out.droppedReliable.Add(1)
+		m.droppedReliable.Add(1)
 		return
 	}
-	m.out.reliable.Add(1)
-	m.out.reliableBytes.Add(uint64(len(frame)))
 	c.counts.Frames++
 	c.counts.FrameBytes += uint64(len(frame))
 	if !m.countOnly {
@@ -212,16 +210,25 @@ func (m *Mem) Disconnect(s SessionID, reason string) {
 
 // Stats implements [Transport].
 func (m *Mem) Stats() Stats {
-	m.mu.RLock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	st := m.stats
-	m.mu.RUnlock()
-	st.DatagramsOut = m.out.datagrams.Load()
-	st.DatagramBytesOut = m.out.datagramBytes.Load()
-	st.ReliableOut = m.out.reliable.Load()
-	st.ReliableBytesOut = m.out.reliableBytes.Load()
-	st.DroppedDatagrams = m.out.droppedDatagrams.Load()
-	st.DroppedReliable = m.out.droppedReliable.Load()
+	for _, c := range m.clients {
+		c.mu.Lock()
+		addOut(&st, c.counts)
+		c.mu.Unlock()
+	}
+	st.DroppedDatagrams = m.droppedDatagrams.Load()
+	st.DroppedReliable = m.droppedReliable.Load()
 	return st
+}
+
+// addOut adds what one client was sent to the transport's counters.
+func addOut(st *Stats, c MemClientStats) {
+	st.DatagramsOut += c.Datagrams
+	st.DatagramBytesOut += c.DatagramBytes
+	st.ReliableOut += c.Frames
+	st.ReliableBytesOut += c.FrameBytes
 }
 
 // Close implements [Transport]: open sessions close in session order with
@@ -247,9 +254,11 @@ func (m *Mem) Close() error {
 // closeLocked closes c's session once; m.mu is held.
 func (m *Mem) closeLocked(c *MemClient, reason string) {
 	delete(m.clients, c.session)
+	m.open.Delete(c.session)
 	c.mu.Lock()
 	c.closed = true
 	c.reason = reason
+	addOut(&m.stats, c.counts)
 	c.mu.Unlock()
 	m.inbox.push(SessionClosed, c.session, nil, reason)
 	m.stats.Closed++
