@@ -117,10 +117,32 @@ func NewTiers(steps []Step, maxPeriod int) (Tiers, error) {
 // (Measured against branch-free and linear-scan forms, this was fastest.)
 func (t *Tiers) PeriodSq(distSq float32) uint8 { return t.extraSq(distSq) + 1 }
 
-// extraSq returns the period minus one. Each probe of the binary search sets
-// one bit of the band index; the compiler sees i stay in 0..7, so there are
-// no bounds checks either.
-func (t *Tiers) extraSq(distSq float32) uint8 {
+// extraSq returns the period minus one.
+func (t *Tiers) extraSq(distSq float32) uint8 { return t.extra[t.band(distSq)] }
+
+// Span says how the pairs whose squared distances lie between near and far
+// (near <= far) fall into the bands: lo and hi are the periods at near and
+// at far. When both lie in one band, or in two neighbouring ones, ok is
+// true and edge is where the second band begins (+Inf for one band): a pair
+// at squared distance d in the span gets lo if d < edge, else hi, exactly as
+// PeriodSq says. The relay uses it to decide a whole block of pairs with one
+// comparison each.
+func (t *Tiers) Span(near, far float32) (lo, hi uint8, edge float32, ok bool) {
+	a, b := t.band(near), t.band(far)
+	lo, hi = t.extra[a]+1, t.extra[b]+1
+	switch b {
+	case a:
+		return lo, hi, float32(math.Inf(1)), true
+	case a + 1:
+		return lo, hi, t.limSq[b], true
+	}
+	return lo, hi, 0, false
+}
+
+// band returns the index of the band distSq falls in. Each probe of the
+// binary search sets one bit of the index; the compiler sees it stay in
+// 0..7, so there are no bounds checks either.
+func (t *Tiers) band(distSq float32) uint {
 	var i uint
 	if distSq >= t.limSq[4] {
 		i = 4
@@ -131,7 +153,7 @@ func (t *Tiers) extraSq(distSq float32) uint8 {
 	if distSq >= t.limSq[i|1] {
 		i |= 1
 	}
-	return t.extra[i]
+	return i
 }
 
 // Longest returns the longest period the table gives any pair (1 for the

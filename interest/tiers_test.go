@@ -221,3 +221,36 @@ func TestDefaultTiersRelayAboutThreeQuartersOfSquare(t *testing.T) {
 	t.Logf("square/400 with default tiers: %.0f relays/tick", perTick)
 	assert.InDelta(t, 118000, perTick, 118000*0.03)
 }
+
+// Span must agree with PeriodSq for every distance inside the span it
+// describes, or the relay's block decisions would differ from pair by pair.
+func TestSpanAgreesWithPeriodSqInsideIt(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, steps := range [][]interest.Step{
+		interest.DefaultSteps(2048, 4),
+		interest.StudioSteps(70),
+		{{BeyondUnits: 100, Period: 2}, {BeyondUnits: 101, Period: 2}, {BeyondUnits: 5000, Period: 9}},
+		nil,
+	} {
+		tiers, err := interest.NewTiers(steps, 16)
+		require.NoError(t, err)
+		for range 5000 {
+			a, b := r.Float32()*12000, r.Float32()*12000
+			near, far := min(a, b)*min(a, b), max(a, b)*max(a, b)
+			lo, hi, edge, ok := tiers.Span(near, far)
+			require.Equal(t, tiers.PeriodSq(near), lo)
+			require.Equal(t, tiers.PeriodSq(far), hi)
+			if !ok {
+				continue
+			}
+			for range 8 {
+				d := near + r.Float32()*(far-near)
+				want := lo
+				if d >= edge {
+					want = hi
+				}
+				require.Equal(t, tiers.PeriodSq(d), want, "steps %v: %v in [%v, %v], edge %v", steps, d, near, far, edge)
+			}
+		}
+	}
+}

@@ -154,11 +154,35 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	var held int64 // pairs throttling alone kept back
 	for i, ci := range cells {
 		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
-		period := sc.classes[i]
+		class := sc.classes[i]
+		period := class.period()
 		if spread > 1 && period > 0 {
 			period = stretch(period, spread)
 		}
 		switch {
+		case class.two():
+			// Two neighbouring bands: one comparison per pair picks the period.
+			near, far := class.near, class.far
+			if spread > 1 {
+				near, far = stretch(near, spread), stretch(far, spread)
+			}
+			changed, xs, ys, zs := f.changed[lo:hi], f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
+			res := f.res[lo:hi]
+			for k, c := range changed {
+				a := lo + int32(k)
+				if c <= oldest || a == r {
+					continue
+				}
+				dx, dy, dz := xs[k]-rx, ys[k]-ry, zs[k]-rz
+				period := near
+				if dx*dx+dy*dy+dz*dz >= class.edge {
+					period = far
+				}
+				if c+uint64(period) > tick && (period == 1 || p.due(&res[k], &want, period, f.id[a], rid)) {
+					sel[m] = a
+					m++
+				}
+			}
 		case period == 1 && f.cells[ci].fresh:
 			for a := lo; a < hi; a++ {
 				if a != r {
@@ -182,7 +206,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 					m++
 				}
 			}
-		default: // the cells straddle a band boundary: pair by pair
+		default: // the cells span more than two bands, or throttling counts: pair by pair
 			changed, xs, ys, zs := f.changed[lo:hi], f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
 			res := f.res[lo:hi]
 			for k, c := range changed {
@@ -232,22 +256,40 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 // each cell is classified once per unit.
 type relayScratch struct {
 	cell    int32
-	classes []uint8
+	classes []cellClass
 	sel     []int32 // chosen senders of the current recipient
 }
 
+// cellClass is what a recipient cell knows about the pairs it forms with
+// one sender cell: every pair has period near (a uniform block: far ==
+// near), or pairs closer than edge (squared) have period near and the rest
+// far (two neighbouring bands), or nothing (near == 0: pair by pair).
+type cellClass struct {
+	near, far uint8
+	edge      float32
+}
+
+// period is the block's single period, or 0 when pairs differ.
+func (c cellClass) period() uint8 {
+	if c.near == c.far {
+		return c.near
+	}
+	return 0
+}
+
+// two reports a block of two neighbouring bands.
+func (c cellClass) two() bool { return c.near != c.far && c.near != 0 }
+
 // classify returns, for recipient cell rc against each cell of its
-// stencil, the period every pair between them gets (1, 2, ...), or 0 when
-// the cells straddle a band boundary and pairs must be decided one by one.
-// Under throttling (level > 0) every cell pair is decided pair by pair, so
-// that held-back pairs are counted exactly.
+// stencil, how the periods of the pairs between them are laid out (see
+// cellClass). Under throttling (level > 0) every cell pair is decided pair
+// by pair, so that held-back pairs are counted exactly.
 //
 // The bounds are computed in float32 exactly as a pair's squared distance
 // is (dx*dx + dy*dy + dz*dz, the same rounding at each step), and rounding
-// is monotonic, so every pair's distance lies between them and the tier
-// table, which never shortens a period with distance, gives it the period
-// of both bounds.
-func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []uint8) []uint8 {
+// is monotonic, so every pair's distance lies between them; the tier
+// table's Span then gives each pair the period PeriodSq would.
+func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []cellClass) []cellClass {
 	f := &p.frame
 	out = resizeSlice(out, len(cells))
 	if level > 0 {
@@ -266,11 +308,10 @@ func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []uint8) [
 			}
 			far[k] = max(d.max[k]-c.min[k], c.max[k]-d.min[k])
 		}
-		lo := p.tiers.PeriodSq(near[0]*near[0] + near[1]*near[1] + near[2]*near[2])
-		hi := p.tiers.PeriodSq(far[0]*far[0] + far[1]*far[1] + far[2]*far[2])
-		out[i] = 0
-		if lo == hi {
-			out[i] = lo
+		lo, hi, edge, ok := p.tiers.Span(near[0]*near[0]+near[1]*near[1]+near[2]*near[2], far[0]*far[0]+far[1]*far[1]+far[2]*far[2])
+		out[i] = cellClass{}
+		if ok {
+			out[i] = cellClass{near: lo, far: hi, edge: edge}
 		}
 	}
 	return out
