@@ -1,19 +1,91 @@
-// Crowd runs a Throng server with in-process bots on the in-memory
-// transport and prints what the tick does, once a second:
+// Crowd runs a Throng server on QUIC with bots that connect to it as real
+// QUIC clients, and prints what the server and the bots see, once a
+// second:
 //
 //	go run ./examples/crowd                                  # 400 bots on one square, 10 s
 //	go run ./examples/crowd -scenario town -players 1000 -duration 0   # until Ctrl-C
+//	go run ./examples/crowd -transport mem                   # in-memory transport, no network
 //
-// Scenarios (see package scenario): square (everyone on one 4096 x 4096
-// chunk), town (a hub with about 70% of the relay work, two towns, two
-// interiors, travellers) and world (spread over 64 x 64 chunks). Bots
-// wander, stop and turn, and send at most 30 updates a second (10 standing
-// still). The server ticks on this goroutine; the bots run on another.
+// The server listens on 127.0.0.1 (-addr; port 0 picks a free one) in
+// development mode: a self-signed certificate made at start, and every
+// token let in (scenario.Population.AdmitAny), "bot-N" at spawn N of the
+// population. The bots run in this process, a few goroutines stepping them
+// (package fleet); each is a net.Client that wanders its part of the
+// scenario (package scenario), sends at most 30 updates a second (10
+// standing still), reads its batches and snaps to corrections.
 //
-// Every second it prints one line: tick, achieved tick rate, actors,
-// clusters, the biggest cluster, work units, relays per tick, bytes sent per
-// second, corrections, and the tick's work (average and p95, in ms). At the
-// end it prints a summary of the whole run.
+// # Bots in a process of their own
+//
+//	go run ./examples/crowd -bots 0 -addr 127.0.0.1:7777     # serves until Ctrl-C
+//	go run ./examples/crowd/bots -addr 127.0.0.1:7777 -n 500
+//
+// -bots 0 starts no bots and serves until Ctrl-C (unless -duration says
+// otherwise); -players is then the population the bots are placed on.
+//
+// # The per-second line
+//
+// Once a second (after the tick that ends it, so an overloaded server's
+// lines come as its ticks do) a line gives the server's figures over that
+// second, from its own counters (systems.TickStats, the definitions
+// throng.Stats.Second uses), then the bots' figures and the CPU:
+//
+//	hz               achieved tick rate
+//	work_ms, p95_ms  time per tick, average and 95th percentile
+//	players          clients connected now
+//	actors clusters biggest units
+//	                 the last tick's crowd and how it was cut into work units
+//	relays/tick      movement records relayed, averaged over the second
+//	throttled/tick   relays held back by adaptive throttling: 0 unless the
+//	                 server is over budget, and with the default interest
+//	                 tiers 0 even then (pairs beyond the throttle distance
+//	                 are already spaced as far apart as throttling would);
+//	                 -interest=false shows it at work
+//	pressure         highest throttle pressure of a cluster in the second
+//	owed             records cut by the per-connection budget, owed to a later tick
+//	out              movement bytes handed to the transport a second
+//	busy_rejections  new players turned away as "server busy"
+//	dropped_inputs   updates not applied: over the rate limit, stale, or early
+//	corrections      corrections sent
+//	bots             in-process bots connected
+//	bot_upd/s        movement records (updates about the others) each bot
+//	                 received a second
+//	bot_corrections  corrections the bots received
+//	cpu              this process's CPU use over the second, % of one core:
+//	                 server and in-process bots together (200 is both cores
+//	                 of a 2-core machine)
+//
+// At the end a summary covers the whole run.
+//
+// # Load test
+//
+//	go run ./examples/crowd -ramp 50,100,200,400,800 -hold 5s
+//
+// -ramp steps the number of in-process QUIC bots up against the QUIC
+// server at -hz (30): at each step it connects the new bots, waits -settle
+// (1 s) for the joins to pass, measures over -hold, and prints one row:
+//
+//	bots       bots asked for at this step
+//	players    clients connected at the end of the hold
+//	hz         achieved tick rate over the hold
+//	p95_ms     95th percentile of the tick's work
+//	out/s      bytes handed to the transport a second (movement and reliable
+//	           frames, before QUIC's headers and encryption)
+//	upd/bot/s  movement records each bot received a second
+//	cpu%       this process's CPU (getrusage) over the hold, % of one core:
+//	           server and bots together, they share the process
+//	tick%      estimate of the server tick's own share: serial time plus the
+//	           summed time of its parallel work units, over wall time; it
+//	           leaves out both sides' QUIC stacks (encryption, sockets)
+//	other%     cpu% - tick%: the bots, both QUIC stacks, the Go runtime
+//	held       yes when hz >= 95% of -hz and every bot was let in; bots
+//	           told "server busy" while joining dial again once a second
+//	           for up to 30 s, as players would, and the row counts those
+//	           dials
+//
+// It stops after the first step not held, and ends with the largest step
+// held. The ramp ignores -players, -bots and -duration; the population is
+// built for the largest step and shuffled, so any first k bots are a fair
+// sample of the scenario.
 package main
 
 import (
@@ -22,58 +94,154 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
-	"runtime"
+	"slices"
+	"strconv"
 	"strings"
-	"sync"
+	"syscall"
 	"time"
 
-	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/examples/crowd/scenario"
-	"github.com/throng-go/throng/systems"
 )
+
+// figuresHelp ends -h: what the figures mean (the package documentation
+// says the same at more length).
+const figuresHelp = `
+Each second a line (key=value) gives the server's figures over the second:
+  hz               achieved tick rate
+  work_ms p95_ms   time per tick, average and 95th percentile
+  players          clients connected now
+  actors clusters biggest units   the last tick's crowd and its work units
+  relays/tick      movement records relayed, per tick
+  throttled/tick   relays held back by adaptive throttling (with the default
+                   interest tiers 0 even when over budget; see -interest=false)
+  pressure         highest throttle pressure of a cluster
+  owed             records cut by the per-connection budget, owed to a later tick
+  out              movement bytes handed to the transport a second
+  busy_rejections  new players turned away as "server busy"
+  dropped_inputs   updates not applied: over the rate limit, stale, or early
+  corrections      corrections sent
+  bots             in-process bots connected
+  bot_upd/s        movement records each bot received a second
+  bot_corrections  corrections the bots received
+  cpu              this process's CPU, % of one core (server and bots together)
+The load test (-ramp) prints a row a step, measured over -hold:
+  bots players     bots asked for; clients connected at the end
+  hz p95_ms        achieved tick rate; 95th percentile of the tick's work
+  out/s            bytes handed to the transport a second
+  upd/bot/s        movement records each bot received a second
+  cpu% tick% other%  process CPU (% of one core); the server tick's estimated
+                   share (serial time + summed parallel unit time, no QUIC);
+                   the rest: bots, both QUIC stacks, runtime
+  held             yes when hz >= 95% of -hz with every bot in (bots told
+                   "server busy" dial again once a second, up to 30 s)
+It stops after the first step not held and prints the largest step held.
+`
 
 // config is the command line.
 type config struct {
-	scenario string
-	players  int
-	hz       int
-	duration time.Duration
-	workers  int
-	inline   bool
-	interest bool
-	seed     uint64
+	scenario  string
+	players   int
+	bots      int // in-process bots; -1 means players
+	transport string
+	addr      string
+	hz        int
+	duration  time.Duration
+	workers   int
+	inline    bool
+	interest  bool
+	seed      uint64
+
+	ramp   []int // steps of the load test; none runs the crowd
+	hold   time.Duration
+	settle time.Duration
 }
+
+// The transports -transport names.
+const (
+	transportQUIC = "quic"
+	transportMem  = "mem"
+)
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("crowd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: go run ./examples/crowd [flags]")
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), figuresHelp)
+	}
 	fs.StringVar(&c.scenario, "scenario", "square", "population: "+strings.Join(scenario.Names(), ", "))
-	fs.IntVar(&c.players, "players", 400, "number of bots")
+	fs.IntVar(&c.players, "players", 400, "players the scenario is built for, and in-process bots unless -bots says otherwise")
+	fs.IntVar(&c.bots, "bots", -1, "in-process bots; -1 means -players, 0 serves bots of other processes only (examples/crowd/bots)")
+	fs.StringVar(&c.transport, "transport", transportQUIC, "quic (UDP on -addr, development TLS) or mem (in-memory, no network)")
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:0", "UDP address the QUIC server listens on; port 0 picks a free one")
 	fs.IntVar(&c.hz, "hz", 30, "tick rate, 1 to 240")
-	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long to run; 0 runs until Ctrl-C")
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long to run; 0 runs until Ctrl-C (the default with -bots 0)")
 	fs.IntVar(&c.workers, "workers", 0, "worker threads for the parallel phases; 0 = GOMAXPROCS")
 	fs.BoolVar(&c.inline, "inline", false, "run every phase on the tick goroutine (parallelism off)")
 	fs.BoolVar(&c.interest, "interest", true, "interest management: far pairs get fewer updates")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the population and the bots")
+	ramp := fs.String("ramp", "", "load test: bot counts to step through, ascending, e.g. 50,100,200,400,800")
+	fs.DurationVar(&c.hold, "hold", 5*time.Second, "load test: how long each step is measured")
+	fs.DurationVar(&c.settle, "settle", time.Second, "load test: wait after a step's bots joined, before measuring")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("crowd: unexpected arguments %q", fs.Args())
 	}
+	durationSet := false
+	fs.Visit(func(f *flag.Flag) { durationSet = durationSet || f.Name == "duration" })
+	if c.bots == 0 && !durationSet {
+		c.duration = 0 // a server for other processes' bots runs until stopped
+	}
+	var err error
+	if c.ramp, err = parseRamp(*ramp); err != nil {
+		return config{}, err
+	}
 	switch {
 	case c.players < 1:
 		return config{}, fmt.Errorf("crowd: -players must be at least 1, got %d", c.players)
+	case c.bots < -1:
+		return config{}, fmt.Errorf("crowd: -bots must be -1 (as many as -players) or more, got %d", c.bots)
+	case c.transport != transportQUIC && c.transport != transportMem:
+		return config{}, fmt.Errorf("crowd: -transport must be %s or %s, got %q", transportQUIC, transportMem, c.transport)
+	case c.transport == transportMem && c.bots == 0:
+		return config{}, errors.New("crowd: -bots 0 serves bots of other processes, which need -transport quic")
+	case c.transport == transportMem && len(c.ramp) > 0:
+		return config{}, errors.New("crowd: -ramp load-tests the QUIC server; drop -transport mem")
 	case c.duration < 0:
 		return config{}, fmt.Errorf("crowd: -duration must not be negative, got %v", c.duration)
 	case c.workers < 0:
 		return config{}, fmt.Errorf("crowd: -workers must not be negative, got %d", c.workers)
+	case c.hold <= 0:
+		return config{}, fmt.Errorf("crowd: -hold must be positive, got %v", c.hold)
+	case c.settle < 0:
+		return config{}, fmt.Errorf("crowd: -settle must not be negative, got %v", c.settle)
 	}
 	return c, nil
+}
+
+// parseRamp reads "50,100,200": positive counts, strictly ascending.
+func parseRamp(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var steps []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("crowd: -ramp wants positive bot counts separated by commas, got %q", f)
+		}
+		if len(steps) > 0 && n <= steps[len(steps)-1] {
+			return nil, fmt.Errorf("crowd: -ramp steps must ascend, got %d after %d", n, steps[len(steps)-1])
+		}
+		steps = append(steps, n)
+	}
+	return slices.Clip(steps), nil
 }
 
 func main() {
@@ -85,9 +253,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if cfg.duration > 0 {
+	if cfg.duration > 0 && len(cfg.ramp) == 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, cfg.duration)
 		defer cancel()
@@ -98,85 +266,11 @@ func main() {
 	}
 }
 
-// run starts the server and the bots, ticks until ctx is done, and writes
-// the per-second lines and the summary to out.
+// run runs the load test when cfg asks for one, else the crowd until ctx
+// is done, writing to out.
 func run(ctx context.Context, cfg config, out io.Writer) error {
-	pop, err := scenario.New(cfg.scenario, cfg.players, cfg.seed)
-	if err != nil {
-		return fmt.Errorf("crowd: %w", err)
+	if len(cfg.ramp) > 0 {
+		return runRamp(ctx, cfg, out)
 	}
-	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{ReplaceAttr: dropTimeAndLevel}))
-	srv, err := throng.New(throng.Options{
-		TickRate: new(cfg.hz),
-		Parallelism: throng.Parallelism{
-			Enabled:            new(!cfg.inline),
-			WorkerThreads:      cfg.workers,
-			InterestManagement: new(cfg.interest),
-		},
-		Admit:  pop.Admit,
-		Logger: log,
-	})
-	if err != nil {
-		return fmt.Errorf("crowd: %w", err)
-	}
-	bots, err := newCrowd(srv.Mem(), pop, cfg.seed)
-	if err != nil {
-		srv.Close()
-		return fmt.Errorf("crowd: %w", err)
-	}
-	settings := srv.Settings()
-	mode := "parallel"
-	if cfg.inline {
-		mode = "inline"
-	}
-	start := []any{
-		"scenario", pop.Name, "players", len(pop.Spawns), "hz", settings.TickRate,
-		"mode", mode, "workers", settings.Parallelism.Workers(), "interest", cfg.interest,
-		"gomaxprocs", runtime.GOMAXPROCS(0),
-	}
-	if pop.Name == "town" {
-		start = append(start, "hub_relay_share", fmt.Sprintf("%.1f%%", 100*pop.RelayWork().Share(scenario.RegionHub)))
-	}
-	log.Info("start", start...)
-
-	period := settings.TickPeriod()
-	var wg sync.WaitGroup
-	wg.Go(func() { bots.run(ctx, period) })
-	m := newMeter(log, srv.Transport(), time.Now())
-	tickLoop(ctx, srv, period, m.tick)
-	wg.Wait()
-	err = srv.Close()
-	m.summary(time.Now(), bots)
-	return err
-}
-
-// tickLoop ticks srv on a fixed grid (start + n*period) until ctx is done,
-// timing each tick; like Server.Run, a late tick delays the next one but
-// not the grid, and slots more than a tick late are skipped.
-func tickLoop(ctx context.Context, srv *throng.Server, period time.Duration, after func(systems.TickStats, time.Duration)) {
-	next := time.Now()
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		}
-		began := time.Now()
-		st := srv.Tick()
-		after(st, time.Since(began))
-		next = next.Add(period)
-		if now := time.Now(); now.After(next) {
-			next = next.Add(now.Sub(next) / period * period)
-		}
-		timer.Reset(time.Until(next))
-	}
-}
-
-func dropTimeAndLevel(groups []string, a slog.Attr) slog.Attr {
-	if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey) {
-		return slog.Attr{}
-	}
-	return a
+	return runCrowd(ctx, cfg, out)
 }

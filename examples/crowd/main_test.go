@@ -3,17 +3,23 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"flag"
 	"io"
 	"math/rand/v2"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/throng-go/throng/net"
 )
 
 // field returns the value of key=value in a log line, "" if absent.
@@ -25,61 +31,199 @@ func field(line, key string) string {
 	return m[1]
 }
 
-// TestCrowdPrintsLiveFiguresAndASummary runs the example as `go run` would,
-// briefly, and reads its output the way a person would.
+// runLines runs the example with args for its -duration, as `go run`
+// would, and returns its output lines.
+func runLines(t *testing.T, args ...string) []string {
+	t.Helper()
+	cfg, err := parseFlags(args, io.Discard)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.duration)
+	defer cancel()
+	var out bytes.Buffer
+	require.NoError(t, run(ctx, cfg, &out))
+	return strings.Split(strings.TrimSpace(out.String()), "\n")
+}
+
+// number parses key's value in line as a float.
+func number(t *testing.T, line, key string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(field(line, key), 64)
+	require.NoError(t, err, "%s in %s", key, line)
+	return v
+}
+
+// TestCrowdPrintsLiveFiguresAndASummary runs the example on the in-memory
+// transport, briefly, and reads its output the way a person would.
 func TestCrowdPrintsLiveFiguresAndASummary(t *testing.T) {
 	for _, sc := range []string{"square", "town", "world"} {
 		t.Run(sc, func(t *testing.T) {
 			t.Parallel()
-			cfg, err := parseFlags([]string{"-scenario", sc, "-players", "60", "-duration", "1600ms"}, io.Discard)
-			require.NoError(t, err)
-			ctx, cancel := context.WithTimeout(context.Background(), cfg.duration)
-			defer cancel()
-			var out bytes.Buffer
-			require.NoError(t, run(ctx, cfg, &out))
-
-			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-			require.GreaterOrEqual(t, len(lines), 3, "start, a second, summary:\n%s", out.String())
+			lines := runLines(t, "-transport", "mem", "-scenario", sc, "-players", "60", "-duration", "2s")
+			require.GreaterOrEqual(t, len(lines), 3, "start, a second, summary:\n%s", strings.Join(lines, "\n"))
 			assert.Equal(t, "start", field(lines[0], "msg"))
 			assert.Equal(t, sc, field(lines[0], "scenario"))
+			assert.Equal(t, "mem", field(lines[0], "transport"))
 			seconds := 0
 			for _, l := range lines[1 : len(lines)-1] {
 				require.Equal(t, "second", field(l, "msg"), l)
 				seconds++
 				assert.Equal(t, "60", field(l, "actors"), l)
-				hz, err := strconv.ParseFloat(field(l, "hz"), 64)
-				require.NoError(t, err, l)
-				assert.Greater(t, hz, 10.0, "a 30 Hz server on a busy machine still ticks: %s", l)
-				for _, k := range []string{"tick", "clusters", "biggest", "units", "relays/tick", "out", "corrections", "work_ms", "p95_ms"} {
+				assert.Equal(t, "60", field(l, "players"), l)
+				assert.Positive(t, number(t, l, "hz"), "the server ticks: %s", l)
+				assert.LessOrEqual(t, number(t, l, "hz"), 31.0, "and never faster than asked: %s", l)
+				for _, k := range []string{"tick", "clusters", "biggest", "units", "relays/tick", "throttled/tick", "pressure",
+					"owed", "out", "busy_rejections", "dropped_inputs", "corrections", "work_ms", "p95_ms", "bots", "bot_upd/s", "cpu"} {
 					assert.NotEmpty(t, field(l, k), "%s missing: %s", k, l)
 				}
 			}
-			assert.Equal(t, 1, seconds)
+			assert.Contains(t, []int{1, 2}, seconds, "a line a second")
+			help := helpText(t)
+			for _, kv := range regexp.MustCompile(`(\S+)=`).FindAllStringSubmatch(lines[1], -1) {
+				if k := kv[1]; k != "msg" && k != "tick" {
+					assert.Contains(t, help, " "+k+" ", "-h explains %s", k)
+				}
+			}
 			last := lines[len(lines)-1]
 			assert.Equal(t, "summary", field(last, "msg"), last)
 			assert.Equal(t, "60", field(last, "players"), "every bot was welcomed: %s", last)
+			assert.Equal(t, "60", field(last, "bots_joined"), last)
 			assert.Equal(t, "0", field(last, "corrections"), "bots keep the server's rules: %s", last)
 			assert.Equal(t, "0", field(last, "rejected"), last)
 			assert.Equal(t, "0", field(last, "dropped"), "no update was sent before its Welcome: %s", last)
-			relays, err := strconv.Atoi(field(last, "relays/tick"))
-			require.NoError(t, err)
-			assert.Positive(t, relays, "bots see each other: %s", last)
+			assert.Positive(t, number(t, last, "relays/tick"), "bots see each other: %s", last)
+			assert.Positive(t, number(t, last, "bot_upd/s"), "and hear each other: %s", last)
 		})
 	}
 }
 
-func TestFlagsDefaultToFourHundredOnTheSquareForTenSeconds(t *testing.T) {
+// TestQUICCrowdWelcomesBotsThatHearEachOtherUncorrected runs the default
+// example (QUIC) with a handful of bots for two seconds: every bot is
+// welcomed over the network, hears the others, is never corrected, and when
+// the run ends nothing is left running (server, clients, their goroutines).
+func TestQUICCrowdWelcomesBotsThatHearEachOtherUncorrected(t *testing.T) {
+	before := runtime.NumGoroutine()
+	lines := runLines(t, "-players", "6", "-duration", "2s")
+	text := strings.Join(lines, "\n")
+	require.GreaterOrEqual(t, len(lines), 3, text)
+	assert.Equal(t, "quic", field(lines[0], "transport"), lines[0])
+	assert.True(t, strings.HasPrefix(field(lines[0], "addr"), "127.0.0.1:"), lines[0])
+	last := lines[len(lines)-1]
+	require.Equal(t, "summary", field(last, "msg"), text)
+	assert.Equal(t, "6", field(last, "bots_joined"), "every bot was welcomed: %s", text)
+	assert.Empty(t, field(last, "refused"), text)
+	assert.Empty(t, field(last, "lost"), text)
+	assert.Equal(t, "0", field(last, "bot_corrections"), "no bot was corrected: %s", last)
+	assert.Equal(t, "0", field(last, "corrections"), "the server sent none: %s", last)
+	assert.Equal(t, "6", field(last, "players"), "all six connected at the end: %s", last)
+	assert.Positive(t, number(t, last, "bot_upd/s"), "each bot hears the others: %s", last)
+	assert.Positive(t, number(t, last, "bot_updates_sent/s"), "and sends: %s", last)
+	assert.LessOrEqual(t, number(t, last, "bot_updates_sent/s"), 6*31.0, "within the rate limit: %s", last)
+	for _, l := range lines[1 : len(lines)-1] {
+		require.Equal(t, "second", field(l, "msg"), l)
+		for _, k := range []string{"players", "bots", "bot_upd/s", "bot_corrections", "cpu"} {
+			assert.NotEmpty(t, field(l, k), "%s missing: %s", k, l)
+		}
+	}
+
+	// Polled here, not with assert.Eventually: it runs the condition on a
+	// goroutine of its own.
+	for end := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines left running after the run, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+func TestFlagsDefaultToFourHundredQUICBotsOnTheSquareForTenSeconds(t *testing.T) {
 	cfg, err := parseFlags(nil, io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, config{scenario: "square", players: 400, hz: 30, duration: 10 * time.Second, interest: true, seed: 1}, cfg)
+	assert.Equal(t, config{
+		scenario: "square", players: 400, bots: -1, transport: "quic", addr: "127.0.0.1:0", hz: 30,
+		duration: 10 * time.Second, interest: true, seed: 1, hold: 5 * time.Second, settle: time.Second,
+	}, cfg)
+}
+
+// TestNoBotsServesUntilStopped: a server for another process's bots runs
+// until Ctrl-C unless told otherwise.
+func TestNoBotsServesUntilStopped(t *testing.T) {
+	cfg, err := parseFlags([]string{"-bots", "0", "-addr", "127.0.0.1:7777"}, io.Discard)
+	require.NoError(t, err)
+	assert.Zero(t, cfg.duration)
+	assert.Equal(t, "127.0.0.1:7777", cfg.addr)
+	cfg, err = parseFlags([]string{"-bots", "0", "-duration", "3s"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 3*time.Second, cfg.duration)
+}
+
+// TestNoBotsServerAdmitsBotsOfAnyNumber: with -bots 0 the server tells how
+// to start the bots, and lets any bot in, past -players too.
+func TestNoBotsServerAdmitsBotsOfAnyNumber(t *testing.T) {
+	cfg, err := parseFlags([]string{"-bots", "0", "-players", "2"}, io.Discard)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg, out) }()
+	var addr string
+	require.Eventually(t, func() bool {
+		for l := range strings.Lines(out.String()) {
+			if field(l, "msg") == "start" {
+				addr = field(l, "addr")
+			}
+		}
+		return addr != "" && strings.Contains(out.String(), "go run ./examples/crowd/bots -addr "+addr)
+	}, 5*time.Second, 10*time.Millisecond, out.String())
+	dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer dcancel()
+	c, err := net.Dial(dctx, addr, net.ClientConfig{Token: "bot-5", InsecureSkipVerify: true})
+	require.NoError(t, err, "bot 5 of a 2-player population is let in")
+	c.Close()
+	cancel()
+	require.NoError(t, <-done)
+	assert.Contains(t, out.String(), "msg=summary")
+}
+
+// helpText is what -h prints.
+func helpText(t *testing.T) string {
+	t.Helper()
+	var help bytes.Buffer
+	_, err := parseFlags([]string{"-h"}, &help)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	return strings.ReplaceAll(help.String(), "\n", " \n")
+}
+
+// syncBuffer is a bytes.Buffer safe to write from the run and read from the
+// test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestBadFlagsAreErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"-players", "0"}, {"-duration", "-1s"}, {"-workers", "-2"}, {"-bogus"}, {"extra"},
+		{"-bots", "-2"}, {"-transport", "tcp"}, {"-transport", "mem", "-bots", "0"},
+		{"-ramp", "50,abc"}, {"-ramp", "0,10"}, {"-ramp", "100,50"}, {"-ramp", "10", "-transport", "mem"},
+		{"-ramp", "10", "-hold", "0s"}, {"-settle", "-1s"},
 	} {
 		_, err := parseFlags(args, io.Discard)
-		assert.Error(t, err, "%q", args)
+		if assert.Error(t, err, "%q", args) && !errors.Is(err, flag.ErrHelp) && !strings.Contains(err.Error(), "provided but not defined") {
+			assert.True(t, strings.HasPrefix(err.Error(), "crowd: ") || strings.HasPrefix(err.Error(), "invalid value"), err.Error())
+		}
 	}
 	cfg, err := parseFlags([]string{"-scenario", "arena"}, io.Discard)
 	require.NoError(t, err, "the scenario is checked when the run starts")
@@ -87,6 +231,9 @@ func TestBadFlagsAreErrors(t *testing.T) {
 	cfg, err = parseFlags([]string{"-hz", "1000"}, io.Discard)
 	require.NoError(t, err)
 	assert.ErrorContains(t, run(context.Background(), cfg, io.Discard), "tickRate", "the server refuses the rate")
+	cfg, err = parseFlags([]string{"-addr", "256.0.0.1:1"}, io.Discard)
+	require.NoError(t, err)
+	assert.ErrorContains(t, run(context.Background(), cfg, io.Discard), "crowd: net: QUIC listen")
 }
 
 func TestHistogramQuantilesAreWithinOnePercent(t *testing.T) {

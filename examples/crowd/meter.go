@@ -6,53 +6,84 @@ import (
 	"math"
 	"time"
 
+	"github.com/throng-go/throng"
+	"github.com/throng-go/throng/examples/crowd/fleet"
 	"github.com/throng-go/throng/net"
 	"github.com/throng-go/throng/systems"
 )
 
-// meter turns tick stats and timings into one line a second and a summary
-// at the end. It runs on the tick goroutine.
+// meter prints one line a second of wall time (after the first tick that
+// ends one: an overloaded server's lines come when its ticks do) and a
+// summary of the whole run at the end. Its figures are the server's own
+// counters (systems.TickStats) over the second, the same definitions as the
+// server's once-a-second summary (throng.Stats.Second), which covers
+// tick-rate ticks rather than a second of wall time. It runs on the tick
+// goroutine.
 type meter struct {
-	log       *slog.Logger
-	transport net.Transport
-	began     time.Time
-	firstOut  uint64
-	last      systems.TickStats
+	log      *slog.Logger
+	srv      *throng.Server
+	bots     func() fleet.Totals
+	withBots bool // in-process bots to report on
+	last     systems.TickStats
 
 	window, run tally
 }
 
-// tally is what a stretch of ticks did.
+// tally is what a stretch of ticks did, and where the running counts stood
+// when it began.
 type tally struct {
-	since       time.Time
-	outAtStart  uint64 // transport bytes out when the stretch began
-	ticks       int64
-	relays      int64
-	corrections int64
-	work        histogram
+	since     time.Time
+	ticks     int64
+	relays    int64
+	throttled int64
+	pressure  int
+	moveBytes int64 // movement bytes handed to the transport
+	work      histogram
+
+	base     systems.TickStats // the server's running totals when it began
+	bytesOut uint64            // transport bytes out when it began
+	cpu      time.Duration     // process CPU when it began
+	bots     fleet.Totals      // the bots' counts when it began
+}
+
+func (m *meter) begin(now time.Time) tally {
+	cpu, _ := fleet.ProcessCPU()
+	return tally{since: now, base: m.last, bytesOut: m.transportStats().bytesOut(), cpu: cpu, bots: m.bots()}
 }
 
 func (t *tally) add(st systems.TickStats, work time.Duration) {
 	t.ticks++
 	t.relays += st.Relays
-	t.corrections += int64(st.Corrections)
+	t.throttled += st.Throttled
+	t.pressure = max(t.pressure, st.Pressure)
+	t.moveBytes += st.BytesOut
 	t.work.add(work)
 }
 
-func newMeter(log *slog.Logger, transport net.Transport, now time.Time) *meter {
-	m := &meter{log: log, transport: transport, began: now}
-	m.firstOut = m.bytesOut()
-	m.window = tally{since: now, outAtStart: m.firstOut}
-	m.run = tally{since: now, outAtStart: m.firstOut}
+// newMeter meters srv; withBots says whether this process runs bots whose
+// figures (read with bots) belong in the lines.
+func newMeter(log *slog.Logger, srv *throng.Server, bots func() fleet.Totals, withBots bool, now time.Time) *meter {
+	m := &meter{log: log, srv: srv, bots: bots, withBots: withBots}
+	m.window = m.begin(now)
+	m.run = m.window
 	return m
 }
 
-// bytesOut is everything the server has sent: movement datagrams and
+// transportCounts is the transport's counters.
+type transportCounts net.Stats
+
+func (m *meter) transportStats() transportCounts { return transportCounts(m.srv.Transport().Stats()) }
+
+// bytesOut is everything handed to the transport: movement datagrams and
 // reliable frames.
-func (m *meter) bytesOut() uint64 {
-	s := m.transport.Stats()
-	return s.DatagramBytesOut + s.ReliableBytesOut
-}
+func (s transportCounts) bytesOut() uint64 { return s.DatagramBytesOut + s.ReliableBytesOut }
+
+// sessions is the number of clients connected now.
+func (s transportCounts) sessions() uint64 { return s.Opened - s.Closed }
+
+// dropped is every update the server did not apply: dropped, stale or over
+// the rate limit (throng.SecondStats.DroppedInputs).
+func dropped(st systems.TickStats) uint64 { return st.DroppedInputs + st.StaleInputs + st.RateLimited }
 
 // tick records one tick and prints the line when a second has passed.
 func (m *meter) tick(st systems.TickStats, work time.Duration) {
@@ -60,64 +91,112 @@ func (m *meter) tick(st systems.TickStats, work time.Duration) {
 	m.window.add(st, work)
 	m.run.add(st, work)
 	now := time.Now()
-	if now.Sub(m.window.since) < time.Second {
+	w := &m.window
+	d := now.Sub(w.since)
+	if d < time.Second {
 		return
 	}
-	w := &m.window
-	elapsed := now.Sub(w.since).Seconds()
-	out := m.bytesOut()
-	m.log.Info("second",
+	secs := d.Seconds()
+	attrs := []any{
 		"tick", st.Tick,
-		"hz", round(float64(w.ticks)/elapsed, 1),
+		"hz", round(float64(w.ticks)/secs, 1),
+		"work_ms", ms(w.work.mean()),
+		"p95_ms", ms(w.work.quantile(0.95)),
+		"players", m.transportStats().sessions(),
 		"actors", st.Actors,
 		"clusters", st.Clusters,
 		"biggest", st.Biggest,
 		"units", st.Units,
-		"relays/tick", w.relays/w.ticks,
-		"out", rate(float64(out-w.outAtStart)/elapsed),
-		"corrections", w.corrections,
-		"work_ms", ms(w.work.mean()),
-		"p95_ms", ms(w.work.quantile(0.95)),
-	)
+		"relays/tick", w.relays / w.ticks,
+		"throttled/tick", w.throttled / w.ticks,
+		"pressure", w.pressure,
+		"owed", st.Owed,
+		"out", rate(float64(w.moveBytes) / secs),
+		"busy_rejections", st.BusyRejections - w.base.BusyRejections,
+		"dropped_inputs", dropped(st) - dropped(w.base),
+		"corrections", st.CorrectionsSent - w.base.CorrectionsSent,
+	}
+	if m.withBots {
+		bots := m.bots()
+		attrs = append(attrs,
+			"bots", bots.Active(),
+			"bot_upd/s", perBotPerSecond(bots.Records-w.bots.Records, bots.Active(), d),
+			"bot_corrections", bots.Corrections-w.bots.Corrections)
+	}
+	attrs = append(attrs, "cpu", cpuPercent(w.cpu, d))
+	m.log.Info("second", attrs...)
 	w.work.reset()
-	*w = tally{since: now, outAtStart: out, work: w.work}
+	*w = m.begin(now)
 }
 
 // summary prints the whole run.
-func (m *meter) summary(now time.Time, bots *crowd) {
+func (m *meter) summary(now time.Time) {
 	r := &m.run
-	elapsed := now.Sub(r.since).Seconds()
+	elapsed := now.Sub(r.since)
 	relaysPerTick := int64(0)
 	if r.ticks > 0 {
 		relaysPerTick = r.relays / r.ticks
 	}
-	welcomed := 0
-	for _, w := range bots.welcomed {
-		if w {
-			welcomed++
-		}
-	}
+	st := m.last
 	attrs := []any{
 		"ticks", r.ticks,
-		"seconds", round(elapsed, 1),
-		"hz", round(float64(r.ticks)/elapsed, 1),
-		"players", welcomed,
+		"seconds", round(elapsed.Seconds(), 1),
+		"hz", round(float64(r.ticks)/elapsed.Seconds(), 1),
+		"players", m.transportStats().sessions(),
 		"relays/tick", relaysPerTick,
-		"out", rate(float64(m.bytesOut()-r.outAtStart) / elapsed),
-		"corrections", r.corrections,
-		"rejected", m.last.Rejected,
-		"dropped", m.last.DroppedInputs,
-		"stale", m.last.StaleInputs,
+		"out", rate(float64(m.transportStats().bytesOut()-r.bytesOut) / elapsed.Seconds()),
+		"corrections", st.CorrectionsSent,
+		"rejected", st.Rejected,
+		"dropped", st.DroppedInputs,
+		"stale", st.StaleInputs,
+		"rate_limited", st.RateLimited,
+		"busy_rejections", st.BusyRejections,
 		"work_ms", ms(r.work.mean()),
 		"p95_ms", ms(r.work.quantile(0.95)),
 		"max_ms", ms(r.work.max),
-		"bot_updates/s", int64(float64(bots.counts.updates) / elapsed),
-		"bot_records/s", int64(float64(bots.counts.records) / elapsed),
+		"cpu", cpuPercent(r.cpu, elapsed),
 	}
-	if bots.counts.refused > 0 {
-		attrs = append(attrs, "refused", bots.counts.refused, "reason", bots.refusedWhy)
+	if !m.withBots {
+		m.log.Info("summary", attrs...)
+		return
+	}
+	bots := m.bots()
+	attrs = append(attrs,
+		"bots_joined", bots.Joined,
+		"bot_updates_sent/s", int64(float64(bots.MovesSent)/elapsed.Seconds()),
+		"bot_upd/s", perBotPerSecond(bots.Records, bots.Joined, elapsed),
+		"bot_corrections", bots.Corrections)
+	if bots.BusyRetries > 0 {
+		attrs = append(attrs, "busy_retries", bots.BusyRetries)
+	}
+	if bots.Refused > 0 {
+		attrs = append(attrs, "refused", bots.Refused, "reason", bots.Refusal)
+	}
+	if bots.Failed > 0 {
+		attrs = append(attrs, "failed", bots.Failed)
+	}
+	if bots.Lost > 0 {
+		attrs = append(attrs, "lost", bots.Lost, "loss", bots.Loss)
 	}
 	m.log.Info("summary", attrs...)
+}
+
+// perBotPerSecond is records spread over bots and d, 0 without bots.
+func perBotPerSecond(records uint64, bots int, d time.Duration) float64 {
+	if bots <= 0 || d <= 0 {
+		return 0
+	}
+	return round(float64(records)/float64(bots)/d.Seconds(), 1)
+}
+
+// cpuPercent is the process CPU used since the reading since, over d, in
+// percent of one core; -1 where the system cannot say.
+func cpuPercent(since, d time.Duration) float64 {
+	now, ok := fleet.ProcessCPU()
+	if !ok || d <= 0 {
+		return -1
+	}
+	return round(100*float64(now-since)/float64(d), 0)
 }
 
 func round(v float64, digits int) float64 {

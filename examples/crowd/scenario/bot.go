@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -95,13 +96,25 @@ func NewBot(spawn Spawn, gait Gait, seed uint64) *Bot {
 	return b
 }
 
-// Bots returns one bot per actor of p, bot i seeded from (seed, i).
+// Bots returns one bot per actor of p: [Population.Bot](i) for every i.
 func (p Population) Bots(gait Gait, seed uint64) []*Bot {
 	bots := make([]*Bot, len(p.Spawns))
-	for i, s := range p.Spawns {
-		bots[i] = NewBot(s, gait, seed^(uint64(i)+1)*0x9e3779b97f4a7c15)
+	for i := range p.Spawns {
+		bots[i] = p.Bot(i, gait, seed)
 	}
 	return bots
+}
+
+// Bot returns bot i of the population, seeded from (seed, i): it starts at
+// Spawns[i] and wanders that spawn's area. An i past the end wraps around
+// to Spawns[i mod len(Spawns)] with a seed of its own, as
+// [Population.AdmitAny] places it, so any number of bots can share a
+// population. It panics if i is negative or the population is empty.
+func (p Population) Bot(i int, gait Gait, seed uint64) *Bot {
+	if i < 0 || len(p.Spawns) == 0 {
+		panic(fmt.Sprintf("scenario: Bot(%d) of a population of %d; want i >= 0 and at least one spawn", i, len(p.Spawns)))
+	}
+	return NewBot(p.Spawns[i%len(p.Spawns)], gait, seed^(uint64(i)+1)*0x9e3779b97f4a7c15)
 }
 
 // Position returns where the bot believes its actor is.
@@ -207,17 +220,23 @@ func normalYaw(yaw float32) float32 {
 	return float32(y - math.Pi)
 }
 
-// AppendMove appends the bot's next update (its position now, the next
-// sequence number) as a Move frame to dst.
-func (b *Bot) AppendMove(dst []byte) []byte {
+// Move returns the bot's next update: its position now, under the next
+// sequence number. For a client that spaces updates itself (net.Client's
+// SendMove does); an update it skips leaves a gap in the sequence numbers,
+// which the server accepts.
+func (b *Bot) Move() net.Move {
 	b.seq++
 	var flags uint16
 	if b.walking {
 		flags = FlagWalking
 	}
-	return net.AppendMove(dst, net.Move{
-		Seq: b.seq, X: b.x, Y: b.y, Z: b.z, Yaw: b.yaw, WorldOrCell: b.world, Flags: flags,
-	})
+	return net.Move{Seq: b.seq, X: b.x, Y: b.y, Z: b.z, Yaw: b.yaw, WorldOrCell: b.world, Flags: flags}
+}
+
+// AppendMove appends the bot's next update ([Bot.Move]) as a Move frame to
+// dst.
+func (b *Bot) AppendMove(dst []byte) []byte {
+	return net.AppendMove(dst, b.Move())
 }
 
 // AppendDueMove is AppendMove if the bot's [SendLimiter] allows an update

@@ -191,3 +191,35 @@ func TestBotsOfOneSeedMakeTheSameUpdates(t *testing.T) {
 	}
 	assert.Equal(t, run(), run())
 }
+
+// TestBotPastTheEndWrapsWithItsOwnSeed: bot i of a population starts at
+// spawn i mod n, and bots sharing a spawn still walk their own ways.
+func TestBotPastTheEndWrapsWithItsOwnSeed(t *testing.T) {
+	p := Square(5, 2)
+	bots := p.Bots(WanderGait(), 8)
+	for i, b := range bots {
+		assert.Equal(t, b.Position(), p.Bot(i, WanderGait(), 8).Position(), "Bots is Bot for every i")
+	}
+	wrapped := p.Bot(7, RestlessGait(), 8)
+	twin := p.Bot(2, RestlessGait(), 8)
+	assert.Equal(t, p.Spawns[2].Transform, wrapped.Position(), "bot 7 of 5 starts at spawn 2")
+	for range 30 * 20 { // long enough for both to turn
+		wrapped.Advance(time.Second / 30)
+		twin.Advance(time.Second / 30)
+	}
+	assert.NotEqual(t, twin.Position(), wrapped.Position(), "but walks its own way")
+	assert.Panics(t, func() { p.Bot(-1, WanderGait(), 8) })
+	assert.Panics(t, func() { Population{}.Bot(0, WanderGait(), 8) })
+}
+
+func TestMoveIsTheNextUpdateAsAClientSendsIt(t *testing.T) {
+	b := NewBot(Square(1, 1).Spawns[0], RestlessGait(), 3)
+	b.Advance(time.Second / 30)
+	m := b.Move()
+	pos := b.Position()
+	assert.Equal(t, net.Move{Seq: 1, X: pos.X, Y: pos.Y, Z: pos.Z, Yaw: pos.Yaw, Flags: FlagWalking}, m)
+	frame, err := net.DecodeMove(b.AppendMove(nil))
+	require.NoError(t, err)
+	m.Seq = 2
+	assert.Equal(t, m, frame, "AppendMove encodes the same update, numbered on")
+}

@@ -274,6 +274,40 @@ func Token(i int) []byte {
 	return strconv.AppendInt([]byte("bot-"), int64(i), 10)
 }
 
+// AdmitAny is the development admission of the crowd example (pass it as
+// throng.Options.Admit): every token is let in, the way a development
+// server lets any name play. A token that ends in a decimal number N (as
+// [Token](N) and "west-N" do) is placed at Spawns[N mod len(Spawns)], the
+// spawn [Population.Bot](N) wanders from; any other token at a spawn picked
+// by a hash of the token. Only an empty population refuses.
+func (p Population) AdmitAny(h net.Hello) (components.Transform, error) {
+	if len(p.Spawns) == 0 {
+		return components.Transform{}, fmt.Errorf("scenario: %s has no spawns to admit %q at", p.Name, h.Token)
+	}
+	return p.Spawns[spawnIndex(h.Token, len(p.Spawns))].Transform, nil
+}
+
+// spawnIndex maps a token to a spawn of n: its trailing number mod n, or
+// else its FNV-1a hash mod n.
+func spawnIndex(token []byte, n int) int {
+	digits := len(token)
+	for digits > 0 && token[digits-1] >= '0' && token[digits-1] <= '9' {
+		digits--
+	}
+	if tail := token[digits:]; len(tail) > 0 {
+		i := 0
+		for _, d := range tail {
+			i = (i*10 + int(d-'0')) % n // mod as we go: no overflow on long numbers
+		}
+		return i
+	}
+	h := uint32(2166136261)
+	for _, c := range token {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return int(h % uint32(n))
+}
+
 // Admit is the server's admission function for this population (pass it as
 // throng.Options.Admit): a Hello whose token is [Token](i) for an actor of
 // the population is admitted at Spawns[i]; any other token is refused.

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/net"
 )
@@ -128,4 +129,35 @@ func TestSpawnsFaceEveryWay(t *testing.T) {
 	}
 	assert.Greater(t, west, 50)
 	assert.Greater(t, east, 50)
+}
+
+// TestAdmitAnyLetsEveryoneInAtTheirNumberedSpawn pins the development
+// admission: bot tokens of any prefix land on the spawn their number names
+// (wrapping past the end), other names on a spawn of their own, always the
+// same one; only a population with nowhere to stand refuses.
+func TestAdmitAnyLetsEveryoneInAtTheirNumberedSpawn(t *testing.T) {
+	p := Square(10, 4)
+	for _, c := range []struct {
+		token string
+		spawn int
+	}{
+		{"bot-0", 0}, {"bot-7", 7}, {"bot-13", 3}, {"west-42", 2}, {"7", 7},
+		{"bot-123456789012345678901234567890", 0}, // 10 divides it: no overflow
+	} {
+		got, err := p.AdmitAny(net.Hello{Token: []byte(c.token)})
+		require.NoError(t, err, c.token)
+		assert.Equal(t, p.Spawns[c.spawn].Transform, got, c.token)
+	}
+	seen := map[components.Transform]bool{}
+	for _, name := range []string{"alice", "bob", "carol", "dave", "erin", ""} {
+		a, err := p.AdmitAny(net.Hello{Token: []byte(name)})
+		require.NoError(t, err, name)
+		b, _ := p.AdmitAny(net.Hello{Token: []byte(name)})
+		assert.Equal(t, a, b, "%q lands on the same spawn every time", name)
+		seen[a] = true
+	}
+	assert.Greater(t, len(seen), 2, "names spread over the spawns")
+
+	_, err := Population{Name: "empty"}.AdmitAny(net.Hello{Token: []byte("bot-1")})
+	assert.ErrorContains(t, err, "scenario: empty has no spawns")
 }

@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
+	"sync"
 	"time"
 
+	"github.com/throng-go/throng/examples/crowd/fleet"
 	"github.com/throng-go/throng/examples/crowd/scenario"
 	"github.com/throng-go/throng/net"
 )
 
-// crowd is the bots' side of the example: one MemClient per bot, driven
-// from one goroutine at the tick rate.
-type crowd struct {
+// memCrowd is the bots' side of the example on the in-memory transport
+// (-transport mem): one MemClient per bot, driven from one goroutine at
+// the tick rate. It counts what it does in the fleet's terms, so the meter
+// reads both kinds of bots alike.
+type memCrowd struct {
 	bots     []*scenario.Bot
 	clients  []*net.MemClient
 	welcomed []bool
@@ -21,26 +25,24 @@ type crowd struct {
 	cur        int
 	onReliable func([]byte)
 	onDatagram func([]byte)
-	counts     botCounts
-	refusedWhy string
+
+	mu sync.Mutex // guards n: the meter reads it from the tick goroutine
+	n  fleet.Totals
 }
 
-// botCounts is what the bots sent and received over the run.
-type botCounts struct {
-	updates, datagrams, records, corrections, refused int64
-}
-
-// newCrowd connects one bot per actor of pop to mem: each dials and sends
-// its Hello; the server admits them all on its next tick.
-func newCrowd(mem *net.Mem, pop scenario.Population, seed uint64) (*crowd, error) {
-	c := &crowd{
-		bots:     pop.Bots(scenario.WanderGait(), seed),
-		clients:  make([]*net.MemClient, len(pop.Spawns)),
-		welcomed: make([]bool, len(pop.Spawns)),
+// newMemCrowd connects n bots of pop to mem, bot i with [scenario.Token](i):
+// each dials and sends its Hello; the server admits them all on its next
+// tick.
+func newMemCrowd(mem *net.Mem, pop scenario.Population, n int, seed uint64) (*memCrowd, error) {
+	c := &memCrowd{
+		bots:     make([]*scenario.Bot, n),
+		clients:  make([]*net.MemClient, n),
+		welcomed: make([]bool, n),
 	}
 	c.onReliable = c.reliable
 	c.onDatagram = c.datagram
-	for i := range c.bots {
+	for i := range n {
+		c.bots[i] = pop.Bot(i, scenario.WanderGait(), seed)
 		c.clients[i] = mem.Dial()
 		hello, err := net.AppendHello(c.frame[:0], net.Hello{Token: scenario.Token(i)})
 		if err != nil {
@@ -53,8 +55,19 @@ func newCrowd(mem *net.Mem, pop scenario.Population, seed uint64) (*crowd, error
 	return c, nil
 }
 
+// Totals returns what the bots did so far.
+func (c *memCrowd) Totals() fleet.Totals {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// Close does nothing: the server's Close closes the in-memory transport
+// and with it every client.
+func (c *memCrowd) Close() error { return nil }
+
 // run steps every bot once a period until ctx is done.
-func (c *crowd) run(ctx context.Context, period time.Duration) {
+func (c *memCrowd) run(ctx context.Context, period time.Duration) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
@@ -70,7 +83,9 @@ func (c *crowd) run(ctx context.Context, period time.Duration) {
 // step lets every bot read what the server sent it, walk dt, and send an
 // update if its limiter allows one. Bots wait for their Welcome: the server
 // drops updates sent before it.
-func (c *crowd) step(dt time.Duration) {
+func (c *memCrowd) step(dt time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for i, b := range c.bots {
 		c.cur = i
 		c.clients[i].DrainReliable(c.onReliable)
@@ -81,16 +96,17 @@ func (c *crowd) step(dt time.Duration) {
 		b.Advance(dt)
 		var due bool
 		if c.frame, due = b.AppendDueMove(c.frame[:0]); !due {
+			c.n.MovesSkipped++
 			continue
 		}
 		if c.clients[i].Send(c.frame) != nil {
 			continue // the transport closed: the run is ending
 		}
-		c.counts.updates++
+		c.n.MovesSent++
 	}
 }
 
-func (c *crowd) reliable(frame []byte) {
+func (c *memCrowd) reliable(frame []byte) {
 	if net.Decode(frame, &c.decoded) != nil {
 		return
 	}
@@ -99,18 +115,21 @@ func (c *crowd) reliable(frame []byte) {
 	case net.TypeWelcome:
 		b.Welcome(c.decoded.Welcome)
 		c.welcomed[c.cur] = true
+		c.n.Joined++
 	case net.TypeCorrection:
 		b.Correct(c.decoded.Correction)
-		c.counts.corrections++
+		c.n.Corrections++
 	case net.TypeRefuse:
-		c.counts.refused++
-		c.refusedWhy = string(c.decoded.Refuse.Reason)
+		c.n.Refused++
+		if c.n.Refusal == "" {
+			c.n.Refusal = string(c.decoded.Refuse.Reason)
+		}
 	}
 }
 
-func (c *crowd) datagram(d []byte) {
-	c.counts.datagrams++
+func (c *memCrowd) datagram(d []byte) {
+	c.n.Datagrams++
 	if batch, err := net.DecodeBatch(d); err == nil {
-		c.counts.records += int64(batch.Len())
+		c.n.Records += uint64(batch.Len())
 	}
 }

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/throng-go/throng"
+	"github.com/throng-go/throng/examples/crowd/fleet"
+	"github.com/throng-go/throng/examples/crowd/scenario"
+	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/systems"
+)
+
+// busyRetryFor is how long an in-process bot told "server busy" keeps
+// dialing again, once a second, as a player would.
+const busyRetryFor = 30 * time.Second
+
+// botSide is the in-process bots, on either transport.
+type botSide interface {
+	Totals() fleet.Totals
+	Close() error
+}
+
+// runCrowd starts the server and the bots, ticks until ctx is done, and
+// writes the start line, the per-second lines and the summary to out. It
+// returns once the bots and the server are closed.
+func runCrowd(ctx context.Context, cfg config, out io.Writer) error {
+	pop, err := scenario.New(cfg.scenario, cfg.players, cfg.seed)
+	if err != nil {
+		return fmt.Errorf("crowd: %w", err)
+	}
+	log := newLogger(out)
+	srv, addr, err := newServer(cfg, pop, log)
+	if err != nil {
+		return err
+	}
+	nbots := cfg.bots
+	if nbots < 0 {
+		nbots = cfg.players
+	}
+	period := srv.Settings().TickPeriod()
+	var (
+		bots botSide
+		wg   sync.WaitGroup
+	)
+	if cfg.transport == transportMem {
+		mc, err := newMemCrowd(srv.Mem(), pop, nbots, cfg.seed)
+		if err != nil {
+			srv.Close()
+			return fmt.Errorf("crowd: %w", err)
+		}
+		bots = mc
+		wg.Go(func() { mc.run(ctx, period) })
+	} else {
+		fl, err := fleet.Start(fleet.Config{
+			Addr: addr, Population: pop, Seed: cfg.seed,
+			Client:       net.ClientConfig{InsecureSkipVerify: true},
+			RetryBusyFor: busyRetryFor,
+		})
+		if err != nil {
+			srv.Close()
+			return fmt.Errorf("crowd: %w", err)
+		}
+		bots = fl
+		wg.Go(func() {
+			// Dials complete on the server's ticks, which start below.
+			if err := fl.Grow(ctx, nbots).Err(); err != nil && ctx.Err() == nil {
+				log.Warn("bots", "error", err)
+			}
+		})
+	}
+	logStart(log, cfg, pop, srv, addr, nbots)
+
+	m := newMeter(log, srv, bots.Totals, nbots > 0, time.Now())
+	tickLoop(ctx, srv, period, m.tick)
+	m.summary(time.Now()) // before closing: the sessions are still there
+	bots.Close()
+	wg.Wait()
+	return srv.Close()
+}
+
+// newServer builds the server for cfg on its transport, admitting every
+// token at pop's spawns. On QUIC it returns the address it listens on.
+func newServer(cfg config, pop scenario.Population, log *slog.Logger) (*throng.Server, string, error) {
+	opts := throng.Options{
+		TickRate: new(cfg.hz),
+		Parallelism: throng.Parallelism{
+			Enabled:            new(!cfg.inline),
+			WorkerThreads:      cfg.workers,
+			InterestManagement: new(cfg.interest),
+		},
+		Admit:  pop.AdmitAny,
+		Logger: log,
+	}
+	var q *net.QUIC
+	if cfg.transport == transportQUIC {
+		var err error
+		if q, err = net.ListenQUIC(cfg.addr, net.QUICConfig{Development: true}); err != nil {
+			return nil, "", fmt.Errorf("crowd: %w", err)
+		}
+		opts.Transport = q
+	}
+	srv, err := throng.New(opts)
+	if err != nil {
+		if q != nil {
+			q.Close()
+		}
+		return nil, "", fmt.Errorf("crowd: %w", err)
+	}
+	if q == nil {
+		return srv, "", nil
+	}
+	return srv, q.Addr().String(), nil
+}
+
+func logStart(log *slog.Logger, cfg config, pop scenario.Population, srv *throng.Server, addr string, nbots int) {
+	settings := srv.Settings()
+	mode := "parallel"
+	if cfg.inline {
+		mode = "inline"
+	}
+	attrs := []any{"scenario", pop.Name, "players", len(pop.Spawns), "bots", nbots, "transport", cfg.transport}
+	if addr != "" {
+		attrs = append(attrs, "addr", addr)
+	}
+	attrs = append(attrs, "hz", settings.TickRate, "mode", mode, "workers", settings.Parallelism.Workers(),
+		"interest", cfg.interest, "gomaxprocs", runtime.GOMAXPROCS(0))
+	if pop.Name == "town" {
+		attrs = append(attrs, "hub_relay_share", fmt.Sprintf("%.1f%%", 100*pop.RelayWork().Share(scenario.RegionHub)))
+	}
+	log.Info("start", attrs...)
+	if nbots == 0 {
+		log.Info("waiting for bots", "run", fmt.Sprintf("go run ./examples/crowd/bots -addr %s -n %d -scenario %s", addr, len(pop.Spawns), pop.Name))
+	}
+}
+
+// newLogger writes key=value lines to out, without time and level: the
+// lines are for reading.
+func newLogger(out io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{ReplaceAttr: dropTimeAndLevel}))
+}
+
+// tickLoop ticks srv on a fixed grid (start + n*period) until ctx is done,
+// timing each tick; like Server.Run, a late tick delays the next one but
+// not the grid, and slots more than a tick late are skipped.
+func tickLoop(ctx context.Context, srv *throng.Server, period time.Duration, after func(systems.TickStats, time.Duration)) {
+	next := time.Now()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		began := time.Now()
+		st := srv.Tick()
+		after(st, time.Since(began))
+		next = next.Add(period)
+		if now := time.Now(); now.After(next) {
+			next = next.Add(now.Sub(next) / period * period)
+		}
+		timer.Reset(time.Until(next))
+	}
+}
+
+func dropTimeAndLevel(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey) {
+		return slog.Attr{}
+	}
+	return a
+}
