@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"math"
 	"time"
 
 	"github.com/throng-go/throng"
@@ -99,7 +98,7 @@ func (m *meter) tick(st systems.TickStats, work time.Duration) {
 	secs := d.Seconds()
 	attrs := []any{
 		"tick", st.Tick,
-		"hz", round(float64(w.ticks)/secs, 1),
+		"hz", fleet.Round(float64(w.ticks)/secs, 1),
 		"work_ms", ms(w.work.mean()),
 		"p95_ms", ms(w.work.quantile(0.95)),
 		"players", m.transportStats().sessions(),
@@ -120,10 +119,10 @@ func (m *meter) tick(st systems.TickStats, work time.Duration) {
 		bots := m.bots()
 		attrs = append(attrs,
 			"bots", bots.Active(),
-			"bot_upd/s", perBotPerSecond(bots.Records-w.bots.Records, bots.Active(), d),
+			"bot_upd/s", fleet.UpdatesPerBot(bots.Records-w.bots.Records, bots.Active(), d),
 			"bot_corrections", bots.Corrections-w.bots.Corrections)
 	}
-	attrs = append(attrs, "cpu", cpuPercent(w.cpu, d))
+	attrs = append(attrs, "cpu", fleet.CPUPercent(w.cpu, d))
 	m.log.Info("second", attrs...)
 	w.work.reset()
 	*w = m.begin(now)
@@ -140,8 +139,8 @@ func (m *meter) summary(now time.Time) {
 	st := m.last
 	attrs := []any{
 		"ticks", r.ticks,
-		"seconds", round(elapsed.Seconds(), 1),
-		"hz", round(float64(r.ticks)/elapsed.Seconds(), 1),
+		"seconds", fleet.Round(elapsed.Seconds(), 1),
+		"hz", fleet.Round(float64(r.ticks)/elapsed.Seconds(), 1),
 		"players", m.transportStats().sessions(),
 		"relays/tick", relaysPerTick,
 		"out", rate(float64(m.transportStats().bytesOut()-r.bytesOut) / elapsed.Seconds()),
@@ -154,7 +153,7 @@ func (m *meter) summary(now time.Time) {
 		"work_ms", ms(r.work.mean()),
 		"p95_ms", ms(r.work.quantile(0.95)),
 		"max_ms", ms(r.work.max),
-		"cpu", cpuPercent(r.cpu, elapsed),
+		"cpu", fleet.CPUPercent(r.cpu, elapsed),
 	}
 	if !m.withBots {
 		m.log.Info("summary", attrs...)
@@ -164,7 +163,7 @@ func (m *meter) summary(now time.Time) {
 	attrs = append(attrs,
 		"bots_joined", bots.Joined,
 		"bot_updates_sent/s", int64(float64(bots.MovesSent)/elapsed.Seconds()),
-		"bot_upd/s", perBotPerSecond(bots.Records, bots.Joined, elapsed),
+		"bot_upd/s", fleet.UpdatesPerBot(bots.Records, bots.Joined, elapsed),
 		"bot_corrections", bots.Corrections)
 	if bots.BusyRetries > 0 {
 		attrs = append(attrs, "busy_retries", bots.BusyRetries)
@@ -181,31 +180,8 @@ func (m *meter) summary(now time.Time) {
 	m.log.Info("summary", attrs...)
 }
 
-// perBotPerSecond is records spread over bots and d, 0 without bots.
-func perBotPerSecond(records uint64, bots int, d time.Duration) float64 {
-	if bots <= 0 || d <= 0 {
-		return 0
-	}
-	return round(float64(records)/float64(bots)/d.Seconds(), 1)
-}
-
-// cpuPercent is the process CPU used since the reading since, over d, in
-// percent of one core; -1 where the system cannot say.
-func cpuPercent(since, d time.Duration) float64 {
-	now, ok := fleet.ProcessCPU()
-	if !ok || d <= 0 {
-		return -1
-	}
-	return round(100*float64(now-since)/float64(d), 0)
-}
-
-func round(v float64, digits int) float64 {
-	p := math.Pow(10, float64(digits))
-	return math.Round(v*p) / p
-}
-
 func ms(d time.Duration) float64 {
-	return round(float64(d)/float64(time.Millisecond), 2)
+	return fleet.Round(float64(d)/float64(time.Millisecond), 2)
 }
 
 // rate formats bytes a second with a unit: 812B/s, 45.3kB/s, 3.41MB/s.

@@ -202,7 +202,7 @@ func measure(ctx context.Context, srv *throng.Server, fl *fleet.Fleet, rec *reco
 		hz:      float64(t.ticks) / elapsed.Seconds(),
 		p95:     t.work.quantile(0.95),
 		out:     float64(out1-out0) / elapsed.Seconds(),
-		perBot:  perBotPerSecond(bots1.Records-bots0.Records, bots1.Active(), elapsed),
+		perBot:  fleet.UpdatesPerBot(bots1.Records-bots0.Records, bots1.Active(), elapsed),
 		cpu:     -1,
 		tick:    -1,
 	}

@@ -41,7 +41,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -174,12 +173,12 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	elapsed := time.Since(began)
 	t := fl.Totals()
 	attrs := []any{
-		"seconds", round(elapsed.Seconds(), 1),
+		"seconds", fleet.Round(elapsed.Seconds(), 1),
 		"joined", t.Joined, "refused", t.Refused, "failed", t.Failed, "lost", t.Lost,
-		"sent/s", round(float64(t.MovesSent)/elapsed.Seconds(), 0),
-		"upd/bot/s", perBot(t.Records, t.Joined, elapsed),
+		"sent/s", fleet.Round(float64(t.MovesSent)/elapsed.Seconds(), 0),
+		"upd/bot/s", fleet.UpdatesPerBot(t.Records, t.Joined, elapsed),
 		"corrections", t.Corrections,
-		"cpu", cpuPercent(cpu0, elapsed),
+		"cpu", fleet.CPUPercent(cpu0, elapsed),
 	}
 	if t.BusyRetries > 0 {
 		attrs = append(attrs, "busy_retries", t.BusyRetries)
@@ -215,10 +214,10 @@ func watch(ctx context.Context, fl *fleet.Fleet, grown <-chan fleet.Growth, log 
 			t, d := fl.Totals(), now.Sub(lastAt)
 			log.Info("second",
 				"bots", t.Active(), "joined", t.Joined, "refused", t.Refused, "failed", t.Failed, "lost", t.Lost,
-				"sent/s", round(float64(t.MovesSent-last.MovesSent)/d.Seconds(), 0),
-				"upd/bot/s", perBot(t.Records-last.Records, t.Active(), d),
+				"sent/s", fleet.Round(float64(t.MovesSent-last.MovesSent)/d.Seconds(), 0),
+				"upd/bot/s", fleet.UpdatesPerBot(t.Records-last.Records, t.Active(), d),
 				"corrections", t.Corrections-last.Corrections,
-				"cpu", cpuPercent(cpu, d),
+				"cpu", fleet.CPUPercent(cpu, d),
 			)
 			last, lastAt = t, now
 			cpu, _ = fleet.ProcessCPU()
@@ -228,29 +227,6 @@ func watch(ctx context.Context, fl *fleet.Fleet, grown <-chan fleet.Growth, log 
 				t.Joined, t.Refused, t.Failed, t.Lost, cmp.Or(t.Loss, t.Refusal, "every dial failed"))
 		}
 	}
-}
-
-// perBot is records spread over bots and d, 0 without bots.
-func perBot(records uint64, bots int, d time.Duration) float64 {
-	if bots <= 0 || d <= 0 {
-		return 0
-	}
-	return round(float64(records)/float64(bots)/d.Seconds(), 1)
-}
-
-// cpuPercent is the process CPU used since the reading since, over d, in
-// percent of one core; -1 where the system cannot say.
-func cpuPercent(since, d time.Duration) float64 {
-	now, ok := fleet.ProcessCPU()
-	if !ok || d <= 0 {
-		return -1
-	}
-	return round(100*float64(now-since)/float64(d), 0)
-}
-
-func round(v float64, digits int) float64 {
-	p := math.Pow(10, float64(digits))
-	return math.Round(v*p) / p
 }
 
 func dropTimeAndLevel(groups []string, a slog.Attr) slog.Attr {
