@@ -62,7 +62,6 @@ type TickStats struct {
 	Corrections     int
 	Appears         int
 	Disappears      int
-	Move, Relay     scheduler.RunStats
 	Throttled       int64 // pairs not sent this tick because of throttling
 	Owed            int   // records owed to clients after this tick's cuts
 	Pressure        int   // highest cluster pressure level this tick

@@ -50,34 +50,6 @@ func (j *relayJob) RunUnit(i int) {
 	p.shardRelayTime[i] = time.Since(start)
 }
 
-// batchWriter appends records to a recipient's batch, starting a new
-// datagram (header first) every MaxRecordsPerBatch records.
-type batchWriter struct {
-	buf  []byte
-	head int
-	n    int32
-	tick uint32
-}
-
-func (w *batchWriter) add(record []byte) {
-	if w.n%net.MaxRecordsPerBatch == 0 {
-		if w.n > 0 {
-			net.SetBatchCount(w.buf[w.head:], net.MaxRecordsPerBatch)
-		}
-		w.head = len(w.buf)
-		w.buf = net.AppendBatchHeader(w.buf, w.tick, 0)
-	}
-	w.buf = append(w.buf, record...)
-	w.n++
-}
-
-func (w *batchWriter) finish() []byte {
-	if w.n > 0 {
-		net.SetBatchCount(w.buf[w.head:], int((w.n-1)%net.MaxRecordsPerBatch+1))
-	}
-	return w.buf
-}
-
 // reserve returns buf emptied, with room for a record from every actor in
 // stencil g: a batch never needs more, so once a crowd has formed its
 // buffers stop growing and the relay allocates nothing.
@@ -500,15 +472,16 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttle
 		s.adjustSpread(due, p.cfg.MaxRecordsPerTick, p.longest)
 	}
 	s.taken = s.backlog.Take(p.cfg.MaxRecordsPerTick, s.taken[:0])
-	w := batchWriter{buf: f.reserve(f.batches[r], &f.groups[f.group[r]]), tick: uint32(f.Tick)}
-	k := 0
+	// Take returns its picks in offer order: keep those offers, in place.
+	chosen := s.offered[:0]
 	for _, a := range s.offered {
-		if k < len(s.taken) && f.id[a] == s.taken[k] {
-			w.add(f.recordOf(a))
-			k++
+		if len(chosen) < len(s.taken) && f.id[a] == s.taken[len(chosen)] {
+			chosen = append(chosen, a)
 		}
 	}
+	w := newBatchOut(f.reserve(f.batches[r], &f.groups[f.group[r]]), f.records, f.Tick)
+	w.write(chosen)
 	f.batches[r] = w.finish()
-	f.relays[r] = w.n
-	return w.n
+	f.relays[r] = w.count
+	return w.count
 }
