@@ -160,6 +160,19 @@ func (t *Tiers) band(distSq float32) uint {
 // zero value).
 func (t *Tiers) Longest() uint8 { return t.longest + 1 }
 
+// Periods appends to dst the distinct periods the table gives, ascending,
+// 1 first (every table gives period 1 to the closest pairs) and returns the
+// result.
+func (t *Tiers) Periods(dst []uint8) []uint8 {
+	dst = append(dst, 1)
+	for _, e := range t.extra {
+		if p := e + 1; p > dst[len(dst)-1] {
+			dst = append(dst, p)
+		}
+	}
+	return dst
+}
+
 // DefaultSteps returns DESIGN.md's default table: full rate closer than
 // fullRateUnits, then periods 2, 3, 4 ... from each further multiple of
 // fullRateUnits, up to maxSkip. With the defaults (2048, 4): period 1 below

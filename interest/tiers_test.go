@@ -254,3 +254,22 @@ func TestSpanAgreesWithPeriodSqInsideIt(t *testing.T) {
 		}
 	}
 }
+
+func TestPeriodsListsEveryPeriodTheTableGives(t *testing.T) {
+	studio, err := interest.NewTiers(interest.StudioSteps(interest.BethesdaUnitsPerMetre), 10)
+	require.NoError(t, err)
+	capped, err := interest.NewTiers(interest.StudioSteps(interest.BethesdaUnitsPerMetre), 5)
+	require.NoError(t, err)
+	var off interest.Tiers
+	assert.Equal(t, []uint8{1, 2, 3, 4}, defaultTiers(t).Periods(nil))
+	assert.Equal(t, []uint8{1, 3, 5, 10}, studio.Periods(nil))
+	assert.Equal(t, []uint8{1, 3, 5}, capped.Periods(nil), "periods capped at maxPeriod collapse into one")
+	assert.Equal(t, []uint8{1}, off.Periods(nil), "the zero value is full rate everywhere")
+	// Every distance's period is in the list.
+	for _, tiers := range []*interest.Tiers{defaultTiers(t), &studio, &capped} {
+		periods := tiers.Periods(nil)
+		for d := float32(0); d < 20000; d += 97 {
+			assert.Contains(t, periods, tiers.PeriodSq(d*d), "distance %v", d)
+		}
+	}
+}

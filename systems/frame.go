@@ -102,6 +102,7 @@ type Frame struct {
 	shards      []Shard
 	clusterSize []int32    // actors per cluster
 	sess        []*session // per actor: its client's session, or nil
+	due         dueLists   // per cell, period and residue: the senders due (see due.go)
 	biggest     int
 	seed        maphash.Seed
 }
@@ -115,10 +116,6 @@ func (f *Frame) Shards() []Shard { return f.shards }
 // Clusters returns the number of clusters and the size, in actors, of the
 // biggest one.
 func (f *Frame) Clusters() (count, biggest int) { return len(f.clusters), f.biggest }
-
-// record is one encoded movement record. Converted to an array pointer, a
-// record is copied into a batch by one inlined move, without a call.
-type record = [net.RecordSize]byte
 
 // recordOf returns actor i's encoded movement record.
 func (f *Frame) recordOf(i int32) []byte {

@@ -149,6 +149,7 @@ func New(cfg Config, world *ecs.World, transport net.Transport) (*Pipeline, erro
 	p.move.p = p
 	p.relay.p = p
 	p.longest = uint64(max(p.tiers.Longest(), cfg.Throttle.MaxLevel()+1))
+	p.frame.due.setPeriods(&p.tiers)
 	return p, nil
 }
 
@@ -206,12 +207,14 @@ func (p *Pipeline) Prepare(tick uint64) {
 
 // BeginRelay prepares the Relay phase once Move is done, on the tick
 // goroutine: it sends this tick's corrections (so a corrected client reads
-// its correction before the tick's movement) and computes each cell's box
-// around its actors' new positions. The relay system's Plan calls it.
+// its correction before the tick's movement), computes each cell's box
+// around its actors' new positions and builds the due lists. The relay
+// system's Plan calls it.
 func (p *Pipeline) BeginRelay() {
 	p.stats.Corrections = 0
 	p.sendCorrections()
 	p.frame.boundCells()
+	p.frame.due.build(&p.frame)
 }
 
 // SetShardsPerCluster sets the most shards one cluster is cut into, from

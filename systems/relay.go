@@ -1,6 +1,7 @@
 package systems
 
 import (
+	"encoding/binary"
 	"time"
 
 	"github.com/throng-go/throng/interest"
@@ -86,11 +87,11 @@ func (p *Pipeline) periods(distSq float32, level uint8) (interestPeriod, period 
 //
 // This is the N^2 loop, and it works cell by cell. When the box around a
 // sender cell and the box around the recipient's cell are in one interest
-// band, every pair between them has the same period (see classify): at
-// period 1 a cell whose senders all changed this tick is copied as one
-// block, at longer periods each sender costs one byte comparison of phase
-// residues. Only cell pairs that straddle a band boundary are decided pair
-// by pair, with a squared distance and the tier table.
+// band, every pair between them has the same period (see classify), and
+// the senders due are one of the cell's due lists (due.go): one block copy.
+// Cell pairs that straddle two bands decide each pair with one distance
+// comparison; only the rest (more bands, throttling, a stretched period)
+// go pair by pair through the tier table.
 func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScratch) int32 {
 	f := &p.frame
 	tick := f.Tick
@@ -111,35 +112,55 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	want := p.clock.Want(rid)
 	g := &f.groups[f.group[r]]
 	cells := f.stencilCells(g)
-	if rc := f.cellIdx[r]; sc.cell != rc {
+	rc := f.cellIdx[r]
+	if sc.cell != rc {
 		sc.classes = p.classify(rc, cells, level, sc.classes)
 		sc.cell = rc
 	}
-	// First choose the senders (indices, in canonical order), then write
-	// their records: the choosing loops stay small and branch-light.
-	sel := sc.sel[:cap(sc.sel)]
-	if len(sel) < f.Len() { // room for every actor: more than any stencil holds
-		sel = make([]int32, f.Len()+f.Len()/4)
-		sc.sel = sel
-	}
-	m := 0
+	due := &f.due
+	slots := due.recipientSlots(&want)
+	w := newBatchOut(f.reserve(f.batches[r], g), f.records, tick)
+	pick := &sc.pick
+	pick.r, pick.rx, pick.ry, pick.rz, pick.oldest, pick.tick, pick.want = r, rx, ry, rz, oldest, tick, want
 	var held int64 // pairs throttling alone kept back
 	for i, ci := range cells {
-		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
 		class := sc.classes[i]
 		period := class.period()
+		if spread == 1 && period > 0 && period < interest.FastPeriods && slots[period] >= 0 {
+			lo, hi := due.list(ci, slots[period])
+			if ci == rc { // the recipient's own cell: leave r out
+				j := lo
+				for j < hi && due.picks[j] != r {
+					j++
+				}
+				w.run(due.packed[lo*net.RecordSize : j*net.RecordSize])
+				lo = min(j+1, hi)
+			}
+			w.run(due.packed[lo*net.RecordSize : hi*net.RecordSize])
+			continue
+		}
+		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
 		if spread > 1 && period > 0 {
 			period = stretch(period, spread)
 		}
+		changed, res := f.changed[lo:hi], f.res[lo:hi]
 		switch {
+		case class.two() && spread == 1 && class.far < interest.FastPeriods:
+			// Two neighbouring bands: one comparison per pair picks the
+			// period, and the pair is taken without a branch: whether it
+			// is due is a coin toss the CPU cannot predict.
+			if len(sc.sel) < len(changed) {
+				sc.sel = make([]int32, len(changed)+len(changed)/4)
+			}
+			pick.lo, pick.near, pick.far, pick.edge = lo, class.near, class.far, class.edge
+			w.write(sc.sel[:pick.choose(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res)])
 		case class.two():
 			// Two neighbouring bands: one comparison per pair picks the period.
 			near, far := class.near, class.far
 			if spread > 1 {
 				near, far = stretch(near, spread), stretch(far, spread)
 			}
-			changed, xs, ys, zs := f.changed[lo:hi], f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
-			res := f.res[lo:hi]
+			xs, ys, zs := f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
 			for k, c := range changed {
 				a := lo + int32(k)
 				if c <= oldest || a == r {
@@ -151,36 +172,18 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 					period = far
 				}
 				if c+uint64(period) > tick && (period == 1 || p.due(&res[k], &want, period, f.id[a], rid)) {
-					sel[m] = a
-					m++
+					w.one(a)
 				}
 			}
-		case period == 1 && f.cells[ci].fresh:
-			for a := lo; a < hi; a++ {
-				if a != r {
-					sel[m] = a
-					m++
-				}
-			}
-		case period == 1:
-			for k, c := range f.changed[lo:hi] {
-				if a := lo + int32(k); c == tick && a != r {
-					sel[m] = a
-					m++
-				}
-			}
-		case period > 1:
-			res := f.res[lo:hi]
-			for k, c := range f.changed[lo:hi] {
+		case period > 0: // one period without a list: stretched, or beyond the residue tables
+			for k, c := range changed {
 				a := lo + int32(k)
-				if c+uint64(period) > tick && a != r && p.due(&res[k], &want, period, f.id[a], rid) {
-					sel[m] = a
-					m++
+				if c+uint64(period) > tick && a != r && (period == 1 || p.due(&res[k], &want, period, f.id[a], rid)) {
+					w.one(a)
 				}
 			}
 		default: // the cells span more than two bands, or throttling counts: pair by pair
-			changed, xs, ys, zs := f.changed[lo:hi], f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
-			res := f.res[lo:hi]
+			xs, ys, zs := f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
 			for k, c := range changed {
 				a := lo + int32(k)
 				if c <= oldest || a == r {
@@ -204,13 +207,10 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 					}
 					continue
 				}
-				sel[m] = a
-				m++
+				w.one(a)
 			}
 		}
 	}
-	w := newBatchOut(f.reserve(f.batches[r], g), f.records, tick)
-	w.write(sel[:m])
 	f.batches[r] = w.finish()
 	if s != nil && budget > 0 {
 		s.adjustSpread(int(w.count), budget, p.longest)
@@ -223,13 +223,47 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	return w.count
 }
 
+// twoBands chooses the senders of one cell whose pairs with a recipient
+// fall in two neighbouring bands (see cellClass), both with periods below
+// interest.FastPeriods.
+type twoBands struct {
+	lo, r        int32 // the cell's first actor; the recipient
+	near, far    uint8
+	edge         float32
+	rx, ry, rz   float32
+	oldest, tick uint64
+	want         interest.Residues
+}
+
+// choose writes to sel the senders due, in order, and returns how many.
+// It is a function of its own so that its loop keeps everything in
+// registers, and it takes each pair without a branch: whether a pair is
+// due is a coin toss the CPU cannot predict.
+func (t *twoBands) choose(sel []int32, changed []uint64, xs, ys, zs []float32, res []interest.Residues) int {
+	near, step, edge := t.near, t.far-t.near, t.edge
+	rx, ry, rz, oldest, tick, want := t.rx, t.ry, t.rz, t.oldest, t.tick, &t.want
+	self := t.r - t.lo
+	sel = sel[:len(changed)]
+	xs, ys, zs, res = xs[:len(changed)], ys[:len(changed)], zs[:len(changed)], res[:len(changed)]
+	m := 0
+	for k, c := range changed {
+		dx, dy, dz := xs[k]-rx, ys[k]-ry, zs[k]-rz
+		period := near + uint8(b2i(dx*dx+dy*dy+dz*dz >= edge))*step
+		period = min(period, interest.FastPeriods-1) // a no-op (far < FastPeriods) that drops the bounds checks
+		sel[m] = t.lo + int32(k)
+		m += b2i(c > oldest) & b2i(c+uint64(period) > tick) & b2i(res[k][period] == want[period]) & b2i(int32(k) != self)
+	}
+	return m
+}
+
 // relayScratch is one Relay unit's memory of the cell classes of the
 // recipient cell it last saw; recipients of one cell are consecutive, so
 // each cell is classified once per unit.
 type relayScratch struct {
 	cell    int32
 	classes []cellClass
-	sel     []int32 // chosen senders of the current recipient
+	sel     []int32  // senders chosen in one cell
+	pick    twoBands // the current recipient, for choosing in two-band cells
 }
 
 // cellClass is what a recipient cell knows about the pairs it forms with
@@ -338,7 +372,7 @@ func (w *batchOut) open() {
 	w.left = net.MaxRecordsPerBatch
 }
 
-// write appends the records of the chosen senders, a datagram at a time.
+// write appends the records of the chosen senders.
 func (w *batchOut) write(sel []int32) {
 	for len(sel) > 0 {
 		if w.left == 0 {
@@ -349,7 +383,7 @@ func (w *batchOut) write(sel []int32) {
 		buf, recs := w.buf, w.records
 		for _, a := range sel[:k] {
 			o := int(a) * net.RecordSize
-			*(*record)(buf[n : n+net.RecordSize]) = *(*record)(recs[o : o+net.RecordSize])
+			copyRecord(buf[n:n+net.RecordSize], recs[o:o+net.RecordSize])
 			n += net.RecordSize
 		}
 		w.n = n
@@ -358,6 +392,48 @@ func (w *batchOut) write(sel []int32) {
 		sel = sel[k:]
 	}
 }
+
+// one appends sender a's record.
+func (w *batchOut) one(a int32) {
+	if w.left == 0 {
+		w.open()
+	}
+	o := int(a) * net.RecordSize
+	copyRecord(w.buf[w.n:w.n+net.RecordSize], w.records[o:o+net.RecordSize])
+	w.n += net.RecordSize
+	w.left--
+	w.count++
+}
+
+// run appends records packed back to back, a datagram at a time.
+func (w *batchOut) run(recs []byte) {
+	for len(recs) > 0 {
+		if w.left == 0 {
+			w.open()
+		}
+		k := min(len(recs)/net.RecordSize, w.left)
+		n := copy(w.buf[w.n:], recs[:k*net.RecordSize])
+		w.n += n
+		w.left -= k
+		w.count += int32(k)
+		recs = recs[n:]
+	}
+}
+
+// copyRecord copies one record as three register moves. A copy of a
+// [net.RecordSize]byte array would do the same work through a call to
+// runtime.memmove (the compiler cannot rule out overlap), and that call
+// and the spills around it were a quarter of the relay's time.
+func copyRecord(dst, src []byte) {
+	_, _ = dst[19], src[19]
+	binary.LittleEndian.PutUint64(dst, binary.LittleEndian.Uint64(src))
+	binary.LittleEndian.PutUint64(dst[8:], binary.LittleEndian.Uint64(src[8:]))
+	binary.LittleEndian.PutUint32(dst[16:], binary.LittleEndian.Uint32(src[16:]))
+}
+
+// copyRecord moves exactly 20 bytes: this fails to compile if the record size changes.
+var _ [net.RecordSize - 20]struct{}
+var _ [20 - net.RecordSize]struct{}
 
 // finish writes the last datagram's record count and returns the batch.
 func (w *batchOut) finish() []byte {
@@ -379,6 +455,14 @@ func (p *Pipeline) due(res, want *interest.Residues, period uint8, sender, recip
 // dueSlow decides pairs with periods beyond the residue tables.
 func (p *Pipeline) dueSlow(period uint8, sender, recipient uint32) bool {
 	return p.clock.Sends(interest.Phase(sender, recipient), period)
+}
+
+// b2i is 1 for true and 0 for false, without a branch.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // stretch multiplies a period by a recipient's spread, capped at 255.
