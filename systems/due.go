@@ -21,9 +21,10 @@ import (
 // pass per period, not one per recipient.
 type dueLists struct {
 	periods []uint8                     // the table's periods, ascending, 1 first; only those below FastPeriods
-	slot    [interest.FastPeriods]int32 // per period: its first slot in a cell's run of slots; -1 if not listed
+	slot    [interest.FastPeriods]int32 // per period: its first slot (period p has slots slot[p] to slot[p]+p-1); -1 if not listed
 	nslots  int32                       // slots per cell: the sum of periods
-	off     []int32                     // per cell and slot: where its list starts in picks; one extra entry ends the last
+	ncells  int32                       // cells this tick
+	off     []int32                     // per slot and cell: where its list starts in picks; one extra entry ends the last
 	picks   []int32                     // sender indices, list after list
 	packed  []byte                      // the records of picks, in the same order
 }
@@ -46,54 +47,68 @@ func (d *dueLists) setPeriods(tiers *interest.Tiers) {
 }
 
 // build makes this tick's lists from the frame's cells, after Move.
+//
+// The lists are laid out slot by slot, and within a slot cell by cell: the
+// lists of one slot for consecutive cells are adjacent in picks and packed,
+// so a recipient that receives the same slot from a run of consecutive
+// cells (a row of its stencil in one band) copies the run as one block.
 func (d *dueLists) build(f *Frame) {
-	d.off = resizeSlice(d.off, len(f.cells)*int(d.nslots)+1)
+	ncells := len(f.cells)
+	d.ncells = int32(ncells)
+	d.off = resizeSlice(d.off, ncells*int(d.nslots)+1)
 	d.picks = resizeSlice(d.picks, f.Len()*len(d.periods))
+	clear(d.off)
 	tick := f.Tick
-	var at int32
-	k := 0
+	// Count each list's senders into off[k+1] (k = slot*ncells + cell) ...
 	for ci := range f.cells {
 		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
 		changed, res := f.changed[lo:hi], f.res[lo:hi]
 		for _, p := range d.periods {
+			base := int(d.slot[p])*ncells + ci + 1
 			if p == 1 {
-				d.off[k] = at
-				k++
-				for i, c := range changed {
-					if c == tick {
-						d.picks[at] = lo + int32(i)
-						at++
-					}
+				for _, c := range changed {
+					d.off[base] += int32(b2i(c == tick))
 				}
 				continue
 			}
-			// A counting sort by residue, stable, so each list keeps the
-			// canonical order.
-			var cursor [interest.FastPeriods]int32
 			for i, c := range changed {
-				if c+uint64(p) > tick {
-					cursor[res[i][p]]++
-				}
-			}
-			for w := range int(p) {
-				n := cursor[w]
-				d.off[k] = at
-				cursor[w] = at
-				at += n
-				k++
-			}
-			for i, c := range changed {
-				if c+uint64(p) > tick {
-					w := res[i][p]
-					d.picks[cursor[w]] = lo + int32(i)
-					cursor[w]++
+				if c+uint64(p) > tick && c != 0 {
+					d.off[base+int(res[i][p])*ncells]++
 				}
 			}
 		}
 	}
-	d.off[k] = at
-	d.picks = d.picks[:at]
-	d.packed = resizeSlice(d.packed, int(at)*net.RecordSize)
+	// ... turn the counts into starts ...
+	for k := 1; k < len(d.off); k++ {
+		d.off[k] += d.off[k-1]
+	}
+	// ... and place the senders, cell by cell in canonical order, so each
+	// list keeps that order. off[k] serves as list k's cursor and ends at
+	// list k's end, which is list k+1's start: shifted back below.
+	for ci := range f.cells {
+		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
+		changed, res := f.changed[lo:hi], f.res[lo:hi]
+		for _, p := range d.periods {
+			base := int(d.slot[p])*ncells + ci
+			for i, c := range changed {
+				if c+uint64(p) > tick && c != 0 {
+					k := base
+					if p > 1 {
+						k += int(res[i][p]) * ncells
+					} else if c != tick {
+						continue
+					}
+					d.picks[d.off[k]] = lo + int32(i)
+					d.off[k]++
+				}
+			}
+		}
+	}
+	copy(d.off[1:], d.off[:len(d.off)-1])
+	d.off[0] = 0
+	n := d.off[len(d.off)-1]
+	d.picks = d.picks[:n]
+	d.packed = resizeSlice(d.packed, int(n)*net.RecordSize)
 	for i, a := range d.picks {
 		o := int(a) * net.RecordSize
 		copyRecord(d.packed[i*net.RecordSize:(i+1)*net.RecordSize], f.records[o:o+net.RecordSize])
@@ -114,6 +129,6 @@ func (d *dueLists) recipientSlots(want *interest.Residues) [interest.FastPeriods
 // list returns the list of cell ci's slot: its sender indices' range in
 // picks.
 func (d *dueLists) list(ci, slot int32) (lo, hi int32) {
-	k := ci*d.nslots + slot
+	k := slot*d.ncells + ci
 	return d.off[k], d.off[k+1]
 }

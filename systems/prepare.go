@@ -2,7 +2,6 @@ package systems
 
 import (
 	"hash/maphash"
-	"slices"
 
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"
@@ -159,8 +158,8 @@ func (f *Frame) place(a, v int32, r int, g int32) {
 // linkStencils records, for every occupied chunk, the occupied chunks of
 // its 3x3 stencil, in stencil order, and their cells. The stencil's nine
 // keys ascend in key order (row by row, then by X), and the views are
-// sorted by key, so three binary searches per chunk over the key-sorted
-// chunks find them: no hashing.
+// sorted by key, so each stencil row is a run of the key-sorted chunks: no
+// hashing.
 func (f *Frame) linkStencils() {
 	f.byKey = f.byKey[:0]
 	for v := range f.views {
@@ -169,13 +168,22 @@ func (f *Frame) linkStencils() {
 		}
 	}
 	f.nbrCells = f.nbrCells[:0]
-	for g := range f.groups {
+	// Visiting the chunks in key order, the first chunk of each stencil row
+	// (worldOrCell, Y+dy, X-1) only moves forward: one cursor per row walks
+	// the key-sorted chunks once in all, where a search per chunk and row
+	// cost a third of Prepare in a 4,096-chunk world.
+	var cursor [3]int
+	for _, g := range f.byKey {
 		gr := &f.groups[g]
 		gr.nst = 0
 		gr.nbrLo = int32(len(f.nbrCells))
-		for dy := int32(-1); dy <= 1; dy++ {
-			row := grid.AreaKey{WorldOrCell: gr.key.WorldOrCell, X: gr.key.X - 1, Y: gr.key.Y + dy}
-			i, _ := slices.BinarySearchFunc(f.byKey, row, func(h int32, k grid.AreaKey) int { return compareKeys(f.groups[h].key, k) })
+		for dy := range int32(3) {
+			row := grid.AreaKey{WorldOrCell: gr.key.WorldOrCell, X: gr.key.X - 1, Y: gr.key.Y + dy - 1}
+			i := cursor[dy]
+			for i < len(f.byKey) && grid.Less(f.groups[f.byKey[i]].key, row) {
+				i++
+			}
+			cursor[dy] = i
 			for ; i < len(f.byKey); i++ {
 				o := f.byKey[i]
 				k := f.groups[o].key
@@ -191,17 +199,6 @@ func (f *Frame) linkStencils() {
 		}
 		gr.nbrHi = int32(len(f.nbrCells))
 	}
-}
-
-// compareKeys orders chunks like grid.Less.
-func compareKeys(a, b grid.AreaKey) int {
-	switch {
-	case grid.Less(a, b):
-		return -1
-	case grid.Less(b, a):
-		return 1
-	}
-	return 0
 }
 
 // stencilCells returns the cells of g's 3x3 stencil in canonical order, as

@@ -59,8 +59,10 @@ func (f *Frame) reserve(buf []byte, g *group) []byte {
 	for _, h := range g.stencil[:g.nst] {
 		senders += int(f.groups[h].actors.hi - f.groups[h].actors.lo)
 	}
+	// Whole datagrams: a stencil whose population wanders a little (actors
+	// roaming across chunk borders) then stays within the capacity it has.
 	datagrams := (senders + net.MaxRecordsPerBatch - 1) / net.MaxRecordsPerBatch
-	if need := datagrams*net.BatchHeaderSize + senders*net.RecordSize; cap(buf) < need {
+	if need := datagrams * datagramSize; cap(buf) < need {
 		return make([]byte, 0, need+need/4)
 	}
 	return buf[:0]
@@ -123,22 +125,39 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	pick := &sc.pick
 	pick.r, pick.rx, pick.ry, pick.rz, pick.oldest, pick.tick, pick.want = r, rx, ry, rz, oldest, tick, want
 	var held int64 // pairs throttling alone kept back
+	// Lists of one slot for consecutive cells lie back to back (see
+	// dueLists.build): runLo..runHi is the block of due lists not yet
+	// written, extended while the next list continues it.
+	runLo, runHi := int32(-1), int32(-1)
 	for i, ci := range cells {
 		class := sc.classes[i]
 		period := class.period()
+		if period == 0 && spread == 1 && class.two() {
+			// Seen from the recipient itself rather than from its whole
+			// cell, about half of the two-band blocks are in one band.
+			period = p.pointPeriod(rx, ry, rz, &f.cells[ci])
+		}
 		if spread == 1 && period > 0 && period < interest.FastPeriods && slots[period] >= 0 {
 			lo, hi := due.list(ci, slots[period])
+			if lo != runHi { // not adjacent to the pending block: write that first
+				w.block(due.packed, runLo, runHi)
+				runLo = lo
+			}
+			runHi = hi
 			if ci == rc { // the recipient's own cell: leave r out
 				j := lo
 				for j < hi && due.picks[j] != r {
 					j++
 				}
-				w.run(due.packed[lo*net.RecordSize : j*net.RecordSize])
-				lo = min(j+1, hi)
+				if j < hi {
+					w.block(due.packed, runLo, j)
+					runLo = j + 1
+				}
 			}
-			w.run(due.packed[lo*net.RecordSize : hi*net.RecordSize])
 			continue
 		}
+		w.block(due.packed, runLo, runHi) // keep the canonical order
+		runLo, runHi = -1, -1
 		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
 		if spread > 1 && period > 0 {
 			period = stretch(period, spread)
@@ -211,6 +230,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 			}
 		}
 	}
+	w.block(due.packed, runLo, runHi)
 	f.batches[r] = w.finish()
 	if s != nil && budget > 0 {
 		s.adjustSpread(int(w.count), budget, p.longest)
@@ -323,6 +343,33 @@ func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []cellClas
 	return out
 }
 
+// pointPeriod returns the one period of every pair between a recipient at
+// (rx, ry, rz) and the senders of cell c, or 0 when they fall in more than
+// one band. Like classify, it bounds each pair's squared distance with the
+// same float32 steps the pair's own computation takes (a sender's
+// coordinate minus the recipient's, between the box's ends minus the
+// recipient's), so the period holds for every pair exactly.
+func (p *Pipeline) pointPeriod(rx, ry, rz float32, c *cell) uint8 {
+	r := [3]float32{rx, ry, rz}
+	var nearSq, farSq float32
+	for k := range 3 {
+		lo, hi := c.min[k]-r[k], c.max[k]-r[k]
+		var near float32
+		if lo > 0 {
+			near = lo
+		} else if hi < 0 {
+			near = -hi
+		}
+		far := max(-lo, hi)
+		nearSq += near * near
+		farSq += far * far
+	}
+	if lo, hi, _, ok := p.tiers.Span(nearSq, farSq); ok && lo == hi {
+		return lo
+	}
+	return 0
+}
+
 // boundCells computes, after Move, each cell's box around its actors'
 // positions and whether all of them changed this tick.
 func (f *Frame) boundCells() {
@@ -403,6 +450,13 @@ func (w *batchOut) one(a int32) {
 	w.n += net.RecordSize
 	w.left--
 	w.count++
+}
+
+// block appends records lo to hi-1 of packed, if any.
+func (w *batchOut) block(packed []byte, lo, hi int32) {
+	if hi > lo {
+		w.run(packed[lo*net.RecordSize : hi*net.RecordSize])
+	}
 }
 
 // run appends records packed back to back, a datagram at a time.
