@@ -135,7 +135,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		if period == 0 && spread == 1 && class.two() {
 			// Seen from the recipient itself rather than from its whole
 			// cell, about half of the two-band blocks are in one band.
-			period = p.pointPeriod(rx, ry, rz, &f.cells[ci])
+			period = pointPeriod(rx, ry, rz, &f.cells[ci], class)
 		}
 		if spread == 1 && period > 0 && period < interest.FastPeriods && slots[period] >= 0 {
 			lo, hi := due.list(ci, slots[period])
@@ -344,28 +344,28 @@ func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []cellClas
 }
 
 // pointPeriod returns the one period of every pair between a recipient at
-// (rx, ry, rz) and the senders of cell c, or 0 when they fall in more than
-// one band. Like classify, it bounds each pair's squared distance with the
-// same float32 steps the pair's own computation takes (a sender's
-// coordinate minus the recipient's, between the box's ends minus the
-// recipient's), so the period holds for every pair exactly.
-func (p *Pipeline) pointPeriod(rx, ry, rz float32, c *cell) uint8 {
-	r := [3]float32{rx, ry, rz}
+// (rx, ry, rz) and the senders of cell c, whose pairs with the recipient's
+// cell fall in the two bands of class, or 0 when the recipient's own pairs
+// still straddle the edge between them. Like classify, it bounds each
+// pair's squared distance with the same float32 steps the pair's own
+// computation takes (a sender's coordinate minus the recipient's lies
+// between the box's ends minus the recipient's), so the answer holds for
+// every pair exactly; the bounds lie inside the class's, so only the edge
+// needs comparing.
+func pointPeriod(rx, ry, rz float32, c *cell, class cellClass) uint8 {
 	var nearSq, farSq float32
-	for k := range 3 {
-		lo, hi := c.min[k]-r[k], c.max[k]-r[k]
-		var near float32
-		if lo > 0 {
-			near = lo
-		} else if hi < 0 {
-			near = -hi
-		}
+	for k, rk := range [3]float32{rx, ry, rz} {
+		lo, hi := c.min[k]-rk, c.max[k]-rk
+		near := max(lo, -hi, 0)
 		far := max(-lo, hi)
 		nearSq += near * near
 		farSq += far * far
 	}
-	if lo, hi, _, ok := p.tiers.Span(nearSq, farSq); ok && lo == hi {
-		return lo
+	switch {
+	case farSq < class.edge:
+		return class.near
+	case nearSq >= class.edge:
+		return class.far
 	}
 	return 0
 }
