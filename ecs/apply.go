@@ -6,14 +6,50 @@ import (
 	"github.com/throng-go/throng/grid"
 )
 
-// EmptyChunkGrace is how many consecutive Applies a chunk entity survives
-// without actors: the Apply that ends with the chunk empty for the
-// EmptyChunkGrace-th time in a row removes it (so a chunk emptied in Apply k
-// is removed at the end of Apply k+EmptyChunkGrace-1). Any actor entering
-// resets the count. At 60 Hz that is about a second: actors pacing across a
-// border do not create and destroy chunk entities and Ark tables every
-// tick, while a wandering population does not grow the index without bound.
+// EmptyChunkGrace is how many consecutive Applies a chunk entity is kept
+// without actors, however many empty chunks there are: a chunk that
+// empties in Apply k (its last actor moves or despawns) can be removed at
+// the end of Apply k+EmptyChunkGrace-1 at the earliest, the Apply that ends
+// with it empty for the EmptyChunkGrace-th time in a row. Any actor
+// entering ends the count; the next time the chunk empties it starts
+// again. At 60 Hz that is about a second.
+//
+// Past its grace a chunk is removed only while the world holds more empty
+// chunks than its budget (see [EmptyChunkReserve]). The grace alone cannot
+// stop churn: in a crowd roaming over a map some chunks are always empty
+// for a while, and re-creating one costs a new Ark table (allocations) and
+// a re-sort of the chunk order in the next [World.Snapshot].
 const EmptyChunkGrace = 64
+
+// EmptyChunkReserve is the smallest budget of empty chunks in a World with
+// actors. The budget is max(occupied chunks, EmptyChunkReserve) while any
+// actor is in the world, and 0 once none is. At the end of every Apply,
+// empty chunks past their [EmptyChunkGrace] are removed, oldest-emptied
+// first (those emptied in one Apply in a fixed order), while the empty
+// chunks outnumber the budget. So after an Apply there are at most as many
+// empty chunks as the budget or as chunks still in their grace, whichever
+// is more.
+//
+// What that gives:
+//   - A crowd spread over an area, pacing across borders or roaming within
+//     it, keeps its chunk entities: the chunks it leaves empty at any time
+//     are fewer than those it occupies.
+//   - A lone player wandering over a huge map empties at most one chunk
+//     per Apply, so fewer than EmptyChunkGrace (<= EmptyChunkReserve) are
+//     ever in their grace: it keeps at most EmptyChunkReserve empty chunks,
+//     the ones it left last.
+//   - The reserve, an 8 x 8 neighbourhood's worth, lets a small party or a
+//     few NPCs move about without churn, for at most that many empty
+//     chunks.
+//   - A world whose last actor has left removes every chunk once its grace
+//     runs out.
+//
+// Every Ark query walks the tables of empty chunks too (skipping their
+// rows), so tying their number to the occupied ones keeps that overhead
+// within a constant factor. Removing a chunk entity drops it from the
+// index and its tables from every query; Ark keeps the tables' memory to
+// reuse for later tables.
+const EmptyChunkReserve = 64
 
 // ChangeKind says what an Apply did to an actor.
 type ChangeKind uint8
@@ -67,16 +103,17 @@ type ApplyReport struct {
 	// Ignored counts queued operations on actors that were never spawned
 	// or were despawned before the operation's turn.
 	Ignored int
-	// ChunksCreated and ChunksRemoved count chunk entities made for
-	// actors entering new chunks and removed after EmptyChunkGrace.
+	// ChunksCreated counts chunk entities made for actors entering chunks
+	// that had none; ChunksRemoved counts empty chunk entities removed under
+	// the rule of [EmptyChunkReserve].
 	ChunksCreated, ChunksRemoved int
 }
 
 // Apply carries out every queued structural change, in a fixed order:
 // chunk moves and teleports (queue order), spawns (ActorID order), despawns
-// (queue order). It then advances the grace period of empty chunks (see
-// [EmptyChunkGrace]). report may be nil; otherwise it is truncated and
-// filled in.
+// (queue order). It then removes the empty chunks that [EmptyChunkGrace]
+// and [EmptyChunkReserve] let go. report may be nil; otherwise it is
+// truncated and filled in.
 //
 // Apply invalidates every [ChunkView] taken before it. It panics under the
 // guard, and while any Ark query is open, before changing anything.
@@ -96,6 +133,7 @@ func (w *World) Apply(report *ApplyReport) {
 	report.Ignored = w.pendingIgnored
 	report.ChunksCreated, report.ChunksRemoved = 0, 0
 	w.pendingIgnored = 0
+	w.applies++
 
 	for i := range w.moves {
 		w.applyMove(&w.moves[i], report)
@@ -188,44 +226,66 @@ func (w *World) enterChunk(key grid.AreaKey, report *ApplyReport) ecs.Entity {
 		w.ranksStale = true
 	}
 	c.actors++
-	c.idle = 0
 	w.chunks[key] = c
 	return c.entity
 }
 
-// leaveChunk counts one actor less in chunk key and starts its grace
-// period when it empties.
+// leaveChunk counts one actor less in chunk key and, when it empties,
+// notes the Apply and lists it as empty.
 func (w *World) leaveChunk(key grid.AreaKey) {
 	c := w.chunks[key]
 	c.actors--
-	if c.actors == 0 && !c.listed {
-		c.listed = true
-		w.emptyChunks = append(w.emptyChunks, key)
+	if c.actors == 0 {
+		c.emptiedIn = w.applies
+		if !c.listed {
+			c.listed = true
+			w.emptyChunks = append(w.emptyChunks, key)
+		}
 	}
 	w.chunks[key] = c
 }
 
-// sweepEmptyChunks ages the empty chunks and removes those whose grace
-// period ran out; chunks that were re-entered leave the list.
+// sweepEmptyChunks brings emptyChunks up to date and removes the chunks
+// that the rule of [EmptyChunkReserve] lets go.
 func (w *World) sweepEmptyChunks(report *ApplyReport) {
-	keep := w.emptyChunks[:0]
+	// Unlist re-entered chunks. A chunk that emptied in this Apply may sit
+	// at an old place (entered and left again since it was listed): move
+	// all of this Apply's into fresh and append them, so the list stays in
+	// the order the chunks emptied.
+	keep, fresh := w.emptyChunks[:0], w.freshEmpty[:0]
 	for _, key := range w.emptyChunks {
 		c := w.chunks[key]
-		if c.actors > 0 {
+		switch {
+		case c.actors > 0:
 			c.listed = false
 			w.chunks[key] = c
-			continue
+		case c.emptiedIn == w.applies:
+			fresh = append(fresh, key)
+		default:
+			keep = append(keep, key)
 		}
-		c.idle++
-		if c.idle >= EmptyChunkGrace {
-			w.world.RemoveEntity(c.entity)
-			delete(w.chunks, key)
-			report.ChunksRemoved++
-			w.ranksStale = true
-			continue
-		}
-		w.chunks[key] = c
-		keep = append(keep, key)
 	}
-	w.emptyChunks = keep
+	w.emptyChunks = append(keep, fresh...) // in place: no longer than before
+	w.freshEmpty = fresh
+
+	// Every empty chunk is listed, so the rest are occupied.
+	budget := 0
+	if occupied := len(w.chunks) - len(w.emptyChunks); occupied > 0 {
+		budget = max(occupied, EmptyChunkReserve)
+	}
+	removed := 0
+	for ; len(w.emptyChunks)-removed > budget; removed++ {
+		key := w.emptyChunks[removed]
+		c := w.chunks[key]
+		if w.applies-c.emptiedIn+1 < EmptyChunkGrace {
+			break // in grace, and so is every chunk after it
+		}
+		w.world.RemoveEntity(c.entity)
+		delete(w.chunks, key)
+	}
+	if removed > 0 {
+		w.emptyChunks = w.emptyChunks[:copy(w.emptyChunks, w.emptyChunks[removed:])]
+		report.ChunksRemoved = removed
+		w.ranksStale = true
+	}
 }

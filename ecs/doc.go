@@ -47,10 +47,20 @@
 // # Chunk entities
 //
 // A chunk entity is created when the first actor enters its chunk. When its
-// last actor leaves, it is kept for [EmptyChunkGrace] Applies (its Ark
-// table is kept and reused) and removed by the Apply that finds it empty for
-// the EmptyChunkGrace-th consecutive time. Do not remove chunk entities or
-// actors through Ark directly: World counts them.
+// last actor leaves, the entity and its Ark tables are kept, to be reused
+// when actors come back. Apply removes an empty chunk only when both hold:
+//
+//   - it has ended [EmptyChunkGrace] consecutive Applies empty, and
+//   - the world has more empty chunks than its budget: max(occupied chunks,
+//     [EmptyChunkReserve]) while it has actors, 0 when it has none.
+//
+// Among those, the chunk that emptied first goes first, until the empty
+// chunks no longer outnumber the budget. So a crowd roaming over an area
+// keeps its chunks (no entities and tables made and dropped every tick),
+// a player wandering over a huge map leaves a bounded trail, and a world
+// that empties completely drops all its chunks a grace period later. Do
+// not remove chunk entities or actors through Ark directly: World counts
+// them.
 //
 // # Determinism
 //

@@ -95,8 +95,10 @@ func (w *World) sortViews(dst []ChunkView) []ChunkView {
 }
 
 // rankChunks numbers the chunk entities in key order ([grid.Less]). It runs
-// in the first Snapshot after the set of chunks changed; thanks to the
-// empty-chunk grace period that is rare next to ticks.
+// in the first Snapshot after the set of chunks changed. Empty chunks are
+// kept while they do not outnumber the occupied ones (see
+// [EmptyChunkReserve]), so once a population has spread over its area that
+// is rare next to ticks, even while it roams.
 func (w *World) rankChunks() {
 	w.rankKeys = w.rankKeys[:0]
 	for key := range w.chunks {

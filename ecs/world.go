@@ -24,7 +24,9 @@ type ActorSpec struct {
 
 // World is the game-server layer over one Ark world: it owns the Ark world,
 // the chunk index (AreaKey -> chunk entity) and the queues of structural
-// changes that only [World.Apply] carries out.
+// changes that only [World.Apply] carries out. Chunk entities are created
+// as actors enter chunks and removed, once empty, under the rule of
+// [EmptyChunkGrace] and [EmptyChunkReserve].
 //
 // A World is not safe for concurrent use. Its methods belong to the serial
 // phases of the tick (ingest, prepare, join); during the parallel phases
@@ -46,10 +48,16 @@ type World struct {
 
 	actors map[components.ActorID]actorRecord
 	chunks map[grid.AreaKey]chunkRecord
-	// emptyChunks lists, in the order they emptied, the chunks whose grace
-	// period is running. A slice, not a map walk, keeps removal order
-	// (and so Ark's table reuse) deterministic.
+	// emptyChunks lists the empty chunks in the order they emptied (those
+	// of one Apply in a fixed order), which is the order they are removed
+	// in. A slice, not a map walk, keeps removal order (and so Ark's table
+	// reuse) deterministic. During an Apply it may also hold chunks entered
+	// since they were listed; the sweep at its end drops them. freshEmpty
+	// is the sweep's scratch.
 	emptyChunks []grid.AreaKey
+	freshEmpty  []grid.AreaKey
+	// applies counts Applies, including the one running.
+	applies uint64
 
 	// nextID is the ActorID the next Spawn returns; IDs in
 	// [firstPending, nextID) are queued spawns not yet applied.
@@ -79,8 +87,10 @@ type actorRecord struct {
 type chunkRecord struct {
 	entity ecs.Entity
 	actors int32
-	idle   int32 // consecutive Applies that ended with the chunk empty
-	listed bool  // in World.emptyChunks
+	listed bool // in World.emptyChunks
+	// emptiedIn is the Apply (World.applies) in which the chunk last
+	// became empty; meaningful while actors is 0.
+	emptiedIn uint64
 }
 
 type moveOp struct {
@@ -155,8 +165,8 @@ func (w *World) Key(id components.ActorID) (grid.AreaKey, bool) {
 // not yet despawned by one.
 func (w *World) Len() int { return len(w.actors) }
 
-// Chunks returns the number of chunk entities, including empty chunks that
-// are still within their grace period (see [EmptyChunkGrace]).
+// Chunks returns the number of chunk entities, including the empty chunks
+// kept under the rule of [EmptyChunkGrace] and [EmptyChunkReserve].
 func (w *World) Chunks() int { return len(w.chunks) }
 
 // ChunkEntity returns the entity of chunk key, if it exists.
