@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -182,30 +184,44 @@ func TestMemEveryOpenedSessionClosesExactlyOnce(t *testing.T) {
 }
 
 func TestMemDropsAndCountsWhatItCannotSend(t *testing.T) {
-	m := NewMem(MemOptions{MaxDatagram: 100, MaxFrame: 50})
-	c, gone := m.Dial(), m.Dial()
-	gone.Close()
-	m.SendUnreliable(c.Session(), make([]byte, 101)) // oversize
-	m.SendUnreliable(c.Session(), nil)               // empty
-	m.SendUnreliable(gone.Session(), make([]byte, 10))
-	m.SendUnreliable(0, make([]byte, 10))
-	m.SendReliable(c.Session(), make([]byte, 51)) // oversize
-	m.SendReliable(c.Session(), []byte{Version})  // shorter than a header
-	m.SendReliable(gone.Session(), make([]byte, 10))
-	m.SendUnreliable(c.Session(), make([]byte, 100)) // exactly the limit
-	m.SendReliable(c.Session(), make([]byte, 50))
+	for _, countOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("countOnly=%v", countOnly), func(t *testing.T) {
+			m := NewMem(MemOptions{MaxDatagram: 100, MaxFrame: 50, CountOnly: countOnly})
+			c, gone, kicked := m.Dial(), m.Dial(), m.Dial()
+			gone.Close()
+			m.Disconnect(kicked.Session(), "kicked")
+			m.SendUnreliable(c.Session(), make([]byte, 101)) // oversize
+			m.SendUnreliable(c.Session(), nil)               // empty
+			m.SendUnreliable(gone.Session(), make([]byte, 10))
+			m.SendUnreliable(kicked.Session(), make([]byte, 10))
+			m.SendUnreliable(0, make([]byte, 10))
+			m.SendUnreliable(kicked.Session()+1, make([]byte, 10)) // never dialled
+			m.SendUnreliable(100000, make([]byte, 10))             // nor this, past every chunk
+			m.SendReliable(c.Session(), make([]byte, 51))          // oversize
+			m.SendReliable(c.Session(), []byte{Version})           // shorter than a header
+			m.SendReliable(gone.Session(), make([]byte, 10))
+			m.SendReliable(kicked.Session(), make([]byte, 10))
+			m.SendUnreliable(c.Session(), make([]byte, 100)) // exactly the limit
+			m.SendReliable(c.Session(), make([]byte, 50))
 
-	st := m.Stats()
-	assert.Equal(t, uint64(4), st.DroppedDatagrams)
-	assert.Equal(t, uint64(3), st.DroppedReliable)
-	assert.Equal(t, uint64(1), st.DatagramsOut)
-	assert.Equal(t, uint64(1), st.ReliableOut)
-	assert.Equal(t, 1, c.DrainDatagrams(func([]byte) {}))
-	assert.Equal(t, 1, c.DrainReliable(func([]byte) {}))
+			st := m.Stats()
+			assert.Equal(t, uint64(7), st.DroppedDatagrams)
+			assert.Equal(t, uint64(4), st.DroppedReliable)
+			assert.Equal(t, uint64(1), st.DatagramsOut)
+			assert.Equal(t, uint64(1), st.ReliableOut)
+			assert.Equal(t, MemClientStats{Datagrams: 1, DatagramBytes: 100, Frames: 1, FrameBytes: 50}, c.Received())
+			assert.Zero(t, gone.Received())
+			assert.Zero(t, kicked.Received())
+			if !countOnly {
+				assert.Equal(t, 1, c.DrainDatagrams(func([]byte) {}))
+				assert.Equal(t, 1, c.DrainReliable(func([]byte) {}))
+			}
 
-	assert.Equal(t, ErrStreamLength, c.Send(make([]byte, 51)))
-	assert.Equal(t, ErrStreamLength, c.Send([]byte{Version}))
-	assert.Equal(t, uint64(0), m.Stats().FramesIn)
+			assert.Equal(t, ErrStreamLength, c.Send(make([]byte, 51)))
+			assert.Equal(t, ErrStreamLength, c.Send([]byte{Version}))
+			assert.Equal(t, uint64(0), m.Stats().FramesIn)
+		})
+	}
 }
 
 func TestMemCountsEveryByteBothWays(t *testing.T) {
@@ -226,22 +242,155 @@ func TestMemCountsEveryByteBothWays(t *testing.T) {
 	}, m.Stats())
 	assert.Equal(t, MemClientStats{Datagrams: 2, DatagramBytes: 2 * uint64(len(batch))}, a.Received())
 	assert.Equal(t, MemClientStats{Datagrams: 1, DatagramBytes: uint64(len(batch)), Frames: 1, FrameBytes: WelcomeSize}, b.Received())
+
+	// A closed session's traffic still counts, on both sides.
+	want := m.Stats()
+	want.Closed = 2
+	a.Close()
+	m.Disconnect(b.Session(), "bye")
+	assert.Equal(t, want, m.Stats())
+	assert.Equal(t, MemClientStats{Datagrams: 2, DatagramBytes: 2 * uint64(len(batch))}, a.Received())
+	assert.Equal(t, MemClientStats{Datagrams: 1, DatagramBytes: uint64(len(batch)), Frames: 1, FrameBytes: WelcomeSize}, b.Received())
 }
 
-func TestMemCountOnlyKeepsCountsAndTheLastDatagram(t *testing.T) {
+func TestMemCountsSessionsBeyondTheFirstChunk(t *testing.T) {
 	m := NewMem(MemOptions{CountOnly: true})
-	c := m.Dial()
-	for tick := range uint32(10) {
-		m.SendUnreliable(c.Session(), AppendBatchHeader(nil, tick, 0))
-		m.SendReliable(c.Session(), AppendDisappear(nil, Disappear{Actor: tick}))
+	clients := make([]*MemClient, 2*memChunkSlots+1)
+	for i := range clients {
+		clients[i] = m.Dial()
 	}
-	assert.Zero(t, c.DrainDatagrams(func([]byte) { t.Error("CountOnly kept a datagram") }))
-	assert.Zero(t, c.DrainReliable(func([]byte) { t.Error("CountOnly kept a frame") }))
-	assert.Equal(t, MemClientStats{
-		Datagrams: 10, DatagramBytes: 10 * BatchHeaderSize,
-		Frames: 10, FrameBytes: 10 * DisappearSize,
-	}, c.Received())
-	assert.Equal(t, AppendBatchHeader(nil, 9, 0), c.LastDatagram(nil))
+	for i, c := range clients {
+		for range i % 3 {
+			m.SendUnreliable(c.Session(), make([]byte, 10))
+		}
+	}
+	for i, c := range clients {
+		assert.Equal(t, uint64(i%3), c.Received().Datagrams, "session %d", c.Session())
+	}
+	st := m.Stats()
+	assert.Equal(t, uint64(len(clients)), st.DatagramsOut) // 0+1+2 per 3 clients
+	assert.Zero(t, st.DroppedDatagrams)
+}
+
+// TestMemSlotsOwnWholeCacheLines checks the layout the lock-free sends rely
+// on to keep cores apart: each session's counters fill exactly one cache
+// line and start at its beginning.
+func TestMemSlotsOwnWholeCacheLines(t *testing.T) {
+	assert.Equal(t, uintptr(cacheLine), unsafe.Sizeof(memSlot{}))
+	m := NewMem(MemOptions{CountOnly: true})
+	for range memChunkSlots + 1 {
+		c := m.Dial()
+		require.Zero(t, uintptr(unsafe.Pointer(c.slot))%cacheLine, "session %d", c.Session())
+	}
+}
+
+func TestMemCountOnlyKeepsCountsButNoBytes(t *testing.T) {
+	m := NewMem(MemOptions{CountOnly: true})
+	clients := make([]*MemClient, 64)
+	for i := range clients {
+		clients[i] = m.Dial()
+	}
+	// Each round sends every client a datagram longer than any before, so
+	// a send that kept bytes would have to grow a buffer.
+	datagram := make([]byte, MaxBatchPayload)
+	frame := AppendDisappear(nil, Disappear{Actor: 1})
+	size := 0
+	round := func() {
+		size += 100
+		for _, c := range clients {
+			m.SendUnreliable(c.Session(), datagram[:size])
+			m.SendReliable(c.Session(), frame)
+		}
+	}
+	assert.Zero(t, testing.AllocsPerRun(10, round), "a CountOnly send allocates nothing")
+	for _, c := range clients {
+		// AllocsPerRun ran one round more than it measured.
+		require.Equal(t, MemClientStats{
+			Datagrams: 11, DatagramBytes: 100 * (11 * 12 / 2),
+			Frames: 11, FrameBytes: 11 * DisappearSize,
+		}, c.Received())
+		require.Zero(t, c.DrainDatagrams(func([]byte) { t.Error("CountOnly kept a datagram") }))
+		require.Zero(t, c.DrainReliable(func([]byte) { t.Error("CountOnly kept a frame") }))
+		require.Equal(t, "kept", string(c.LastDatagram([]byte("kept"))), "CountOnly keeps no datagram")
+	}
+}
+
+// TestMemCountsEverySendOnceWhileSessionsClose sends from several
+// goroutines, each to its own sessions as the relay's workers do, while
+// another closes sessions: every send must be counted exactly once, as
+// delivered (in the client's and the transport's counts alike) or as
+// dropped, and every send after a close has returned must be dropped.
+func TestMemCountsEverySendOnceWhileSessionsClose(t *testing.T) {
+	const workers, perWorker, rounds = 4, 8, 100
+	for _, countOnly := range []bool{true, false} {
+		t.Run(fmt.Sprintf("countOnly=%v", countOnly), func(t *testing.T) {
+			m := NewMem(MemOptions{CountOnly: countOnly})
+			clients := make([]*MemClient, workers*perWorker)
+			for i := range clients {
+				clients[i] = m.Dial()
+			}
+			datagram := make([]byte, 100)
+			frame := AppendDisappear(nil, Disappear{Actor: 1})
+			var wg, started sync.WaitGroup
+			var closing atomic.Bool
+			var sends atomic.Uint64
+			started.Add(workers)
+			for w := range workers {
+				wg.Go(func() {
+					// Send until every close has returned, so that the
+					// closes overlap the sends.
+					for r := 0; r < rounds || !closing.Load(); r++ {
+						for _, c := range clients[w*perWorker : (w+1)*perWorker] {
+							m.SendUnreliable(c.Session(), datagram)
+							m.SendReliable(c.Session(), frame)
+						}
+						sends.Add(perWorker)
+						if r == 0 {
+							started.Done()
+						}
+					}
+				})
+			}
+			wg.Go(func() {
+				started.Wait()
+				for i := 0; i < len(clients); i += 3 {
+					if i%2 == 0 {
+						clients[i].Close()
+					} else {
+						m.Disconnect(clients[i].Session(), "kicked")
+					}
+				}
+				closing.Store(true)
+			})
+			wg.Wait()
+
+			st := m.Stats()
+			var got MemClientStats
+			for _, c := range clients {
+				r := c.Received()
+				assert.Equal(t, r.Datagrams*uint64(len(datagram)), r.DatagramBytes)
+				assert.Equal(t, r.Frames*DisappearSize, r.FrameBytes)
+				got.Datagrams += r.Datagrams
+				got.Frames += r.Frames
+			}
+			assert.Equal(t, got.Datagrams, st.DatagramsOut)
+			assert.Equal(t, got.Frames, st.ReliableOut)
+			assert.Equal(t, sends.Load(), st.DatagramsOut+st.DroppedDatagrams)
+			assert.Equal(t, sends.Load(), st.ReliableOut+st.DroppedReliable)
+
+			for i := 0; i < len(clients); i += 3 {
+				s := clients[i].Session()
+				m.SendUnreliable(s, datagram)
+				m.SendReliable(s, frame)
+			}
+			closed := uint64((len(clients) + 2) / 3)
+			late := m.Stats()
+			assert.Equal(t, st.DatagramsOut, late.DatagramsOut, "a send after the close is dropped")
+			assert.Equal(t, st.ReliableOut, late.ReliableOut, "a send after the close is dropped")
+			assert.Equal(t, st.DroppedDatagrams+closed, late.DroppedDatagrams)
+			assert.Equal(t, st.DroppedReliable+closed, late.DroppedReliable)
+		})
+	}
 }
 
 // steadyTick is one server tick against a Mem: every client sends a move,
