@@ -22,7 +22,7 @@ const (
 const (
 	// TransportResource is the network transport and the session table.
 	TransportResource = "transport"
-	// FrameResource is the tick's snapshot and outgoing batches.
+	// FrameResource is the tick's snapshot and what Relay sent from it.
 	FrameResource = "frame"
 )
 

@@ -68,7 +68,9 @@ const (
 //
 // Prepare fills it on the tick goroutine; Move writes only the rows of its
 // own shard; Relay reads everything and writes only its recipients'
-// batches; Join reads it on the tick goroutine again.
+// relay counts (their batches are built in each unit's own buffer and
+// handed to the transport at once); Join reads it on the tick goroutine
+// again.
 type Frame struct {
 	Tick  uint64
 	views []ecs.ChunkView
@@ -88,7 +90,6 @@ type Frame struct {
 	records []byte              // per actor: its movement record (net.RecordSize bytes), encoded once by Move
 	cellIdx []int32             // per actor: its cell in cells
 	res     []interest.Residues // per actor: its sender phase residues
-	batches [][]byte            // per recipient: datagrams back to back, built by Relay
 	relays  []int32             // per recipient: records in its batch
 
 	groups      []group
@@ -141,12 +142,6 @@ func (f *Frame) resize(n int) {
 	f.res = resizeSlice(f.res, n)
 	f.relays = resizeSlice(f.relays, n)
 	f.sess = resizeSlice(f.sess, n)
-	if cap(f.batches) < n {
-		grown := make([][]byte, n, n+n/4)
-		copy(grown, f.batches[:cap(f.batches)])
-		f.batches = grown
-	}
-	f.batches = f.batches[:n]
 }
 
 func resizeSlice[T any](s []T, n int) []T {

@@ -28,7 +28,6 @@ func (j *relayJob) RunUnit(i int) {
 	for a := sh.Lo; a < sh.Hi; a++ {
 		if f.session[a] == 0 {
 			f.relays[a] = 0
-			f.batches[a] = f.batches[a][:0]
 			continue
 		}
 		if p.gather(a, sh.Level, &throttled, sc) == 0 {
@@ -36,7 +35,7 @@ func (j *relayJob) RunUnit(i int) {
 		}
 		total += int64(f.relays[a])
 		s := net.SessionID(f.session[a])
-		buf := f.batches[a]
+		buf := sc.batch
 		for off := 0; off < len(buf); off += datagramSize {
 			end := min(off+datagramSize, len(buf))
 			p.transport.SendUnreliable(s, buf[off:end])
@@ -52,8 +51,8 @@ func (j *relayJob) RunUnit(i int) {
 }
 
 // reserve returns buf emptied, with room for a record from every actor in
-// stencil g: a batch never needs more, so once a crowd has formed its
-// buffers stop growing and the relay allocates nothing.
+// stencil g: a batch never needs more, so once a crowd has formed the
+// units' buffers stop growing and the relay allocates nothing.
 func (f *Frame) reserve(buf []byte, g *group) []byte {
 	senders := 0
 	for _, h := range g.stencil[:g.nst] {
@@ -103,7 +102,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	if s != nil && budget > 0 {
 		spread = max(s.spread, 1)
 		if s.backlog.Owed() > 0 {
-			return p.gatherOwed(r, s, level, spread, throttled)
+			return p.gatherOwed(r, s, level, spread, throttled, sc)
 		}
 	}
 	var oldest uint64 // changes at or before it are stale for every pair
@@ -121,7 +120,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	}
 	due := &f.due
 	slots := due.recipientSlots(&want)
-	w := newBatchOut(f.reserve(f.batches[r], g), f.records, tick)
+	w := newBatchOut(f.reserve(sc.batch, g), f.records, tick)
 	pick := &sc.pick
 	pick.r, pick.rx, pick.ry, pick.rz, pick.oldest, pick.tick, pick.want = r, rx, ry, rz, oldest, tick, want
 	var held int64 // pairs throttling alone kept back
@@ -231,11 +230,11 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		}
 	}
 	w.block(due.packed, runLo, runHi)
-	f.batches[r] = w.finish()
+	sc.batch = w.finish()
 	if s != nil && budget > 0 {
 		s.adjustSpread(int(w.count), budget, p.longest)
 		if int(w.count) > budget {
-			return p.gatherOwed(r, s, level, spread, throttled)
+			return p.gatherOwed(r, s, level, spread, throttled, sc)
 		}
 	}
 	*throttled += held
@@ -284,6 +283,11 @@ type relayScratch struct {
 	classes []cellClass
 	sel     []int32  // senders chosen in one cell
 	pick    twoBands // the current recipient, for choosing in two-band cells
+	// batch is the current recipient's datagrams, back to back. One buffer
+	// per unit, written and handed to the transport recipient after
+	// recipient, stays in the core's cache, where a buffer per recipient
+	// would write the whole tick's output to memory.
+	batch []byte
 }
 
 // cellClass is what a recipient cell knows about the pairs it forms with
@@ -587,7 +591,7 @@ func (p *Pipeline) visit(r int32, level, spread uint8, fn func(a int32, ip, peri
 // owed), the backlog picks at most MaxRecordsPerTick by accumulated
 // priority (closer and longer-waiting senders first), and the picks are
 // written in canonical order. What is cut stays owed, not lost.
-func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttled *int64) int32 {
+func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttled *int64, sc *relayScratch) int32 {
 	f := &p.frame
 	longest := uint8(min(p.longest*uint64(spread), 255))
 	owed := s.backlog.Owed() > 0
@@ -617,9 +621,9 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttle
 			chosen = append(chosen, a)
 		}
 	}
-	w := newBatchOut(f.reserve(f.batches[r], &f.groups[f.group[r]]), f.records, f.Tick)
+	w := newBatchOut(f.reserve(sc.batch, &f.groups[f.group[r]]), f.records, f.Tick)
 	w.write(chosen)
-	f.batches[r] = w.finish()
+	sc.batch = w.finish()
 	f.relays[r] = w.count
 	return w.count
 }
