@@ -27,7 +27,14 @@ type dueLists struct {
 	off     []int32                     // per slot and cell: where its list starts in picks; one extra entry ends the last
 	picks   []int32                     // sender indices, list after list
 	packed  []byte                      // the records of picks, in the same order
+	// masks holds the same lists as bit sets, per cell and slot (bit i:
+	// the cell's i-th actor), for cells of at most maskActors actors.
+	masks []uint64
 }
+
+// maskActors is the most actors a cell may have for its lists to be kept
+// as bit sets too.
+const maskActors = 64
 
 // setPeriods lists the periods of tiers that due lists are built for.
 func (d *dueLists) setPeriods(tiers *interest.Tiers) {
@@ -85,21 +92,26 @@ func (d *dueLists) build(f *Frame) {
 	// ... and place the senders, cell by cell in canonical order, so each
 	// list keeps that order. off[k] serves as list k's cursor and ends at
 	// list k's end, which is list k+1's start: shifted back below.
+	d.masks = resizeSlice(d.masks, ncells*int(d.nslots))
+	clear(d.masks)
 	for ci := range f.cells {
 		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
 		changed, res := f.changed[lo:hi], f.res[lo:hi]
+		masks := d.masks[ci*int(d.nslots) : (ci+1)*int(d.nslots)]
+		small := hi-lo <= maskActors
 		for _, p := range d.periods {
-			base := int(d.slot[p])*ncells + ci
 			for i, c := range changed {
-				if c+uint64(p) > tick && c != 0 {
-					k := base
+				if c+uint64(p) > tick && c != 0 { // for p == 1: c == tick
+					slot := int(d.slot[p])
 					if p > 1 {
-						k += int(res[i][p]) * ncells
-					} else if c != tick {
-						continue
+						slot += int(res[i][p])
 					}
+					k := slot*ncells + ci
 					d.picks[d.off[k]] = lo + int32(i)
 					d.off[k]++
+					if small {
+						masks[slot] |= 1 << i
+					}
 				}
 			}
 		}
@@ -125,6 +137,10 @@ func (d *dueLists) recipientSlots(want *interest.Residues) [interest.FastPeriods
 	}
 	return slots
 }
+
+// mask returns the list of cell ci's slot as a bit set; only for cells of
+// at most maskActors actors.
+func (d *dueLists) mask(ci, slot int32) uint64 { return d.masks[ci*d.nslots+slot] }
 
 // list returns the list of cell ci's slot: its sender indices' range in
 // picks.

@@ -2,6 +2,7 @@ package systems
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"time"
 
 	"github.com/throng-go/throng/interest"
@@ -163,6 +164,19 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		}
 		changed, res := f.changed[lo:hi], f.res[lo:hi]
 		switch {
+		case class.two() && spread == 1 && class.far < interest.FastPeriods && hi-lo <= maskActors:
+			// Two neighbouring bands, as bit sets: which senders are past
+			// the edge is the only thing to compute per pair; the due
+			// lists of both periods, as masks, do the rest.
+			beyond := beyondEdge(f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], rx, ry, rz, class.edge)
+			picks := due.mask(ci, slots[class.near])&^beyond | due.mask(ci, slots[class.far])&beyond
+			if ci == rc {
+				picks &^= 1 << (r - lo)
+			}
+			if len(sc.sel) < maskActors {
+				sc.sel = make([]int32, maskActors)
+			}
+			w.write(sc.sel[:selectBits(sc.sel, picks, lo)])
 		case class.two() && spread == 1 && class.far < interest.FastPeriods:
 			// Two neighbouring bands: one comparison per pair picks the
 			// period, and the pair is taken without a branch: whether it
@@ -275,6 +289,29 @@ func (t *twoBands) choose(sel []int32, changed []uint64, xs, ys, zs []float32, r
 	return m
 }
 
+// beyondEdge returns the bit set of the senders (at most maskActors, bit i
+// for the i-th) at a squared distance of at least edge from (rx, ry, rz).
+func beyondEdge(xs, ys, zs []float32, rx, ry, rz, edge float32) uint64 {
+	ys, zs = ys[:len(xs)], zs[:len(xs)]
+	var bits uint64
+	for i, x := range xs {
+		dx, dy, dz := x-rx, ys[i]-ry, zs[i]-rz
+		bits |= uint64(b2i(dx*dx+dy*dy+dz*dz >= edge)) << i
+	}
+	return bits
+}
+
+// selectBits writes to sel the actor indices lo+i of the set bits i,
+// ascending, and returns how many.
+func selectBits(sel []int32, set uint64, lo int32) int {
+	m := 0
+	for ; set != 0; set &= set - 1 {
+		sel[m] = lo + int32(bits.TrailingZeros64(set))
+		m++
+	}
+	return m
+}
+
 // relayScratch is one Relay unit's memory of the cell classes of the
 // recipient cell it last saw; recipients of one cell are consecutive, so
 // each cell is classified once per unit.
@@ -288,6 +325,10 @@ type relayScratch struct {
 	// recipient, stays in the core's cache, where a buffer per recipient
 	// would write the whole tick's output to memory.
 	batch []byte
+	// Units run side by side on different cores and write their scratch
+	// for every recipient: keep neighbouring units' scratch off each
+	// other's cache lines (and the line pairs that CPUs fetch together).
+	_ [128]byte
 }
 
 // cellClass is what a recipient cell knows about the pairs it forms with
@@ -357,21 +398,35 @@ func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []cellClas
 // every pair exactly; the bounds lie inside the class's, so only the edge
 // needs comparing.
 func pointPeriod(rx, ry, rz float32, c *cell, class cellClass) uint8 {
-	var nearSq, farSq float32
-	for k, rk := range [3]float32{rx, ry, rz} {
-		lo, hi := c.min[k]-rk, c.max[k]-rk
-		near := max(lo, -hi, 0)
-		far := max(-lo, hi)
-		nearSq += near * near
-		farSq += far * far
-	}
+	nx, fx := axisSpan(c.min[0]-rx, c.max[0]-rx)
+	ny, fy := axisSpan(c.min[1]-ry, c.max[1]-ry)
+	nz, fz := axisSpan(c.min[2]-rz, c.max[2]-rz)
 	switch {
-	case farSq < class.edge:
+	case fx*fx+fy*fy+fz*fz < class.edge:
 		return class.near
-	case nearSq >= class.edge:
+	case nx*nx+ny*ny+nz*nz >= class.edge:
 		return class.far
 	}
 	return 0
+}
+
+// axisSpan returns the least and the greatest distance along one axis from
+// the recipient to a box reaching from lo to hi (relative to the
+// recipient, lo <= hi). It compares rather than calling the built-in
+// min and max, whose NaN and signed-zero rules cost several instructions
+// each (the coordinates are finite: Move validated them).
+func axisSpan(lo, hi float32) (near, far float32) {
+	if lo > 0 {
+		return lo, hi
+	}
+	if hi < 0 {
+		return -hi, -lo
+	}
+	far = hi
+	if -lo > hi {
+		far = -lo
+	}
+	return 0, far
 }
 
 // boundCells computes, after Move, each cell's box around its actors'
