@@ -129,7 +129,8 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	// dueLists.build): runLo..runHi is the block of due lists not yet
 	// written, extended while the next list continues it.
 	runLo, runHi := int32(-1), int32(-1)
-	for i, ci := range cells {
+	for i := 0; i < len(cells); i++ {
+		ci := cells[i]
 		class := sc.classes[i]
 		period := class.period()
 		if period == 0 && spread == 1 && class.two() {
@@ -214,7 +215,23 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 					w.one(a)
 				}
 			}
-		default: // the cells span more than two bands, or throttling counts: pair by pair
+		case level == 0 && spread == 1 && p.tiers.Longest() < interest.FastPeriods:
+			// More than two bands (or a cell too small to classify): the
+			// tier table per pair, still without a branch per pair. The
+			// following cells of that kind whose actors continue this
+			// cell's join it (in a sparse world, a stencil row of chunks
+			// is one run of actors): one call for them all.
+			for i+1 < len(cells) && sc.classes[i+1] == (cellClass{}) && f.cells[cells[i+1]].actors.lo == hi {
+				i++
+				hi = f.cells[cells[i]].actors.hi
+			}
+			changed, res = f.changed[lo:hi], f.res[lo:hi]
+			if len(sc.sel) < len(changed) {
+				sc.sel = make([]int32, len(changed)+len(changed)/4)
+			}
+			pick.lo = lo
+			w.write(sc.sel[:pick.chooseByTiers(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, &p.tiers)])
+		default: // throttling counts, a stretched period, or very long periods: pair by pair
 			xs, ys, zs := f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
 			for k, c := range changed {
 				a := lo + int32(k)
@@ -256,10 +273,10 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	return w.count
 }
 
-// twoBands chooses the senders of one cell whose pairs with a recipient
+// picker chooses the senders of one cell whose pairs with a recipient
 // fall in two neighbouring bands (see cellClass), both with periods below
 // interest.FastPeriods.
-type twoBands struct {
+type picker struct {
 	lo, r        int32 // the cell's first actor; the recipient
 	near, far    uint8
 	edge         float32
@@ -272,7 +289,7 @@ type twoBands struct {
 // It is a function of its own so that its loop keeps everything in
 // registers, and it takes each pair without a branch: whether a pair is
 // due is a coin toss the CPU cannot predict.
-func (t *twoBands) choose(sel []int32, changed []uint64, xs, ys, zs []float32, res []interest.Residues) int {
+func (t *picker) choose(sel []int32, changed []uint64, xs, ys, zs []float32, res []interest.Residues) int {
 	near, step, edge := t.near, t.far-t.near, t.edge
 	rx, ry, rz, oldest, tick, want := t.rx, t.ry, t.rz, t.oldest, t.tick, &t.want
 	self := t.r - t.lo
@@ -312,14 +329,32 @@ func selectBits(sel []int32, set uint64, lo int32) int {
 	return m
 }
 
+// chooseByTiers is choose for senders whose pairs with the recipient may
+// fall in any band: each pair's period comes from the tier table, whose
+// periods are all below interest.FastPeriods.
+func (t *picker) chooseByTiers(sel []int32, changed []uint64, xs, ys, zs []float32, res []interest.Residues, tiers *interest.Tiers) int {
+	rx, ry, rz, oldest, tick, want := t.rx, t.ry, t.rz, t.oldest, t.tick, &t.want
+	self := t.r - t.lo
+	sel = sel[:len(changed)]
+	xs, ys, zs, res = xs[:len(changed)], ys[:len(changed)], zs[:len(changed)], res[:len(changed)]
+	m := 0
+	for k, c := range changed {
+		dx, dy, dz := xs[k]-rx, ys[k]-ry, zs[k]-rz
+		period := min(tiers.PeriodSq(dx*dx+dy*dy+dz*dz), interest.FastPeriods-1) // a no-op that drops the bounds checks
+		sel[m] = t.lo + int32(k)
+		m += b2i(c > oldest) & b2i(c+uint64(period) > tick) & b2i(res[k][period] == want[period]) & b2i(int32(k) != self)
+	}
+	return m
+}
+
 // relayScratch is one Relay unit's memory of the cell classes of the
 // recipient cell it last saw; recipients of one cell are consecutive, so
 // each cell is classified once per unit.
 type relayScratch struct {
 	cell    int32
 	classes []cellClass
-	sel     []int32  // senders chosen in one cell
-	pick    twoBands // the current recipient, for choosing in two-band cells
+	sel     []int32 // senders chosen in one cell
+	pick    picker  // the current recipient, for choosing in two-band cells
 	// batch is the current recipient's datagrams, back to back. One buffer
 	// per unit, written and handed to the transport recipient after
 	// recipient, stays in the core's cache, where a buffer per recipient
@@ -368,8 +403,13 @@ func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []cellClas
 		return out
 	}
 	c := &f.cells[rc]
+	banded := p.tiers.Longest() > 1
 	for i, di := range cells {
 		d := &f.cells[di]
+		if banded && d.actors.hi-d.actors.lo < minClassified {
+			out[i] = cellClass{} // cheaper pair by pair than to bound
+			continue
+		}
 		var near, far [3]float32
 		for k := range 3 {
 			if gap := d.min[k] - c.max[k]; gap > 0 {
@@ -387,6 +427,11 @@ func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []cellClas
 	}
 	return out
 }
+
+// minClassified is the fewest senders a cell needs for classify to bound
+// its pairs with the recipient's cell when there are bands: below it the
+// bounds cost more than deciding the few pairs one by one.
+const minClassified = 4
 
 // pointPeriod returns the one period of every pair between a recipient at
 // (rx, ry, rz) and the senders of cell c, whose pairs with the recipient's
