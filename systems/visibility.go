@@ -1,6 +1,8 @@
 package systems
 
 import (
+	"sort"
+
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"
@@ -15,8 +17,7 @@ type visibility struct {
 	changed []changedActor
 	index   map[uint32]int32 // actor id -> index in changed
 	stamp   map[uint32]int32 // actor id -> last changed actor that considered it
-	views   []ecs.ChunkView
-	chunks  map[grid.AreaKey]span // key -> range of views
+	views   []ecs.ChunkView  // after the Apply, in key order
 }
 
 // changedActor is one actor touched by the Apply: where it was before
@@ -44,7 +45,6 @@ func (p *Pipeline) deriveVisibility() {
 	if v.index == nil {
 		v.index = make(map[uint32]int32)
 		v.stamp = make(map[uint32]int32)
-		v.chunks = make(map[grid.AreaKey]span)
 	}
 	clear(v.index)
 	clear(v.stamp)
@@ -64,16 +64,6 @@ func (p *Pipeline) deriveVisibility() {
 		}
 	}
 	v.views = p.world.Snapshot(v.views)
-	clear(v.chunks)
-	for i := range v.views {
-		k := v.views[i].Key
-		s, ok := v.chunks[k]
-		if !ok {
-			s.lo = int32(i)
-		}
-		s.hi = int32(i + 1)
-		v.chunks[k] = s
-	}
 	for i := range v.changed {
 		a := &v.changed[i]
 		if a.hasNew {
@@ -134,16 +124,19 @@ func (p *Pipeline) pairsOf(i int32) {
 	}
 }
 
-// pairsInStencil visits the actors now in the 3x3 stencil around key.
+// pairsInStencil visits the actors now in the 3x3 stencil around key. The
+// views are in key order, so each row of the stencil is one run of them,
+// found by a binary search: no index of chunks to build every tick.
 func (p *Pipeline) pairsInStencil(i int32, key grid.AreaKey) {
 	v := &p.vis
-	for _, k := range grid.Stencil(key) {
-		s, ok := v.chunks[k]
-		if !ok {
-			continue
-		}
-		for vi := s.lo; vi < s.hi; vi++ {
+	for dy := int32(-1); dy <= 1; dy++ {
+		first := grid.AreaKey{WorldOrCell: key.WorldOrCell, X: key.X - 1, Y: key.Y + dy}
+		vi := sort.Search(len(v.views), func(n int) bool { return !grid.Less(v.views[n].Key, first) })
+		for ; vi < len(v.views); vi++ {
 			view := &v.views[vi]
+			if k := view.Key; k.WorldOrCell != first.WorldOrCell || k.Y != first.Y || k.X > key.X+1 {
+				break
+			}
 			for r := range view.Len() {
 				j := int32(-1)
 				if ci, ok := v.index[view.IDs[r].ID]; ok {
