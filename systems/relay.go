@@ -403,29 +403,44 @@ func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []cellClas
 		return out
 	}
 	c := &f.cells[rc]
-	banded := p.tiers.Longest() > 1
+	// Bounding is worth it when its cost is shared: by the recipients of
+	// cell rc (one classify serves them all) or by the senders of the cell
+	// bounded. Between two cells of a few actors each (a sparse world), the
+	// pairs one by one cost less.
+	few := p.tiers.Longest() > 1 && c.actors.hi-c.actors.lo < minClassified
 	for i, di := range cells {
 		d := &f.cells[di]
-		if banded && d.actors.hi-d.actors.lo < minClassified {
-			out[i] = cellClass{} // cheaper pair by pair than to bound
+		if few && d.actors.hi-d.actors.lo < minClassified {
+			out[i] = cellClass{}
 			continue
 		}
-		var near, far [3]float32
-		for k := range 3 {
-			if gap := d.min[k] - c.max[k]; gap > 0 {
-				near[k] = gap
-			} else if gap := c.min[k] - d.max[k]; gap > 0 {
-				near[k] = gap
-			}
-			far[k] = max(d.max[k]-c.min[k], c.max[k]-d.min[k])
-		}
-		lo, hi, edge, ok := p.tiers.Span(near[0]*near[0]+near[1]*near[1]+near[2]*near[2], far[0]*far[0]+far[1]*far[1]+far[2]*far[2])
+		nx, fx := boxSpan(c.min[0], c.max[0], d.min[0], d.max[0])
+		ny, fy := boxSpan(c.min[1], c.max[1], d.min[1], d.max[1])
+		nz, fz := boxSpan(c.min[2], c.max[2], d.min[2], d.max[2])
+		lo, hi, edge, ok := p.tiers.Span(nx*nx+ny*ny+nz*nz, fx*fx+fy*fy+fz*fz)
 		out[i] = cellClass{}
 		if ok {
 			out[i] = cellClass{near: lo, far: hi, edge: edge}
 		}
 	}
 	return out
+}
+
+// boxSpan returns the least and the greatest distance along one axis
+// between a point of [cmin, cmax] and a point of [dmin, dmax], with the
+// float32 steps a pair's own difference takes (see classify). Like
+// axisSpan it compares instead of calling the built-in max.
+func boxSpan(cmin, cmax, dmin, dmax float32) (near, far float32) {
+	if gap := dmin - cmax; gap > 0 {
+		near = gap
+	} else if gap := cmin - dmax; gap > 0 {
+		near = gap
+	}
+	far = dmax - cmin
+	if other := cmax - dmin; other > far {
+		far = other
+	}
+	return near, far
 }
 
 // minClassified is the fewest senders a cell needs for classify to bound
