@@ -17,8 +17,7 @@ import (
 // Past its grace a chunk is removed only while the world holds more empty
 // chunks than its budget (see [EmptyChunkReserve]). The grace alone cannot
 // stop churn: in a crowd roaming over a map some chunks are always empty
-// for a while, and re-creating one costs a new Ark table (allocations) and
-// a re-sort of the chunk order in the next [World.Snapshot].
+// for a while, and re-creating one costs a new Ark table (allocations).
 const EmptyChunkGrace = 64
 
 // EmptyChunkReserve is the smallest budget of empty chunks in a World with
@@ -238,7 +237,7 @@ func (w *World) enterChunk(key grid.AreaKey, report *ApplyReport) ecs.Entity {
 	if !ok {
 		c.entity = w.chunkMap.NewEntity(&components.Chunk{WorldOrCell: key.WorldOrCell, X: key.X, Y: key.Y})
 		report.ChunksCreated++
-		w.ranksStale = true
+		w.unranked = append(w.unranked, rankedChunk{key: key, entity: c.entity})
 	}
 	c.actors++
 	w.chunks[key] = c
@@ -301,6 +300,10 @@ func (w *World) sweepEmptyChunks(report *ApplyReport) {
 	if removed > 0 {
 		w.emptyChunks = w.emptyChunks[:copy(w.emptyChunks, w.emptyChunks[removed:])]
 		report.ChunksRemoved = removed
-		w.ranksStale = true
+		w.chunksRemoved = true
+		// Chunks created and removed again between two Snapshots: drop
+		// them now, so unranked never outgrows the index, however many
+		// Applies go without a Snapshot.
+		w.unranked, _ = w.dropRemoved(w.unranked)
 	}
 }

@@ -69,14 +69,25 @@ type World struct {
 	despawns       []components.ActorID
 	pendingIgnored int
 
-	// Snapshot's scratch. rankOf maps a chunk entity's ID to the chunk's
-	// position in key order (rankKeys); ranksStale says the set of chunks
-	// changed since they were computed.
-	views      []ChunkView
-	rankOf     []int32
-	rankKeys   []grid.AreaKey
-	rankStarts []int32
-	ranksStale bool
+	// Snapshot's scratch and the chunk order. ranked lists the chunks in
+	// key order as of the last ranking, and rankOf maps a chunk entity's ID
+	// to its position there. Chunks created since wait in unranked, and
+	// chunksRemoved says some in ranked were removed since; the next
+	// Snapshot brings the order up to date (World.rankChunks).
+	views         []ChunkView
+	ranked        []rankedChunk
+	unranked      []rankedChunk
+	rankOf        []int32
+	rankStarts    []int32
+	chunksRemoved bool
+}
+
+// rankedChunk is a chunk as the ranking keeps it: its key with its entity,
+// so that numbering the chunks in key order is a plain walk, without a
+// lookup in World.chunks per chunk.
+type rankedChunk struct {
+	key    grid.AreaKey
+	entity ecs.Entity
 }
 
 type actorRecord struct {
