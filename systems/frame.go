@@ -66,11 +66,11 @@ const (
 // that reaches the wire follows it, so shard and worker counts never change
 // a byte.
 //
-// Prepare fills it on the tick goroutine; Move writes only the rows of its
-// own shard; Relay reads everything and writes only its recipients'
-// relay counts (their batches are built in each unit's own buffer and
-// handed to the transport at once); Join reads it on the tick goroutine
-// again.
+// Prepare lays it out on the tick goroutine; Move fills in and writes
+// only the rows of its own shard (each actor's id, client and state);
+// Relay reads everything and writes only its recipients' relay counts
+// (their batches are built in each unit's own buffer and handed to the
+// transport at once); Join reads it on the tick goroutine again.
 type Frame struct {
 	Tick  uint64
 	views []ecs.ChunkView

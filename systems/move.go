@@ -32,6 +32,12 @@ func (p *Pipeline) moveActor(a int32) {
 	t := &view.Transforms[r]
 	in := &view.Inputs[r]
 	anim := &view.Animations[r]
+	id, client := view.IDs[r].ID, view.Clients[r]
+	f.id[a], f.session[a], f.slot[a] = id, client.Session, client.Slot
+	f.sess[a] = nil
+	if client.Session != 0 {
+		f.sess[a] = p.slots[client.Slot] // Ingest and Join change slots, never Move
+	}
 	v := NoUpdate
 	if in.Pending {
 		v = validate(t, in, p.cfg.ChunkSize)
@@ -46,8 +52,8 @@ func (p *Pipeline) moveActor(a int32) {
 	f.x[a], f.y[a], f.z[a] = t.X, t.Y, t.Z
 	f.changed[a] = in.ChangedTick
 	f.crossed[a] = p.world.KeyOf(*t) != view.Key
-	net.PutRecord(f.recordOf(a), net.Record{Actor: f.id[a], X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, Flags: anim.Flags})
-	f.res[a] = interest.SenderResidues(f.id[a])
+	net.PutRecord(f.recordOf(a), net.Record{Actor: id, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, Flags: anim.Flags})
+	f.res[a] = interest.SenderResidues(id)
 }
 
 // validate decides whether the server accepts a client's update: every

@@ -191,12 +191,6 @@ func (p *Pipeline) Prepare(tick uint64) {
 	if len(p.scratch) < n {
 		p.scratch = append(p.scratch, make([]relayScratch, n-len(p.scratch))...)
 	}
-	for a := range p.frame.session {
-		p.frame.sess[a] = nil
-		if p.frame.session[a] != 0 {
-			p.frame.sess[a] = p.slots[p.frame.slot[a]]
-		}
-	}
 	p.loads.levelsFor(&p.frame)
 	p.inline = !p.cfg.Parallel || p.frame.Len() < p.cfg.MinActorsToOffload
 	p.stats.Tick = tick

@@ -146,13 +146,11 @@ func (f *Frame) placeGroup(views []int32, at int32, n int, chunkSize float32) {
 	f.groups[g].cellsHi = int32(len(f.cells))
 }
 
-// place puts row r of view v at canonical index a, in group g.
+// place puts row r of view v at canonical index a, in group g. The rest of
+// the actor's row (its id and client) Move reads, in parallel: in a big
+// world the rows are spread over thousands of tables, one cache miss each.
 func (f *Frame) place(a, v int32, r int, g int32) {
-	view := &f.views[v]
 	f.view[a], f.row[a], f.group[a] = v, int32(r), g
-	f.id[a] = view.IDs[r].ID
-	f.session[a] = view.Clients[r].Session
-	f.slot[a] = view.Clients[r].Slot
 }
 
 // linkStencils records, for every occupied chunk, the occupied chunks of
