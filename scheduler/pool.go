@@ -290,9 +290,11 @@ func (p *Pool) run(job Job, units []Unit) (RunStats, *UnitPanic) {
 		}
 	}
 	if !callerLast {
+		spinUntil(func() bool { return p.remaining.Load() == 0 })
 		<-p.finished
 	}
 	if helpers > 0 && !p.skipDrainerWait && (revoked == 0 || p.drainers.Add(-int32(revoked)) != 0) {
+		spinUntil(func() bool { return p.drainers.Load() == 0 })
 		<-p.left
 	}
 
@@ -347,7 +349,15 @@ func (p *Pool) ensureCrew(n int) {
 
 func (p *Pool) serve(w *worker) {
 	defer p.exited.Done()
-	for range w.wake {
+	for {
+		if !spinUntil(func() bool { return w.state.Load() == called }) {
+			if _, open := <-w.wake; !open {
+				return
+			}
+		}
+		// Called (seen while spinning or woken): the wake token, if any,
+		// stays queued and is taken as a stale call later, which the CAS
+		// below turns away like any revoked call.
 		if !w.state.CompareAndSwap(called, draining) {
 			continue // revoked: the batch was done before this worker woke
 		}
@@ -442,6 +452,30 @@ func (p *Pool) takePanic() *UnitPanic {
 
 // signal posts a wake-up without blocking; each batch posts at most one per
 // channel and the caller takes it before the next batch starts.
+// spinWindow is how long a goroutine of the pool polls before it parks:
+// a worker waiting for the next Run, the caller waiting for the workers to
+// finish. A tick runs its parallel phases back to back with short serial
+// steps between them, and waking a parked goroutine costs tens of
+// microseconds (a futex and a thread switch) every phase, on every worker.
+// Polling yields the processor at each step (runtime.Gosched), so other
+// goroutines still run; after the window the pool parks as before.
+const spinWindow = 50 * time.Microsecond
+
+// spinUntil polls done, yielding between polls, for at most spinWindow,
+// and reports whether done became true.
+func spinUntil(done func() bool) bool {
+	start := time.Now()
+	for i := 0; ; i++ {
+		if done() {
+			return true
+		}
+		if i%8 == 7 && time.Since(start) > spinWindow {
+			return false
+		}
+		runtime.Gosched()
+	}
+}
+
 func signal(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
