@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng"
+	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/examples/crowd/scenario"
 	"github.com/throng-go/throng/net"
 )
@@ -83,6 +84,13 @@ func newBenchCrowd(tb testing.TB, name string, n int, m tickMode) *benchCrowd {
 	tb.Helper()
 	pop, err := scenario.New(name, n, 1)
 	require.NoError(tb, err)
+	return newCrowdOf(tb, pop, m)
+}
+
+// newCrowdOf is newBenchCrowd for any population.
+func newCrowdOf(tb testing.TB, pop scenario.Population, m tickMode) *benchCrowd {
+	tb.Helper()
+	n := len(pop.Spawns)
 	opts := m.options()
 	opts.Admit = pop.Admit
 	srv, err := throng.New(opts)
@@ -214,4 +222,37 @@ func TestSteadyStateTickAllocatesNothing(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1024),
 		"bytes allocated in %d more ticks of square/100, parallel+interest (%d allocations)", runs, after.Mallocs-before.Mallocs)
+}
+
+// TestRoamingTickAllocatesNothing pins the same promise for a crowd that
+// keeps crossing chunk borders, the town's and world's case: 240 bots pace
+// across two borders, so every tick moves actors between chunk tables and
+// sends appears and disappears. Once every chunk of their area has an
+// entity (a chunk's first visit makes Ark build its table, a one-off per
+// chunk) and the buffers have grown, a tick allocates nothing.
+func TestRoamingTickAllocatesNothing(t *testing.T) {
+	const chunk = scenario.ChunkSize
+	pop := scenario.Population{Name: "borders"}
+	for i := range 240 {
+		border := float32(1+i%2) * chunk // the borders x = 1 and x = 2 chunks
+		area := scenario.Area{MinX: border - 600, MaxX: border + 600, MinY: 100, MaxY: chunk - 100}
+		x := area.MinX + float32(i*37%1200)
+		y := area.MinY + float32(i*101%int(area.MaxY-area.MinY))
+		pop.Spawns = append(pop.Spawns, scenario.Spawn{Transform: components.Transform{X: x, Y: y}, Area: area})
+	}
+	m := tickModes()[2]
+	m.workers = 4
+	c := newCrowdOf(t, pop, m)
+	for range 600 {
+		c.tick()
+	}
+	require.Equal(t, 3, c.srv.World().Chunks(), "the area's three chunks have entities")
+
+	var crossings int
+	allocs := testing.AllocsPerRun(100, func() {
+		c.tick()
+		crossings += c.srv.Stats().Appears
+	})
+	assert.Zero(t, allocs, "allocations per tick of a crowd crossing chunk borders")
+	assert.Greater(t, crossings, 100, "actors crossed borders (appears sent) while allocations were counted")
 }
