@@ -144,9 +144,12 @@ func (c *benchCrowd) tick() {
 // back to the transport. One op is one tick including the bots' sends;
 // us/tick is the server's Tick alone; relays/tick and bytes/tick (movement
 // datagram bytes) are averages over the run. Setup and warm-up are outside
-// the timer. allocs/op is what a steady tick allocates: nothing on the
-// square (see TestSteadyStateTickAllocatesNothing); where actors cross
-// chunk borders (town, world) the crossings are counted in it.
+// the timer. allocs/op is what a tick allocates: nothing on the square
+// (TestSteadyStateTickAllocatesNothing), nor for a crowd crossing chunk
+// borders (TestRoamingTickAllocatesNothing). In town and world the bots
+// keep reaching chunks nobody has visited yet for hundreds of ticks, and
+// a chunk's first visit makes Ark build its table: those one-off
+// allocations are what allocs/op counts there.
 //
 //	go test -run '^$' -bench 'BenchmarkTick/scenario=square' -benchtime=50x -benchmem .
 func BenchmarkTick(b *testing.B) {
