@@ -53,6 +53,20 @@ func SenderResidues(sender uint32) Residues {
 	return residues(senderHalf(sender))
 }
 
+// SenderHalf and RecipientHalf are the two halves of a phase:
+// Phase(s, r) == SenderHalf(s) + RecipientHalf(r). Each depends on one id
+// only, so a relay computes each actor's once per tick and a pair's phase
+// with one addition, for the periods beyond the residue tables
+// ([Clock.Sends]).
+func SenderHalf(sender uint32) uint32 { return senderHalf(sender) }
+
+// RecipientHalf is the recipient's half of a phase; see [SenderHalf].
+func RecipientHalf(recipient uint32) uint32 { return recipientHalf(recipient) }
+
+// HalfResidues returns the residues of a sender half: SenderResidues(s) ==
+// HalfResidues(SenderHalf(s)), for a caller that keeps the half as well.
+func HalfResidues(half uint32) Residues { return residues(half) }
+
 // residues is written out period by period: with constant divisors the
 // compiler turns each remainder into a multiplication, where a loop over p
 // would divide fifteen times per actor and tick.

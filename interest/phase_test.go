@@ -207,3 +207,12 @@ func TestResiduesAgreeWithTheSendRule(t *testing.T) {
 		}
 	}
 }
+
+func TestPhaseIsTheSumOfItsHalves(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 10000 {
+		s, rc := r.Uint32(), r.Uint32()
+		assert.Equal(t, interest.Phase(s, rc), interest.SenderHalf(s)+interest.RecipientHalf(rc), "pair %d -> %d", s, rc)
+		assert.Equal(t, interest.SenderResidues(s), interest.HalfResidues(interest.SenderHalf(s)), "sender %d", s)
+	}
+}

@@ -90,6 +90,7 @@ type Frame struct {
 	records []byte              // per actor: its movement record (net.RecordSize bytes), encoded once by Move
 	cellIdx []int32             // per actor: its cell in cells
 	res     []interest.Residues // per actor: its sender phase residues
+	half    []uint32            // per actor: its sender half of the pair phase (interest.SenderHalf)
 	relays  []int32             // per recipient: records in its batch
 
 	groups      []group
@@ -140,6 +141,7 @@ func (f *Frame) resize(n int) {
 	f.records = resizeSlice(f.records, n*net.RecordSize)
 	f.cellIdx = resizeSlice(f.cellIdx, n)
 	f.res = resizeSlice(f.res, n)
+	f.half = resizeSlice(f.half, n)
 	f.relays = resizeSlice(f.relays, n)
 	f.sess = resizeSlice(f.sess, n)
 }

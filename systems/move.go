@@ -53,7 +53,9 @@ func (p *Pipeline) moveActor(a int32) {
 	f.changed[a] = in.ChangedTick
 	f.crossed[a] = p.world.KeyOf(*t) != view.Key
 	net.PutRecord(f.recordOf(a), net.Record{Actor: id, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, Flags: anim.Flags})
-	f.res[a] = interest.SenderResidues(id)
+	half := interest.SenderHalf(id)
+	f.half[a] = half
+	f.res[a] = interest.HalfResidues(half)
 }
 
 // validate decides whether the server accepts a client's update: every

@@ -112,6 +112,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	}
 	rx, ry, rz, rid := f.x[r], f.y[r], f.z[r], f.id[r]
 	want := p.clock.Want(rid)
+	rhalf := interest.RecipientHalf(rid)
 	g := &f.groups[f.group[r]]
 	cells := f.stencilCells(g)
 	rc := f.cellIdx[r]
@@ -204,14 +205,14 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 				if dx*dx+dy*dy+dz*dz >= class.edge {
 					period = far
 				}
-				if c+uint64(period) > tick && (period == 1 || p.due(&res[k], &want, period, f.id[a], rid)) {
+				if c+uint64(period) > tick && (period == 1 || p.due(&res[k], &want, period, f.half[a], rhalf)) {
 					w.one(a)
 				}
 			}
 		case period > 0: // one period without a list: stretched, or beyond the residue tables
 			for k, c := range changed {
 				a := lo + int32(k)
-				if c+uint64(period) > tick && a != r && (period == 1 || p.due(&res[k], &want, period, f.id[a], rid)) {
+				if c+uint64(period) > tick && a != r && (period == 1 || p.due(&res[k], &want, period, f.half[a], rhalf)) {
 					w.one(a)
 				}
 			}
@@ -250,8 +251,8 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 				if c+uint64(period) <= tick {
 					continue
 				}
-				if period > 1 && !p.due(&res[k], &want, period, f.id[a], rid) {
-					if period > ip && c+uint64(ip) > tick && (ip == 1 || p.due(&res[k], &want, ip, f.id[a], rid)) {
+				if period > 1 && !p.due(&res[k], &want, period, f.half[a], rhalf) {
+					if period > ip && c+uint64(ip) > tick && (ip == 1 || p.due(&res[k], &want, ip, f.half[a], rhalf)) {
 						held++
 					}
 					continue
@@ -617,17 +618,13 @@ func (w *batchOut) finish() []byte {
 }
 
 // due reports whether a reduced pair (period above 1) sends this tick: by
-// the residue tables for the usual short periods, else by the rule itself.
-func (p *Pipeline) due(res, want *interest.Residues, period uint8, sender, recipient uint32) bool {
+// the residue tables for the usual short periods, else by the rule itself,
+// from the pair's phase halves (interest.SenderHalf, RecipientHalf).
+func (p *Pipeline) due(res, want *interest.Residues, period uint8, senderHalf, recipientHalf uint32) bool {
 	if period < interest.FastPeriods {
 		return res[period] == want[period]
 	}
-	return p.dueSlow(period, sender, recipient)
-}
-
-// dueSlow decides pairs with periods beyond the residue tables.
-func (p *Pipeline) dueSlow(period uint8, sender, recipient uint32) bool {
-	return p.clock.Sends(interest.Phase(sender, recipient), period)
+	return p.clock.Sends(senderHalf+recipientHalf, period)
 }
 
 // b2i is 1 for true and 0 for false, without a branch.
@@ -682,6 +679,7 @@ func (p *Pipeline) visit(r int32, level, spread uint8, fn func(a int32, ip, peri
 	tick := f.Tick
 	rx, ry, rz, rid := f.x[r], f.y[r], f.z[r], f.id[r]
 	want := clock.Want(rid)
+	rhalf := interest.RecipientHalf(rid)
 	g := &f.groups[f.group[r]]
 	for _, ci := range f.stencilCells(g) {
 		for a := f.cells[ci].actors.lo; a < f.cells[ci].actors.hi; a++ {
@@ -694,8 +692,8 @@ func (p *Pipeline) visit(r int32, level, spread uint8, fn func(a int32, ip, peri
 			if spread > 1 {
 				ip, period = stretch(ip, spread), stretch(period, spread)
 			}
-			due := changed+uint64(period) > tick && (period <= 1 || p.due(&f.res[a], &want, period, f.id[a], rid))
-			throttled := !due && period > ip && changed+uint64(ip) > tick && (ip <= 1 || p.due(&f.res[a], &want, ip, f.id[a], rid))
+			due := changed+uint64(period) > tick && (period <= 1 || p.due(&f.res[a], &want, period, f.half[a], rhalf))
+			throttled := !due && period > ip && changed+uint64(ip) > tick && (ip <= 1 || p.due(&f.res[a], &want, ip, f.half[a], rhalf))
 			fn(a, ip, period, due, throttled)
 		}
 	}
