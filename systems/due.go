@@ -1,6 +1,8 @@
 package systems
 
 import (
+	"math/bits"
+
 	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net"
 )
@@ -19,38 +21,95 @@ import (
 // block per cell pair instead of deciding and copying sender by sender;
 // BeginRelay builds the lists once per tick, which costs each actor one
 // pass per period, not one per recipient.
+//
+// The periods are those of the interest table and, for clients over their
+// per-connection budget, the same stretched by each client's spread (the
+// spreads of a crowd are few distinct values), so a budgeted crowd takes
+// the same block copies. Residues come from each sender's phase half
+// (interest.SenderHalf), by multiplication, for any period.
 type dueLists struct {
-	periods []uint8                     // the table's periods, ascending, 1 first; only those below FastPeriods
-	slot    [interest.FastPeriods]int32 // per period: its first slot (period p has slots slot[p] to slot[p]+p-1); -1 if not listed
-	nslots  int32                       // slots per cell: the sum of periods
-	ncells  int32                       // cells this tick
-	off     []int32                     // per slot and cell: where its list starts in picks; one extra entry ends the last
-	picks   []int32                     // sender indices, list after list
-	packed  []byte                      // the records of picks, in the same order
+	tierPeriods []uint8 // the interest table's periods, ascending, 1 first
+	// This tick's periods: the tier periods, and each stretched by every
+	// spread a client over its per-connection budget has (a pair's period
+	// is its tier period times the recipient's spread).
+	periods []uint8
+	slot    [256]int32  // per period: its first slot (period p has slots slot[p] to slot[p]+p-1); -1 if not listed
+	magic   [256]uint64 // per period p >= 2: ceil(2^64 / p), for remainders without division
+	tickDue [256]uint32 // per listed period p: (p - tick mod p) mod p
+	nslots  int32       // slots per cell: the sum of this tick's periods
+	ncells  int32       // cells this tick
+	off     []int32     // per slot and cell: where its list starts in picks; one extra entry ends the last
+	picks   []int32     // sender indices, list after list
+	packed  []byte      // the records of picks, in the same order
 	// masks holds the same lists as bit sets, per cell and slot (bit i:
-	// the cell's i-th actor), for cells of at most maskActors actors.
-	masks []uint64
+	// the cell's i-th actor), for cells of at most maskActors actors, on
+	// ticks with at most maskSlots slots (no spread, or a few); on others
+	// mask derives them from the lists.
+	masks  []uint64
+	masked bool
 }
 
-// maskActors is the most actors a cell may have for its lists to be kept
-// as bit sets too.
+// maskSlots is the most slots per cell for which build keeps the lists as
+// bit sets too; beyond it (many spreads in use) clearing them every tick
+// would cost more than deriving the few a recipient needs.
+const maskSlots = 64
+
+// maskActors is the most actors a cell may have for its lists to be taken
+// as bit sets (dueLists.mask).
 const maskActors = 64
 
-// setPeriods lists the periods of tiers that due lists are built for.
+// setPeriods records the periods of the interest table.
 func (d *dueLists) setPeriods(tiers *interest.Tiers) {
-	d.periods = d.periods[:0]
-	for i := range d.slot {
-		d.slot[i] = -1
+	d.tierPeriods = tiers.Periods(d.tierPeriods[:0])
+	for p := 2; p < len(d.magic); p++ {
+		d.magic[p] = ^uint64(0)/uint64(p) + 1
 	}
+}
+
+// plan chooses this tick's periods: the tier periods, stretched by each
+// spread marked in spreads (1 always is).
+func (d *dueLists) plan(tick uint64, spreads *[256]bool) {
+	var inUse [256]bool
+	for s, used := range spreads {
+		if used || s == 1 {
+			for _, p := range d.tierPeriods {
+				inUse[stretch(p, uint8(s))] = true
+			}
+		}
+	}
+	d.periods = d.periods[:0]
 	d.nslots = 0
-	for _, p := range tiers.Periods(nil) {
-		if int(p) >= interest.FastPeriods {
+	for p := range d.slot {
+		d.slot[p] = -1
+		if p == 0 || !inUse[p] {
 			continue
 		}
-		d.periods = append(d.periods, p)
+		d.periods = append(d.periods, uint8(p))
 		d.slot[p] = d.nslots
 		d.nslots += int32(p)
+		d.tickDue[p] = uint32((uint64(p) - tick%uint64(p)) % uint64(p))
 	}
+}
+
+// residue returns x mod p (p listed), by Lemire, Kaser and Kurz's
+// remainder by multiplication, as interest.Clock does.
+func (d *dueLists) residue(x uint32, p uint8) uint32 {
+	if p == 1 {
+		return 0
+	}
+	hi, _ := bits.Mul64(d.magic[p]*uint64(x), uint64(p))
+	return uint32(hi)
+}
+
+// recipientSlot returns the slot of period p (listed) whose list a
+// recipient with phase half rhalf receives this tick: the senders whose
+// half h has (h + rhalf + tick) mod p == 0.
+func (d *dueLists) recipientSlot(p uint8, rhalf uint32) int32 {
+	w := int32(d.tickDue[p]) - int32(d.residue(rhalf, p))
+	if w < 0 {
+		w += int32(p)
+	}
+	return d.slot[p] + w
 }
 
 // build makes this tick's lists from the frame's cells, after Move.
@@ -69,7 +128,7 @@ func (d *dueLists) build(f *Frame) {
 	// Count each list's senders into off[k+1] (k = slot*ncells + cell) ...
 	for ci := range f.cells {
 		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
-		changed, res := f.changed[lo:hi], f.res[lo:hi]
+		changed, half := f.changed[lo:hi], f.half[lo:hi]
 		for _, p := range d.periods {
 			base := int(d.slot[p])*ncells + ci + 1
 			if p == 1 {
@@ -80,7 +139,7 @@ func (d *dueLists) build(f *Frame) {
 			}
 			for i, c := range changed {
 				if c+uint64(p) > tick && c != 0 {
-					d.off[base+int(res[i][p])*ncells]++
+					d.off[base+int(d.residue(half[i], p))*ncells]++
 				}
 			}
 		}
@@ -92,24 +151,26 @@ func (d *dueLists) build(f *Frame) {
 	// ... and place the senders, cell by cell in canonical order, so each
 	// list keeps that order. off[k] serves as list k's cursor and ends at
 	// list k's end, which is list k+1's start: shifted back below.
-	d.masks = resizeSlice(d.masks, ncells*int(d.nslots))
-	clear(d.masks)
+	d.masked = d.nslots <= maskSlots
+	if d.masked {
+		d.masks = resizeSlice(d.masks, ncells*int(d.nslots))
+		clear(d.masks)
+	}
 	for ci := range f.cells {
 		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
-		changed, res := f.changed[lo:hi], f.res[lo:hi]
-		masks := d.masks[ci*int(d.nslots) : (ci+1)*int(d.nslots)]
-		small := hi-lo <= maskActors
+		changed, half := f.changed[lo:hi], f.half[lo:hi]
+		var masks []uint64
+		if d.masked && hi-lo <= maskActors {
+			masks = d.masks[ci*int(d.nslots) : (ci+1)*int(d.nslots)]
+		}
 		for _, p := range d.periods {
 			for i, c := range changed {
 				if c+uint64(p) > tick && c != 0 { // for p == 1: c == tick
-					slot := int(d.slot[p])
-					if p > 1 {
-						slot += int(res[i][p])
-					}
+					slot := int(d.slot[p]) + int(d.residue(half[i], p))
 					k := slot*ncells + ci
 					d.picks[d.off[k]] = lo + int32(i)
 					d.off[k]++
-					if small {
+					if masks != nil {
 						masks[slot] |= 1 << i
 					}
 				}
@@ -127,20 +188,20 @@ func (d *dueLists) build(f *Frame) {
 	}
 }
 
-// recipientSlots returns, per listed period, the slot of the list a
-// recipient with the given wanted residues receives; -1 for periods
-// without lists.
-func (d *dueLists) recipientSlots(want *interest.Residues) [interest.FastPeriods]int32 {
-	slots := d.slot
-	for _, p := range d.periods[1:] {
-		slots[p] += int32(want[p])
+// mask returns the list of cell ci's slot as a bit set, bit i for the
+// cell's i-th actor; the cell, whose first actor is cellLo, has at most
+// maskActors actors.
+func (d *dueLists) mask(ci, slot, cellLo int32) uint64 {
+	if d.masked {
+		return d.masks[ci*d.nslots+slot]
 	}
-	return slots
+	lo, hi := d.list(ci, slot)
+	var set uint64
+	for _, a := range d.picks[lo:hi] {
+		set |= 1 << (a - cellLo)
+	}
+	return set
 }
-
-// mask returns the list of cell ci's slot as a bit set; only for cells of
-// at most maskActors actors.
-func (d *dueLists) mask(ci, slot int32) uint64 { return d.masks[ci*d.nslots+slot] }
 
 // list returns the list of cell ci's slot: its sender indices' range in
 // picks.

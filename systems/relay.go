@@ -121,7 +121,9 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		sc.cell = rc
 	}
 	due := &f.due
-	slots := due.recipientSlots(&want)
+	for _, tp := range due.tierPeriods { // the list each tier period's cells give r
+		sc.rslot[tp] = due.recipientSlot(stretch(tp, spread), rhalf)
+	}
 	w := newBatchOut(f.reserve(sc.batch, g), f.records, tick)
 	pick := &sc.pick
 	pick.r, pick.rx, pick.ry, pick.rz, pick.oldest, pick.tick, pick.want = r, rx, ry, rz, oldest, tick, want
@@ -134,13 +136,13 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		ci := cells[i]
 		class := sc.classes[i]
 		period := class.period()
-		if period == 0 && spread == 1 && class.two() {
+		if period == 0 && class.two() {
 			// Seen from the recipient itself rather than from its whole
 			// cell, about half of the two-band blocks are in one band.
 			period = pointPeriod(rx, ry, rz, &f.cells[ci], class)
 		}
-		if spread == 1 && period > 0 && period < interest.FastPeriods && slots[period] >= 0 {
-			lo, hi := due.list(ci, slots[period])
+		if period > 0 { // one band (never under throttling: see classify)
+			lo, hi := due.list(ci, sc.rslot[period])
 			if lo != runHi { // not adjacent to the pending block: write that first
 				w.block(due.packed, runLo, runHi)
 				runLo = lo
@@ -161,17 +163,14 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		w.block(due.packed, runLo, runHi) // keep the canonical order
 		runLo, runHi = -1, -1
 		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
-		if spread > 1 && period > 0 {
-			period = stretch(period, spread)
-		}
 		changed, res := f.changed[lo:hi], f.res[lo:hi]
 		switch {
-		case class.two() && spread == 1 && class.far < interest.FastPeriods && hi-lo <= maskActors:
+		case class.two() && hi-lo <= maskActors:
 			// Two neighbouring bands, as bit sets: which senders are past
 			// the edge is the only thing to compute per pair; the due
 			// lists of both periods, as masks, do the rest.
 			beyond := beyondEdge(f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], rx, ry, rz, class.edge)
-			picks := due.mask(ci, slots[class.near])&^beyond | due.mask(ci, slots[class.far])&beyond
+			picks := due.mask(ci, sc.rslot[class.near], lo)&^beyond | due.mask(ci, sc.rslot[class.far], lo)&beyond
 			if ci == rc {
 				picks &^= 1 << (r - lo)
 			}
@@ -206,13 +205,6 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 					period = far
 				}
 				if c+uint64(period) > tick && (period == 1 || p.due(&res[k], &want, period, f.half[a], rhalf)) {
-					w.one(a)
-				}
-			}
-		case period > 0: // one period without a list: stretched, or beyond the residue tables
-			for k, c := range changed {
-				a := lo + int32(k)
-				if c+uint64(period) > tick && a != r && (period == 1 || p.due(&res[k], &want, period, f.half[a], rhalf)) {
 					w.one(a)
 				}
 			}
@@ -354,8 +346,9 @@ func (t *picker) chooseByTiers(sel []int32, changed []uint64, xs, ys, zs []float
 type relayScratch struct {
 	cell    int32
 	classes []cellClass
-	sel     []int32 // senders chosen in one cell
-	pick    picker  // the current recipient, for choosing in two-band cells
+	sel     []int32    // senders chosen in one cell
+	pick    picker     // the current recipient, for choosing in two-band cells
+	rslot   [256]int32 // per tier period: the due list slot of the current recipient
 	// batch is the current recipient's datagrams, back to back. One buffer
 	// per unit, written and handed to the transport recipient after
 	// recipient, stays in the core's cache, where a buffer per recipient
