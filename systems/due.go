@@ -203,6 +203,12 @@ func (d *dueLists) mask(ci, slot, cellLo int32) uint64 {
 	return set
 }
 
+// lists returns the lists of slot for cells first to last, back to back,
+// as one range of picks.
+func (d *dueLists) lists(first, last, slot int32) (lo, hi int32) {
+	return d.off[slot*d.ncells+first], d.off[slot*d.ncells+last+1]
+}
+
 // list returns the list of cell ci's slot: its sender indices' range in
 // picks.
 func (d *dueLists) list(ci, slot int32) (lo, hi int32) {

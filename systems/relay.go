@@ -3,6 +3,7 @@ package systems
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 	"time"
 
 	"github.com/throng-go/throng/interest"
@@ -118,6 +119,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	rc := f.cellIdx[r]
 	if sc.cell != rc {
 		sc.classes = p.classify(rc, cells, level, sc.classes)
+		sc.runs = uniformRuns(cells, sc.classes, sc.runs)
 		sc.cell = rc
 	}
 	due := &f.due
@@ -142,20 +144,23 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 			period = pointPeriod(rx, ry, rz, &f.cells[ci], class)
 		}
 		if period > 0 { // one band (never under throttling: see classify)
-			lo, hi := due.list(ci, sc.rslot[period])
+			// The cells of a run in one band have their lists back to
+			// back: one range for them all.
+			last := ci
+			if n := sc.runs[i]; n > 1 && class.period() > 0 {
+				i += int(n) - 1
+				last = cells[i]
+			}
+			lo, hi := due.lists(ci, last, sc.rslot[period])
 			if lo != runHi { // not adjacent to the pending block: write that first
 				w.block(due.packed, runLo, runHi)
 				runLo = lo
 			}
 			runHi = hi
-			if ci == rc { // the recipient's own cell: leave r out
-				j := lo
-				for j < hi && due.picks[j] != r {
-					j++
-				}
-				if j < hi {
-					w.block(due.packed, runLo, j)
-					runLo = j + 1
+			if ci <= rc && rc <= last { // the recipient's own cell: leave r out
+				if j, found := slices.BinarySearch(due.picks[lo:hi], r); found {
+					w.block(due.packed, runLo, lo+int32(j))
+					runLo = lo + int32(j) + 1
 				}
 			}
 			continue
@@ -349,6 +354,7 @@ type relayScratch struct {
 	sel     []int32    // senders chosen in one cell
 	pick    picker     // the current recipient, for choosing in two-band cells
 	rslot   [256]int32 // per tier period: the due list slot of the current recipient
+	runs    []int32    // per stencil position of the recipient cell: see uniformRuns
 	// batch is the current recipient's datagrams, back to back. One buffer
 	// per unit, written and handed to the transport recipient after
 	// recipient, stays in the core's cache, where a buffer per recipient
@@ -435,6 +441,29 @@ func boxSpan(cmin, cmax, dmin, dmax float32) (near, far float32) {
 		far = other
 	}
 	return near, far
+}
+
+// uniformRuns returns, for each stencil position i, how many positions
+// from i on form a run of consecutive cells (cells[i], cells[i]+1, ...)
+// in one band, all of the same period: their due lists lie back to back
+// (see dueLists.build), so the relay takes them as one range. Positions
+// inside a run, and those not in one band, get 1.
+func uniformRuns(cells []int32, classes []cellClass, out []int32) []int32 {
+	out = resizeSlice(out, len(cells))
+	for i := 0; i < len(cells); {
+		n := 1
+		if period := classes[i].period(); period > 0 {
+			for i+n < len(cells) && cells[i+n] == cells[i]+int32(n) && classes[i+n].period() == period {
+				n++
+			}
+		}
+		out[i] = int32(n)
+		for k := 1; k < n; k++ {
+			out[i+k] = 1
+		}
+		i += n
+	}
+	return out
 }
 
 // minClassified is the fewest senders a cell needs for classify to bound
