@@ -3,13 +3,11 @@ package systems
 import (
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/interest"
-	"github.com/throng-go/throng/net"
 )
 
 // TestBudgetedRecipientsGetExactlyTheirDuePairs checks the relay's block
@@ -33,64 +31,46 @@ func TestBudgetedRecipientsGetExactlyTheirDuePairs(t *testing.T) {
 	spreads := map[uint8]int{}
 	checked := 0
 	for range 150 {
-		for i, c := range r.clients {
-			r.seq[i]++
-			s := r.spawns[i]
-			require.NoError(t, c.Send(net.AppendMove(nil, net.Move{Seq: r.seq[i], X: s.X, Y: s.Y})))
-		}
-		// r.step, with the reference taken between BeginRelay and Relay.
-		r.tick++
-		p.Ingest(r.tick)
-		p.Prepare(r.tick)
-		p.world.Guard()
-		p.parallelAt = time.Now()
-		for i := range p.frame.shards {
-			p.move.RunUnit(i)
-		}
-		p.BeginRelay()
-		f := &p.frame
+		// The reference, taken as the relay sees the frame.
 		want := map[uint32]map[uint32]bool{} // recipient id -> due sender ids
 		before := map[*session]uint8{}       // their spreads before the relay
-		for a := range int32(f.Len()) {
-			s := f.sess[a]
-			if s == nil || s.backlog.Owed() > 0 {
-				continue
-			}
-			spread := max(s.spread, 1)
-			due := map[uint32]bool{}
-			p.visit(a, 0, spread, func(b int32, _, _ uint8, isDue, _ bool) {
-				if isDue {
-					due[f.id[b]] = true
+		r.beforeRelay = func() {
+			f := &p.frame
+			for a := range int32(f.Len()) {
+				s := f.sess[a]
+				if s == nil || s.backlog.Owed() > 0 {
+					continue
 				}
-			})
-			if len(due) <= cfg.MaxRecordsPerTick {
-				want[f.id[a]] = due
-				before[s] = spread
-				spreads[spread]++
+				spread := max(s.spread, 1)
+				due := map[uint32]bool{}
+				p.visit(a, 0, spread, func(b int32, _, _ uint8, isDue, _ bool) {
+					if isDue {
+						due[f.id[b]] = true
+					}
+				})
+				if len(due) <= cfg.MaxRecordsPerTick {
+					want[f.id[a]] = due
+					before[s] = spread
+					spreads[spread]++
+				}
 			}
 		}
-		for i := range p.frame.shards {
-			p.relay.RunUnit(i)
+		r.afterRelay = func() {
+			for s, spread := range before {
+				// The fast path found no more due than the budget (had it
+				// found more, the backlog would have fixed the batch, and
+				// raised the spread).
+				require.LessOrEqual(t, max(s.spread, 1), spread, "tick %d: a recipient's spread rose though its due records fitted", r.tick)
+			}
 		}
-		for s, spread := range before {
-			// The fast path found no more due than the budget (had it
-			// found more, the backlog would have fixed the batch, and
-			// raised the spread).
-			require.LessOrEqual(t, max(s.spread, 1), spread, "tick %d: a recipient's spread rose though its due records fitted", r.tick)
-		}
-		p.world.Release()
-		p.Join()
-		for i, c := range r.clients {
-			got := map[uint32]bool{}
-			c.DrainDatagrams(func(d []byte) {
-				b, err := net.DecodeBatch(d)
-				require.NoError(t, err)
-				for k := range b.Len() {
-					got[b.At(k).Actor] = true
-				}
-			})
-			c.DrainReliable(func([]byte) {})
+		heard := r.stand()
+		for i := range r.clients {
 			if due, ok := want[r.actors[i]]; ok {
+				got := map[uint32]bool{}
+				for id, n := range heard[i] {
+					require.Equal(t, 1, n, "tick %d, recipient %d: records of sender %d", r.tick, i, id)
+					got[id] = true
+				}
 				require.Equal(t, due, got, "tick %d, recipient %d", r.tick, i)
 				checked++
 			}

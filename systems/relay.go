@@ -183,15 +183,23 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 				sc.sel = make([]int32, maskActors)
 			}
 			w.write(sc.sel[:selectBits(sc.sel, picks, lo)])
-		case class.two() && spread == 1 && class.far < interest.FastPeriods:
-			// Two neighbouring bands: one comparison per pair picks the
-			// period, and the pair is taken without a branch: whether it
-			// is due is a coin toss the CPU cannot predict.
+		case level == 0 && spread == 1 && p.tiers.Longest() < interest.FastPeriods:
+			// Two bands in a cell too big for bit sets, more than two
+			// bands, or a cell too small to classify: the tier table per
+			// pair, without a branch per pair. The
+			// following cells of that kind whose actors continue this
+			// cell's join it (in a sparse world, a stencil row of chunks
+			// is one run of actors): one call for them all.
+			for i+1 < len(cells) && sc.classes[i+1] == (cellClass{}) && f.cells[cells[i+1]].actors.lo == hi {
+				i++
+				hi = f.cells[cells[i]].actors.hi
+			}
+			changed, res = f.changed[lo:hi], f.res[lo:hi]
 			if len(sc.sel) < len(changed) {
 				sc.sel = make([]int32, len(changed)+len(changed)/4)
 			}
-			pick.lo, pick.near, pick.far, pick.edge = lo, class.near, class.far, class.edge
-			w.write(sc.sel[:pick.choose(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res)])
+			pick.lo = lo
+			w.write(sc.sel[:pick.chooseByTiers(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, &p.tiers)])
 		case class.two():
 			// Two neighbouring bands: one comparison per pair picks the period.
 			near, far := class.near, class.far
@@ -213,22 +221,6 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 					w.one(a)
 				}
 			}
-		case level == 0 && spread == 1 && p.tiers.Longest() < interest.FastPeriods:
-			// More than two bands (or a cell too small to classify): the
-			// tier table per pair, still without a branch per pair. The
-			// following cells of that kind whose actors continue this
-			// cell's join it (in a sparse world, a stencil row of chunks
-			// is one run of actors): one call for them all.
-			for i+1 < len(cells) && sc.classes[i+1] == (cellClass{}) && f.cells[cells[i+1]].actors.lo == hi {
-				i++
-				hi = f.cells[cells[i]].actors.hi
-			}
-			changed, res = f.changed[lo:hi], f.res[lo:hi]
-			if len(sc.sel) < len(changed) {
-				sc.sel = make([]int32, len(changed)+len(changed)/4)
-			}
-			pick.lo = lo
-			w.write(sc.sel[:pick.chooseByTiers(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, &p.tiers)])
 		default: // throttling counts, a stretched period, or very long periods: pair by pair
 			xs, ys, zs := f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
 			for k, c := range changed {
@@ -271,37 +263,13 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	return w.count
 }
 
-// picker chooses the senders of one cell whose pairs with a recipient
-// fall in two neighbouring bands (see cellClass), both with periods below
-// interest.FastPeriods.
+// picker is the current recipient, as chooseByTiers needs it: set once
+// per recipient, plus the first actor of the cells it is given.
 type picker struct {
 	lo, r        int32 // the cell's first actor; the recipient
-	near, far    uint8
-	edge         float32
 	rx, ry, rz   float32
 	oldest, tick uint64
 	want         interest.Residues
-}
-
-// choose writes to sel the senders due, in order, and returns how many.
-// It is a function of its own so that its loop keeps everything in
-// registers, and it takes each pair without a branch: whether a pair is
-// due is a coin toss the CPU cannot predict.
-func (t *picker) choose(sel []int32, changed []uint64, xs, ys, zs []float32, res []interest.Residues) int {
-	near, step, edge := t.near, t.far-t.near, t.edge
-	rx, ry, rz, oldest, tick, want := t.rx, t.ry, t.rz, t.oldest, t.tick, &t.want
-	self := t.r - t.lo
-	sel = sel[:len(changed)]
-	xs, ys, zs, res = xs[:len(changed)], ys[:len(changed)], zs[:len(changed)], res[:len(changed)]
-	m := 0
-	for k, c := range changed {
-		dx, dy, dz := xs[k]-rx, ys[k]-ry, zs[k]-rz
-		period := near + uint8(b2i(dx*dx+dy*dy+dz*dz >= edge))*step
-		period = min(period, interest.FastPeriods-1) // a no-op (far < FastPeriods) that drops the bounds checks
-		sel[m] = t.lo + int32(k)
-		m += b2i(c > oldest) & b2i(c+uint64(period) > tick) & b2i(res[k][period] == want[period]) & b2i(int32(k) != self)
-	}
-	return m
 }
 
 // beyondEdge returns the bit set of the senders (at most maskActors, bit i
@@ -327,9 +295,11 @@ func selectBits(sel []int32, set uint64, lo int32) int {
 	return m
 }
 
-// chooseByTiers is choose for senders whose pairs with the recipient may
-// fall in any band: each pair's period comes from the tier table, whose
-// periods are all below interest.FastPeriods.
+// chooseByTiers writes to sel the senders due, in order, and returns how
+// many. Each pair's period comes from the tier table (all its periods are
+// below interest.FastPeriods) and each pair is taken without a branch:
+// whether it is due is a coin toss the CPU cannot predict. It is a
+// function of its own so that its loop keeps everything in registers.
 func (t *picker) chooseByTiers(sel []int32, changed []uint64, xs, ys, zs []float32, res []interest.Residues, tiers *interest.Tiers) int {
 	rx, ry, rz, oldest, tick, want := t.rx, t.ry, t.rz, t.oldest, t.tick, &t.want
 	self := t.r - t.lo

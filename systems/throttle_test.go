@@ -26,6 +26,9 @@ type rig struct {
 	spawns  []components.Transform
 	seq     []uint32
 	tick    uint64
+	// Optional hooks around the Relay phase, for tests that read the frame
+	// as the relay sees it.
+	beforeRelay, afterRelay func()
 }
 
 func newRig(t *testing.T, cfg Config, spawns []components.Transform) *rig {
@@ -73,8 +76,14 @@ func (r *rig) step() {
 		p.move.RunUnit(i)
 	}
 	p.BeginRelay()
+	if r.beforeRelay != nil {
+		r.beforeRelay()
+	}
 	for i := range p.frame.shards {
 		p.relay.RunUnit(i)
+	}
+	if r.afterRelay != nil {
+		r.afterRelay()
 	}
 	p.world.Release()
 	p.Join()
