@@ -116,6 +116,36 @@ func TestClientRateLimits(t *testing.T) {
 	assert.InDelta(t, 135+55+2325, int(stats.RateLimited), 10)
 }
 
+// TestAClientOverItsLimitMovesToItsLatestUpdate: a client sending three
+// updates a tick (90 a second against a limit of 30) has two of them
+// dropped every tick once its burst is spent, and the one the server keeps
+// is the newest, so the others see where it is now, not where it was a
+// frame or two ago. The counts are those of the limit either way.
+func TestAClientOverItsLimitMovesToItsLatestUpdate(t *testing.T) {
+	spawns := []components.Transform{{X: 100, Y: 100}, {X: 200, Y: 100}}
+	st := newStage(t, throng.Options{TickRate: new(30)}, spawns)
+	eager, watcher := 0, 1
+	for k := range 60 {
+		x := 100 + float32(k)*3
+		st.move(eager, x, 100, 0)
+		st.move(eager, x+1, 100, 0)
+		st.move(eager, x+2, 100, 0) // the newest of the tick
+		st.move(watcher, 200, 100+float32(k), 0)
+		tick := st.tick()
+		if k < 30 { // half a second of burst and its aftermath
+			continue
+		}
+		var seen []float32
+		for _, r := range st.players[watcher].got[tick] {
+			if r.Actor == st.players[eager].actor {
+				seen = append(seen, r.X)
+			}
+		}
+		require.Equal(t, []float32{x + 2}, seen, "tick %d: the watcher sees the eager client's latest update", tick)
+	}
+	assert.InDelta(t, 60*3-60-15, int(st.srv.Stats().RateLimited), 3, "the limit lets one a tick through, plus half a second of burst")
+}
+
 func TestMetricsLineCarriesEveryFieldConsistentWithTheTick(t *testing.T) {
 	var logs bytes.Buffer
 	spawns := []components.Transform{{X: 100, Y: 100}, {X: 200, Y: 100}, {X: 300, Y: 200}, {X: 5000, Y: 100}}

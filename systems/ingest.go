@@ -152,7 +152,9 @@ func (p *Pipeline) refuse(id net.SessionID, code net.RefuseCode, reason string) 
 // moveFrame keeps the update if it is the newest the actor has seen. An update
 // older than one already applied is a client going backwards: it is
 // rejected with a correction. One older than an update still pending this
-// tick was merely overtaken and is dropped quietly. Both are counted.
+// tick was merely overtaken and is dropped quietly. Both are counted. Over
+// the client's rate limit an update is dropped and counted, but when one of
+// this tick is already kept, the dropped one is the older of the two.
 func (p *Pipeline) moveFrame(id net.SessionID, s *session, frame []byte) {
 	m, err := net.DecodeMove(frame)
 	if err != nil {
@@ -174,6 +176,14 @@ func (p *Pipeline) moveFrame(id net.SessionID, s *session, frame []byte) {
 	}
 	if !keep {
 		p.stats.RateLimited++
+		if in.Pending && m.Seq > in.Seq {
+			// Over the limit, but an update of this tick is already kept
+			// (Move clears Pending every tick): one of the two is the
+			// excess, and it is the older one. Keep the newer in its place,
+			// so a client over its limit (or a server running behind its
+			// tick rate) moves to the latest position sent, not the first.
+			keepInput(in, m)
+		}
 		return
 	}
 	if m.Seq <= in.Seq {
@@ -185,6 +195,11 @@ func (p *Pipeline) moveFrame(id net.SessionID, s *session, frame []byte) {
 		}
 		return
 	}
+	keepInput(in, m)
+}
+
+// keepInput makes m the actor's pending update.
+func keepInput(in *components.MoveInput, m net.Move) {
 	*in = components.MoveInput{
 		Seq: m.Seq, X: m.X, Y: m.Y, Z: m.Z, Yaw: m.Yaw,
 		WorldOrCell: m.WorldOrCell, Flags: m.Flags, Pending: true,
