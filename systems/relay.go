@@ -179,10 +179,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 			if ci == rc {
 				picks &^= 1 << (r - lo)
 			}
-			if len(sc.sel) < maskActors {
-				sc.sel = make([]int32, maskActors)
-			}
-			w.write(sc.sel[:selectBits(sc.sel, picks, lo)])
+			w.writeSet(picks, lo)
 		case level == 0 && spread == 1 && p.tiers.Longest() < interest.FastPeriods:
 			// Two bands in a cell too big for bit sets, more than two
 			// bands, or a cell too small to classify: the tier table per
@@ -282,17 +279,6 @@ func beyondEdge(xs, ys, zs []float32, rx, ry, rz, edge float32) uint64 {
 		bits |= uint64(b2i(dx*dx+dy*dy+dz*dz >= edge)) << i
 	}
 	return bits
-}
-
-// selectBits writes to sel the actor indices lo+i of the set bits i,
-// ascending, and returns how many.
-func selectBits(sel []int32, set uint64, lo int32) int {
-	m := 0
-	for ; set != 0; set &= set - 1 {
-		sel[m] = lo + int32(bits.TrailingZeros64(set))
-		m++
-	}
-	return m
 }
 
 // chooseByTiers writes to sel the senders due, in order, and returns how
@@ -549,6 +535,27 @@ func (w *batchOut) write(sel []int32) {
 		w.left -= k
 		w.count += int32(k)
 		sel = sel[k:]
+	}
+}
+
+// writeSet appends the records of senders lo+i for the set bits i of set,
+// ascending.
+func (w *batchOut) writeSet(set uint64, lo int32) {
+	for set != 0 {
+		if w.left == 0 {
+			w.open()
+		}
+		n, buf, recs := w.n, w.buf, w.records
+		k := 0
+		for ; set != 0 && k < w.left; set &= set - 1 {
+			o := (int(lo) + bits.TrailingZeros64(set)) * net.RecordSize
+			copyRecord(buf[n:n+net.RecordSize], recs[o:o+net.RecordSize])
+			n += net.RecordSize
+			k++
+		}
+		w.n = n
+		w.left -= k
+		w.count += int32(k)
 	}
 }
 
