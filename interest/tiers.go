@@ -114,12 +114,12 @@ func NewTiers(steps []Step, maxPeriod int) (Tiers, error) {
 //
 // It is a binary search over the fixed table: three float comparisons, no
 // square root, no division, no bounds checks, no allocation; it inlines.
-// The search takes no branch: in the relay, consecutive pairs' distances
-// are unrelated and a branch per probe is mispredicted about half the
-// time (world/10000 with interest: -7% per tick against the branching
-// form, 6 runs interleaved). BenchmarkPeriodSq, which repeats one set of
-// 4,096 distances that a branch predictor learns by heart, favours the
-// branching form; the relay never repeats a pattern like that.
+// The search takes no branch. Measured where it matters, in the relay
+// (world/10000 with interest, 6 runs interleaved), that makes a tick 7%
+// faster than the branching form; measured alone (BenchmarkPeriodSq, with
+// 4,096 distances or with a million) the branching form is faster. The
+// relay's loop has other work to overlap with the search, and loses it
+// all on a mispredicted branch; re-measure end to end before changing it.
 func (t *Tiers) PeriodSq(distSq float32) uint8 { return t.extraSq(distSq) + 1 }
 
 // extraSq returns the period minus one.
