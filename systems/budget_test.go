@@ -17,6 +17,20 @@ import (
 // records fitted its budget gets exactly the senders visit calls due, at
 // every spread the crowd reaches.
 func TestBudgetedRecipientsGetExactlyTheirDuePairs(t *testing.T) {
+	checkBudgetedRecipients(t, 0, true)
+}
+
+// TestUnlistedSpreadsAreDecidedPairByPairAlike: when the lists may not
+// grow for a spread (here: no room for any), its recipients are decided
+// pair by pair, with the same result.
+func TestUnlistedSpreadsAreDecidedPairByPairAlike(t *testing.T) {
+	checkBudgetedRecipients(t, 1, false)
+}
+
+// checkBudgetedRecipients runs the crowd with the given slot budget for
+// the due lists (0: the default) and checks every fast-path recipient; at
+// spreads above 1 their lists exist as listed says.
+func checkBudgetedRecipients(t *testing.T, slotBudget int, listed bool) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	var spawns []components.Transform
 	for range 160 { // one chunk, all in view of each other
@@ -28,6 +42,7 @@ func TestBudgetedRecipientsGetExactlyTheirDuePairs(t *testing.T) {
 	require.NoError(t, err)
 	r := newRig(t, cfg, spawns)
 	p := r.p
+	p.frame.due.slotBudget = slotBudget
 	spreads := map[uint8]int{}
 	checked := 0
 	for range 150 {
@@ -42,6 +57,7 @@ func TestBudgetedRecipientsGetExactlyTheirDuePairs(t *testing.T) {
 					continue
 				}
 				spread := max(s.spread, 1)
+				require.Equal(t, listed || spread == 1, p.frame.due.listed(spread), "spread %d", spread)
 				due := map[uint32]bool{}
 				p.visit(a, 0, spread, func(b int32, _, _ uint8, isDue, _ bool) {
 					if isDue {
@@ -84,4 +100,33 @@ func TestBudgetedRecipientsGetExactlyTheirDuePairs(t *testing.T) {
 	}
 	require.Greater(t, stretched, 1000, "recipients checked at a spread above 1: %v", spreads)
 	t.Logf("%d recipient-ticks checked; by spread: %v", checked, spreads)
+}
+
+// TestDueListsStaySmallWhateverTheSpreads: with every spread from 2 to 63
+// in use, a big world keeps its lists within the limits (the tier periods
+// always listed, the most used spreads first), and a small crowd, whose
+// lists are small, lists many more of them.
+func TestDueListsStaySmallWhateverTheSpreads(t *testing.T) {
+	tiers, err := interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
+	require.NoError(t, err)
+	var d dueLists
+	d.setPeriods(&tiers)
+	uses := func() *[256]int32 {
+		var spreads [256]int32
+		for s := 2; s < 64; s++ {
+			spreads[s] = int32(100 - s) // spread 2 the most used
+		}
+		return &spreads
+	}
+	d.plan(7, uses(), 4096, 10000)
+	require.LessOrEqual(t, int(d.nslots)*4096, maxListCells)
+	require.LessOrEqual(t, len(d.periods)*10000, maxListPicks)
+	require.True(t, d.listed(1))
+	require.True(t, d.listed(2), "the most used spread has room")
+	require.False(t, d.listed(63), "the least used does not")
+	d.plan(7, uses(), 64, 400)
+	require.LessOrEqual(t, int(d.nslots)*64, maxListCells)
+	for s := uint8(1); s <= 16; s++ {
+		require.True(t, d.listed(s), "spread %d in a small crowd", s)
+	}
 }

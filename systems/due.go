@@ -36,11 +36,15 @@ type dueLists struct {
 	slot    [256]int32  // per period: its first slot (period p has slots slot[p] to slot[p]+p-1); -1 if not listed
 	magic   [256]uint64 // per period p >= 2: ceil(2^64 / p), for remainders without division
 	tickDue [256]uint32 // per listed period p: (p - tick mod p) mod p
-	nslots  int32       // slots per cell: the sum of this tick's periods
-	ncells  int32       // cells this tick
-	off     []int32     // per slot and cell: where its list starts in picks; one extra entry ends the last
-	picks   []int32     // sender indices, list after list
-	packed  []byte      // the records of picks, in the same order
+	// listedSpread[s]: recipients with spread s have lists this tick.
+	listedSpread [256]bool
+	// slotBudget overrides plan's limit on slots per cell (tests).
+	slotBudget int
+	nslots     int32   // slots per cell: the sum of this tick's periods
+	ncells     int32   // cells this tick
+	off        []int32 // per slot and cell: where its list starts in picks; one extra entry ends the last
+	picks      []int32 // sender indices, list after list
+	packed     []byte  // the records of picks, in the same order
 	// masks holds the same lists as bit sets, per cell and slot (bit i:
 	// the cell's i-th actor), for cells of at most maskActors actors, on
 	// ticks with at most maskSlots slots (no spread, or a few); on others
@@ -66,16 +70,55 @@ func (d *dueLists) setPeriods(tiers *interest.Tiers) {
 	}
 }
 
-// plan chooses this tick's periods: the tier periods, stretched by each
-// spread marked in spreads (1 always is).
-func (d *dueLists) plan(tick uint64, spreads *[256]bool) {
+// plan chooses this tick's periods: the tier periods, and those stretched
+// by the spreads in use (spreads[s] counts the recipients with spread s),
+// most used first, as long as the lists stay small next to the frame:
+// their offsets cost ncells entries per slot, their picks an entry per
+// actor and period. A spread left out has no lists this tick; its
+// recipients are decided pair by pair, with the same result (listed
+// reports which).
+func (d *dueLists) plan(tick uint64, spreads *[256]int32, ncells, actors int) {
 	var inUse [256]bool
-	for s, used := range spreads {
-		if used || s == 1 {
-			for _, p := range d.tierPeriods {
-				inUse[stretch(p, uint8(s))] = true
+	for _, p := range d.tierPeriods {
+		inUse[p] = true
+	}
+	nslots, nperiods := 0, len(d.tierPeriods)
+	for _, p := range d.tierPeriods {
+		nslots += int(p)
+	}
+	budget := d.slotBudget
+	if budget == 0 {
+		budget = max(maxListCells/max(ncells, 1), nslots)
+	}
+	clear(d.listedSpread[:])
+	d.listedSpread[1] = true
+	for {
+		// The most used spread not yet considered (ties: the smaller).
+		best := 0
+		for s := 2; s < len(spreads); s++ {
+			if spreads[s] > 0 && !d.listedSpread[s] && (best == 0 || spreads[s] > spreads[best]) {
+				best = s
 			}
 		}
+		if best == 0 {
+			break
+		}
+		spreads[best] = 0 // considered
+		addSlots, addPeriods := 0, 0
+		for _, p := range d.tierPeriods {
+			if q := stretch(p, uint8(best)); !inUse[q] {
+				addSlots += int(q)
+				addPeriods++
+			}
+		}
+		if nslots+addSlots > budget || (nperiods+addPeriods)*actors > maxListPicks {
+			continue
+		}
+		for _, p := range d.tierPeriods {
+			inUse[stretch(p, uint8(best))] = true
+		}
+		nslots, nperiods = nslots+addSlots, nperiods+addPeriods
+		d.listedSpread[best] = true
 	}
 	d.periods = d.periods[:0]
 	d.nslots = 0
@@ -90,6 +133,16 @@ func (d *dueLists) plan(tick uint64, spreads *[256]bool) {
 		d.tickDue[p] = uint32((uint64(p) - tick%uint64(p)) % uint64(p))
 	}
 }
+
+// The lists' size limits for spreads beyond 1 (plan): list offsets
+// (cells times slots) and picks (actors times periods).
+const (
+	maxListCells = 1 << 18
+	maxListPicks = 1 << 20
+)
+
+// listed reports whether a recipient with this spread has lists this tick.
+func (d *dueLists) listed(spread uint8) bool { return d.listedSpread[spread] }
 
 // residue returns x mod p (p listed), by Lemire, Kaser and Kurz's
 // remainder by multiplication, as interest.Clock does.

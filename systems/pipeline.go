@@ -208,15 +208,15 @@ func (p *Pipeline) BeginRelay() {
 	p.stats.Corrections = 0
 	p.sendCorrections()
 	p.frame.boundCells()
-	var spreads [256]bool // those of clients over their budget: their periods get lists too
+	var spreads [256]int32 // of clients over their budget: their periods get lists too
 	if p.cfg.MaxRecordsPerTick > 0 {
 		for _, s := range p.frame.sess {
 			if s != nil {
-				spreads[max(s.spread, 1)] = true
+				spreads[max(s.spread, 1)]++
 			}
 		}
 	}
-	p.frame.due.plan(p.frame.Tick, &spreads)
+	p.frame.due.plan(p.frame.Tick, &spreads, len(p.frame.cells), p.frame.Len())
 	p.frame.due.build(&p.frame)
 }
 

@@ -123,8 +123,11 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		sc.cell = rc
 	}
 	due := &f.due
-	for _, tp := range due.tierPeriods { // the list each tier period's cells give r
-		sc.rslot[tp] = due.recipientSlot(stretch(tp, spread), rhalf)
+	listed := due.listed(spread)
+	if listed {
+		for _, tp := range due.tierPeriods { // the list each tier period's cells give r
+			sc.rslot[tp] = due.recipientSlot(stretch(tp, spread), rhalf)
+		}
 	}
 	w := newBatchOut(f.reserve(sc.batch, g), f.records, tick)
 	pick := &sc.pick
@@ -143,7 +146,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 			// cell, about half of the two-band blocks are in one band.
 			period = pointPeriod(rx, ry, rz, &f.cells[ci], class)
 		}
-		if period > 0 { // one band (never under throttling: see classify)
+		if period > 0 && listed { // one band (never under throttling: see classify)
 			// The cells of a run in one band have their lists back to
 			// back: one range for them all.
 			last := ci
@@ -170,7 +173,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
 		changed, res := f.changed[lo:hi], f.res[lo:hi]
 		switch {
-		case class.two() && hi-lo <= maskActors:
+		case class.two() && listed && hi-lo <= maskActors:
 			// Two neighbouring bands, as bit sets: which senders are past
 			// the edge is the only thing to compute per pair; the due
 			// lists of both periods, as masks, do the rest.
