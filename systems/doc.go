@@ -7,11 +7,15 @@
 //	                   out in canonical order, cut shards; guard the world
 //	Move    (parallel) per shard of senders: validate, write own rows,
 //	                   encode the movement record once
-//	Relay   (parallel) corrections first (on the tick goroutine), then per
-//	                   shard of recipients: 3x3 stencil cell by cell,
-//	                   interest period, pair phase, per-connection budget;
-//	                   each unit hands its recipients' datagrams to the
-//	                   transport
+//	Relay   (parallel) on the tick goroutine first: corrections, cell
+//	                   boxes and the due lists (the senders of each cell
+//	                   due this tick, per period and phase residue); then
+//	                   per shard of recipients: 3x3 stencil cell by cell,
+//	                   a cell in one interest band as one block copy from
+//	                   its due list, cells across two bands as bit sets,
+//	                   the rest pair by pair; the per-connection budget;
+//	                   each unit writes its recipients' batches in one
+//	                   buffer and hands their datagrams to the transport
 //	Join    (serial)   release the guard, chunk moves, ecs.World.Apply,
 //	                   Welcome / Appear / Disappear, cluster pressure
 //
