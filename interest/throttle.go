@@ -55,6 +55,12 @@ func (t Throttle) extraSq(distSq float32, level uint8) uint8 {
 	return extra
 }
 
+// Reaches reports whether a pair at a squared distance up to farSq may be
+// throttled at all: false when even farSq is closer than the throttle
+// distance, so that every pair closer than it keeps its interest period
+// at any pressure.
+func (t Throttle) Reaches(farSq float32) bool { return !(farSq < t.nearSq) }
+
 // MaxLevel returns the highest pressure level that still lengthens a period
 // (maxSkip - 1). Use it as [PressureRule.MaxLevel]: a higher level would
 // change nothing but slow the recovery.

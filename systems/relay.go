@@ -146,7 +146,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 			// cell, about half of the two-band blocks are in one band.
 			period = pointPeriod(rx, ry, rz, &f.cells[ci], class)
 		}
-		if period > 0 && listed { // one band (never under throttling: see classify)
+		if period > 0 && listed { // one band, out of the throttle's reach (see classify)
 			// The cells of a run in one band have their lists back to
 			// back: one range for them all.
 			last := ci
@@ -221,7 +221,25 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 					w.one(a)
 				}
 			}
-		default: // throttling counts, a stretched period, or very long periods: pair by pair
+		case level > 0 && spread == 1 && p.tiers.Longest() < interest.FastPeriods && p.cfg.Throttle.MaxLevel() < interest.FastPeriods-1:
+			// Throttling may act on these pairs: each pair's interest and
+			// combined periods from the tables, the pairs held back by
+			// throttling alone counted, without a branch per pair; the
+			// following cells of the kind whose actors continue this
+			// cell's in the same call.
+			for i+1 < len(cells) && sc.classes[i+1] == (cellClass{}) && f.cells[cells[i+1]].actors.lo == hi {
+				i++
+				hi = f.cells[cells[i]].actors.hi
+			}
+			changed, res = f.changed[lo:hi], f.res[lo:hi]
+			if len(sc.sel) < len(changed) {
+				sc.sel = make([]int32, len(changed)+len(changed)/4)
+			}
+			pick.lo = lo
+			m, h := pick.chooseThrottled(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, &p.tiers, p.cfg.Throttle, level)
+			held += int64(h)
+			w.write(sc.sel[:m])
+		default: // a stretched period under throttling, or very long periods: pair by pair
 			xs, ys, zs := f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
 			for k, c := range changed {
 				a := lo + int32(k)
@@ -255,6 +273,16 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	if s != nil && budget > 0 {
 		s.adjustSpread(int(w.count), budget, p.longest)
 		if int(w.count) > budget {
+			if s.spread > spread && !sc.retry {
+				// The spread jumped: choose again at the new one, which
+				// fits the budget as a rule, rather than cut hundreds of
+				// records into the backlog, whose slow path would then run
+				// for this recipient until they had all been sent.
+				sc.retry = true
+				n := p.gather(r, level, throttled, sc)
+				sc.retry = false
+				return n
+			}
 			return p.gatherOwed(r, s, level, spread, throttled, sc)
 		}
 	}
@@ -304,6 +332,30 @@ func (t *picker) chooseByTiers(sel []int32, changed []uint64, xs, ys, zs []float
 	return m
 }
 
+// chooseThrottled is chooseByTiers under throttling (level above 0): a
+// pair's period is the larger of its interest period and its throttle
+// period. It also returns how many pairs throttling alone held back: due
+// at their interest period this tick, not at the combined one. Both
+// periods must be below interest.FastPeriods.
+func (t *picker) chooseThrottled(sel []int32, changed []uint64, xs, ys, zs []float32, res []interest.Residues, tiers *interest.Tiers, throttle interest.Throttle, level uint8) (m, held int) {
+	rx, ry, rz, oldest, tick, want := t.rx, t.ry, t.rz, t.oldest, t.tick, &t.want
+	self := t.r - t.lo
+	sel = sel[:len(changed)]
+	xs, ys, zs, res = xs[:len(changed)], ys[:len(changed)], zs[:len(changed)], res[:len(changed)]
+	for k, c := range changed {
+		dx, dy, dz := xs[k]-rx, ys[k]-ry, zs[k]-rz
+		d := dx*dx + dy*dy + dz*dz
+		ip := min(tiers.PeriodSq(d), interest.FastPeriods-1) // no-ops that drop the bounds checks
+		period := min(interest.Combine(ip, throttle.PeriodSq(d, level)), interest.FastPeriods-1)
+		live := b2i(c > oldest) & b2i(int32(k) != self)
+		due := live & b2i(c+uint64(period) > tick) & b2i(res[k][period] == want[period])
+		sel[m] = t.lo + int32(k)
+		m += due
+		held += (1 - due) & live & b2i(c+uint64(ip) > tick) & b2i(res[k][ip] == want[ip])
+	}
+	return m, held
+}
+
 // relayScratch is one Relay unit's memory of the cell classes of the
 // recipient cell it last saw; recipients of one cell are consecutive, so
 // each cell is classified once per unit.
@@ -314,6 +366,7 @@ type relayScratch struct {
 	pick    picker     // the current recipient, for choosing in two-band cells
 	rslot   [256]int32 // per tier period: the due list slot of the current recipient
 	runs    []int32    // per stencil position of the recipient cell: see uniformRuns
+	retry   bool       // gather is choosing again after a jump of the spread
 	// batch is the current recipient's datagrams, back to back. One buffer
 	// per unit, written and handed to the transport recipient after
 	// recipient, stays in the core's cache, where a buffer per recipient
@@ -347,8 +400,10 @@ func (c cellClass) two() bool { return c.near != c.far && c.near != 0 }
 
 // classify returns, for recipient cell rc against each cell of its
 // stencil, how the periods of the pairs between them are laid out (see
-// cellClass). Under throttling (level > 0) every cell pair is decided pair
-// by pair, so that held-back pairs are counted exactly.
+// cellClass). Under throttling (level > 0) a cell pair that may reach the
+// throttle distance is decided pair by pair, so that held-back pairs are
+// counted exactly; closer ones keep their interest periods at any
+// pressure and are classified as usual.
 //
 // The bounds are computed in float32 exactly as a pair's squared distance
 // is (dx*dx + dy*dy + dz*dz, the same rounding at each step), and rounding
@@ -357,10 +412,6 @@ func (c cellClass) two() bool { return c.near != c.far && c.near != 0 }
 func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []cellClass) []cellClass {
 	f := &p.frame
 	out = resizeSlice(out, len(cells))
-	if level > 0 {
-		clear(out)
-		return out
-	}
 	c := &f.cells[rc]
 	// Bounding is worth it when its cost is shared: by the recipients of
 	// cell rc (one classify serves them all) or by the senders of the cell
@@ -376,7 +427,12 @@ func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []cellClas
 		nx, fx := boxSpan(c.min[0], c.max[0], d.min[0], d.max[0])
 		ny, fy := boxSpan(c.min[1], c.max[1], d.min[1], d.max[1])
 		nz, fz := boxSpan(c.min[2], c.max[2], d.min[2], d.max[2])
-		lo, hi, edge, ok := p.tiers.Span(nx*nx+ny*ny+nz*nz, fx*fx+fy*fy+fz*fz)
+		farSq := fx*fx + fy*fy + fz*fz
+		if level > 0 && p.cfg.Throttle.Reaches(farSq) {
+			out[i] = cellClass{} // throttling may act: pair by pair, held pairs counted
+			continue
+		}
+		lo, hi, edge, ok := p.tiers.Span(nx*nx+ny*ny+nz*nz, farSq)
 		out[i] = cellClass{}
 		if ok {
 			out[i] = cellClass{near: lo, far: hi, edge: edge}
@@ -644,20 +700,22 @@ func stretch(period, spread uint8) uint8 {
 
 // adjustSpread keeps a recipient's due records near its per-connection
 // budget. The spread multiplies every pair period of the recipient (closer
-// senders keep proportionally more updates); it rises by one on a tick when
-// more records were due than the budget, and falls by one after 30 ticks in
-// a row in which the records due, at one spread less, would have fitted in
-// three quarters of the budget. The backlog absorbs the ticks between, so
-// the cut is owed, not lost, and the backlog's slow path stays the
-// exception instead of running every tick for every crowded recipient.
+// senders keep proportionally more updates), so the records due fall in
+// proportion to it: on a tick when more records were due than the budget,
+// it jumps to the spread at which they would fill seven eighths of it (one
+// more at least); it falls by one after 30 ticks in a row in which the
+// records due, at one spread less, would have fitted in three quarters of
+// the budget. The backlog absorbs the ticks between, so the cut is owed,
+// not lost, and the backlog's slow path stays the exception instead of
+// running every tick for every crowded recipient. (Rising by one a tick, a
+// crowd of 2,000 arriving at once took seconds of the slow path to settle.)
 func (s *session) adjustSpread(due, budget int, longest uint64) {
 	spread := max(int(s.spread), 1)
 	switch {
 	case due > budget:
 		s.calm = 0
-		if uint64(spread+1)*longest <= 255 {
-			spread++
-		}
+		target := max(spread+1, (spread*due*8+budget*7-1)/(budget*7))
+		spread = max(spread, min(target, int(255/longest)))
 	case spread > 1 && due*spread < budget*3/4*(spread-1):
 		if s.calm++; s.calm >= spreadReleaseTicks {
 			s.calm = 0
