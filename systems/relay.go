@@ -221,7 +221,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 					w.one(a)
 				}
 			}
-		case level > 0 && spread == 1 && p.tiers.Longest() < interest.FastPeriods && p.cfg.Throttle.MaxLevel() < interest.FastPeriods-1:
+		case level > 0 && p.tiers.Longest() < interest.FastPeriods && p.cfg.Throttle.MaxLevel() < interest.FastPeriods-1:
 			// Throttling may act on these pairs: each pair's interest and
 			// combined periods from the tables, the pairs held back by
 			// throttling alone counted, without a branch per pair; the
@@ -235,11 +235,11 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 			if len(sc.sel) < len(changed) {
 				sc.sel = make([]int32, len(changed)+len(changed)/4)
 			}
-			pick.lo = lo
-			m, h := pick.chooseThrottled(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, &p.tiers, p.cfg.Throttle, level)
+			pick.lo, pick.spread, pick.rhalf, pick.clock = lo, spread, rhalf, p.clock
+			m, h := pick.chooseThrottled(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, f.half[lo:hi], &p.tiers, p.cfg.Throttle, level)
 			held += int64(h)
 			w.write(sc.sel[:m])
-		default: // a stretched period under throttling, or very long periods: pair by pair
+		default: // very long periods: pair by pair
 			xs, ys, zs := f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
 			for k, c := range changed {
 				a := lo + int32(k)
@@ -271,7 +271,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	w.block(due.packed, runLo, runHi)
 	sc.batch = w.finish()
 	if s != nil && budget > 0 {
-		s.adjustSpread(int(w.count), budget, p.longest)
+		s.adjustSpread(int(w.count), budget)
 		if int(w.count) > budget {
 			if s.spread > spread && !sc.retry {
 				// The spread jumped: choose again at the new one, which
@@ -298,6 +298,9 @@ type picker struct {
 	rx, ry, rz   float32
 	oldest, tick uint64
 	want         interest.Residues
+	spread       uint8           // for chooseThrottled
+	rhalf        uint32          // the recipient's phase half, for chooseThrottled
+	clock        *interest.Clock // for chooseThrottled
 }
 
 // beyondEdge returns the bit set of the senders (at most maskActors, bit i
@@ -334,24 +337,34 @@ func (t *picker) chooseByTiers(sel []int32, changed []uint64, xs, ys, zs []float
 
 // chooseThrottled is chooseByTiers under throttling (level above 0): a
 // pair's period is the larger of its interest period and its throttle
-// period. It also returns how many pairs throttling alone held back: due
-// at their interest period this tick, not at the combined one. Both
-// periods must be below interest.FastPeriods.
-func (t *picker) chooseThrottled(sel []int32, changed []uint64, xs, ys, zs []float32, res []interest.Residues, tiers *interest.Tiers, throttle interest.Throttle, level uint8) (m, held int) {
+// period, stretched by the recipient's spread. It also returns how many
+// pairs throttling alone held back: due at their (stretched) interest
+// period this tick, not at the combined one. A period below
+// interest.FastPeriods is decided by the residue tables, a longer one by
+// the pair's phase halves; both are computed and one taken, without a
+// branch. The unstretched periods must be below interest.FastPeriods.
+func (t *picker) chooseThrottled(sel []int32, changed []uint64, xs, ys, zs []float32, res []interest.Residues, half []uint32, tiers *interest.Tiers, throttle interest.Throttle, level uint8) (m, held int) {
 	rx, ry, rz, oldest, tick, want := t.rx, t.ry, t.rz, t.oldest, t.tick, &t.want
+	spread, rhalf, clock := t.spread, t.rhalf, t.clock
 	self := t.r - t.lo
 	sel = sel[:len(changed)]
-	xs, ys, zs, res = xs[:len(changed)], ys[:len(changed)], zs[:len(changed)], res[:len(changed)]
+	xs, ys, zs, res, half = xs[:len(changed)], ys[:len(changed)], zs[:len(changed)], res[:len(changed)], half[:len(changed)]
+	due := func(k int, period uint8) int {
+		short := min(period, interest.FastPeriods-1)
+		long := b2i(period >= interest.FastPeriods)
+		return (1-long)&b2i(res[k][short] == want[short]) | long&b2i(clock.Sends(half[k]+rhalf, period))
+	}
 	for k, c := range changed {
 		dx, dy, dz := xs[k]-rx, ys[k]-ry, zs[k]-rz
 		d := dx*dx + dy*dy + dz*dz
-		ip := min(tiers.PeriodSq(d), interest.FastPeriods-1) // no-ops that drop the bounds checks
-		period := min(interest.Combine(ip, throttle.PeriodSq(d, level)), interest.FastPeriods-1)
+		ip := tiers.PeriodSq(d)
+		period := stretch(interest.Combine(ip, throttle.PeriodSq(d, level)), spread)
+		ip = stretch(ip, spread)
 		live := b2i(c > oldest) & b2i(int32(k) != self)
-		due := live & b2i(c+uint64(period) > tick) & b2i(res[k][period] == want[period])
+		sent := live & b2i(c+uint64(period) > tick) & due(k, period)
 		sel[m] = t.lo + int32(k)
-		m += due
-		held += (1 - due) & live & b2i(c+uint64(ip) > tick) & b2i(res[k][ip] == want[ip])
+		m += sent
+		held += (1 - sent) & live & b2i(c+uint64(ip) > tick) & due(k, ip)
 	}
 	return m, held
 }
@@ -703,19 +716,20 @@ func stretch(period, spread uint8) uint8 {
 // senders keep proportionally more updates), so the records due fall in
 // proportion to it: on a tick when more records were due than the budget,
 // it jumps to the spread at which they would fill seven eighths of it (one
-// more at least); it falls by one after 30 ticks in a row in which the
+// more at least; at most 255, where every stretched period has reached its
+// cap of 255); it falls by one after 30 ticks in a row in which the
 // records due, at one spread less, would have fitted in three quarters of
 // the budget. The backlog absorbs the ticks between, so the cut is owed,
 // not lost, and the backlog's slow path stays the exception instead of
 // running every tick for every crowded recipient. (Rising by one a tick, a
 // crowd of 2,000 arriving at once took seconds of the slow path to settle.)
-func (s *session) adjustSpread(due, budget int, longest uint64) {
+func (s *session) adjustSpread(due, budget int) {
 	spread := max(int(s.spread), 1)
 	switch {
 	case due > budget:
 		s.calm = 0
 		target := max(spread+1, (spread*due*8+budget*7-1)/(budget*7))
-		spread = max(spread, min(target, int(255/longest)))
+		spread = max(spread, min(target, 255))
 	case spread > 1 && due*spread < budget*3/4*(spread-1):
 		if s.calm++; s.calm >= spreadReleaseTicks {
 			s.calm = 0
@@ -784,7 +798,7 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttle
 		s.offered = append(s.offered, a)
 	})
 	if owed { // the fast path did not run: adjust the spread here
-		s.adjustSpread(due, p.cfg.MaxRecordsPerTick, p.longest)
+		s.adjustSpread(due, p.cfg.MaxRecordsPerTick)
 	}
 	s.taken = s.backlog.Take(p.cfg.MaxRecordsPerTick, s.taken[:0])
 	// Take returns its picks in offer order: keep those offers, in place.
