@@ -717,28 +717,58 @@ func stretch(period, spread uint8) uint8 {
 // proportion to it: on a tick when more records were due than the budget,
 // it jumps to the spread at which they would fill seven eighths of it (one
 // more at least; at most 255, where every stretched period has reached its
-// cap of 255); it falls by one after 30 ticks in a row in which the
-// records due, at one spread less, would have fitted in three quarters of
+// cap of 255); it falls a step after 30 ticks in a row in which the
+// records due, at the step below, would have fitted in three quarters of
 // the budget. The backlog absorbs the ticks between, so the cut is owed,
 // not lost, and the backlog's slow path stays the exception instead of
 // running every tick for every crowded recipient. (Rising by one a tick, a
 // crowd of 2,000 arriving at once took seconds of the slow path to settle.)
+//
+// Spreads take the values of spreadSteps (a spread "one less" is the step
+// below), so that a crowd's clients share a few spreads and the due lists
+// built for them (plan) cover them all.
 func (s *session) adjustSpread(due, budget int) {
 	spread := max(int(s.spread), 1)
 	switch {
 	case due > budget:
 		s.calm = 0
 		target := max(spread+1, (spread*due*8+budget*7-1)/(budget*7))
-		spread = max(spread, min(target, 255))
-	case spread > 1 && due*spread < budget*3/4*(spread-1):
+		spread = stepAtLeast(target)
+	case spread > 1 && due*spread < budget*3/4*stepBelow(spread):
 		if s.calm++; s.calm >= spreadReleaseTicks {
 			s.calm = 0
-			spread--
+			spread = stepBelow(spread)
 		}
 	default:
 		s.calm = 0
 	}
 	s.spread = uint8(spread)
+}
+
+// spreadSteps are the spreads a client may have: every value to 6, then
+// about a quarter apart, to 255.
+var spreadSteps = [...]uint8{1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128, 160, 192, 255}
+
+// stepAtLeast returns the smallest spread step of at least v (255 beyond).
+func stepAtLeast(v int) int {
+	for _, s := range spreadSteps {
+		if int(s) >= v {
+			return int(s)
+		}
+	}
+	return 255
+}
+
+// stepBelow returns the spread step below v (1 for 1).
+func stepBelow(v int) int {
+	below := 1
+	for _, s := range spreadSteps {
+		if int(s) >= v {
+			break
+		}
+		below = int(s)
+	}
+	return below
 }
 
 // spreadReleaseTicks is how many calm ticks lower a recipient's spread.
