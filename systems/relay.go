@@ -140,6 +140,13 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	for i := 0; i < len(cells); i++ {
 		ci := cells[i]
 		class := sc.classes[i]
+		if class.reach {
+			if p.cfg.Throttle.Reaches(farFrom(rx, ry, rz, &f.cells[ci])) {
+				class = cellClass{} // throttling may act: pair by pair, held pairs counted
+			} else {
+				class.reach = false // not from where this recipient stands
+			}
+		}
 		period := class.period()
 		if period == 0 && class.two() {
 			// Seen from the recipient itself rather than from its whole
@@ -398,6 +405,10 @@ type relayScratch struct {
 type cellClass struct {
 	near, far uint8
 	edge      float32
+	// reach: under throttling, some pairs of the two cells may be at or
+	// beyond the throttle distance; each recipient checks its own
+	// position before the class counts for it (gather).
+	reach bool
 }
 
 // period is the block's single period, or 0 when pairs differ.
@@ -414,9 +425,10 @@ func (c cellClass) two() bool { return c.near != c.far && c.near != 0 }
 // classify returns, for recipient cell rc against each cell of its
 // stencil, how the periods of the pairs between them are laid out (see
 // cellClass). Under throttling (level > 0) a cell pair that may reach the
-// throttle distance is decided pair by pair, so that held-back pairs are
-// counted exactly; closer ones keep their interest periods at any
-// pressure and are classified as usual.
+// throttle distance is marked (reach): a recipient from whose position it
+// may is decided pair by pair, so that held-back pairs are counted
+// exactly; pairs closer than the throttle distance keep their interest
+// periods at any pressure.
 //
 // The bounds are computed in float32 exactly as a pair's squared distance
 // is (dx*dx + dy*dy + dz*dz, the same rounding at each step), and rounding
@@ -441,14 +453,10 @@ func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []cellClas
 		ny, fy := boxSpan(c.min[1], c.max[1], d.min[1], d.max[1])
 		nz, fz := boxSpan(c.min[2], c.max[2], d.min[2], d.max[2])
 		farSq := fx*fx + fy*fy + fz*fz
-		if level > 0 && p.cfg.Throttle.Reaches(farSq) {
-			out[i] = cellClass{} // throttling may act: pair by pair, held pairs counted
-			continue
-		}
 		lo, hi, edge, ok := p.tiers.Span(nx*nx+ny*ny+nz*nz, farSq)
 		out[i] = cellClass{}
 		if ok {
-			out[i] = cellClass{near: lo, far: hi, edge: edge}
+			out[i] = cellClass{near: lo, far: hi, edge: edge, reach: level > 0 && p.cfg.Throttle.Reaches(farSq)}
 		}
 	}
 	return out
@@ -480,8 +488,8 @@ func uniformRuns(cells []int32, classes []cellClass, out []int32) []int32 {
 	out = resizeSlice(out, len(cells))
 	for i := 0; i < len(cells); {
 		n := 1
-		if period := classes[i].period(); period > 0 {
-			for i+n < len(cells) && cells[i+n] == cells[i]+int32(n) && classes[i+n].period() == period {
+		if period := classes[i].period(); period > 0 && !classes[i].reach {
+			for i+n < len(cells) && cells[i+n] == cells[i]+int32(n) && classes[i+n].period() == period && !classes[i+n].reach {
 				n++
 			}
 		}
@@ -519,6 +527,15 @@ func pointPeriod(rx, ry, rz float32, c *cell, class cellClass) uint8 {
 		return class.far
 	}
 	return 0
+}
+
+// farFrom bounds from above the squared distance from (rx, ry, rz) to any
+// actor of cell c, with the pairs' own float32 steps (see pointPeriod).
+func farFrom(rx, ry, rz float32, c *cell) float32 {
+	_, fx := axisSpan(c.min[0]-rx, c.max[0]-rx)
+	_, fy := axisSpan(c.min[1]-ry, c.max[1]-ry)
+	_, fz := axisSpan(c.min[2]-rz, c.max[2]-rz)
+	return fx*fx + fy*fy + fz*fz
 }
 
 // axisSpan returns the least and the greatest distance along one axis from
