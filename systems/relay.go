@@ -89,12 +89,15 @@ func (p *Pipeline) periods(distSq float32, level uint8) (interestPeriod, period 
 // ticks, the recipient's backlog decides (gatherOwed).
 //
 // This is the N^2 loop, and it works cell by cell. When the box around a
-// sender cell and the box around the recipient's cell are in one interest
-// band, every pair between them has the same period (see classify), and
-// the senders due are one of the cell's due lists (due.go): one block copy.
-// Cell pairs that straddle two bands decide each pair with one distance
-// comparison; only the rest (more bands, throttling, a stretched period)
-// go pair by pair through the tier table.
+// sender cell and the box around the recipient's cell (or the recipient
+// itself) are in one interest band, every pair between them has the same
+// period (see classify), and the senders due are one of the cell's due
+// lists (due.go): one block copy, a run of such cells one copy. Cell pairs
+// that straddle two bands are decided as bit sets, one distance comparison
+// per pair; the rest (more bands, pairs throttling may reach) go pair by
+// pair through the tier table without branches, and what the lists do not
+// cover (a spread without lists, very long periods) pair by pair with
+// branches.
 func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScratch) int32 {
 	f := &p.frame
 	tick := f.Tick
@@ -193,10 +196,10 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		case level == 0 && spread == 1 && p.tiers.Longest() < interest.FastPeriods:
 			// Two bands in a cell too big for bit sets, more than two
 			// bands, or a cell too small to classify: the tier table per
-			// pair, without a branch per pair. The
-			// following cells of that kind whose actors continue this
-			// cell's join it (in a sparse world, a stencil row of chunks
-			// is one run of actors): one call for them all.
+			// pair, without a branch per pair. The following cells of
+			// that kind whose actors continue this cell's join it (in a
+			// sparse world, a stencil row of chunks is one run of
+			// actors): one call for them all.
 			for i+1 < len(cells) && sc.classes[i+1] == (cellClass{}) && f.cells[cells[i+1]].actors.lo == hi {
 				i++
 				hi = f.cells[cells[i]].actors.hi
