@@ -200,14 +200,9 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 			// that kind whose actors continue this cell's join it (in a
 			// sparse world, a stencil row of chunks is one run of
 			// actors): one call for them all.
-			for i+1 < len(cells) && sc.classes[i+1] == (cellClass{}) && f.cells[cells[i+1]].actors.lo == hi {
-				i++
-				hi = f.cells[cells[i]].actors.hi
-			}
+			i, hi = f.joinRun(cells, sc.classes, i, hi)
 			changed, res = f.changed[lo:hi], f.res[lo:hi]
-			if len(sc.sel) < len(changed) {
-				sc.sel = make([]int32, len(changed)+len(changed)/4)
-			}
+			sc.growSel(len(changed))
 			pick.lo = lo
 			w.write(sc.sel[:pick.chooseByTiers(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, &p.tiers)])
 		case class.two():
@@ -237,14 +232,9 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 			// throttling alone counted, without a branch per pair; the
 			// following cells of the kind whose actors continue this
 			// cell's in the same call.
-			for i+1 < len(cells) && sc.classes[i+1] == (cellClass{}) && f.cells[cells[i+1]].actors.lo == hi {
-				i++
-				hi = f.cells[cells[i]].actors.hi
-			}
+			i, hi = f.joinRun(cells, sc.classes, i, hi)
 			changed, res = f.changed[lo:hi], f.res[lo:hi]
-			if len(sc.sel) < len(changed) {
-				sc.sel = make([]int32, len(changed)+len(changed)/4)
-			}
+			sc.growSel(len(changed))
 			pick.lo, pick.spread, pick.rhalf, pick.clock = lo, spread, rhalf, p.clock
 			m, h := pick.chooseThrottled(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, f.half[lo:hi], &p.tiers, p.cfg.Throttle, level)
 			held += int64(h)
@@ -377,6 +367,25 @@ func (t *picker) chooseThrottled(sel []int32, changed []uint64, xs, ys, zs []flo
 		held += (1 - sent) & live & b2i(c+uint64(ip) > tick) & due(k, ip)
 	}
 	return m, held
+}
+
+// joinRun extends the actors [lo, hi) of stencil position i over the
+// following positions that are decided pair by pair too (no class) and
+// whose actors continue them, and returns the last position taken and
+// the run's end.
+func (f *Frame) joinRun(cells []int32, classes []cellClass, i int, hi int32) (int, int32) {
+	for i+1 < len(cells) && classes[i+1] == (cellClass{}) && f.cells[cells[i+1]].actors.lo == hi {
+		i++
+		hi = f.cells[cells[i]].actors.hi
+	}
+	return i, hi
+}
+
+// growSel makes room in sel for n senders.
+func (sc *relayScratch) growSel(n int) {
+	if len(sc.sel) < n {
+		sc.sel = make([]int32, n+n/4)
+	}
 }
 
 // relayScratch is one Relay unit's memory of the cell classes of the
