@@ -243,21 +243,10 @@ func (m *Mem) SendUnreliable(s SessionID, datagram []byte) {
 		m.droppedDatagrams.Add(1)
 		return
 	}
-	if m.countOnly {
-		slot.datagrams.Add(1)
-		slot.datagramBytes.Add(uint64(len(datagram)))
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed { // closed since the lookup
-		m.droppedDatagrams.Add(1)
-		return
-	}
-	slot.datagrams.Add(1)
-	slot.datagramBytes.Add(uint64(len(datagram)))
-	c.last = append(c.last[:0], datagram...)
-	c.datagrams.push(datagram)
+	m.deliver(c, &slot.datagrams, &slot.datagramBytes, &m.droppedDatagrams, len(datagram), func() {
+		c.last = append(c.last[:0], datagram...)
+		c.datagrams.push(datagram)
+	})
 }
 
 // SendReliable implements [Transport]. A frame shorter than HeaderSize,
@@ -269,20 +258,28 @@ func (m *Mem) SendReliable(s SessionID, frame []byte) {
 		m.droppedReliable.Add(1)
 		return
 	}
+	m.deliver(c, &slot.frames, &slot.frameBytes, &m.droppedReliable, len(frame), func() { c.reliable.push(frame) })
+}
+
+// deliver counts a server send of size bytes to open client c in count
+// and bytes and, outside CountOnly mode, queues it with queue under the
+// client's lock; a send to a client closed since the lookup is counted in
+// dropped instead.
+func (m *Mem) deliver(c *MemClient, count, bytes, dropped *atomic.Uint64, size int, queue func()) {
 	if m.countOnly {
-		slot.frames.Add(1)
-		slot.frameBytes.Add(uint64(len(frame)))
+		count.Add(1)
+		bytes.Add(uint64(size))
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed { // closed since the lookup
-		m.droppedReliable.Add(1)
+		dropped.Add(1)
 		return
 	}
-	slot.frames.Add(1)
-	slot.frameBytes.Add(uint64(len(frame)))
-	c.reliable.push(frame)
+	count.Add(1)
+	bytes.Add(uint64(size))
+	queue()
 }
 
 // Disconnect implements [Transport]. The client keeps every frame sent

@@ -151,7 +151,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 			}
 		}
 		period := class.period()
-		if period == 0 && class.two() {
+		if period == 0 && class.two() && listed {
 			// Seen from the recipient itself rather than from its whole
 			// cell, about half of the two-band blocks are in one band.
 			period = pointPeriod(rx, ry, rz, &f.cells[ci], class)
@@ -205,27 +205,6 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 			sc.growSel(len(changed))
 			pick.lo = lo
 			w.write(sc.sel[:pick.chooseByTiers(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, &p.tiers)])
-		case class.two():
-			// Two neighbouring bands: one comparison per pair picks the period.
-			near, far := class.near, class.far
-			if spread > 1 {
-				near, far = stretch(near, spread), stretch(far, spread)
-			}
-			xs, ys, zs := f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
-			for k, c := range changed {
-				a := lo + int32(k)
-				if c <= oldest || a == r {
-					continue
-				}
-				dx, dy, dz := xs[k]-rx, ys[k]-ry, zs[k]-rz
-				period := near
-				if dx*dx+dy*dy+dz*dz >= class.edge {
-					period = far
-				}
-				if c+uint64(period) > tick && (period == 1 || p.due(&res[k], &want, period, f.half[a], rhalf)) {
-					w.one(a)
-				}
-			}
 		case level > 0 && p.tiers.Longest() < interest.FastPeriods && p.cfg.Throttle.MaxLevel() < interest.FastPeriods-1:
 			// Throttling may act on these pairs: each pair's interest and
 			// combined periods from the tables, the pairs held back by
@@ -239,7 +218,9 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 			m, h := pick.chooseThrottled(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, f.half[lo:hi], &p.tiers, p.cfg.Throttle, level)
 			held += int64(h)
 			w.write(sc.sel[:m])
-		default: // very long periods: pair by pair
+		default:
+			// A spread without lists, a big two-band cell of a budgeted
+			// client, very long periods: pair by pair.
 			xs, ys, zs := f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
 			for k, c := range changed {
 				a := lo + int32(k)
