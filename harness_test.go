@@ -38,6 +38,18 @@ func newStage(t *testing.T, opts throng.Options, spawns []components.Transform) 
 	return newStageWith(t, opts, spawns, nil)
 }
 
+// oneByOne is a Mem behind the plain Transport interface, without its
+// batch send: the relay then hands it one datagram per call.
+type oneByOne struct {
+	net.Transport
+	mem *net.Mem
+}
+
+func newOneByOne() oneByOne {
+	m := net.NewMem(net.MemOptions{})
+	return oneByOne{Transport: m, mem: m}
+}
+
 // newStageWith is newStage with a chance to add systems before the first
 // tick.
 func newStageWith(t *testing.T, opts throng.Options, spawns []components.Transform, setup func(*throng.Server)) *stage {
@@ -57,8 +69,12 @@ func newStageWith(t *testing.T, opts throng.Options, spawns []components.Transfo
 	if setup != nil {
 		setup(srv)
 	}
+	mem := srv.Mem()
+	if o, ok := opts.Transport.(oneByOne); ok {
+		mem = o.mem
+	}
 	for i := range spawns {
-		p := &player{client: srv.Mem().Dial(), got: map[int][]net.Record{}}
+		p := &player{client: mem.Dial(), got: map[int][]net.Record{}}
 		hello, err := net.AppendHello(nil, net.Hello{Token: fmt.Appendf(nil, "p%d", i)})
 		require.NoError(t, err)
 		require.NoError(t, p.client.Send(hello))

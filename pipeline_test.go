@@ -143,13 +143,27 @@ func TestSameInputsGiveSameBytesOnEveryWorkerAndShardCount(t *testing.T) {
 	for _, workers := range []int{1, 2, 4, 8} {
 		for _, shards := range []int{1, 16} {
 			t.Run(fmt.Sprintf("workers=%d/shards=%d", workers, shards), func(t *testing.T) {
-				st := runWalk(t, budgeted(parallel(workers, shards, true)), spawns, steps)
-				for i, p := range st.players {
-					if !bytes.Equal(reference.players[i].wire, p.wire) {
-						t.Fatalf("player %d received different bytes than inline (%d vs %d bytes)", i, len(p.wire), len(reference.players[i].wire))
-					}
-				}
+				sameBytes(t, reference, runWalk(t, budgeted(parallel(workers, shards, true)), spawns, steps))
 			})
+		}
+	}
+	// Without the budget, crowded recipients get several datagrams a tick.
+	t.Run("a transport sent one datagram per call", func(t *testing.T) {
+		unlimited := parallel(2, 16, true)
+		unlimited.Connection.MaxRecordsPerTick = new(0)
+		batched := runWalk(t, unlimited, spawns, steps)
+		unlimited.Transport = newOneByOne()
+		sameBytes(t, batched, runWalk(t, unlimited, spawns, steps))
+	})
+}
+
+// sameBytes fails unless every player of got received the bytes the
+// player of want did.
+func sameBytes(t *testing.T, want, got *stage) {
+	t.Helper()
+	for i, p := range got.players {
+		if !bytes.Equal(want.players[i].wire, p.wire) {
+			t.Fatalf("player %d received different bytes (%d vs %d bytes)", i, len(p.wire), len(want.players[i].wire))
 		}
 	}
 }

@@ -136,7 +136,9 @@
 //     [NewStreamReader], [StreamReader.Feed], [StreamReader.Next] to read.
 //   - Drive the server's network: [Transport.Receive] once per tick, then
 //     [Transport.SendUnreliable] / [Transport.SendReliable] /
-//     [Transport.Disconnect]; read [Transport.Stats] for metrics.
+//     [Transport.Disconnect]; read [Transport.Stats] for metrics. A
+//     transport that also implements [BatchSender] gets a session's
+//     datagrams of a tick in one call (Mem and QUIC do).
 //   - Test or benchmark without sockets: [NewMem], [Mem.Dial],
 //     [MemClient.Send], [MemClient.DrainDatagrams],
 //     [MemClient.DrainReliable], [MemClient.CloseReason];

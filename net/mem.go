@@ -249,6 +249,24 @@ func (m *Mem) SendUnreliable(s SessionID, datagram []byte) {
 	})
 }
 
+// SendUnreliableBatch implements [BatchSender]. In CountOnly mode a batch
+// of datagrams that are all deliverable bumps its session's counters once;
+// otherwise, and for a batch with one to drop, it is SendUnreliable on each
+// datagram.
+func (m *Mem) SendUnreliableBatch(s SessionID, datagrams []byte, size int) {
+	if size < 1 || size > len(datagrams) {
+		size = len(datagrams)
+	}
+	if m.countOnly && size > 0 && size <= m.maxDatagram {
+		if slot, c := m.open(s); c != nil {
+			slot.datagrams.Add(uint64((len(datagrams) + size - 1) / size))
+			slot.datagramBytes.Add(uint64(len(datagrams)))
+			return
+		}
+	}
+	eachDatagram(datagrams, size, func(d []byte) { m.SendUnreliable(s, d) })
+}
+
 // SendReliable implements [Transport]. A frame shorter than HeaderSize,
 // longer than MaxFrame, or for an unknown or closed session is dropped and
 // counted. See [Mem] for a send that overlaps the session's close.

@@ -495,3 +495,43 @@ func TestMemKeepsEachClientsOrderUnderConcurrentSenders(t *testing.T) {
 		assert.Equal(t, uint32(moves), next[c.Session()])
 	}
 }
+
+// TestMemBatchSendIsEachDatagramSentInTurn: a batch reaches the client as
+// the same datagrams, in order, with the same counts, as sending them one
+// by one would; what one by one would drop, the batch drops and counts.
+func TestMemBatchSendIsEachDatagramSentInTurn(t *testing.T) {
+	for _, countOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("countOnly=%v", countOnly), func(t *testing.T) {
+			m := NewMem(MemOptions{MaxDatagram: 100, CountOnly: countOnly})
+			c, gone := m.Dial(), m.Dial()
+			gone.Close()
+			run := make([]byte, 250) // datagrams of 100, 100 and 50 bytes
+			for i := range run {
+				run[i] = byte(i)
+			}
+			m.SendUnreliableBatch(c.Session(), run, 100)
+			m.SendUnreliableBatch(c.Session(), run[:30], 0)    // size below 1: one datagram
+			m.SendUnreliableBatch(c.Session(), run, 125)       // two of 125: over the limit
+			m.SendUnreliableBatch(gone.Session(), run, 100)    // three to a closed session
+			m.SendUnreliableBatch(c.Session(), run[:0], 100)   // nothing
+			m.SendUnreliableBatch(c.Session(), run[:200], 400) // one of 200: over the limit
+
+			assert.Equal(t, MemClientStats{Datagrams: 4, DatagramBytes: 280}, c.Received())
+			st := m.Stats()
+			assert.Equal(t, uint64(4), st.DatagramsOut)
+			assert.Equal(t, uint64(2+3+1), st.DroppedDatagrams)
+			if !countOnly {
+				assert.Equal(t, []string{string(run[:100]), string(run[100:200]), string(run[200:]), string(run[:30])},
+					drainedDatagrams(c))
+			}
+		})
+	}
+}
+
+func TestMemBatchSendAllocatesNothingInCountOnlyMode(t *testing.T) {
+	m := NewMem(MemOptions{CountOnly: true})
+	c := m.Dial()
+	run := make([]byte, 3*MaxBatchPayload)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { m.SendUnreliableBatch(c.Session(), run, MaxBatchPayload) }))
+	assert.Equal(t, MemClientStats{Datagrams: 3 * 101, DatagramBytes: 3 * MaxBatchPayload * 101}, c.Received())
+}

@@ -418,6 +418,33 @@ func (q *QUIC) SendUnreliable(s SessionID, datagram []byte) {
 	}
 }
 
+// SendUnreliableBatch implements [BatchSender]: the datagrams go into the
+// session's mailbox under one lock, and its writer is woken once. Each is
+// kept or dropped (and counted) as SendUnreliable would.
+func (q *QUIC) SendUnreliableBatch(s SessionID, datagrams []byte, size int) {
+	c := q.session(s)
+	var kept, dropped uint64
+	if c != nil {
+		c.mu.Lock()
+	}
+	eachDatagram(datagrams, size, func(d []byte) {
+		if c != nil && len(d) >= BatchHeaderSize && len(d) <= q.cfg.MaxDatagram && c.postLocked(d) {
+			kept++
+		} else {
+			dropped++
+		}
+	})
+	if c != nil {
+		c.mu.Unlock()
+	}
+	if kept > 0 {
+		wake(c.dgWake)
+	}
+	if dropped > 0 {
+		q.n.droppedDatagrams.Add(dropped)
+	}
+}
+
 // SendReliable implements [Transport]. A frame shorter than HeaderSize or
 // longer than MaxFrame, or for an unknown or closed session, is dropped and
 // counted. A frame that finds the session's queue full is dropped too, and

@@ -73,19 +73,29 @@ func wake(ch chan struct{}) {
 // checked that d is at least BatchHeaderSize long.
 func batchTick(d []byte) uint32 { return binary.LittleEndian.Uint32(d[HeaderSize:]) }
 
-// post puts one datagram into the mailbox: a newer tick replaces the
-// slot's content, the same tick joins it, an older one is refused. It
-// reports whether d was kept.
+// post puts one datagram into the mailbox (see postLocked) and reports
+// whether it was kept.
 func (c *quicConn) post(d []byte) bool {
-	tick := batchTick(d)
 	c.mu.Lock()
+	kept := c.postLocked(d)
+	c.mu.Unlock()
+	if kept {
+		wake(c.dgWake)
+	}
+	return kept
+}
+
+// postLocked puts one datagram into the mailbox, c.mu held: a newer tick
+// replaces the slot's content, the same tick joins it, an older one is
+// refused, as is every datagram once the connection is closing. It
+// reports whether d was kept; the caller wakes the writer.
+func (c *quicConn) postLocked(d []byte) bool {
 	if c.closing {
-		c.mu.Unlock()
 		return false
 	}
+	tick := batchTick(d)
 	if n := len(c.slot.q.ends); n > 0 && tick != c.slot.tick {
 		if int32(tick-c.slot.tick) < 0 { // wrap-safe "older"
-			c.mu.Unlock()
 			return false
 		}
 		c.q.n.replaced.Add(uint64(n))
@@ -94,8 +104,6 @@ func (c *quicConn) post(d []byte) bool {
 	}
 	c.slot.tick = tick
 	c.slot.q.push(d)
-	c.mu.Unlock()
-	wake(c.dgWake)
 	return true
 }
 

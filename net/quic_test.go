@@ -225,6 +225,28 @@ func TestQUICHandshakeMovesAndBatchesCrossTheNetwork(t *testing.T) {
 	assert.Equal(t, uint64(1), stats.MovesSent)
 }
 
+// TestQUICBatchSendDeliversEveryDatagramOfTheTick: the relay hands a
+// session all its datagrams of a tick in one call; each reaches the
+// client; one too short to be a batch, and those to a session that does
+// not exist, are dropped and counted one by one.
+func TestQUICBatchSendDeliversEveryDatagramOfTheTick(t *testing.T) {
+	p := startQUIC(t, net.QUICConfig{})
+	c, s := dial(t, p, "ada", 7, net.ClientConfig{})
+
+	first, second, last := batch(5, 1, 2), batch(5, 3, 4), batch(5, 6)
+	p.q.SendUnreliableBatch(s, slices.Concat(first, second, last), len(first))
+	got := pollUntil(t, c, 3)
+	assert.ElementsMatch(t, []string{"batch 5: 1 2", "batch 5: 3 4", "batch 5: 6"}, got)
+	assert.Zero(t, p.q.Stats().DroppedDatagrams)
+
+	p.q.SendUnreliableBatch(s+100, slices.Concat(first, second), len(first))
+	p.q.SendUnreliableBatch(s, append(batch(6, 8), 1, 2, 3), len(batch(6, 8)))
+	assert.Equal(t, []string{"batch 6: 8"}, pollUntil(t, c, 1))
+	assert.Equal(t, uint64(2+1), p.q.Stats().DroppedDatagrams, "two for no session, one too short")
+	p.q.SendUnreliableBatch(s, batch(7, 9), 0)
+	assert.Equal(t, []string{"batch 7: 9"}, pollUntil(t, c, 1), "size 0: the whole run is one datagram")
+}
+
 func TestQUICDisconnectReasonReachesTheClientAfterItsFrames(t *testing.T) {
 	p := startQUIC(t, net.QUICConfig{})
 	c, s := dial(t, p, "bo", 1, net.ClientConfig{})

@@ -123,3 +123,27 @@ type Transport interface {
 	// delivered by the next Receive. Calling Close again returns nil.
 	Close() error
 }
+
+// BatchSender is implemented by a [Transport] that takes all of a
+// session's datagrams of one tick in one call, so that it looks the
+// session up, locks and wakes its writer once rather than once per
+// datagram. The relay uses it when the transport has it.
+type BatchSender interface {
+	// SendUnreliableBatch sends the datagrams laid back to back in
+	// datagrams, each size bytes long except the last, which may be
+	// shorter: the same as calling SendUnreliable on each in order (size
+	// below 1 makes the whole of datagrams one datagram). It copies them
+	// before returning and never blocks.
+	SendUnreliableBatch(s SessionID, datagrams []byte, size int)
+}
+
+// eachDatagram calls send with each datagram of a batch laid out as
+// [BatchSender.SendUnreliableBatch] describes.
+func eachDatagram(datagrams []byte, size int, send func([]byte)) {
+	if size < 1 {
+		size = len(datagrams)
+	}
+	for off := 0; off < len(datagrams); off += size {
+		send(datagrams[off:min(off+size, len(datagrams))])
+	}
+}

@@ -86,6 +86,7 @@ type Pipeline struct {
 	cfg        Config
 	world      *ecs.World
 	transport  net.Transport
+	batcher    net.BatchSender // transport's, when it has one
 	tiers      interest.Tiers
 	clock      *interest.Clock
 	inputs     *ark.Map[components.MoveInput]
@@ -146,6 +147,7 @@ func New(cfg Config, world *ecs.World, transport net.Transport) (*Pipeline, erro
 		clients:    ark.NewMap[components.Client](world.Ark()),
 		sessions:   make(map[net.SessionID]*session),
 	}
+	p.batcher, _ = transport.(net.BatchSender)
 	p.move.p = p
 	p.relay.p = p
 	p.longest = uint64(max(p.tiers.Longest(), cfg.Throttle.MaxLevel()+1))

@@ -38,11 +38,14 @@ func (j *relayJob) RunUnit(i int) {
 		total += int64(f.relays[a])
 		s := net.SessionID(f.session[a])
 		buf := sc.batch
+		datagrams += int32((len(buf) + datagramSize - 1) / datagramSize)
+		bytes += int64(len(buf))
+		if p.batcher != nil {
+			p.batcher.SendUnreliableBatch(s, buf, datagramSize)
+			continue
+		}
 		for off := 0; off < len(buf); off += datagramSize {
-			end := min(off+datagramSize, len(buf))
-			p.transport.SendUnreliable(s, buf[off:end])
-			datagrams++
-			bytes += int64(end - off)
+			p.transport.SendUnreliable(s, buf[off:min(off+datagramSize, len(buf))])
 		}
 	}
 	p.shardRelays[i] = total
