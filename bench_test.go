@@ -247,6 +247,43 @@ func TestSteadyStateTickAllocatesNothing(t *testing.T) {
 		"bytes allocated in %d more ticks of square/100, parallel+interest (%d allocations)", runs, after.Mallocs-before.Mallocs)
 }
 
+// TestBudgetedCrowdTickAllocatesNothing pins it for the shipped default,
+// the per-connection budget, on a crowd that runs into it: square/1000,
+// where recipients keep going through their backlogs. A backlog's working
+// memory belongs to the relay unit and is reserved for the whole stencil
+// at once, so it stops growing; with memory per recipient grown by
+// doubling, a thousand recipients kept reaching new peaks for hundreds of
+// ticks (145 allocations in these 320 ticks).
+func TestBudgetedCrowdTickAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a thousand players under the race detector take a minute a run; the plain build counts the allocations")
+	}
+	m := modeNamed("parallel+interest+budget")
+	m.workers = 4
+	c := newBenchCrowd(t, "square", 1000, m)
+	owed := 0
+	for range 40 {
+		c.tick()
+		owed += c.srv.Stats().Owed
+	}
+	require.Positive(t, owed, "the crowd must run into the budget")
+
+	// Counted over many ticks, not as AllocsPerRun's rounded-down mean:
+	// the growth came in bursts, dozens of allocations every hundred ticks
+	// or so. What is left (about 3) is a client's first tick over its
+	// budget, which reserves its owed list once.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const ticks = 320
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range ticks {
+		c.tick()
+	}
+	runtime.ReadMemStats(&after)
+	assert.Less(t, after.Mallocs-before.Mallocs, uint64(ticks/40),
+		"allocations in %d ticks of square/1000, parallel+interest+budget", ticks)
+}
+
 // TestRoamingTickAllocatesNothing pins the same promise for a crowd that
 // keeps crossing chunk borders, the town's and world's case: 240 bots pace
 // across two borders, so every tick moves actors between chunk tables and

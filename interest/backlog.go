@@ -1,6 +1,9 @@
 package interest
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // Backlog is one recipient's priority accumulator for the per-connection
 // budget. Each tick the relay offers the senders it visits; [Backlog.Take]
@@ -27,15 +30,69 @@ import "math"
 // T < 2(n-1)(W+1)/r.
 //
 // A Backlog belongs to one recipient and one goroutine at a time. The zero
-// value is ready. Its slices grow to the number of senders in view and are
-// then reused: in steady state Offer and Take allocate nothing. Take costs
-// O(candidates): a hash table, not a sort, matches offers to owed senders.
+// value is ready. It keeps the senders owed; what it needs only during a
+// tick's round (Offers, then Take) is a [Scratch], its own unless [Backlog.Use]
+// gives it a shared one. Its slices grow to the number of senders in view
+// and are then reused: in steady state Offer and Take allocate nothing.
+// Take costs O(candidates): a hash table, not a sort, matches offers to owed
+// senders.
 type Backlog struct {
 	owed   []candidate // in the order they were offered
-	offers []candidate // this tick's offers, in offer order
-	merged []candidate // scratch: this tick's candidates, in first-offer order
-	table  []slot      // scratch: open addressing, sender -> owed or merged index
-	keys   []uint64    // scratch: selection keys
+	own    Scratch     // used unless Use gave another
+	shared *Scratch
+}
+
+// Scratch is the memory a [Backlog] works in during one round: the tick's
+// offers, its candidates, the table matching them to the owed senders and
+// the ranking keys. A relay that serves many recipients one after another
+// gives them one Scratch ([Backlog.Use]): it grows once, to what the
+// largest round needs, where a scratch per recipient would grow on each
+// recipient's own peaks, for a long time in a crowd of a thousand. The
+// zero value is ready.
+type Scratch struct {
+	owner  *Backlog    // whose round the offers belong to
+	offers []candidate // this round's offers, in offer order
+	merged []candidate // this round's candidates, in first-offer order
+	table  []slot      // open addressing, sender -> owed or merged index
+	keys   []uint64    // selection keys
+}
+
+// Use makes b work in s from its next round on (nil: in its own). Backlogs
+// that share a Scratch must run their rounds one after another, never
+// interleaved: Offer panics if another backlog's round is still open in s.
+func (b *Backlog) Use(s *Scratch) { b.shared = s }
+
+// Reserve makes room in b for n senders owed, so that a recipient that
+// sees at most n senders never grows it again.
+func (b *Backlog) Reserve(n int) {
+	if cap(b.owed) < n {
+		b.owed = slices.Grow(b.owed, n-len(b.owed))
+	}
+}
+
+// Reserve makes room in s for rounds of up to n offers, owed senders
+// included, so that they allocate nothing.
+func (s *Scratch) Reserve(n int) {
+	if cap(s.offers) < n {
+		s.offers = slices.Grow(s.offers, n-len(s.offers))
+	}
+	if cap(s.merged) < n {
+		s.merged = make([]candidate, 0, n)
+	}
+	if cap(s.keys) < n {
+		s.keys = make([]uint64, 0, n)
+	}
+	if size := tableSize(2 * n); cap(s.table) < size {
+		s.table = make([]slot, size)
+	}
+}
+
+// scratch returns the Scratch b works in.
+func (b *Backlog) scratch() *Scratch {
+	if b.shared != nil {
+		return b.shared
+	}
+	return &b.own
 }
 
 type candidate struct {
@@ -98,7 +155,13 @@ func (b *Backlog) Offer(sender uint32, weight uint8, due bool) {
 	if !due && len(b.owed) == 0 {
 		return
 	}
-	b.offers = append(b.offers, candidate{sender: sender, weight: weight, due: due})
+	sc := b.scratch()
+	if len(sc.offers) == 0 {
+		sc.owner = b
+	} else if sc.owner != b {
+		panic("interest: Backlog.Offer while another backlog's round is open in the shared Scratch")
+	}
+	sc.offers = append(sc.offers, candidate{sender: sender, weight: weight, due: due})
 }
 
 // Owed returns how many senders are owed to this recipient after the last
@@ -108,7 +171,10 @@ func (b *Backlog) Owed() int { return len(b.owed) }
 // Reset forgets everything owed and offered, keeping the memory; use it when
 // the recipient leaves or its view is rebuilt.
 func (b *Backlog) Reset() {
-	b.owed, b.offers = b.owed[:0], b.offers[:0]
+	b.owed = b.owed[:0]
+	if sc := b.scratch(); sc.owner == b {
+		sc.offers = sc.offers[:0]
+	}
 }
 
 // Take ends the tick for this recipient: it appends to dst the senders to
@@ -122,13 +188,14 @@ func (b *Backlog) Reset() {
 // Offered in the relay's visit order, the batch is that order with the cut
 // senders left out, the same on any core count.
 func (b *Backlog) Take(budget int, dst []uint32) []uint32 {
-	if len(b.offers) == 0 {
+	sc := b.scratch()
+	if len(sc.offers) == 0 || sc.owner != b {
 		b.owed = b.owed[:0] // nothing offered: every owed sender left the view
 		return dst
 	}
-	b.merge()
-	b.offers = b.offers[:0]
-	cands := b.merged
+	b.merge(sc)
+	sc.offers = sc.offers[:0]
+	cands := sc.merged
 	b.owed = b.owed[:0]
 	if len(cands) <= budget {
 		for _, c := range cands {
@@ -136,17 +203,23 @@ func (b *Backlog) Take(budget int, dst []uint32) []uint32 {
 		}
 		return dst
 	}
+	// Room for every candidate the budget leaves owed, with a margin: owed
+	// persists from tick to tick, so it grows in a few large steps rather
+	// than by doubling each time this recipient's crowd peaks.
+	if owe := len(cands) - max(budget, 0); cap(b.owed) < owe {
+		b.owed = make([]candidate, 0, owe+owe/2)
+	}
 	if budget <= 0 {
 		b.owed = append(b.owed, cands...)
 		return dst
 	}
 	// Rank by priority, then lower sender first. Keys are unique per sender,
 	// so exactly budget candidates reach the threshold.
-	keys := b.keys[:0]
+	keys := sc.keys[:0]
 	for _, c := range cands {
 		keys = append(keys, rankKey(c))
 	}
-	b.keys = keys
+	sc.keys = keys
 	threshold := nthLargest(keys, budget)
 	for _, c := range cands {
 		if rankKey(c) >= threshold {
@@ -162,17 +235,14 @@ func rankKey(c candidate) uint64 {
 	return uint64(c.priority)<<32 | uint64(^c.sender)
 }
 
-// merge fills b.merged with this tick's candidates, in first-offer order,
-// their priorities grown by one tick.
-func (b *Backlog) merge() {
-	size := 16
-	for size < 2*(len(b.owed)+len(b.offers)) {
-		size *= 2
+// merge fills sc.merged with this round's candidates, in first-offer
+// order, their priorities grown by one tick.
+func (b *Backlog) merge(sc *Scratch) {
+	size := tableSize(len(b.owed) + len(sc.offers))
+	if cap(sc.table) < size {
+		sc.table = make([]slot, size)
 	}
-	if cap(b.table) < size {
-		b.table = make([]slot, size)
-	}
-	table := b.table[:size]
+	table := sc.table[:size]
 	clear(table)
 	mask := uint32(size - 1)
 	for i, o := range b.owed {
@@ -182,8 +252,8 @@ func (b *Backlog) merge() {
 		}
 		table[h] = slot{sender: o.sender, ref: uint32(i) + 1}
 	}
-	m := b.merged[:0]
-	for _, c := range b.offers {
+	m := sc.merged[:0]
+	for _, c := range sc.offers {
 		h := hashSender(c.sender) & mask
 		for table[h].ref != 0 && table[h].sender != c.sender {
 			h = (h + 1) & mask
@@ -206,7 +276,17 @@ func (b *Backlog) merge() {
 	for i := range m {
 		m[i].priority = grow(m[i].priority, max(m[i].weight, 1))
 	}
-	b.merged = m
+	sc.merged = m
+}
+
+// tableSize is the size of the hash table for n entries: a power of two,
+// at least 16 and at least twice n.
+func tableSize(n int) int {
+	size := 16
+	for size < 2*n {
+		size *= 2
+	}
+	return size
 }
 
 // hashSender spreads sequential ids over the table (Fibonacci hashing; the

@@ -274,3 +274,43 @@ func TestWeightFavoursShortPeriods(t *testing.T) {
 	assert.Equal(t, uint8(1), interest.Weight(1, 1))
 	assert.Equal(t, uint8(1), interest.Weight(0, 0))
 }
+
+// TestBacklogsSharingAScratchPickAsAlone: recipients served one after
+// another in one Scratch get, tick after tick, exactly the batches they
+// get each in its own.
+func TestBacklogsSharingAScratchPickAsAlone(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const recipients, budget = 5, 12
+	var alone, shared [recipients]interest.Backlog
+	var scratch interest.Scratch
+	for i := range shared {
+		shared[i].Use(&scratch)
+	}
+	var a, b []uint32
+	for tick := range 200 {
+		for i := range recipients {
+			n := 10 + r.IntN(60) // how many this recipient sees this tick
+			for s := range uint32(n) {
+				weight, due := uint8(1+r.IntN(4)), r.IntN(3) == 0
+				alone[i].Offer(s*7+uint32(i), weight, due)
+				shared[i].Offer(s*7+uint32(i), weight, due)
+			}
+			a, b = alone[i].Take(budget, a[:0]), shared[i].Take(budget, b[:0])
+			require.Equal(t, a, b, "tick %d, recipient %d", tick, i)
+			require.Equal(t, alone[i].Owed(), shared[i].Owed(), "tick %d, recipient %d", tick, i)
+		}
+	}
+}
+
+func TestInterleavedRoundsInASharedScratchPanic(t *testing.T) {
+	var scratch interest.Scratch
+	var x, y interest.Backlog
+	x.Use(&scratch)
+	y.Use(&scratch)
+	x.Offer(1, 1, true)
+	assert.PanicsWithValue(t, "interest: Backlog.Offer while another backlog's round is open in the shared Scratch",
+		func() { y.Offer(2, 1, true) })
+	assert.Equal(t, []uint32{1}, x.Take(8, nil), "the open round is x's alone")
+	y.Offer(2, 1, true)
+	assert.Equal(t, []uint32{2}, y.Take(8, nil), "once x took, y's round may open")
+}

@@ -48,7 +48,9 @@
 //   - Interest and throttle together: [Combine], or [Rates.PeriodSq] in one
 //     call.
 //   - Cut a batch to the datagram budget: [Backlog.Offer] per sender,
-//     [Backlog.Take] once per tick, weights from [Weight].
+//     [Backlog.Take] once per tick, weights from [Weight]; one [Scratch]
+//     for the recipients a goroutine serves in turn ([Backlog.Use]), and
+//     [Backlog.Reserve] / [Scratch.Reserve] to size them for the view.
 //   - How long an owed sender can wait: [WaitBound].
 //
 // # The relay loop

@@ -30,8 +30,6 @@ type session struct {
 	backlog interest.Backlog // records owed under the per-connection budget
 	spread  uint8            // period multiplier that keeps its due records near the budget
 	calm    int              // ticks in a row its spread could have been lower
-	offered []int32          // relay scratch: senders offered this tick
-	taken   []uint32         // relay scratch: senders Take chose
 }
 
 // Ingest drains the transport: opens and closes sessions, admits Hello

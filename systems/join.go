@@ -39,6 +39,9 @@ func (p *Pipeline) Join() {
 			st.Owed += sess.backlog.Owed()
 		}
 	}
+	for i := range p.units {
+		p.owedRoom = max(p.owedRoom, p.scratch[i].owedRoom)
+	}
 	for a := range f.crossed {
 		if f.crossed[a] {
 			p.world.Relocate(components.ActorID{ID: f.id[a]})

@@ -106,6 +106,7 @@ type Pipeline struct {
 	shardDatagrams []int32
 	shardBytes     []int64
 	longest        uint64 // longest period any pair can get
+	owedRoom       int    // the most senders any unit's backlog round has had room for
 	inline         bool
 	tick           uint64
 	busy           bool
@@ -216,6 +217,11 @@ func (p *Pipeline) BeginRelay() {
 			if s != nil {
 				spreads[max(s.spread, 1)]++
 			}
+		}
+	}
+	if p.cfg.MaxRecordsPerTick > 0 {
+		for i := range p.units {
+			p.scratch[i].reserveOwed(p.owedRoom)
 		}
 	}
 	p.frame.due.plan(p.frame.Tick, &spreads, len(p.frame.cells), p.frame.Len())

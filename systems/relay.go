@@ -59,10 +59,7 @@ func (j *relayJob) RunUnit(i int) {
 // stencil g: a batch never needs more, so once a crowd has formed the
 // units' buffers stop growing and the relay allocates nothing.
 func (f *Frame) reserve(buf []byte, g *group) []byte {
-	senders := 0
-	for _, h := range g.stencil[:g.nst] {
-		senders += int(f.groups[h].actors.hi - f.groups[h].actors.lo)
-	}
+	senders := f.stencilSenders(g)
 	// Whole datagrams: a stencil whose population wanders a little (actors
 	// roaming across chunk borders) then stays within the capacity it has.
 	datagrams := (senders + net.MaxRecordsPerBatch - 1) / net.MaxRecordsPerBatch
@@ -70,6 +67,16 @@ func (f *Frame) reserve(buf []byte, g *group) []byte {
 		return make([]byte, 0, need+need/4)
 	}
 	return buf[:0]
+}
+
+// stencilSenders returns the number of actors in stencil g: the most
+// senders a recipient of g can see.
+func (f *Frame) stencilSenders(g *group) int {
+	senders := 0
+	for _, h := range g.stencil[:g.nst] {
+		senders += int(f.groups[h].actors.hi - f.groups[h].actors.lo)
+	}
+	return senders
 }
 
 // periods returns a pair's interest period and the period it gets once the
@@ -383,6 +390,12 @@ type relayScratch struct {
 	rslot   [256]int32 // per tier period: the due list slot of the current recipient
 	runs    []int32    // per stencil position of the recipient cell: see uniformRuns
 	retry   bool       // gather is choosing again after a jump of the spread
+	// For recipients over their budget (gatherOwed), one at a time: the
+	// backlog's working memory, the senders offered and those Take chose.
+	backlog  interest.Scratch
+	offered  []int32
+	taken    []uint32
+	owedRoom int // the senders backlog, offered and taken have room for
 	// batch is the current recipient's datagrams, back to back. One buffer
 	// per unit, written and handed to the transport recipient after
 	// recipient, stays in the core's cache, where a buffer per recipient
@@ -392,6 +405,20 @@ type relayScratch struct {
 	// for every recipient: keep neighbouring units' scratch off each
 	// other's cache lines (and the line pairs that CPUs fetch together).
 	_ [128]byte
+}
+
+// reserveOwed makes room in the unit's backlog memory for rounds of n
+// senders. Units grow it to what their recipients need, and to the most
+// any unit has needed (BeginRelay): a unit whose recipients first go over
+// their budget late in a run then finds it ready.
+func (sc *relayScratch) reserveOwed(n int) {
+	if n <= sc.owedRoom {
+		return
+	}
+	sc.offered = slices.Grow(sc.offered[:0], n)
+	sc.taken = slices.Grow(sc.taken[:0], n)
+	sc.backlog.Reserve(n)
+	sc.owedRoom = n
 }
 
 // cellClass is what a recipient cell knows about the pairs it forms with
@@ -825,7 +852,11 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttle
 	f := &p.frame
 	longest := uint8(min(p.longest*uint64(spread), 255))
 	owed := s.backlog.Owed() > 0
-	s.offered = s.offered[:0]
+	senders := f.stencilSenders(&f.groups[f.group[r]])
+	sc.reserveOwed(senders)
+	s.backlog.Reserve(senders)
+	s.backlog.Use(&sc.backlog) // one scratch per unit, not per recipient
+	sc.offered = sc.offered[:0]
 	due := 0
 	p.visit(r, level, spread, func(a int32, _, period uint8, isDue, thr bool) {
 		if thr {
@@ -838,16 +869,16 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttle
 			return
 		}
 		s.backlog.Offer(f.id[a], interest.Weight(period, longest), isDue)
-		s.offered = append(s.offered, a)
+		sc.offered = append(sc.offered, a)
 	})
 	if owed { // the fast path did not run: adjust the spread here
 		s.adjustSpread(due, p.cfg.MaxRecordsPerTick)
 	}
-	s.taken = s.backlog.Take(p.cfg.MaxRecordsPerTick, s.taken[:0])
+	sc.taken = s.backlog.Take(p.cfg.MaxRecordsPerTick, sc.taken[:0])
 	// Take returns its picks in offer order: keep those offers, in place.
-	chosen := s.offered[:0]
-	for _, a := range s.offered {
-		if len(chosen) < len(s.taken) && f.id[a] == s.taken[len(chosen)] {
+	chosen := sc.offered[:0]
+	for _, a := range sc.offered {
+		if len(chosen) < len(sc.taken) && f.id[a] == sc.taken[len(chosen)] {
 			chosen = append(chosen, a)
 		}
 	}
