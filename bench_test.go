@@ -87,10 +87,10 @@ type benchCrowd struct {
 // the pool's cost model, each interest window several times over.
 const warmUpTicks = 24
 
-// budgetWarmUpTicks is the warm-up under the per-connection budget: each
-// client's spread climbs by one a tick until its due records fit, and the
-// records owed meanwhile drain; a 1,000-player crowd settles in about 60
-// ticks, and until then most recipients take the backlog's slow path.
+// budgetWarmUpTicks is the warm-up under the per-connection budget: the
+// crowd's clients settle on the spreads at which their due records fit
+// and the records owed while they got there drain; until then most
+// recipients take the backlog's slow path.
 const budgetWarmUpTicks = 120
 
 // newBenchCrowd builds scenario name with n actors, admits them all (Hello,
