@@ -215,6 +215,46 @@ func benchmarkTick(b *testing.B, name string, n int, m tickMode) {
 	b.ReportMetric(float64(out)/float64(ticks), "bytes/tick")
 }
 
+// BenchmarkPacedTick measures a tick as a running server has it: ticks a
+// few milliseconds apart, so that the pool's workers go to sleep between
+// them, with and without waking them ahead of the tick as Server.Run does
+// (parallelism.workerWakeAheadMicros, Server.WakeWorkers). BenchmarkTick
+// runs ticks back to back, its workers still polling from the last one.
+// Where a sleeping thread is slow to wake (a virtual machine: hundreds of
+// microseconds on the development VM), a paced tick without the wake-up
+// runs its first parallel phase, or all of a short tick, on the tick
+// goroutine alone.
+//
+//	go test -run '^$' -bench 'BenchmarkPacedTick' -benchtime=100x .
+func BenchmarkPacedTick(b *testing.B) {
+	const gap = 3 * time.Millisecond // between one tick's end and the next's start
+	for _, n := range []int{400, 1000} {
+		for _, wake := range []bool{false, true} {
+			b.Run(fmt.Sprintf("scenario=square/players=%d/wake=%v", n, wake), func(b *testing.B) {
+				c := newBenchCrowd(b, "square", n, modeNamed("parallel+interest"))
+				ahead := c.srv.Settings().Parallelism.WakeAhead()
+				var inTick time.Duration
+				ticks := 0
+				for b.Loop() {
+					c.send()
+					if wake {
+						time.Sleep(gap - ahead)
+						c.srv.WakeWorkers()
+						time.Sleep(ahead)
+					} else {
+						time.Sleep(gap)
+					}
+					start := time.Now()
+					c.srv.Tick()
+					inTick += time.Since(start)
+					ticks++
+				}
+				b.ReportMetric(float64(inTick)/float64(time.Microsecond)/float64(ticks), "us/tick")
+			})
+		}
+	}
+}
+
 // TestSteadyStateTickAllocatesNothing pins the promise behind allocs/op: once
 // warmed up, a crowded tick, the bots' sends included, allocates nothing.
 // The pool has four workers whatever GOMAXPROCS is (AllocsPerRun sets it to

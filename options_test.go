@@ -54,6 +54,7 @@ func TestZeroOptionsResolveToDocumentedDefaults(t *testing.T) {
 			MaxShardsPerCluster:     0,
 			ClusterSeparationChunks: 4,
 			MaxWorkUnitsPerTick:     0,
+			WorkerWakeAheadMicros:   1000,
 			InterestManagement:      true,
 			InterestFullRateUnits:   2048,
 			MaxInterestSkipTicks:    4,
@@ -235,7 +236,7 @@ func TestWholeNumbersMayBeWrittenAsDecimals(t *testing.T) {
 func TestNegativeCountsAreErrorsNamingTheKey(t *testing.T) {
 	keys := []string{
 		"workerThreads", "minActorsToOffload", "minClusterActors", "minShardActors",
-		"maxShardsPerCluster", "clusterSeparationChunks", "maxWorkUnitsPerTick",
+		"maxShardsPerCluster", "clusterSeparationChunks", "maxWorkUnitsPerTick", "workerWakeAheadMicros",
 		"maxInterestSkipTicks", "targetTickBudgetMicros", "maxThrottleSkipTicks",
 		"metricsLogIntervalTicks", "interestFullRateUnits", "throttleDistanceUnits",
 	}
@@ -391,6 +392,7 @@ func fullOptions() throng.Options {
 			MaxShardsPerCluster:     5,
 			ClusterSeparationChunks: new(5),
 			MaxWorkUnitsPerTick:     40,
+			WorkerWakeAheadMicros:   new(250),
 			InterestManagement:      new(false),
 			InterestFullRateUnits:   new(float32(3000.5)),
 			MaxInterestSkipTicks:    new(12),

@@ -207,21 +207,38 @@ func (s *Server) Tick() systems.TickStats {
 // server. Ticks are scheduled on a fixed grid (start + n*period), so a slow
 // tick delays the next one but does not shift the ones after it; if the
 // server falls more than a tick behind it skips the missed slots instead of
-// running a burst.
+// running a burst. parallelism.workerWakeAheadMicros before each tick it
+// wakes the worker pool, so that the workers are running when the tick's
+// parallel phases begin.
 func (s *Server) Run(ctx context.Context) error {
 	if _, err := s.Schedule(); err != nil {
 		return err
 	}
 	period := s.settings.TickPeriod()
-	next := time.Now()
+	ahead := s.settings.Parallelism.WakeAhead()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	defer s.Close()
-	for {
+	// waitUntil reports false if ctx ended first.
+	waitUntil := func(at time.Time) bool {
+		timer.Reset(time.Until(at))
 		select {
 		case <-ctx.Done():
-			return nil
+			return false
 		case <-timer.C:
+			return true
+		}
+	}
+	next := time.Now()
+	for {
+		if ahead > 0 {
+			if time.Until(next) > ahead && !waitUntil(next.Add(-ahead)) {
+				return nil
+			}
+			s.WakeWorkers()
+		}
+		if !waitUntil(next) {
+			return nil
 		}
 		s.Tick()
 		next = next.Add(period)
@@ -229,8 +246,18 @@ func (s *Server) Run(ctx context.Context) error {
 			missed := now.Sub(next) / period
 			next = next.Add(missed * period)
 		}
-		timer.Reset(time.Until(next))
 	}
+}
+
+// WakeWorkers wakes the worker pool ahead of the next Tick: the workers
+// the last ticks used poll for it, instead of sleeping, for twice
+// parallelism.workerWakeAheadMicros (through the tick's serial start),
+// then sleep again. [Server.Run] calls it that long before each tick; a
+// program that paces Tick itself can do the same. It does nothing when
+// the setting is 0 or the last ticks ran inline. Call it from the
+// goroutine that calls Tick.
+func (s *Server) WakeWorkers() {
+	s.pool.Prewake(2 * s.settings.Parallelism.WakeAhead())
 }
 
 // MetricsAddr returns the address of the Prometheus listener, or "" when

@@ -149,14 +149,27 @@ func newLogger(out io.Writer) *slog.Logger {
 // timing each tick; like Server.Run, a late tick delays the next one but
 // not the grid, and slots more than a tick late are skipped.
 func tickLoop(ctx context.Context, srv *throng.Server, period time.Duration, after func(systems.TickStats, time.Duration)) {
+	ahead := srv.Settings().Parallelism.WakeAhead()
 	next := time.Now()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	for {
+	waitUntil := func(at time.Time) bool {
+		timer.Reset(time.Until(at))
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-timer.C:
+			return true
+		}
+	}
+	for {
+		// As Run does: the workers are woken a little before the tick.
+		if ahead > 0 && time.Until(next) > ahead && !waitUntil(next.Add(-ahead)) {
+			return
+		}
+		srv.WakeWorkers()
+		if !waitUntil(next) {
+			return
 		}
 		began := time.Now()
 		st := srv.Tick()
@@ -165,7 +178,6 @@ func tickLoop(ctx context.Context, srv *throng.Server, period time.Duration, aft
 		if now := time.Now(); now.After(next) {
 			next = next.Add(now.Sub(next) / period * period)
 		}
-		timer.Reset(time.Until(next))
 	}
 }
 
