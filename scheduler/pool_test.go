@@ -472,9 +472,9 @@ func TestSteadyStateRunDoesNotAllocate(t *testing.T) {
 
 // TestPrewakeKeepsTheWorkersUpForTheNextRun: after Prewake, the workers
 // the last Run called are polling, not asleep, when the next Run comes
-// (none of them sleeps in between, and they take part); once the window
-// has passed without a Run they sleep again. Nothing is woken for a pool
-// whose Runs called no worker.
+// (and they take part); once the window has passed without a Run they
+// sleep again. Nothing is woken for a pool whose Runs since the last
+// Prewake called no worker.
 func TestPrewakeKeepsTheWorkersUpForTheNextRun(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	p := NewPool(2)
@@ -485,25 +485,25 @@ func TestPrewakeKeepsTheWorkersUpForTheNextRun(t *testing.T) {
 	stats := p.Run(&meetJob{want: 2}, flatUnits(2))
 	require.Equal(t, 2, stats.Workers)
 	w := p.crew[0]
-	asleep := func(n int64) func() bool { return func() bool { return w.parks.Load() >= n } }
-	require.Eventually(t, asleep(1), time.Second, time.Millisecond, "the worker sleeps after its Run")
+	sleeping := func() bool { return w.parks.Load() == w.woken.Load()+1 }
+	awake := func() bool { return w.parks.Load() == w.woken.Load() }
+	require.Eventually(t, sleeping, 5*time.Second, time.Millisecond, "the worker sleeps after its Run")
 
-	awake := func() bool { return w.woken.Load() == w.parks.Load() }
-	assert.False(t, awake())
-	p.Prewake(time.Second)
-	time.Sleep(50 * time.Millisecond) // well past the polling window of a Run's end
-	assert.True(t, awake(), "the worker is up when the Run comes")
+	p.Prewake(10 * time.Second)
+	require.Eventually(t, awake, 5*time.Second, time.Millisecond, "Prewake wakes it")
+	time.Sleep(20 * time.Millisecond) // well past a Run's own polling window
+	assert.True(t, awake(), "the worker is still up when the Run comes")
 	stats = p.Run(&meetJob{want: 2}, flatUnits(2))
 	assert.Equal(t, 2, stats.Workers)
 	assert.Equal(t, 1, stats.Pooled, "the worker ran a unit")
 
-	require.Eventually(t, asleep(2), time.Second, time.Millisecond, "the worker sleeps after its Run")
-	p.Prewake(20 * time.Millisecond) // the Run since the last Prewake called it
-	time.Sleep(10 * time.Millisecond)
-	assert.True(t, awake(), "the worker polls within the window")
-	require.Eventually(t, asleep(3), time.Second, time.Millisecond, "the worker sleeps again once the window has passed")
+	require.Eventually(t, sleeping, 5*time.Second, time.Millisecond, "the worker sleeps after its Run")
+	p.Prewake(300 * time.Millisecond) // the Run since the last Prewake called it
+	require.Eventually(t, awake, 5*time.Second, time.Millisecond, "Prewake wakes it")
+	require.Eventually(t, sleeping, 5*time.Second, time.Millisecond, "the worker sleeps again once the window has passed")
+	parks := w.parks.Load()
 	p.Prewake(time.Second) // no Run since: nothing to wake
-	time.Sleep(10 * time.Millisecond)
-	assert.False(t, awake())
-	assert.Equal(t, int64(3), w.parks.Load())
+	time.Sleep(20 * time.Millisecond)
+	assert.True(t, sleeping())
+	assert.Equal(t, parks, w.parks.Load())
 }
