@@ -1,8 +1,10 @@
 // Package systems is the tick pipeline: the built-in systems every Throng
 // server runs, in this order (see DESIGN.md, "The tick"):
 //
-//	Ingest  (serial)   drain the transport: sessions, Hello -> queued spawn,
-//	                   newest MoveInput per actor by sequence number
+//	Ingest  (serial;   drain the transport: sessions, Hello -> queued spawn,
+//	        parallel   newest MoveInput per actor by sequence number; in a
+//	        for big    crowd of thousands the Move frames go to buckets by
+//	        crowds)    session, applied on the pool
 //	Prepare (serial)   snapshot chunk views, partition clusters, lay actors
 //	                   out in canonical order, cut shards; guard the world
 //	Move    (parallel) per shard of senders: validate, write own rows,

@@ -37,10 +37,33 @@ type session struct {
 // MoveInput by sequence number. A session can only ever drive its own actor:
 // Move frames carry no actor id, the session decides which actor they move.
 // Malformed frames, frames out of turn and stale updates are dropped and
-// counted; none of them stops the tick. Runs on the tick goroutine.
+// counted; none of them stops the tick. Runs on the tick goroutine; the
+// ingest system does the same in two steps, the Move frames' share on the
+// pool (RouteInputs, ApplyInputs).
 func (p *Pipeline) Ingest(tick uint64) {
+	p.RouteInputs(tick)
+	for b := range p.buckets {
+		p.ApplyInputs(b)
+	}
+	p.mergeInputs()
+}
+
+// RouteInputs is Ingest's serial step: it receives, handles session events
+// and Hellos in order, and hands each Move frame to the input bucket of
+// its session (by slot range), where ApplyInputs finds it: a session's
+// frames stay in one bucket, in the order they came. It returns the
+// number of Move frames routed. With parallelism off, or fewer sessions
+// than minActorsToOffload and minInputsToOffload, it applies them as they
+// come and routes none.
+func (p *Pipeline) RouteInputs(tick uint64) int {
 	p.tick = tick
+	p.buckets = resizeSlice(p.buckets, max(p.cfg.Shards.ShardsPerCluster, 1))
+	// A server that runs inline, or has too few players for the pool to
+	// pay, applies each Move frame as it comes (into bucket 0's counters):
+	// routing them first would only add a pass.
+	p.inputsDirect = !p.cfg.Parallel || len(p.sessions) < max(p.cfg.MinActorsToOffload, p.minRouted)
 	p.inbox = p.transport.Receive(p.inbox[:0])
+	routed := 0
 	for i := range p.inbox {
 		in := &p.inbox[i]
 		switch in.Kind {
@@ -49,10 +72,66 @@ func (p *Pipeline) Ingest(tick uint64) {
 		case net.SessionClosed:
 			p.closeSession(in.Session)
 		case net.FrameReceived:
-			p.frameFrom(in.Session, in.Frame)
+			if p.frameFrom(in.Session, in.Frame) {
+				routed++
+			}
 		}
 	}
-	clear(p.inbox) // do not pin the transport's buffers
+	clear(p.inbox) // the frames stay valid until the next Receive; the buckets hold them until applied
+	return routed
+}
+
+// ApplyInputs keeps the updates of the Move frames in input bucket b (see
+// moveFrame). Buckets hold different sessions, so they may be applied at
+// the same time on different goroutines: each touches only its sessions,
+// their actors' MoveInput rows and its own counters.
+func (p *Pipeline) ApplyInputs(b int) {
+	bk := &p.buckets[b]
+	for i := range bk.moves {
+		m := &bk.moves[i]
+		p.moveFrame(bk, m.id, m.s, m.frame)
+	}
+	clear(bk.moves) // do not pin the transport's buffers
+	bk.moves = bk.moves[:0]
+}
+
+// mergeInputs adds the buckets' counters and corrections to the tick's,
+// bucket by bucket, once they have all been applied.
+func (p *Pipeline) mergeInputs() {
+	for b := range p.buckets {
+		bk := &p.buckets[b]
+		p.stats.Malformed += bk.malformed
+		p.stats.DroppedInputs += bk.dropped
+		p.stats.Kicked += bk.kicked
+		p.stats.RateLimited += bk.rateLimited
+		p.stats.StaleInputs += bk.stale
+		p.stats.Rejected += bk.rejected
+		p.corrections = append(p.corrections, bk.corrections...)
+		clear(bk.corrections)
+		bk.inputCounts, bk.corrections = inputCounts{}, bk.corrections[:0]
+	}
+}
+
+// inputBucket is the Move frames of some sessions, in arrival order, and
+// what applying them counted.
+type inputBucket struct {
+	moves       []routedMove
+	corrections []*session // sessions to correct: a stale update
+	inputCounts
+	// Buckets are applied side by side: keep their counters off each
+	// other's cache lines.
+	_ [64]byte
+}
+
+// inputCounts is what ApplyInputs adds to the tick's counters.
+type inputCounts struct {
+	malformed, dropped, kicked, rateLimited, stale, rejected uint64
+}
+
+type routedMove struct {
+	id    net.SessionID
+	s     *session
+	frame []byte
 }
 
 // openSession records a new connection in the session table and gives it a
@@ -85,25 +164,36 @@ func (p *Pipeline) closeSession(id net.SessionID) {
 	p.closedSlots = append(p.closedSlots, s.slot)
 }
 
-func (p *Pipeline) frameFrom(id net.SessionID, frame []byte) {
+// frameFrom handles a Hello at once and a Move frame at once or by routing
+// it to its session's bucket, which it reports.
+func (p *Pipeline) frameFrom(id net.SessionID, frame []byte) bool {
 	s, ok := p.sessions[id]
 	if !ok {
 		p.stats.DroppedInputs++
-		return
+		return false
 	}
 	typ, err := net.PeekType(frame)
 	if err != nil {
 		p.stats.Malformed++
-		return
+		return false
 	}
 	switch typ {
 	case net.TypeHello:
 		p.hello(id, s, frame)
 	case net.TypeMove:
-		p.moveFrame(id, s, frame)
+		if p.inputsDirect {
+			p.moveFrame(&p.buckets[0], id, s, frame)
+			return false
+		}
+		// Buckets take slot ranges, so that frames arriving in slot order
+		// are applied in that order when the buckets run one after another.
+		bk := &p.buckets[int(s.slot)*len(p.buckets)/len(p.slots)]
+		bk.moves = append(bk.moves, routedMove{id: id, s: s, frame: frame})
+		return true
 	default:
 		p.stats.Malformed++ // a server-to-client frame type from a client
 	}
+	return false
 }
 
 func (p *Pipeline) hello(id net.SessionID, s *session, frame []byte) {
@@ -153,27 +243,29 @@ func (p *Pipeline) refuse(id net.SessionID, code net.RefuseCode, reason string) 
 // tick was merely overtaken and is dropped quietly. Both are counted. Over
 // the client's rate limit an update is dropped and counted, but when one of
 // this tick is already kept, the dropped one is the older of the two.
-func (p *Pipeline) moveFrame(id net.SessionID, s *session, frame []byte) {
+//
+// It runs in ApplyInputs, counting in bucket bk.
+func (p *Pipeline) moveFrame(bk *inputBucket, id net.SessionID, s *session, frame []byte) {
 	m, err := net.DecodeMove(frame)
 	if err != nil {
-		p.stats.Malformed++
+		bk.malformed++
 		return
 	}
 	if s.state != playing || s.kicked {
-		p.stats.DroppedInputs++
+		bk.dropped++
 		return
 	}
 	in := p.inputs.Get(s.entity)
 	standing := m.X == in.X && m.Y == in.Y && m.Z == in.Z
 	keep, flood := s.limiter.admit(&p.cfg.Limits, p.cfg.TickRate, p.tick, standing)
 	if flood != "" {
-		p.stats.Kicked++
+		bk.kicked++
 		s.kicked = true
 		p.transport.Disconnect(id, flood)
 		return
 	}
 	if !keep {
-		p.stats.RateLimited++
+		bk.rateLimited++
 		if in.Pending && m.Seq > in.Seq {
 			// Over the limit, but an update of this tick is already kept
 			// (Move clears Pending every tick): one of the two is the
@@ -185,11 +277,11 @@ func (p *Pipeline) moveFrame(id net.SessionID, s *session, frame []byte) {
 		return
 	}
 	if m.Seq <= in.Seq {
-		p.stats.StaleInputs++
+		bk.stale++
 		if !in.Pending && !s.correct {
-			p.stats.Rejected++
+			bk.rejected++
 			s.correct = true
-			p.corrections = append(p.corrections, s)
+			bk.corrections = append(bk.corrections, s)
 		}
 		return
 	}

@@ -113,16 +113,20 @@ type Pipeline struct {
 	loads          clusterLoads
 	parallelAt     time.Time
 
-	sessions    map[net.SessionID]*session
-	slots       []*session // by Client.Slot; nil when free
-	freeSlots   []uint32
-	closedSlots []uint32 // freed once this tick's despawns are applied
-	corrections []*session
-	inbox       []net.Inbound
-	out         []byte
-	report      ecs.ApplyReport
-	vis         visibility
-	stats       TickStats
+	sessions     map[net.SessionID]*session
+	slots        []*session // by Client.Slot; nil when free
+	freeSlots    []uint32
+	closedSlots  []uint32 // freed once this tick's despawns are applied
+	corrections  []*session
+	inbox        []net.Inbound
+	buckets      []inputBucket // this tick's Move frames by session, see RouteInputs
+	inputsAlone  bool          // ApplyInputs runs on the tick goroutine, every bucket in one unit
+	inputsDirect bool          // RouteInputs applies Move frames as they come
+	minRouted    int           // the fewest sessions whose Move frames are routed (tests lower it)
+	out          []byte
+	report       ecs.ApplyReport
+	vis          visibility
+	stats        TickStats
 }
 
 // New returns a pipeline over world and transport.
@@ -149,6 +153,7 @@ func New(cfg Config, world *ecs.World, transport net.Transport) (*Pipeline, erro
 		sessions:   make(map[net.SessionID]*session),
 	}
 	p.batcher, _ = transport.(net.BatchSender)
+	p.minRouted = minInputsToOffload
 	p.move.p = p
 	p.relay.p = p
 	p.longest = uint64(max(p.tiers.Longest(), cfg.Throttle.MaxLevel()+1))
@@ -172,6 +177,7 @@ func (p *Pipeline) Players() int { return len(p.sessions) }
 // Prepare snapshots the world for tick (see [Frame.Prepare]) and plans the
 // units of Move and Relay.
 func (p *Pipeline) Prepare(tick uint64) {
+	p.mergeInputs()
 	p.frame.Prepare(p.world, tick, p.cfg.Shards)
 	p.clock.Set(tick)
 	p.units = p.units[:0]

@@ -3,6 +3,7 @@ package systems
 import (
 	"fmt"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +30,10 @@ type rig struct {
 	// Optional hooks around the Relay phase, for tests that read the frame
 	// as the relay sees it.
 	beforeRelay, afterRelay func()
+	// routeInputs applies the Move frames as the ingest system does on the
+	// pool: routed to buckets, the buckets on goroutines of their own.
+	routeInputs bool
+	routed      int // Move frames routed so far
 }
 
 func newRig(t *testing.T, cfg Config, spawns []components.Transform) *rig {
@@ -68,7 +73,16 @@ func newRig(t *testing.T, cfg Config, spawns []components.Transform) *rig {
 func (r *rig) step() {
 	r.tick++
 	p := r.p
-	p.Ingest(r.tick)
+	if r.routeInputs {
+		r.routed += p.RouteInputs(r.tick)
+		var wg sync.WaitGroup
+		for b := range p.buckets {
+			wg.Go(func() { p.ApplyInputs(b) })
+		}
+		wg.Wait()
+	} else {
+		p.Ingest(r.tick)
+	}
 	p.Prepare(r.tick)
 	p.world.Guard()
 	p.parallelAt = time.Now()

@@ -1,0 +1,94 @@
+package systems
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/net"
+)
+
+// TestRoutedInputsAreAppliedAsDirectOnes: with the Move frames routed to
+// buckets and the buckets applied at once on goroutines of their own (what
+// the ingest system does on the pool for a big crowd), every client gets
+// the bytes it gets when each frame is applied as it comes, and the tick
+// counts the same: stale updates and their corrections, updates over the
+// rate limit, a malformed frame, a flooder's kick.
+func TestRoutedInputsAreAppliedAsDirectOnes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	var spawns []components.Transform
+	for range 160 { // two chunks side by side
+		spawns = append(spawns, components.Transform{X: 100 + rng.Float32()*8000, Y: 100 + rng.Float32()*3800})
+	}
+	cfg := Config{
+		Parallel: true,
+		Limits:   Limits{MovingPerSecond: 30, StandingPerSecond: 10, FloodFactor: 3, FloodSeconds: 1},
+	}
+	direct := newRig(t, cfg, spawns)
+	routed := newRig(t, cfg, spawns)
+	routed.p.minRouted = 1
+	routed.p.cfg.Shards.ShardsPerCluster = 7 // buckets of uneven slot ranges
+	routed.routeInputs = true
+
+	seq := make([]uint32, len(spawns))
+	var got [2][][]byte // per rig, per client: everything received
+	got[0], got[1] = make([][]byte, len(spawns)), make([][]byte, len(spawns))
+	for tick := range 60 {
+		for i, s := range spawns {
+			move := func(seq uint32) []byte {
+				return net.AppendMove(nil, net.Move{Seq: seq, X: s.X + float32(tick%5)*10, Y: s.Y})
+			}
+			var frames [][]byte
+			seq[i]++
+			switch {
+			case i == 3: // far over the rate limit, and soon over the flood line
+				for range 5 {
+					frames = append(frames, move(seq[i]))
+					seq[i]++
+				}
+			case i%7 == 0 && tick%5 == 4: // a step back: stale, and corrected
+				frames = append(frames, move(seq[i]-3))
+				seq[i]--
+			case i%7 == 1 && tick%5 == 4: // overtaken within the tick: stale, quietly
+				frames = append(frames, move(seq[i]), move(seq[i]-1))
+			case i == 5 && tick == 10: // a truncated Move
+				frames = append(frames, move(seq[i])[:net.HeaderSize+3])
+			default:
+				frames = append(frames, move(seq[i]))
+			}
+			for _, f := range frames {
+				for _, r := range []*rig{direct, routed} {
+					if err := r.clients[i].Send(f); err != nil {
+						require.ErrorIs(t, err, net.ErrClosed, "only the flooder's session closes")
+					}
+				}
+			}
+		}
+		for k, r := range []*rig{direct, routed} {
+			r.step()
+			for i, c := range r.clients {
+				c.DrainDatagrams(func(d []byte) { got[k][i] = append(got[k][i], d...) })
+				c.DrainReliable(func(f []byte) { got[k][i] = append(got[k][i], f...) })
+			}
+		}
+		for i := range spawns {
+			require.True(t, bytes.Equal(got[0][i], got[1][i]), "tick %d: client %d got different bytes", tick, i)
+		}
+		a, b := direct.p.Stats(), routed.p.Stats()
+		require.Equal(t, [6]uint64{a.Malformed, a.DroppedInputs, a.StaleInputs, a.RateLimited, a.Kicked, a.Rejected},
+			[6]uint64{b.Malformed, b.DroppedInputs, b.StaleInputs, b.RateLimited, b.Kicked, b.Rejected}, "tick %d", tick)
+	}
+	st := routed.p.Stats()
+	assert.Positive(t, routed.routed, "the frames went through the buckets")
+	assert.Zero(t, direct.routed)
+	for what, n := range map[string]uint64{
+		"malformed frames": st.Malformed, "stale updates": st.StaleInputs, "updates over the rate limit": st.RateLimited,
+		"a kick": st.Kicked, "rejected updates": st.Rejected, "corrections": st.CorrectionsSent,
+	} {
+		assert.Positive(t, n, "the walk must produce %s", what)
+	}
+}
