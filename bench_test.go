@@ -228,10 +228,13 @@ func benchmarkTick(b *testing.B, name string, n int, m tickMode) {
 //	go test -run '^$' -bench 'BenchmarkPacedTick' -benchtime=100x .
 func BenchmarkPacedTick(b *testing.B) {
 	const gap = 3 * time.Millisecond // between one tick's end and the next's start
-	for _, n := range []int{400, 1000} {
+	for _, sc := range []struct {
+		name string
+		n    int
+	}{{"square", 400}, {"square", 1000}, {"world", 10000}} {
 		for _, wake := range []bool{false, true} {
-			b.Run(fmt.Sprintf("scenario=square/players=%d/wake=%v", n, wake), func(b *testing.B) {
-				c := newBenchCrowd(b, "square", n, modeNamed("parallel+interest"))
+			b.Run(fmt.Sprintf("scenario=%s/players=%d/wake=%v", sc.name, sc.n, wake), func(b *testing.B) {
+				c := newBenchCrowd(b, sc.name, sc.n, modeNamed("parallel+interest"))
 				ahead := c.srv.Settings().Parallelism.WakeAhead()
 				var inTick time.Duration
 				ticks := 0
