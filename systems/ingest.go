@@ -244,7 +244,8 @@ func (p *Pipeline) refuse(id net.SessionID, code net.RefuseCode, reason string) 
 // the client's rate limit an update is dropped and counted, but when one of
 // this tick is already kept, the dropped one is the older of the two.
 //
-// It runs in ApplyInputs, counting in bucket bk.
+// It runs as the frame comes (RouteInputs) or from its bucket
+// (ApplyInputs), counting in bucket bk.
 func (p *Pipeline) moveFrame(bk *inputBucket, id net.SessionID, s *session, frame []byte) {
 	m, err := net.DecodeMove(frame)
 	if err != nil {
