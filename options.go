@@ -182,9 +182,10 @@ type Parallelism struct {
 	// asleep, when the tick's first parallel phase starts: a sleeping
 	// worker takes from tens of microseconds (bare metal) to hundreds (a
 	// busy VM) to wake, and the tick goroutine works alone meanwhile. The
-	// workers that the last tick used poll until then and through the
-	// tick's start, so each costs up to about twice this much CPU time per
-	// tick (6% of a core at 60 Hz with the default). 0 lets them sleep. Key
+	// workers that the last tick used poll from then until the tick's
+	// first parallel phase calls them: about this much CPU time per worker
+	// and tick (6% of a core at 60 Hz with the default), at most twice it,
+	// then they sleep as before. 0 lets them sleep. Key
 	// "workerWakeAheadMicros"; nil means [DefaultWorkerWakeAheadMicros].
 	WorkerWakeAheadMicros *int `json:"workerWakeAheadMicros,omitempty"`
 
