@@ -204,13 +204,25 @@ func (s *Server) Tick() systems.TickStats {
 }
 
 // Run ticks at the configured rate until ctx is done, then closes the
-// server. Ticks are scheduled on a fixed grid (start + n*period), so a slow
-// tick delays the next one but does not shift the ones after it; if the
-// server falls more than a tick behind it skips the missed slots instead of
-// running a burst. parallelism.workerWakeAheadMicros before each tick it
-// wakes the worker pool, so that the workers are running when the tick's
-// parallel phases begin.
+// server (see [Server.RunTicks]).
 func (s *Server) Run(ctx context.Context) error {
+	if _, err := s.Schedule(); err != nil {
+		return err
+	}
+	defer s.Close()
+	return s.RunTicks(ctx, nil)
+}
+
+// RunTicks ticks at the configured rate until ctx is done, and calls each,
+// if not nil, after every tick with its stats and how long it took; unlike
+// Run it leaves the server open. Ticks are scheduled on a fixed grid
+// (start + n*period), so a slow tick delays the next one but does not
+// shift the ones after it; if the server falls more than a tick behind it
+// skips the missed slots instead of running a burst.
+// parallelism.workerWakeAheadMicros before each tick it wakes the worker
+// pool ([Server.WakeWorkers]), so that the workers are running when the
+// tick's parallel phases begin.
+func (s *Server) RunTicks(ctx context.Context, each func(systems.TickStats, time.Duration)) error {
 	if _, err := s.Schedule(); err != nil {
 		return err
 	}
@@ -218,7 +230,6 @@ func (s *Server) Run(ctx context.Context) error {
 	ahead := s.settings.Parallelism.WakeAhead()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	defer s.Close()
 	// waitUntil reports false if ctx ended first.
 	waitUntil := func(at time.Time) bool {
 		timer.Reset(time.Until(at))
@@ -240,7 +251,11 @@ func (s *Server) Run(ctx context.Context) error {
 		if !waitUntil(next) {
 			return nil
 		}
-		s.Tick()
+		began := time.Now()
+		st := s.Tick()
+		if each != nil {
+			each(st, time.Since(began))
+		}
 		next = next.Add(period)
 		if now := time.Now(); now.After(next) {
 			missed := now.Sub(next) / period
@@ -252,8 +267,8 @@ func (s *Server) Run(ctx context.Context) error {
 // WakeWorkers wakes the worker pool ahead of the next Tick: the workers
 // the last ticks used poll for it, instead of sleeping, for twice
 // parallelism.workerWakeAheadMicros (through the tick's serial start),
-// then sleep again. [Server.Run] calls it that long before each tick; a
-// program that paces Tick itself can do the same. It does nothing when
+// then sleep again. [Server.RunTicks] calls it that long before each
+// tick; a program that paces Tick itself can do the same. It does nothing when
 // the setting is 0 or the last ticks ran inline. Call it from the
 // goroutine that calls Tick.
 func (s *Server) WakeWorkers() {

@@ -54,7 +54,7 @@ func (s *ingestSystem) Access() scheduler.Access {
 func (s *ingestSystem) Plan(t *scheduler.Tick, units []scheduler.Unit) []scheduler.Unit {
 	p := s.p
 	moves := p.RouteInputs(t.Number)
-	p.inputsAlone = !p.cfg.Parallel || moves < max(p.cfg.MinActorsToOffload, p.minRouted)
+	p.inputsAlone = moves < max(p.cfg.MinActorsToOffload, p.minRouted) // none when parallelism is off
 	if p.inputsAlone {
 		return append(units, scheduler.Unit{})
 	}

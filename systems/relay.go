@@ -55,11 +55,11 @@ func (j *relayJob) RunUnit(i int) {
 	p.shardRelayTime[i] = time.Since(start)
 }
 
-// reserve returns buf emptied, with room for a record from every actor in
-// stencil g: a batch never needs more, so once a crowd has formed the
-// units' buffers stop growing and the relay allocates nothing.
-func (f *Frame) reserve(buf []byte, g *group) []byte {
-	senders := f.stencilSenders(g)
+// reserve returns buf emptied, with room for a record from each of senders
+// (a stencil's actors, stencilSenders): a batch never needs more, so once
+// a crowd has formed the units' buffers stop growing and the relay
+// allocates nothing.
+func reserve(buf []byte, senders int) []byte {
 	// Whole datagrams: a stencil whose population wanders a little (actors
 	// roaming across chunk borders) then stays within the capacity it has.
 	datagrams := (senders + net.MaxRecordsPerBatch - 1) / net.MaxRecordsPerBatch
@@ -142,7 +142,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 			sc.rslot[tp] = due.recipientSlot(stretch(tp, spread), rhalf)
 		}
 	}
-	w := newBatchOut(f.reserve(sc.batch, g), f.records, tick)
+	w := newBatchOut(reserve(sc.batch, f.stencilSenders(g)), f.records, tick)
 	pick := &sc.pick
 	pick.r, pick.rx, pick.ry, pick.rz, pick.oldest, pick.tick, pick.want = r, rx, ry, rz, oldest, tick, want
 	var held int64 // pairs throttling alone kept back
@@ -882,7 +882,7 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttle
 			chosen = append(chosen, a)
 		}
 	}
-	w := newBatchOut(f.reserve(sc.batch, &f.groups[f.group[r]]), f.records, f.Tick)
+	w := newBatchOut(reserve(sc.batch, senders), f.records, f.Tick)
 	w.write(chosen)
 	sc.batch = w.finish()
 	f.relays[r] = w.count

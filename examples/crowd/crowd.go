@@ -13,7 +13,6 @@ import (
 	"github.com/throng-go/throng/examples/crowd/fleet"
 	"github.com/throng-go/throng/examples/crowd/scenario"
 	"github.com/throng-go/throng/net"
-	"github.com/throng-go/throng/systems"
 )
 
 // busyRetryFor is how long an in-process bot told "server busy" keeps
@@ -77,7 +76,12 @@ func runCrowd(ctx context.Context, cfg config, out io.Writer) error {
 	logStart(log, cfg, pop, srv, addr, nbots)
 
 	m := newMeter(log, srv, bots.Totals, nbots > 0, time.Now())
-	tickLoop(ctx, srv, period, m.tick)
+	if err := srv.RunTicks(ctx, m.tick); err != nil {
+		bots.Close()
+		wg.Wait()
+		srv.Close()
+		return fmt.Errorf("crowd: %w", err)
+	}
 	m.summary(time.Now()) // before closing: the sessions are still there
 	bots.Close()
 	wg.Wait()
@@ -143,42 +147,6 @@ func logStart(log *slog.Logger, cfg config, pop scenario.Population, srv *throng
 // lines are for reading.
 func newLogger(out io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{ReplaceAttr: dropTimeAndLevel}))
-}
-
-// tickLoop ticks srv on a fixed grid (start + n*period) until ctx is done,
-// timing each tick; like Server.Run, a late tick delays the next one but
-// not the grid, and slots more than a tick late are skipped.
-func tickLoop(ctx context.Context, srv *throng.Server, period time.Duration, after func(systems.TickStats, time.Duration)) {
-	ahead := srv.Settings().Parallelism.WakeAhead()
-	next := time.Now()
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	waitUntil := func(at time.Time) bool {
-		timer.Reset(time.Until(at))
-		select {
-		case <-ctx.Done():
-			return false
-		case <-timer.C:
-			return true
-		}
-	}
-	for {
-		// As Run does: the workers are woken a little before the tick.
-		if ahead > 0 && time.Until(next) > ahead && !waitUntil(next.Add(-ahead)) {
-			return
-		}
-		srv.WakeWorkers()
-		if !waitUntil(next) {
-			return
-		}
-		began := time.Now()
-		st := srv.Tick()
-		after(st, time.Since(began))
-		next = next.Add(period)
-		if now := time.Now(); now.After(next) {
-			next = next.Add(now.Sub(next) / period * period)
-		}
-	}
 }
 
 func dropTimeAndLevel(groups []string, a slog.Attr) slog.Attr {

@@ -135,7 +135,7 @@ func runRamp(ctx context.Context, cfg config, out io.Writer) error {
 	var rec recorder
 	ticking, stopTicking := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { tickLoop(ticking, srv, srv.Settings().TickPeriod(), rec.add) })
+	wg.Go(func() { _ = srv.RunTicks(ticking, rec.add) }) // its one error, a bad schedule, cannot happen here: crowd adds no systems
 
 	writeRampHeader(out, cfg)
 	var steps []rampStep
