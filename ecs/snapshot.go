@@ -43,7 +43,18 @@ func (v *ChunkView) Len() int { return len(v.Entities) }
 // Reuse dst across ticks: in steady state Snapshot allocates nothing.
 // Snapshot is for the serial prepare phase; it may run under the guard but
 // not concurrently with any other World method.
+//
+// A Snapshot taken with no structural change to any actor since the last
+// one (no actor created, removed, given or stripped of a component or a
+// relation target, whether through World or raw Ark calls: Ark's
+// observers count them) copies the last one's views instead of querying
+// every table again: they are still exact. So the prepare phase after a
+// join that took a Snapshot (to derive visibility) costs a copy. Ark's
+// World.Reset emits no events: do not call it on a World's Ark world.
 func (w *World) Snapshot(dst []ChunkView) []ChunkView {
+	if w.shotOK && w.shotAt == w.shape && !w.chunksRemoved && len(w.unranked) == 0 {
+		return append(dst[:0], w.shot...)
+	}
 	if w.chunksRemoved || len(w.unranked) > 0 {
 		w.rankChunks()
 	}
@@ -63,9 +74,10 @@ func (w *World) Snapshot(dst []ChunkView) []ChunkView {
 			Clients:    clients,
 		})
 	}
-	dst = w.sortViews(dst)
-	clear(w.views) // do not pin Ark's old column buffers between ticks
-	return dst
+	w.shot = w.sortViews(w.shot)
+	w.shotAt, w.shotOK = w.shape, true
+	clear(w.views)
+	return append(dst[:0], w.shot...)
 }
 
 // sortViews copies w.views into dst in key order: a counting sort on the

@@ -80,6 +80,19 @@ type World struct {
 	rankOf        []int32
 	rankStarts    []int32
 	chunksRemoved bool
+
+	// shape counts the structural changes to actors: entities with an
+	// ActorID created or removed, components or relations added to or
+	// removed from them. Ark's observers count them, so a change made
+	// with raw Ark calls counts too. shot holds the last Snapshot's views
+	// and shotAt the count they were taken at: while it is unchanged, the
+	// views are still exact (the same tables, rows and column buffers).
+	// Between Snapshots, shot keeps alive the column buffers it aliases
+	// (those of the last Snapshot, as the callers' views do).
+	shape  uint64
+	shot   []ChunkView
+	shotAt uint64
+	shotOK bool
 }
 
 // rankedChunk is a chunk as the ranking keeps it: its key with its entity,
@@ -126,7 +139,7 @@ func NewWorld(chunkSize float32) *World {
 		panic(fmt.Sprintf("ecs: chunk size must be positive and finite, got %v", chunkSize))
 	}
 	w := ecs.NewWorld()
-	return &World{
+	world := &World{
 		world:        w,
 		chunkSize:    chunkSize,
 		actorMap:     ecs.NewMap6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk](w),
@@ -141,7 +154,18 @@ func NewWorld(chunkSize float32) *World {
 		nextID:       1,
 		firstPending: 1,
 	}
+	actor := ecs.C[components.ActorID]()
+	for _, event := range []ecs.EventType{
+		ecs.OnCreateEntity, ecs.OnRemoveEntity, ecs.OnAddComponents,
+		ecs.OnRemoveComponents, ecs.OnAddRelations, ecs.OnRemoveRelations,
+	} {
+		ecs.Observe(event).With(actor).Do(world.reshaped).Register(w)
+	}
+	return world
 }
+
+// reshaped is the observer of every structural change to an actor.
+func (w *World) reshaped(ecs.Entity) { w.shape++ }
 
 // Ark returns the Ark world, for users' own components, systems and
 // queries. Structural changes to actors and chunk entities must go through
