@@ -69,7 +69,7 @@ type World struct {
 	despawns       []components.ActorID
 	pendingIgnored int
 
-	// Snapshot's scratch and the chunk order. ranked lists the chunks in
+	// Snapshot's views (see shape below) and the chunk order. ranked lists the chunks in
 	// key order as of the last ranking, and rankOf maps a chunk entity's ID
 	// to its position there. Chunks created since wait in unranked, and
 	// chunksRemoved says some in ranked were removed since; the next
@@ -84,13 +84,14 @@ type World struct {
 	// shape counts the structural changes to actors: entities with an
 	// ActorID created or removed, components or relations added to or
 	// removed from them. Ark's observers count them, so a change made
-	// with raw Ark calls counts too. shot holds the last Snapshot's views
-	// and shotAt the count they were taken at: while it is unchanged, the
-	// views are still exact (the same tables, rows and column buffers).
-	// Between Snapshots, shot keeps alive the column buffers it aliases
-	// (those of the last Snapshot, as the callers' views do).
+	// with raw Ark calls counts too. views holds the tables of the last
+	// query (in Ark's order; order is their key order) and shotAt the
+	// count they were taken at: while it is unchanged, the views are still
+	// exact (the same tables, rows and column buffers), and Snapshot
+	// copies them instead of querying again. Between queries, views keeps
+	// alive the column buffers it aliases, as the callers' views do.
 	shape  uint64
-	shot   []ChunkView
+	order  []int32
 	shotAt uint64
 	shotOK bool
 }
