@@ -125,7 +125,6 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		oldest = tick - longest
 	}
 	rx, ry, rz, rid := f.x[r], f.y[r], f.z[r], f.id[r]
-	want := p.clock.Want(rid)
 	rhalf := interest.RecipientHalf(rid)
 	g := &f.groups[f.group[r]]
 	cells := f.stencilCells(g)
@@ -144,7 +143,11 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	}
 	w := newBatchOut(reserve(sc.batch, f.stencilSenders(g)), f.records, tick)
 	pick := &sc.pick
-	pick.r, pick.rx, pick.ry, pick.rz, pick.oldest, pick.tick, pick.want = r, rx, ry, rz, oldest, tick, want
+	pick.r, pick.rx, pick.ry, pick.rz, pick.oldest, pick.tick = r, rx, ry, rz, oldest, tick
+	// The recipient's residues (pick.want) only matter to pairs decided
+	// one by one, which the lists leave to few cells if any: computed on
+	// the first.
+	wanted := false
 	var held int64 // pairs throttling alone kept back
 	// Lists of one slot for consecutive cells lie back to back (see
 	// dueLists.build): runLo..runHi is the block of due lists not yet
@@ -191,7 +194,9 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		w.block(due.packed, runLo, runHi) // keep the canonical order
 		runLo, runHi = -1, -1
 		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
-		changed, res := f.changed[lo:hi], f.res[lo:hi]
+		if !wanted && !(class.two() && listed && hi-lo <= maskActors) {
+			pick.want, wanted = p.clock.Want(rid), true
+		}
 		switch {
 		case class.two() && listed && hi-lo <= maskActors:
 			// Two neighbouring bands, as bit sets: which senders are past
@@ -211,7 +216,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 			// sparse world, a stencil row of chunks is one run of
 			// actors): one call for them all.
 			i, hi = f.joinRun(cells, sc.classes, i, hi)
-			changed, res = f.changed[lo:hi], f.res[lo:hi]
+			changed, res := f.changed[lo:hi], f.res[lo:hi]
 			sc.growSel(len(changed))
 			pick.lo = lo
 			w.write(sc.sel[:pick.chooseByTiers(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, &p.tiers)])
@@ -222,7 +227,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 			// following cells of the kind whose actors continue this
 			// cell's in the same call.
 			i, hi = f.joinRun(cells, sc.classes, i, hi)
-			changed, res = f.changed[lo:hi], f.res[lo:hi]
+			changed, res := f.changed[lo:hi], f.res[lo:hi]
 			sc.growSel(len(changed))
 			pick.lo, pick.spread, pick.rhalf, pick.clock = lo, spread, rhalf, p.clock
 			m, h := pick.chooseThrottled(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, f.half[lo:hi], &p.tiers, p.cfg.Throttle, level)
@@ -232,6 +237,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 			// A spread without lists, a big two-band cell of a budgeted
 			// client, very long periods: pair by pair.
 			xs, ys, zs := f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
+			changed, res, want := f.changed[lo:hi], f.res[lo:hi], &pick.want
 			for k, c := range changed {
 				a := lo + int32(k)
 				if c <= oldest || a == r {
@@ -249,8 +255,8 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 				if c+uint64(period) <= tick {
 					continue
 				}
-				if period > 1 && !p.due(&res[k], &want, period, f.half[a], rhalf) {
-					if period > ip && c+uint64(ip) > tick && (ip == 1 || p.due(&res[k], &want, ip, f.half[a], rhalf)) {
+				if period > 1 && !p.due(&res[k], want, period, f.half[a], rhalf) {
+					if period > ip && c+uint64(ip) > tick && (ip == 1 || p.due(&res[k], want, ip, f.half[a], rhalf)) {
 						held++
 					}
 					continue
