@@ -165,6 +165,25 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		}
 		period := class.period()
 		if period == 0 && class.two() && listed {
+			if c := &f.cells[ci]; spread > 1 && c.actors.hi-c.actors.lo <= maskActors {
+				// Stretched by a spread, the periods are long and a cell's
+				// lists hold a sender or two, often none: only those are
+				// placed on either side of the edge, one by one.
+				lo := c.actors.lo
+				near, far := due.mask(ci, sc.rslot[class.near], lo), due.mask(ci, sc.rslot[class.far], lo)
+				if near|far == 0 {
+					continue // nothing due to this recipient: the pending block stays open
+				}
+				w.block(due.packed, runLo, runHi) // keep the canonical order
+				runLo, runHi = -1, -1
+				beyond := beyondSome(near|far, f.x[lo:], f.y[lo:], f.z[lo:], rx, ry, rz, class.edge)
+				picks := near&^beyond | far&beyond
+				if ci == rc {
+					picks &^= 1 << (r - lo)
+				}
+				w.writeSet(picks, lo)
+				continue
+			}
 			// Seen from the recipient itself rather than from its whole
 			// cell, about half of the two-band blocks are in one band.
 			period = pointPeriod(rx, ry, rz, &f.cells[ci], class)
@@ -310,6 +329,19 @@ func beyondEdge(xs, ys, zs []float32, rx, ry, rz, edge float32) uint64 {
 		bits |= uint64(b2i(dx*dx+dy*dy+dz*dz >= edge)) << i
 	}
 	return bits
+}
+
+// beyondSome is beyondEdge for the senders of set only (bit i for the i-th
+// of xs, ys, zs): when a few of a cell's senders are due, only they are
+// placed.
+func beyondSome(set uint64, xs, ys, zs []float32, rx, ry, rz, edge float32) uint64 {
+	var out uint64
+	for ; set != 0; set &= set - 1 {
+		i := bits.TrailingZeros64(set)
+		dx, dy, dz := xs[i]-rx, ys[i]-ry, zs[i]-rz
+		out |= uint64(b2i(dx*dx+dy*dy+dz*dz >= edge)) << i
+	}
+	return out
 }
 
 // chooseByTiers writes to sel the senders due, in order, and returns how
