@@ -165,23 +165,18 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		}
 		period := class.period()
 		if period == 0 && class.two() && listed {
-			if c := &f.cells[ci]; spread > 1 && c.actors.hi-c.actors.lo <= maskActors {
+			if spread > 1 {
 				// Stretched by a spread, the periods are long and a cell's
 				// lists hold a sender or two, often none: only those are
 				// placed on either side of the edge, one by one.
-				lo := c.actors.lo
-				near, far := due.mask(ci, sc.rslot[class.near], lo), due.mask(ci, sc.rslot[class.far], lo)
-				if near|far == 0 {
+				nlo, nhi := due.list(ci, sc.rslot[class.near])
+				flo, fhi := due.list(ci, sc.rslot[class.far])
+				if nlo == nhi && flo == fhi {
 					continue // nothing due to this recipient: the pending block stays open
 				}
 				w.block(due.packed, runLo, runHi) // keep the canonical order
 				runLo, runHi = -1, -1
-				beyond := beyondSome(near|far, f.x[lo:], f.y[lo:], f.z[lo:], rx, ry, rz, class.edge)
-				picks := near&^beyond | far&beyond
-				if ci == rc {
-					picks &^= 1 << (r - lo)
-				}
-				w.writeSet(picks, lo)
+				p.writeTwoBands(&w, due.picks[nlo:nhi], due.picks[flo:fhi], r, class.edge)
 				continue
 			}
 			// Seen from the recipient itself rather than from its whole
@@ -331,17 +326,33 @@ func beyondEdge(xs, ys, zs []float32, rx, ry, rz, edge float32) uint64 {
 	return bits
 }
 
-// beyondSome is beyondEdge for the senders of set only (bit i for the i-th
-// of xs, ys, zs): when a few of a cell's senders are due, only they are
-// placed.
-func beyondSome(set uint64, xs, ys, zs []float32, rx, ry, rz, edge float32) uint64 {
-	var out uint64
-	for ; set != 0; set &= set - 1 {
-		i := bits.TrailingZeros64(set)
-		dx, dy, dz := xs[i]-rx, ys[i]-ry, zs[i]-rz
-		out |= uint64(b2i(dx*dx+dy*dy+dz*dz >= edge)) << i
+// writeTwoBands writes, for recipient r and a cell whose pairs with r's
+// cell fall in two bands, the senders of its near list that are closer
+// than edge (squared) and those of its far list that are not: the lists
+// are merged in canonical order (both are sorted) and each sender in
+// either is placed once.
+func (p *Pipeline) writeTwoBands(w *batchOut, near, far []int32, r int32, edge float32) {
+	f := &p.frame
+	rx, ry, rz := f.x[r], f.y[r], f.z[r]
+	for len(near) > 0 || len(far) > 0 {
+		var a int32
+		inNear, inFar := false, false
+		switch {
+		case len(far) == 0 || len(near) > 0 && near[0] < far[0]:
+			a, near, inNear = near[0], near[1:], true
+		case len(near) == 0 || far[0] < near[0]:
+			a, far, inFar = far[0], far[1:], true
+		default: // in both lists
+			a, near, far, inNear, inFar = near[0], near[1:], far[1:], true, true
+		}
+		if a == r {
+			continue
+		}
+		dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
+		if beyond := dx*dx+dy*dy+dz*dz >= edge; beyond && inFar || !beyond && inNear {
+			w.one(a)
+		}
 	}
-	return out
 }
 
 // chooseByTiers writes to sel the senders due, in order, and returns how
