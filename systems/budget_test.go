@@ -8,6 +8,7 @@ import (
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/interest"
+	"github.com/throng-go/throng/net"
 )
 
 // TestBudgetedRecipientsGetExactlyTheirDuePairs checks the relay's block
@@ -129,4 +130,33 @@ func TestDueListsStaySmallWhateverTheSpreads(t *testing.T) {
 	for s := uint8(1); s <= 16; s++ {
 		require.True(t, d.listed(s), "spread %d in a small crowd", s)
 	}
+}
+
+// BenchmarkBeginRelayUnderBudget measures the relay's serial setup
+// (BeginRelay: cell bounds and the due lists) for 2,000 players in one
+// chunk held to one datagram a tick: the crowd settles on a few spreads,
+// and the lists are built for the tier periods stretched by each.
+//
+//	go test -run '^$' -bench BenchmarkBeginRelayUnderBudget ./systems
+func BenchmarkBeginRelayUnderBudget(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var spawns []components.Transform
+	for range 2000 {
+		spawns = append(spawns, components.Transform{X: 50 + rng.Float32()*3990, Y: 50 + rng.Float32()*3990})
+	}
+	cfg := Config{MaxRecordsPerTick: net.MaxRecordsPerBatch}
+	var err error
+	cfg.Tiers, err = interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
+	require.NoError(b, err)
+	r := newRig(b, cfg, spawns)
+	for range 40 {
+		r.stand()
+	}
+	p := r.p
+	b.ReportAllocs()
+	for b.Loop() {
+		p.BeginRelay()
+	}
+	b.ReportMetric(float64(len(p.frame.due.periods)), "periods")
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "us/op")
 }

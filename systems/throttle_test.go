@@ -20,7 +20,7 @@ import (
 // rig drives a Pipeline inline, phase by phase, over the in-memory
 // transport: the systems-level twin of the server's schedule.
 type rig struct {
-	t       *testing.T
+	t       testing.TB
 	p       *Pipeline
 	clients []*net.MemClient
 	actors  []uint32
@@ -36,7 +36,7 @@ type rig struct {
 	routed      int // Move frames routed so far
 }
 
-func newRig(t *testing.T, cfg Config, spawns []components.Transform) *rig {
+func newRig(t testing.TB, cfg Config, spawns []components.Transform) *rig {
 	t.Helper()
 	mem := net.NewMem(net.MemOptions{})
 	world := ecs.NewWorld(4096)
