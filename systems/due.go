@@ -178,12 +178,12 @@ func (d *dueLists) build(f *Frame) {
 	d.picks = resizeSlice(d.picks, f.Len()*len(d.periods))
 	clear(d.off)
 	tick := f.Tick
-	// Count each list's senders into off[k+1] (k = slot*ncells + cell) ...
+	// Count each list's senders into off[k] (k = slot*ncells + cell) ...
 	for ci := range f.cells {
 		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
 		changed, half := f.changed[lo:hi], f.half[lo:hi]
 		for _, p := range d.periods {
-			base := int(d.slot[p])*ncells + ci + 1
+			base := int(d.slot[p])*ncells + ci
 			if p == 1 {
 				for _, c := range changed {
 					d.off[base] += int32(b2i(c == tick))
@@ -197,19 +197,24 @@ func (d *dueLists) build(f *Frame) {
 			}
 		}
 	}
-	// ... turn the counts into starts ...
-	for k := 1; k < len(d.off); k++ {
+	// ... turn the counts into ends (the last entry, past every list, is
+	// the end of all) ...
+	last := len(d.off) - 1
+	for k := 1; k < last; k++ {
 		d.off[k] += d.off[k-1]
 	}
-	// ... and place the senders, cell by cell in canonical order, so each
-	// list keeps that order. off[k] serves as list k's cursor and ends at
-	// list k's end, which is list k+1's start: shifted back below.
+	if last > 0 {
+		d.off[last] = d.off[last-1]
+	}
+	// ... and place the senders from the last back, so that each list
+	// keeps the canonical order and off[k], list k's cursor, ends at its
+	// start.
 	d.masked = d.nslots <= maskSlots
 	if d.masked {
 		d.masks = resizeSlice(d.masks, ncells*int(d.nslots))
 		clear(d.masks)
 	}
-	for ci := range f.cells {
+	for ci := ncells - 1; ci >= 0; ci-- {
 		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
 		changed, half := f.changed[lo:hi], f.half[lo:hi]
 		var masks []uint64
@@ -217,12 +222,12 @@ func (d *dueLists) build(f *Frame) {
 			masks = d.masks[ci*int(d.nslots) : (ci+1)*int(d.nslots)]
 		}
 		for _, p := range d.periods {
-			for i, c := range changed {
-				if c+uint64(p) > tick && c != 0 { // for p == 1: c == tick
+			for i := len(changed) - 1; i >= 0; i-- {
+				if c := changed[i]; c+uint64(p) > tick && c != 0 && (p > 1 || c == tick) {
 					slot := int(d.slot[p]) + int(d.residue(half[i], p))
 					k := slot*ncells + ci
+					d.off[k]--
 					d.picks[d.off[k]] = lo + int32(i)
-					d.off[k]++
 					if masks != nil {
 						masks[slot] |= 1 << i
 					}
@@ -230,8 +235,6 @@ func (d *dueLists) build(f *Frame) {
 			}
 		}
 	}
-	copy(d.off[1:], d.off[:len(d.off)-1])
-	d.off[0] = 0
 	n := d.off[len(d.off)-1]
 	d.picks = d.picks[:n]
 	d.packed = resizeSlice(d.packed, int(n)*net.RecordSize)
