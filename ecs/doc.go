@@ -14,7 +14,9 @@
 //     [World.Relocate], [World.Teleport]) and carried out by one
 //     [World.Apply] in a fixed order; an [ApplyReport] lists each [Change].
 //   - [World.Snapshot] returns one [ChunkView] per (chunk, table) with typed
-//     column slices, ordered by chunk.
+//     column slices, ordered by chunk. With no structural change to an
+//     actor since the last one (Ark's observers count them, raw Ark calls
+//     included), it copies the last one instead of querying every table.
 //   - [World.Guard] / [World.Release] lock the world while workers use the
 //     views, so a structural change in that window panics.
 //
