@@ -135,7 +135,8 @@ func TestDueListsStaySmallWhateverTheSpreads(t *testing.T) {
 // BenchmarkBeginRelayUnderBudget measures the relay's serial setup
 // (BeginRelay: cell bounds and the due lists) for 2,000 players in one
 // chunk held to one datagram a tick: the crowd settles on a few spreads,
-// and the lists are built for the tier periods stretched by each.
+// and lists are built for each (base lists, or the tier periods stretched
+// by it; periods counts the latter and the tier periods).
 //
 //	go test -run '^$' -bench BenchmarkBeginRelayUnderBudget ./systems
 func BenchmarkBeginRelayUnderBudget(b *testing.B) {

@@ -2,6 +2,7 @@ package systems
 
 import (
 	"math/bits"
+	"slices"
 
 	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net"
@@ -25,7 +26,13 @@ import (
 // The periods are those of the interest table and, for clients over their
 // per-connection budget, the same stretched by each client's spread (the
 // spreads of a crowd are few distinct values), so a budgeted crowd takes
-// the same block copies. Residues come from each sender's phase half
+// the same block copies. A spread beyond the longest tier period whose
+// stretched periods stay below 256 gets one set of lists instead, modulo
+// the spread (base lists; the relay checks each of their senders at its
+// pair's stretched period, see gatherBase): its stretched periods hold a
+// sender or two per list, and listing each of them cost ten times the
+// slots (2,000 budgeted players: 87,000 list offsets a tick, most of the
+// relay's serial setup). Residues come from each sender's phase half
 // (interest.SenderHalf), by multiplication, for any period.
 type dueLists struct {
 	tierPeriods []uint8 // the interest table's periods, ascending, 1 first
@@ -38,6 +45,20 @@ type dueLists struct {
 	tickDue [256]uint32 // per listed period p: (p - tick mod p) mod p
 	// listedSpread[s]: recipients with spread s have lists this tick.
 	listedSpread [256]bool
+	// Spreads above the longest tier period whose stretched periods are
+	// not capped get one set of lists instead of one per tier period: by
+	// residue modulo the spread itself (base lists), holding every sender
+	// that changed within the longest stretched period. A recipient reads
+	// its one base list of each cell and checks each sender in it at the
+	// pair's own stretched period (gatherBase); a few bases cost a tenth
+	// of the slots their stretched periods would. based[s]: spread s has
+	// base lists this tick, from slot baseSlot[s].
+	bases    []uint8
+	based    [256]bool
+	baseSlot [256]int32
+	// sets are this tick's lists to build, periods then bases: modulus,
+	// window (a sender is in while changed within it) and first slot.
+	sets []listSet
 	// slotBudget overrides plan's limit on slots per cell (tests).
 	slotBudget int
 	nslots     int32   // slots per cell: the sum of this tick's periods
@@ -51,6 +72,13 @@ type dueLists struct {
 	// mask derives them from the lists.
 	masks  []uint64
 	masked bool
+}
+
+// listSet is one period's lists, or one spread's base lists (dueLists).
+type listSet struct {
+	mod    uint8
+	window uint64
+	slot   int32
 }
 
 // maskSlots is the most slots per cell for which build keeps the lists as
@@ -91,7 +119,10 @@ func (d *dueLists) plan(tick uint64, spreads *[256]int32, ncells, actors int) {
 		budget = max(maxListCells/max(ncells, 1), nslots)
 	}
 	clear(d.listedSpread[:])
+	clear(d.based[:])
+	d.bases = d.bases[:0]
 	d.listedSpread[1] = true
+	longest := d.tierPeriods[len(d.tierPeriods)-1]
 	for {
 		// The most used spread not yet considered (ties: the smaller).
 		best := 0
@@ -104,6 +135,16 @@ func (d *dueLists) plan(tick uint64, spreads *[256]int32, ncells, actors int) {
 			break
 		}
 		spreads[best] = 0 // considered
+		if best > int(longest) && best*int(longest) <= 255 {
+			// Base lists: one set, modulo the spread.
+			if nslots+best > budget || (nperiods+1)*actors > maxListPicks {
+				continue
+			}
+			nslots, nperiods = nslots+best, nperiods+1
+			d.listedSpread[best], d.based[best] = true, true
+			d.bases = append(d.bases, uint8(best))
+			continue
+		}
 		addSlots, addPeriods := 0, 0
 		for _, p := range d.tierPeriods {
 			if q := stretch(p, uint8(best)); !inUse[q] {
@@ -132,6 +173,29 @@ func (d *dueLists) plan(tick uint64, spreads *[256]int32, ncells, actors int) {
 		d.nslots += int32(p)
 		d.tickDue[p] = uint32((uint64(p) - tick%uint64(p)) % uint64(p))
 	}
+	d.sets = d.sets[:0]
+	for _, p := range d.periods {
+		d.sets = append(d.sets, listSet{mod: p, window: uint64(p), slot: d.slot[p]})
+	}
+	slices.Sort(d.bases)
+	for _, b := range d.bases {
+		d.baseSlot[b] = d.nslots
+		d.nslots += int32(b)
+		d.tickDue[b] = uint32((uint64(b) - tick%uint64(b)) % uint64(b))
+		d.sets = append(d.sets, listSet{mod: b, window: uint64(b) * uint64(longest), slot: d.baseSlot[b]})
+	}
+}
+
+// baseListSlot returns the slot of spread s's base lists (based[s]) that a
+// recipient with phase half rhalf reads this tick: the senders whose half
+// h has (h + rhalf + tick) mod s == 0, the only ones that can be due to it
+// at any of its stretched periods (each a multiple of s).
+func (d *dueLists) baseListSlot(s uint8, rhalf uint32) int32 {
+	w := int32(d.tickDue[s]) - int32(d.residue(rhalf, s))
+	if w < 0 {
+		w += int32(s)
+	}
+	return d.baseSlot[s] + w
 }
 
 // The lists' size limits for spreads beyond 1 (plan): list offsets
@@ -175,24 +239,24 @@ func (d *dueLists) build(f *Frame) {
 	ncells := len(f.cells)
 	d.ncells = int32(ncells)
 	d.off = resizeSlice(d.off, ncells*int(d.nslots)+1)
-	d.picks = resizeSlice(d.picks, f.Len()*len(d.periods))
+	d.picks = resizeSlice(d.picks, f.Len()*len(d.sets))
 	clear(d.off)
 	tick := f.Tick
 	// Count each list's senders into off[k] (k = slot*ncells + cell) ...
 	for ci := range f.cells {
 		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
 		changed, half := f.changed[lo:hi], f.half[lo:hi]
-		for _, p := range d.periods {
-			base := int(d.slot[p])*ncells + ci
-			if p == 1 {
+		for _, set := range d.sets {
+			base := int(set.slot)*ncells + ci
+			if set.mod == 1 {
 				for _, c := range changed {
 					d.off[base] += int32(b2i(c == tick))
 				}
 				continue
 			}
 			for i, c := range changed {
-				if c+uint64(p) > tick && c != 0 {
-					d.off[base+int(d.residue(half[i], p))*ncells]++
+				if c+set.window > tick && c != 0 {
+					d.off[base+int(d.residue(half[i], set.mod))*ncells]++
 				}
 			}
 		}
@@ -221,10 +285,10 @@ func (d *dueLists) build(f *Frame) {
 		if d.masked && hi-lo <= maskActors {
 			masks = d.masks[ci*int(d.nslots) : (ci+1)*int(d.nslots)]
 		}
-		for _, p := range d.periods {
+		for _, set := range d.sets {
 			for i := len(changed) - 1; i >= 0; i-- {
-				if c := changed[i]; c+uint64(p) > tick && c != 0 && (p > 1 || c == tick) {
-					slot := int(d.slot[p]) + int(d.residue(half[i], p))
+				if c := changed[i]; c+set.window > tick && c != 0 && (set.mod > 1 || c == tick) {
+					slot := int(set.slot) + int(d.residue(half[i], set.mod))
 					k := slot*ncells + ci
 					d.off[k]--
 					d.picks[d.off[k]] = lo + int32(i)

@@ -135,7 +135,9 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		sc.cell = rc
 	}
 	due := &f.due
-	listed := due.listed(spread)
+	base := due.based[spread] && level == 0 // see gatherBase
+	// Under throttling a spread with base lists is decided pair by pair.
+	listed := due.listed(spread) && !due.based[spread]
 	if listed {
 		for _, tp := range due.tierPeriods { // the list each tier period's cells give r
 			sc.rslot[tp] = due.recipientSlot(stretch(tp, spread), rhalf)
@@ -152,134 +154,138 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	// Lists of one slot for consecutive cells lie back to back (see
 	// dueLists.build): runLo..runHi is the block of due lists not yet
 	// written, extended while the next list continues it.
-	runLo, runHi := int32(-1), int32(-1)
-	for i := 0; i < len(cells); i++ {
-		ci := cells[i]
-		class := sc.classes[i]
-		if class.reach {
-			if p.cfg.Throttle.Reaches(farFrom(rx, ry, rz, &f.cells[ci])) {
-				class = cellClass{} // throttling may act: pair by pair, held pairs counted
-			} else {
-				class.reach = false // not from where this recipient stands
-			}
-		}
-		period := class.period()
-		if period == 0 && class.two() && listed {
-			if spread > 1 {
-				// Stretched by a spread, the periods are long and a cell's
-				// lists hold a sender or two, often none: only those are
-				// placed on either side of the edge, one by one.
-				nlo, nhi := due.list(ci, sc.rslot[class.near])
-				flo, fhi := due.list(ci, sc.rslot[class.far])
-				if nlo == nhi && flo == fhi {
-					continue // nothing due to this recipient: the pending block stays open
+	if base {
+		p.gatherBase(&w, r, spread, cells, sc)
+	} else {
+		runLo, runHi := int32(-1), int32(-1)
+		for i := 0; i < len(cells); i++ {
+			ci := cells[i]
+			class := sc.classes[i]
+			if class.reach {
+				if p.cfg.Throttle.Reaches(farFrom(rx, ry, rz, &f.cells[ci])) {
+					class = cellClass{} // throttling may act: pair by pair, held pairs counted
+				} else {
+					class.reach = false // not from where this recipient stands
 				}
-				w.block(due.packed, runLo, runHi) // keep the canonical order
-				runLo, runHi = -1, -1
-				p.writeTwoBands(&w, due.picks[nlo:nhi], due.picks[flo:fhi], r, class.edge)
+			}
+			period := class.period()
+			if period == 0 && class.two() && listed {
+				if spread > 1 {
+					// Stretched by a spread, the periods are long and a cell's
+					// lists hold a sender or two, often none: only those are
+					// placed on either side of the edge, one by one.
+					nlo, nhi := due.list(ci, sc.rslot[class.near])
+					flo, fhi := due.list(ci, sc.rslot[class.far])
+					if nlo == nhi && flo == fhi {
+						continue // nothing due to this recipient: the pending block stays open
+					}
+					w.block(due.packed, runLo, runHi) // keep the canonical order
+					runLo, runHi = -1, -1
+					p.writeTwoBands(&w, due.picks[nlo:nhi], due.picks[flo:fhi], r, class.edge)
+					continue
+				}
+				// Seen from the recipient itself rather than from its whole
+				// cell, about half of the two-band blocks are in one band.
+				period = pointPeriod(rx, ry, rz, &f.cells[ci], class)
+			}
+			if period > 0 && listed { // one band, out of the throttle's reach (see classify)
+				// The cells of a run in one band have their lists back to
+				// back: one range for them all.
+				last := ci
+				if n := sc.runs[i]; n > 1 && class.period() > 0 {
+					i += int(n) - 1
+					last = cells[i]
+				}
+				lo, hi := due.lists(ci, last, sc.rslot[period])
+				if lo != runHi { // not adjacent to the pending block: write that first
+					w.block(due.packed, runLo, runHi)
+					runLo = lo
+				}
+				runHi = hi
+				if ci <= rc && rc <= last { // the recipient's own cell: leave r out
+					if j, found := slices.BinarySearch(due.picks[lo:hi], r); found {
+						w.block(due.packed, runLo, lo+int32(j))
+						runLo = lo + int32(j) + 1
+					}
+				}
 				continue
 			}
-			// Seen from the recipient itself rather than from its whole
-			// cell, about half of the two-band blocks are in one band.
-			period = pointPeriod(rx, ry, rz, &f.cells[ci], class)
-		}
-		if period > 0 && listed { // one band, out of the throttle's reach (see classify)
-			// The cells of a run in one band have their lists back to
-			// back: one range for them all.
-			last := ci
-			if n := sc.runs[i]; n > 1 && class.period() > 0 {
-				i += int(n) - 1
-				last = cells[i]
+			w.block(due.packed, runLo, runHi) // keep the canonical order
+			runLo, runHi = -1, -1
+			lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
+			if !wanted && !(class.two() && listed && hi-lo <= maskActors) {
+				pick.want, wanted = p.clock.Want(rid), true
 			}
-			lo, hi := due.lists(ci, last, sc.rslot[period])
-			if lo != runHi { // not adjacent to the pending block: write that first
-				w.block(due.packed, runLo, runHi)
-				runLo = lo
-			}
-			runHi = hi
-			if ci <= rc && rc <= last { // the recipient's own cell: leave r out
-				if j, found := slices.BinarySearch(due.picks[lo:hi], r); found {
-					w.block(due.packed, runLo, lo+int32(j))
-					runLo = lo + int32(j) + 1
+			switch {
+			case class.two() && listed && hi-lo <= maskActors:
+				// Two neighbouring bands, as bit sets: which senders are past
+				// the edge is the only thing to compute per pair; the due
+				// lists of both periods, as masks, do the rest.
+				beyond := beyondEdge(f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], rx, ry, rz, class.edge)
+				picks := due.mask(ci, sc.rslot[class.near], lo)&^beyond | due.mask(ci, sc.rslot[class.far], lo)&beyond
+				if ci == rc {
+					picks &^= 1 << (r - lo)
 				}
-			}
-			continue
-		}
-		w.block(due.packed, runLo, runHi) // keep the canonical order
-		runLo, runHi = -1, -1
-		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
-		if !wanted && !(class.two() && listed && hi-lo <= maskActors) {
-			pick.want, wanted = p.clock.Want(rid), true
-		}
-		switch {
-		case class.two() && listed && hi-lo <= maskActors:
-			// Two neighbouring bands, as bit sets: which senders are past
-			// the edge is the only thing to compute per pair; the due
-			// lists of both periods, as masks, do the rest.
-			beyond := beyondEdge(f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], rx, ry, rz, class.edge)
-			picks := due.mask(ci, sc.rslot[class.near], lo)&^beyond | due.mask(ci, sc.rslot[class.far], lo)&beyond
-			if ci == rc {
-				picks &^= 1 << (r - lo)
-			}
-			w.writeSet(picks, lo)
-		case level == 0 && spread == 1 && p.tiers.Longest() < interest.FastPeriods:
-			// Two bands in a cell too big for bit sets, more than two
-			// bands, or a cell too small to classify: the tier table per
-			// pair, without a branch per pair. The following cells of
-			// that kind whose actors continue this cell's join it (in a
-			// sparse world, a stencil row of chunks is one run of
-			// actors): one call for them all.
-			i, hi = f.joinRun(cells, sc.classes, i, hi)
-			changed, res := f.changed[lo:hi], f.res[lo:hi]
-			sc.growSel(len(changed))
-			pick.lo = lo
-			w.write(sc.sel[:pick.chooseByTiers(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, &p.tiers)])
-		case level > 0 && p.tiers.Longest() < interest.FastPeriods && p.cfg.Throttle.MaxLevel() < interest.FastPeriods-1:
-			// Throttling may act on these pairs: each pair's interest and
-			// combined periods from the tables, the pairs held back by
-			// throttling alone counted, without a branch per pair; the
-			// following cells of the kind whose actors continue this
-			// cell's in the same call.
-			i, hi = f.joinRun(cells, sc.classes, i, hi)
-			changed, res := f.changed[lo:hi], f.res[lo:hi]
-			sc.growSel(len(changed))
-			pick.lo, pick.spread, pick.rhalf, pick.clock = lo, spread, rhalf, p.clock
-			m, h := pick.chooseThrottled(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, f.half[lo:hi], &p.tiers, p.cfg.Throttle, level)
-			held += int64(h)
-			w.write(sc.sel[:m])
-		default:
-			// A spread without lists, a big two-band cell of a budgeted
-			// client, very long periods: pair by pair.
-			xs, ys, zs := f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
-			changed, res, want := f.changed[lo:hi], f.res[lo:hi], &pick.want
-			for k, c := range changed {
-				a := lo + int32(k)
-				if c <= oldest || a == r {
-					continue
-				}
-				dx, dy, dz := xs[k]-rx, ys[k]-ry, zs[k]-rz
-				period := p.tiers.PeriodSq(dx*dx + dy*dy + dz*dz)
-				ip := period
-				if level > 0 {
-					ip, period = p.periods(dx*dx+dy*dy+dz*dz, level)
-				}
-				if spread > 1 {
-					ip, period = stretch(ip, spread), stretch(period, spread)
-				}
-				if c+uint64(period) <= tick {
-					continue
-				}
-				if period > 1 && !p.due(&res[k], want, period, f.half[a], rhalf) {
-					if period > ip && c+uint64(ip) > tick && (ip == 1 || p.due(&res[k], want, ip, f.half[a], rhalf)) {
-						held++
+				w.writeSet(picks, lo)
+			case level == 0 && spread == 1 && p.tiers.Longest() < interest.FastPeriods:
+				// Two bands in a cell too big for bit sets, more than two
+				// bands, or a cell too small to classify: the tier table per
+				// pair, without a branch per pair. The following cells of
+				// that kind whose actors continue this cell's join it (in a
+				// sparse world, a stencil row of chunks is one run of
+				// actors): one call for them all.
+				i, hi = f.joinRun(cells, sc.classes, i, hi)
+				changed, res := f.changed[lo:hi], f.res[lo:hi]
+				sc.growSel(len(changed))
+				pick.lo = lo
+				w.write(sc.sel[:pick.chooseByTiers(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, &p.tiers)])
+			case level > 0 && p.tiers.Longest() < interest.FastPeriods && p.cfg.Throttle.MaxLevel() < interest.FastPeriods-1:
+				// Throttling may act on these pairs: each pair's interest and
+				// combined periods from the tables, the pairs held back by
+				// throttling alone counted, without a branch per pair; the
+				// following cells of the kind whose actors continue this
+				// cell's in the same call.
+				i, hi = f.joinRun(cells, sc.classes, i, hi)
+				changed, res := f.changed[lo:hi], f.res[lo:hi]
+				sc.growSel(len(changed))
+				pick.lo, pick.spread, pick.rhalf, pick.clock = lo, spread, rhalf, p.clock
+				m, h := pick.chooseThrottled(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, f.half[lo:hi], &p.tiers, p.cfg.Throttle, level)
+				held += int64(h)
+				w.write(sc.sel[:m])
+			default:
+				// A spread without lists, a big two-band cell of a budgeted
+				// client, very long periods: pair by pair.
+				xs, ys, zs := f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
+				changed, res, want := f.changed[lo:hi], f.res[lo:hi], &pick.want
+				for k, c := range changed {
+					a := lo + int32(k)
+					if c <= oldest || a == r {
+						continue
 					}
-					continue
+					dx, dy, dz := xs[k]-rx, ys[k]-ry, zs[k]-rz
+					period := p.tiers.PeriodSq(dx*dx + dy*dy + dz*dz)
+					ip := period
+					if level > 0 {
+						ip, period = p.periods(dx*dx+dy*dy+dz*dz, level)
+					}
+					if spread > 1 {
+						ip, period = stretch(ip, spread), stretch(period, spread)
+					}
+					if c+uint64(period) <= tick {
+						continue
+					}
+					if period > 1 && !p.due(&res[k], want, period, f.half[a], rhalf) {
+						if period > ip && c+uint64(ip) > tick && (ip == 1 || p.due(&res[k], want, ip, f.half[a], rhalf)) {
+							held++
+						}
+						continue
+					}
+					w.one(a)
 				}
-				w.one(a)
 			}
 		}
+		w.block(due.packed, runLo, runHi)
 	}
-	w.block(due.packed, runLo, runHi)
 	sc.batch = w.finish()
 	if s != nil && budget > 0 {
 		s.adjustSpread(int(w.count), budget)
@@ -300,6 +306,64 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	*throttled += held
 	f.relays[r] = w.count
 	return w.count
+}
+
+// gatherBase writes the senders due to recipient r, whose spread has
+// base lists (dueLists.based): from each cell of its stencil, the senders
+// of its base list (due at some multiple of the spread: a candidate), each
+// checked at the pair's own stretched period, tier period times spread:
+// changed within it, and on its phase. The tier period is the cell class's
+// when the cell is in one band, else the pair's distance decides.
+func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32, sc *relayScratch) {
+	f := &p.frame
+	due := &f.due
+	tick := f.Tick
+	rx, ry, rz := f.x[r], f.y[r], f.z[r]
+	rhalf := interest.RecipientHalf(f.id[r])
+	slot := due.baseListSlot(spread, rhalf)
+	// Per tier period: the residue a sender's half must have modulo the
+	// stretched period (as dueLists.recipientSlot, without the slot).
+	for _, tp := range due.tierPeriods {
+		period := uint32(tp) * uint32(spread)
+		v := (uint32(tick%uint64(period)) + due.residue(rhalf, uint8(period))) % period
+		sc.bwant[tp] = uint8((period - v) % period)
+	}
+	// The base lists of one slot for consecutive cells lie back to back:
+	// each run of consecutive cells in the stencil is one range of
+	// candidates, and a candidate's cell gives its stencil position.
+	for i := 0; i < len(cells); {
+		j := i + 1
+		for j < len(cells) && cells[j] == cells[j-1]+1 {
+			j++
+		}
+		first := cells[i]
+		lo, hi := due.lists(first, cells[j-1], slot)
+		classes := sc.classes[i:j]
+		i = j
+		for _, a := range due.picks[lo:hi] {
+			if a == r {
+				continue
+			}
+			class := classes[f.cellIdx[a]-first]
+			tp := class.period()
+			if tp == 0 {
+				dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
+				d := dx*dx + dy*dy + dz*dz
+				if class.two() {
+					tp = class.near
+					if d >= class.edge {
+						tp = class.far
+					}
+				} else {
+					tp = p.tiers.PeriodSq(d)
+				}
+			}
+			period := tp * spread // no cap: based spreads keep their stretched periods under 256
+			if f.changed[a]+uint64(period) > tick && uint8(due.residue(f.half[a], period)) == sc.bwant[tp] {
+				w.one(a)
+			}
+		}
+	}
 }
 
 // picker is the current recipient, as chooseByTiers needs it: set once
@@ -437,6 +501,7 @@ type relayScratch struct {
 	sel     []int32    // senders chosen in one cell
 	pick    picker     // the current recipient, for choosing in two-band cells
 	rslot   [256]int32 // per tier period: the due list slot of the current recipient
+	bwant   [256]uint8 // per tier period: the residue gatherBase wants at its stretched period
 	runs    []int32    // per stencil position of the recipient cell: see uniformRuns
 	retry   bool       // gather is choosing again after a jump of the spread
 	// For recipients over their budget (gatherOwed), one at a time: the
