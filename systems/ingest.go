@@ -27,6 +27,11 @@ type session struct {
 	kicked  bool       // disconnected by the server; its close is on the way
 	slot    uint32     // index in Pipeline.slots, carried by the actor's Client
 	limiter limiter
+	// The rest is the relay's, written by the core that relays to the
+	// session, where the fields above are written by ingest on the tick
+	// goroutine's: apart, each tick moves the session's lines between
+	// cores once instead of three times.
+	_       [64]byte
 	backlog interest.Backlog // records owed under the per-connection budget
 	spread  uint8            // period multiplier that keeps its due records near the budget
 	calm    int              // ticks in a row its spread could have been lower

@@ -217,13 +217,18 @@ func (p *Pipeline) BeginRelay() {
 	p.stats.Corrections = 0
 	p.sendCorrections()
 	p.frame.boundCells()
-	var spreads [256]int32 // of clients over their budget: their periods get lists too
-	if p.cfg.MaxRecordsPerTick > 0 {
-		for _, s := range p.frame.sess {
-			if s != nil {
-				spreads[max(s.spread, 1)]++
-			}
+	// The spreads of clients over their budget, whose periods get lists
+	// too, as the relay units left them at the end of the last tick (each
+	// counts its recipients'): reading every session's spread here, on
+	// the tick goroutine, pulled each session's line from the core that
+	// relays to it, and back. A spread counted for a client gone since
+	// only lists what nobody reads.
+	var spreads [256]int32
+	for i := range p.scratch {
+		for s, n := range p.scratch[i].spreads {
+			spreads[s] += n
 		}
+		clear(p.scratch[i].spreads[:])
 	}
 	if p.cfg.MaxRecordsPerTick > 0 {
 		for i := range p.units {

@@ -32,7 +32,11 @@ func (j *relayJob) RunUnit(i int) {
 			f.relays[a] = 0
 			continue
 		}
-		if p.gather(a, sh.Level, &throttled, sc) == 0 {
+		n := p.gather(a, sh.Level, &throttled, sc)
+		if s := f.sess[a]; s != nil && p.cfg.MaxRecordsPerTick > 0 {
+			sc.spreads[max(s.spread, 1)]++ // for the next tick's lists (BeginRelay)
+		}
+		if n == 0 {
 			continue
 		}
 		total += int64(f.relays[a])
@@ -501,6 +505,7 @@ type relayScratch struct {
 	sel     []int32    // senders chosen in one cell
 	pick    picker     // the current recipient, for choosing in two-band cells
 	rslot   [256]int32 // per tier period: the due list slot of the current recipient
+	spreads [256]int32 // this tick's recipients by spread (under the budget), for the next tick's lists
 	bwant   [256]uint8 // per tier period: the residue gatherBase wants at its stretched period
 	runs    []int32    // per stencil position of the recipient cell: see uniformRuns
 	retry   bool       // gather is choosing again after a jump of the spread
