@@ -102,16 +102,17 @@ func (p *Pipeline) periods(distSq float32, level uint8) (interestPeriod, period 
 // per-connection budget allows, or records are still owed from earlier
 // ticks, the recipient's backlog decides (gatherOwed).
 //
-// This is the N^2 loop, and it works cell by cell. When the box around a
-// sender cell and the box around the recipient's cell (or the recipient
-// itself) are in one interest band, every pair between them has the same
-// period (see classify), and the senders due are one of the cell's due
-// lists (due.go): one block copy, a run of such cells one copy. Cell pairs
-// that straddle two bands are decided as bit sets, one distance comparison
-// per pair; the rest (more bands, pairs throttling may reach) go pair by
-// pair through the tier table without branches, and what the lists do not
-// cover (a spread without lists, very long periods) pair by pair with
-// branches.
+// This is the N^2 loop, and it works cell by cell (gatherCells). When the
+// box around a sender cell and the box around the recipient's cell (or the
+// recipient itself) are in one interest band, every pair between them has
+// the same period (see classify), and the senders due are one of the
+// cell's due lists (due.go): one block copy, a run of such cells one copy.
+// Cell pairs that straddle two bands are decided as bit sets, one distance
+// comparison per pair; the rest (more bands, pairs throttling may reach)
+// go pair by pair through the tier table without branches, and what the
+// lists do not cover (a spread without lists, very long periods) pair by
+// pair with branches. A budgeted client whose spread has base lists reads
+// those instead (gatherBase).
 func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScratch) int32 {
 	f := &p.frame
 	tick := f.Tick
@@ -124,171 +125,21 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 			return p.gatherOwed(r, s, level, spread, throttled, sc)
 		}
 	}
-	var oldest uint64 // changes at or before it are stale for every pair
-	if longest := p.longest * uint64(spread); tick > longest {
-		oldest = tick - longest
-	}
-	rx, ry, rz, rid := f.x[r], f.y[r], f.z[r], f.id[r]
-	rhalf := interest.RecipientHalf(rid)
 	g := &f.groups[f.group[r]]
 	cells := f.stencilCells(g)
-	rc := f.cellIdx[r]
-	if sc.cell != rc {
+	if rc := f.cellIdx[r]; sc.cell != rc {
 		sc.classes = p.classify(rc, cells, level, sc.classes)
 		sc.runs = uniformRuns(cells, sc.classes, sc.runs)
 		sc.cell = rc
 	}
 	due := &f.due
-	base := due.based[spread] && level == 0 // see gatherBase
-	// Under throttling a spread with base lists is decided pair by pair.
-	listed := due.listed(spread) && !due.based[spread]
-	if listed {
-		for _, tp := range due.tierPeriods { // the list each tier period's cells give r
-			sc.rslot[tp] = due.recipientSlot(stretch(tp, spread), rhalf)
-		}
-	}
 	w := newBatchOut(reserve(sc.batch, f.stencilSenders(g)), f.records, tick)
-	pick := &sc.pick
-	pick.r, pick.rx, pick.ry, pick.rz, pick.oldest, pick.tick = r, rx, ry, rz, oldest, tick
-	// The recipient's residues (pick.want) only matter to pairs decided
-	// one by one, which the lists leave to few cells if any: computed on
-	// the first.
-	wanted := false
 	var held int64 // pairs throttling alone kept back
-	// Lists of one slot for consecutive cells lie back to back (see
-	// dueLists.build): runLo..runHi is the block of due lists not yet
-	// written, extended while the next list continues it.
-	if base {
+	if due.based[spread] && level == 0 {
 		p.gatherBase(&w, r, spread, cells, sc)
 	} else {
-		runLo, runHi := int32(-1), int32(-1)
-		for i := 0; i < len(cells); i++ {
-			ci := cells[i]
-			class := sc.classes[i]
-			if class.reach {
-				if p.cfg.Throttle.Reaches(farFrom(rx, ry, rz, &f.cells[ci])) {
-					class = cellClass{} // throttling may act: pair by pair, held pairs counted
-				} else {
-					class.reach = false // not from where this recipient stands
-				}
-			}
-			period := class.period()
-			if period == 0 && class.two() && listed {
-				if spread > 1 {
-					// Stretched by a spread, the periods are long and a cell's
-					// lists hold a sender or two, often none: only those are
-					// placed on either side of the edge, one by one.
-					nlo, nhi := due.list(ci, sc.rslot[class.near])
-					flo, fhi := due.list(ci, sc.rslot[class.far])
-					if nlo == nhi && flo == fhi {
-						continue // nothing due to this recipient: the pending block stays open
-					}
-					w.block(due.packed, runLo, runHi) // keep the canonical order
-					runLo, runHi = -1, -1
-					p.writeTwoBands(&w, due.picks[nlo:nhi], due.picks[flo:fhi], r, class.edge)
-					continue
-				}
-				// Seen from the recipient itself rather than from its whole
-				// cell, about half of the two-band blocks are in one band.
-				period = pointPeriod(rx, ry, rz, &f.cells[ci], class)
-			}
-			if period > 0 && listed { // one band, out of the throttle's reach (see classify)
-				// The cells of a run in one band have their lists back to
-				// back: one range for them all.
-				last := ci
-				if n := sc.runs[i]; n > 1 && class.period() > 0 {
-					i += int(n) - 1
-					last = cells[i]
-				}
-				lo, hi := due.lists(ci, last, sc.rslot[period])
-				if lo != runHi { // not adjacent to the pending block: write that first
-					w.block(due.packed, runLo, runHi)
-					runLo = lo
-				}
-				runHi = hi
-				if ci <= rc && rc <= last { // the recipient's own cell: leave r out
-					if j, found := slices.BinarySearch(due.picks[lo:hi], r); found {
-						w.block(due.packed, runLo, lo+int32(j))
-						runLo = lo + int32(j) + 1
-					}
-				}
-				continue
-			}
-			w.block(due.packed, runLo, runHi) // keep the canonical order
-			runLo, runHi = -1, -1
-			lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
-			if !wanted && !(class.two() && listed && hi-lo <= maskActors) {
-				pick.want, wanted = p.clock.Want(rid), true
-			}
-			switch {
-			case class.two() && listed && hi-lo <= maskActors:
-				// Two neighbouring bands, as bit sets: which senders are past
-				// the edge is the only thing to compute per pair; the due
-				// lists of both periods, as masks, do the rest.
-				beyond := beyondEdge(f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], rx, ry, rz, class.edge)
-				picks := due.mask(ci, sc.rslot[class.near], lo)&^beyond | due.mask(ci, sc.rslot[class.far], lo)&beyond
-				if ci == rc {
-					picks &^= 1 << (r - lo)
-				}
-				w.writeSet(picks, lo)
-			case level == 0 && spread == 1 && p.tiers.Longest() < interest.FastPeriods:
-				// Two bands in a cell too big for bit sets, more than two
-				// bands, or a cell too small to classify: the tier table per
-				// pair, without a branch per pair. The following cells of
-				// that kind whose actors continue this cell's join it (in a
-				// sparse world, a stencil row of chunks is one run of
-				// actors): one call for them all.
-				i, hi = f.joinRun(cells, sc.classes, i, hi)
-				changed, res := f.changed[lo:hi], f.res[lo:hi]
-				sc.growSel(len(changed))
-				pick.lo = lo
-				w.write(sc.sel[:pick.chooseByTiers(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, &p.tiers)])
-			case level > 0 && p.tiers.Longest() < interest.FastPeriods && p.cfg.Throttle.MaxLevel() < interest.FastPeriods-1:
-				// Throttling may act on these pairs: each pair's interest and
-				// combined periods from the tables, the pairs held back by
-				// throttling alone counted, without a branch per pair; the
-				// following cells of the kind whose actors continue this
-				// cell's in the same call.
-				i, hi = f.joinRun(cells, sc.classes, i, hi)
-				changed, res := f.changed[lo:hi], f.res[lo:hi]
-				sc.growSel(len(changed))
-				pick.lo, pick.spread, pick.rhalf, pick.clock = lo, spread, rhalf, p.clock
-				m, h := pick.chooseThrottled(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, f.half[lo:hi], &p.tiers, p.cfg.Throttle, level)
-				held += int64(h)
-				w.write(sc.sel[:m])
-			default:
-				// A spread without lists, a big two-band cell of a budgeted
-				// client, very long periods: pair by pair.
-				xs, ys, zs := f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
-				changed, res, want := f.changed[lo:hi], f.res[lo:hi], &pick.want
-				for k, c := range changed {
-					a := lo + int32(k)
-					if c <= oldest || a == r {
-						continue
-					}
-					dx, dy, dz := xs[k]-rx, ys[k]-ry, zs[k]-rz
-					period := p.tiers.PeriodSq(dx*dx + dy*dy + dz*dz)
-					ip := period
-					if level > 0 {
-						ip, period = p.periods(dx*dx+dy*dy+dz*dz, level)
-					}
-					if spread > 1 {
-						ip, period = stretch(ip, spread), stretch(period, spread)
-					}
-					if c+uint64(period) <= tick {
-						continue
-					}
-					if period > 1 && !p.due(&res[k], want, period, f.half[a], rhalf) {
-						if period > ip && c+uint64(ip) > tick && (ip == 1 || p.due(&res[k], want, ip, f.half[a], rhalf)) {
-							held++
-						}
-						continue
-					}
-					w.one(a)
-				}
-			}
-		}
-		w.block(due.packed, runLo, runHi)
+		// Under throttling a spread with base lists is decided pair by pair.
+		held = p.gatherCells(&w, r, level, spread, due.listed(spread) && !due.based[spread], cells, sc)
 	}
 	sc.batch = w.finish()
 	if s != nil && budget > 0 {
@@ -310,6 +161,164 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	*throttled += held
 	f.relays[r] = w.count
 	return w.count
+}
+
+// gatherCells writes the senders due to recipient r cell by cell (see
+// gather), and returns how many pairs throttling alone held back.
+func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed bool, cells []int32, sc *relayScratch) (held int64) {
+	f := &p.frame
+	due := &f.due
+	tick := f.Tick
+	rx, ry, rz, rid := f.x[r], f.y[r], f.z[r], f.id[r]
+	rhalf := interest.RecipientHalf(rid)
+	rc := f.cellIdx[r]
+	var oldest uint64 // changes at or before it are stale for every pair
+	if longest := p.longest * uint64(spread); tick > longest {
+		oldest = tick - longest
+	}
+	if listed {
+		for _, tp := range due.tierPeriods { // the list each tier period's cells give r
+			sc.rslot[tp] = due.recipientSlot(stretch(tp, spread), rhalf)
+		}
+	}
+	pick := &sc.pick
+	pick.r, pick.rx, pick.ry, pick.rz, pick.oldest, pick.tick = r, rx, ry, rz, oldest, tick
+	// The recipient's residues (pick.want) only matter to pairs decided
+	// one by one, which the lists leave to few cells if any: computed on
+	// the first.
+	wanted := false
+	// Lists of one slot for consecutive cells lie back to back (see
+	// dueLists.build): runLo..runHi is the block of due lists not yet
+	// written, extended while the next list continues it.
+	runLo, runHi := int32(-1), int32(-1)
+	for i := 0; i < len(cells); i++ {
+		ci := cells[i]
+		class := sc.classes[i]
+		if class.reach {
+			if p.cfg.Throttle.Reaches(farFrom(rx, ry, rz, &f.cells[ci])) {
+				class = cellClass{} // throttling may act: pair by pair, held pairs counted
+			} else {
+				class.reach = false // not from where this recipient stands
+			}
+		}
+		period := class.period()
+		if period == 0 && class.two() && listed {
+			if spread > 1 {
+				// Stretched by a spread, the periods are long and a cell's
+				// lists hold a sender or two, often none: only those are
+				// placed on either side of the edge, one by one.
+				nlo, nhi := due.list(ci, sc.rslot[class.near])
+				flo, fhi := due.list(ci, sc.rslot[class.far])
+				if nlo == nhi && flo == fhi {
+					continue // nothing due to this recipient: the pending block stays open
+				}
+				w.block(due.packed, runLo, runHi) // keep the canonical order
+				runLo, runHi = -1, -1
+				p.writeTwoBands(w, due.picks[nlo:nhi], due.picks[flo:fhi], r, class.edge)
+				continue
+			}
+			// Seen from the recipient itself rather than from its whole
+			// cell, about half of the two-band blocks are in one band.
+			period = pointPeriod(rx, ry, rz, &f.cells[ci], class)
+		}
+		if period > 0 && listed { // one band, out of the throttle's reach (see classify)
+			// The cells of a run in one band have their lists back to
+			// back: one range for them all.
+			last := ci
+			if n := sc.runs[i]; n > 1 && class.period() > 0 {
+				i += int(n) - 1
+				last = cells[i]
+			}
+			lo, hi := due.lists(ci, last, sc.rslot[period])
+			if lo != runHi { // not adjacent to the pending block: write that first
+				w.block(due.packed, runLo, runHi)
+				runLo = lo
+			}
+			runHi = hi
+			if ci <= rc && rc <= last { // the recipient's own cell: leave r out
+				if j, found := slices.BinarySearch(due.picks[lo:hi], r); found {
+					w.block(due.packed, runLo, lo+int32(j))
+					runLo = lo + int32(j) + 1
+				}
+			}
+			continue
+		}
+		w.block(due.packed, runLo, runHi) // keep the canonical order
+		runLo, runHi = -1, -1
+		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
+		if !wanted && !(class.two() && listed && hi-lo <= maskActors) {
+			pick.want, wanted = p.clock.Want(rid), true
+		}
+		switch {
+		case class.two() && listed && hi-lo <= maskActors:
+			// Two neighbouring bands, as bit sets: which senders are past
+			// the edge is the only thing to compute per pair; the due
+			// lists of both periods, as masks, do the rest.
+			beyond := beyondEdge(f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], rx, ry, rz, class.edge)
+			picks := due.mask(ci, sc.rslot[class.near], lo)&^beyond | due.mask(ci, sc.rslot[class.far], lo)&beyond
+			if ci == rc {
+				picks &^= 1 << (r - lo)
+			}
+			w.writeSet(picks, lo)
+		case level == 0 && spread == 1 && p.tiers.Longest() < interest.FastPeriods:
+			// Two bands in a cell too big for bit sets, more than two
+			// bands, or a cell too small to classify: the tier table per
+			// pair, without a branch per pair. The following cells of
+			// that kind whose actors continue this cell's join it (in a
+			// sparse world, a stencil row of chunks is one run of
+			// actors): one call for them all.
+			i, hi = f.joinRun(cells, sc.classes, i, hi)
+			changed, res := f.changed[lo:hi], f.res[lo:hi]
+			sc.growSel(len(changed))
+			pick.lo = lo
+			w.write(sc.sel[:pick.chooseByTiers(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, &p.tiers)])
+		case level > 0 && p.tiers.Longest() < interest.FastPeriods && p.cfg.Throttle.MaxLevel() < interest.FastPeriods-1:
+			// Throttling may act on these pairs: each pair's interest and
+			// combined periods from the tables, the pairs held back by
+			// throttling alone counted, without a branch per pair; the
+			// following cells of the kind whose actors continue this
+			// cell's in the same call.
+			i, hi = f.joinRun(cells, sc.classes, i, hi)
+			changed, res := f.changed[lo:hi], f.res[lo:hi]
+			sc.growSel(len(changed))
+			pick.lo, pick.spread, pick.rhalf, pick.clock = lo, spread, rhalf, p.clock
+			m, h := pick.chooseThrottled(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, f.half[lo:hi], &p.tiers, p.cfg.Throttle, level)
+			held += int64(h)
+			w.write(sc.sel[:m])
+		default:
+			// A spread without lists, a big two-band cell of a budgeted
+			// client, very long periods: pair by pair.
+			xs, ys, zs := f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
+			changed, res, want := f.changed[lo:hi], f.res[lo:hi], &pick.want
+			for k, c := range changed {
+				a := lo + int32(k)
+				if c <= oldest || a == r {
+					continue
+				}
+				dx, dy, dz := xs[k]-rx, ys[k]-ry, zs[k]-rz
+				period := p.tiers.PeriodSq(dx*dx + dy*dy + dz*dz)
+				ip := period
+				if level > 0 {
+					ip, period = p.periods(dx*dx+dy*dy+dz*dz, level)
+				}
+				if spread > 1 {
+					ip, period = stretch(ip, spread), stretch(period, spread)
+				}
+				if c+uint64(period) <= tick {
+					continue
+				}
+				if period > 1 && !p.due(&res[k], want, period, f.half[a], rhalf) {
+					if period > ip && c+uint64(ip) > tick && (ip == 1 || p.due(&res[k], want, ip, f.half[a], rhalf)) {
+						held++
+					}
+					continue
+				}
+				w.one(a)
+			}
+		}
+	}
+	w.block(due.packed, runLo, runHi)
+	return held
 }
 
 // gatherBase writes the senders due to recipient r, whose spread has
