@@ -121,7 +121,7 @@ func TestDueListsStaySmallWhateverTheSpreads(t *testing.T) {
 	}
 	d.plan(7, uses(), 4096, 10000)
 	require.LessOrEqual(t, int(d.nslots)*4096, maxListCells)
-	require.LessOrEqual(t, len(d.periods)*10000, maxListPicks)
+	require.LessOrEqual(t, len(d.sets)*10000, maxListPicks)
 	require.True(t, d.listed(1))
 	require.True(t, d.listed(2), "the most used spread has room")
 	require.False(t, d.listed(63), "the least used does not")
