@@ -127,8 +127,9 @@ type Pool struct {
 	panicked *UnitPanic
 
 	// called is the most workers a Run has called since the last Prewake:
-	// the ones the next tick will likely call again.
-	called int
+	// the ones the next tick will likely call again. lastCalled is how
+	// many the last Run called (Schedule.Run reads it).
+	called, lastCalled int
 
 	costs  costModel
 	order  []int32
@@ -248,6 +249,7 @@ func (p *Pool) run(job Job, units []Unit) (RunStats, *UnitPanic) {
 		panic("scheduler: Pool.Run called while another Run is in progress; one goroutine runs the pool (is a unit calling Run?)")
 	}
 	defer p.running.Store(false)
+	p.lastCalled = 0
 	if len(units) == 0 {
 		return RunStats{}, nil
 	}
@@ -260,6 +262,7 @@ func (p *Pool) run(job Job, units []Unit) (RunStats, *UnitPanic) {
 	helpers := min(p.Size(), pooled) - 1
 	p.ensureCrew(helpers)
 	p.called = max(p.called, helpers)
+	p.lastCalled = helpers
 
 	p.job = job
 	p.batch = order[:pooled]

@@ -99,6 +99,10 @@ func (b *Builder) Build() (*Schedule, error) {
 		}
 		s.stages[m.stage].members = append(s.stages[m.stage].members, m)
 	}
+	for i := len(s.stages) - 2; i >= 0; i-- {
+		next := &s.stages[i+1]
+		s.stages[i].poolAfter = next.poolAfter || !next.direct()
+	}
 	return s, nil
 }
 
