@@ -173,8 +173,8 @@ func (c *benchCrowd) tick() {
 // serial-us/tick the rest of the tick (ingest, prepare and join), and
 // busy-us/tick the time summed inside Move and Relay units, which exceeds
 // the inline figure by what running them on several cores costs (data
-// written on one core and read on another, waits at the phases' ends). Setup and warm-up are outside
-// the timer. allocs/op is what a tick allocates: nothing on the square
+// written on one core and read on another, waits at the phases' ends).
+// Setup and warm-up are outside the timer. allocs/op is what a tick allocates: nothing on the square
 // (TestSteadyStateTickAllocatesNothing), nor for a crowd crossing chunk
 // borders (TestRoamingTickAllocatesNothing). In town and world the bots
 // keep reaching chunks nobody has visited yet for hundreds of ticks, and

@@ -52,7 +52,7 @@ func (v *ChunkView) Len() int { return len(v.Entities) }
 // join that took a Snapshot (to derive visibility) costs a copy. Ark's
 // World.Reset emits no events: do not call it on a World's Ark world.
 func (w *World) Snapshot(dst []ChunkView) []ChunkView {
-	if !w.shotOK || w.shotAt != w.shape || w.chunksRemoved || len(w.unranked) > 0 {
+	if w.shotAt != w.shape || w.chunksRemoved || len(w.unranked) > 0 {
 		w.query()
 	}
 	dst = slices.Grow(dst[:0], len(w.order))[:len(w.order)]
@@ -86,7 +86,7 @@ func (w *World) query() {
 		})
 	}
 	w.orderViews()
-	w.shotAt, w.shotOK = w.shape, true
+	w.shotAt = w.shape
 }
 
 // orderViews puts the views' key order in w.order: a counting sort on the

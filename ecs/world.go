@@ -69,9 +69,9 @@ type World struct {
 	despawns       []components.ActorID
 	pendingIgnored int
 
-	// Snapshot's views (see shape below) and the chunk order. ranked lists the chunks in
-	// key order as of the last ranking, and rankOf maps a chunk entity's ID
-	// to its position there. Chunks created since wait in unranked, and
+	// Snapshot's views (see shape below) and the chunk order. ranked lists
+	// the chunks in key order as of the last ranking, and rankOf maps a
+	// chunk entity's ID to its position there. Chunks created since wait in unranked, and
 	// chunksRemoved says some in ranked were removed since; the next
 	// Snapshot brings the order up to date (World.rankChunks).
 	views         []ChunkView
@@ -88,12 +88,13 @@ type World struct {
 	// query (in Ark's order; order is their key order) and shotAt the
 	// count they were taken at: while it is unchanged, the views are still
 	// exact (the same tables, rows and column buffers), and Snapshot
-	// copies them instead of querying again. Between queries, views keeps
-	// alive the column buffers it aliases, as the callers' views do.
+	// copies them instead of querying again. (A new World has no actors
+	// and no views: its count and shotAt are both 0, and that is exact
+	// too.) Between queries, views keeps alive the column buffers it
+	// aliases, as the callers' views do.
 	shape  uint64
 	order  []int32
 	shotAt uint64
-	shotOK bool
 }
 
 // rankedChunk is a chunk as the ranking keeps it: its key with its entity,

@@ -171,7 +171,7 @@ func (d *dueLists) plan(tick uint64, spreads *[256]int32, ncells, actors int) {
 		d.periods = append(d.periods, uint8(p))
 		d.slot[p] = d.nslots
 		d.nslots += int32(p)
-		d.tickDue[p] = uint32((uint64(p) - tick%uint64(p)) % uint64(p))
+		d.tickDue[p] = tickDue(uint8(p), tick)
 	}
 	d.sets = d.sets[:0]
 	for _, p := range d.periods {
@@ -181,7 +181,7 @@ func (d *dueLists) plan(tick uint64, spreads *[256]int32, ncells, actors int) {
 	for _, b := range d.bases {
 		d.baseSlot[b] = d.nslots
 		d.nslots += int32(b)
-		d.tickDue[b] = uint32((uint64(b) - tick%uint64(b)) % uint64(b))
+		d.tickDue[b] = tickDue(b, tick)
 		d.sets = append(d.sets, listSet{mod: b, window: uint64(b) * uint64(longest), slot: d.baseSlot[b]})
 	}
 }
@@ -191,11 +191,7 @@ func (d *dueLists) plan(tick uint64, spreads *[256]int32, ncells, actors int) {
 // h has (h + rhalf + tick) mod s == 0, the only ones that can be due to it
 // at any of its stretched periods (each a multiple of s).
 func (d *dueLists) baseListSlot(s uint8, rhalf uint32) int32 {
-	w := int32(d.tickDue[s]) - int32(d.residue(rhalf, s))
-	if w < 0 {
-		w += int32(s)
-	}
-	return d.baseSlot[s] + w
+	return d.baseSlot[s] + int32(d.wantResidue(s, d.tickDue[s], rhalf))
 }
 
 // The lists' size limits for spreads beyond 1 (plan): list offsets
@@ -222,11 +218,23 @@ func (d *dueLists) residue(x uint32, p uint8) uint32 {
 // recipient with phase half rhalf receives this tick: the senders whose
 // half h has (h + rhalf + tick) mod p == 0.
 func (d *dueLists) recipientSlot(p uint8, rhalf uint32) int32 {
-	w := int32(d.tickDue[p]) - int32(d.residue(rhalf, p))
+	return d.slot[p] + int32(d.wantResidue(p, d.tickDue[p], rhalf))
+}
+
+// wantResidue returns the residue modulo p that a sender's phase half h
+// must have to be due to a recipient with half rhalf at period p this
+// tick: (h + rhalf + tick) mod p == 0, tickDue being (p - tick mod p) mod p.
+func (d *dueLists) wantResidue(p uint8, tickDue, rhalf uint32) uint32 {
+	w := int32(tickDue) - int32(d.residue(rhalf, p))
 	if w < 0 {
 		w += int32(p)
 	}
-	return d.slot[p] + w
+	return uint32(w)
+}
+
+// tickDue returns (p - tick mod p) mod p, what wantResidue takes.
+func tickDue(p uint8, tick uint64) uint32 {
+	return uint32((uint64(p) - tick%uint64(p)) % uint64(p))
 }
 
 // build makes this tick's lists from the frame's cells, after Move.

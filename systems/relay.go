@@ -286,8 +286,7 @@ func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed
 			held += int64(h)
 			w.write(sc.sel[:m])
 		default:
-			// A spread without lists, a big two-band cell of a budgeted
-			// client, very long periods: pair by pair.
+			// A spread without lists, very long periods: pair by pair.
 			xs, ys, zs := f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
 			changed, res, want := f.changed[lo:hi], f.res[lo:hi], &pick.want
 			for k, c := range changed {
@@ -337,9 +336,8 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 	// Per tier period: the residue a sender's half must have modulo the
 	// stretched period (as dueLists.recipientSlot, without the slot).
 	for _, tp := range due.tierPeriods {
-		period := uint32(tp) * uint32(spread)
-		v := (uint32(tick%uint64(period)) + due.residue(rhalf, uint8(period))) % period
-		sc.bwant[tp] = uint8((period - v) % period)
+		period := tp * spread
+		sc.bwant[tp] = uint8(due.wantResidue(period, tickDue(period, tick), rhalf))
 	}
 	// The base lists of one slot for consecutive cells lie back to back:
 	// each run of consecutive cells in the stencil is one range of
