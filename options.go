@@ -165,7 +165,7 @@ type Parallelism struct {
 	// Key "minShardActors"; nil means [DefaultMinShardActors].
 	MinShardActors *int `json:"minShardActors,omitempty"`
 	// MaxShardsPerCluster caps the shards one cluster is cut into. 0 (the
-	// default) means twice the worker count. Key "maxShardsPerCluster".
+	// default) means four times the worker count. Key "maxShardsPerCluster".
 	MaxShardsPerCluster int `json:"maxShardsPerCluster,omitempty"`
 	// ClusterSeparationChunks is the chunk distance that separates
 	// clusters. Values below [grid.MinSeparation] (3) are raised to it: a
@@ -303,7 +303,7 @@ type ParallelSettings struct {
 	MinClusterActors   int
 	// MinShardActors is at least 1.
 	MinShardActors int
-	// MaxShardsPerCluster is 0 (twice the worker count, see
+	// MaxShardsPerCluster is 0 (four times the worker count, see
 	// [ParallelSettings.ShardsPerCluster]) or a positive cap.
 	MaxShardsPerCluster int
 	// ClusterSeparationChunks is at least [grid.MinSeparation].
@@ -354,12 +354,22 @@ func (p ParallelSettings) WakeAhead() time.Duration {
 }
 
 // ShardsPerCluster returns the most shards one cluster may be cut into when
-// workers workers run: MaxShardsPerCluster when set, else 2 * workers.
+// workers workers run: MaxShardsPerCluster when set, else 4 * workers.
+//
+// The pool hands shards out longest first to whichever goroutine is free,
+// so a tick ends when the last shard does: with two shards a worker, one
+// core a third slower than the other (a cloud VM's noisy neighbour, an
+// efficiency core) left the fast one idle for most of a shard's length at
+// the end of the relay. Four a worker bound that tail to a quarter of a
+// core's share: square/1000 -12%, square/2000 -15% a tick on the
+// development VM while one of its two cores ran slow, no change while
+// both ran alike (BenchmarkTick, README "Performance"). Eight or sixteen
+// a worker were slower than four.
 func (p ParallelSettings) ShardsPerCluster(workers int) int {
 	if p.MaxShardsPerCluster > 0 {
 		return p.MaxShardsPerCluster
 	}
-	return 2 * workers
+	return 4 * workers
 }
 
 // Adjustment reports one value that [Options.Resolve] changed to keep the

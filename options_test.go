@@ -537,8 +537,8 @@ func TestWorkersFollowGOMAXPROCSUnlessSet(t *testing.T) {
 	assert.Equal(t, 64, throng.ParallelSettings{WorkerThreads: 100}.Workers(), "capped even when built by hand")
 }
 
-func TestShardsPerClusterDefaultsToTwiceTheWorkers(t *testing.T) {
-	assert.Equal(t, 16, throng.ParallelSettings{}.ShardsPerCluster(8))
+func TestShardsPerClusterDefaultsToFourTimesTheWorkers(t *testing.T) {
+	assert.Equal(t, 32, throng.ParallelSettings{}.ShardsPerCluster(8))
 	assert.Equal(t, 5, throng.ParallelSettings{MaxShardsPerCluster: 5}.ShardsPerCluster(8))
 }
 
