@@ -7,11 +7,19 @@ import (
 )
 
 // TestCellGridFollowsThePopulation pins the grid each chunk population
-// gets (see cellsPerSide): six actors a cell up to 4 x 4, ten for 8 x 8.
+// gets (see cellsPerSide), and that a crowded chunk's cells stay at
+// maxCellActors or under on average until the grid is at its cap.
 func TestCellGridFollowsThePopulation(t *testing.T) {
 	for n, k := range map[int]int{
-		0: 1, 23: 1, 24: 2, 95: 2, 96: 4, 400: 4, 639: 4, 640: 8, 1000: 8, 100000: 8,
+		0: 1, 23: 1, 24: 2, 95: 2, 96: 4, 299: 4, 300: 5, 400: 5, 1000: 5, 1125: 5,
+		1126: 6, 1620: 6, 1621: 7, 2000: 7, 2205: 7, 2206: 8, 100000: 8,
 	} {
 		assert.Equal(t, k, cellsPerSide(n), "cells a side for %d actors", n)
+	}
+	for n := 300; n <= maxCellsPerSide*maxCellsPerSide*maxCellActors; n++ {
+		k := cellsPerSide(n)
+		if !assert.LessOrEqual(t, n, k*k*maxCellActors, "actors a cell at %d", n) {
+			break
+		}
 	}
 }

@@ -72,23 +72,39 @@ func (f *Frame) layout(chunkSize float32) {
 // maxCellsPerSide caps the cell grid of a chunk (8 x 8).
 const maxCellsPerSide = 8
 
+// maxCellActors is about the most actors a cell of a crowded chunk gets:
+// the relay decides a cell that straddles two interest bands as a bit set
+// of at most maskActors senders, and a chunk's cells are not all equally
+// full.
+const maxCellActors = 45
+
 // cellsPerSide chooses a chunk's cell grid from its population: one cell
-// for a handful, 2 x 2 from 24 actors and 4 x 4 from 96 (six a cell), 8 x
-// 8 from 640 (ten a cell). Finer cells leave fewer pairs to the cells that
-// straddle an interest band's edge, coarser ones cost less a recipient
-// (fewer cells to visit, longer block copies); with the default tiers the
-// coarser grid wins up to about 40 actors a cell: square/400 (4 x 4, 25 a
-// cell, instead of 8 x 8) is 16% faster inline with interest and 17%
-// parallel, 17 to 29% in the other modes; square/500 7% and square/600
-// even with interest, 15% faster with the budget; at 800 the 8 x 8 grid is
-// 18% faster with interest (BenchmarkTick, n=5 to 6).
+// for a handful, 2 x 2 from 24 actors, 4 x 4 from 96, 5 x 5 from 300, and
+// from 1,126 as many a side as keep cells at maxCellActors or under (6 x 6,
+// then 7 x 7 from 1,621, 8 x 8 from 2,206 on).
+//
+// Finer cells leave fewer pairs to the cells that straddle an interest
+// band's edge; coarser ones cost less a recipient (fewer cells to visit,
+// longer block copies). With the default tiers (full rate within half a
+// chunk), square crowds, relays identical, inline modes (the steadier on
+// the development VM): 4 x 4 and 5 x 5 tie at 250 actors with interest
+// (4 x 4 is 7% faster without); at 400, 5 x 5 is 9% faster than 4 x 4
+// with interest, and 4 x 4 was 16 to 28% faster than 8 x 8 in every mode;
+// at 1,000, 5 x 5 against 8 x 8 is 5% faster with interest, 10% without
+// and 17% with the budget; at 2,000, 7 x 7 and 8 x 8 tie, while 5 x 5 (80
+// a cell, past the bit sets) is 2.5 times slower with interest.
 func cellsPerSide(n int) int {
-	k := 1
-	for k < maxCellsPerSide && (2*k)*(2*k)*6 <= n {
-		k *= 2
+	switch {
+	case n < 24:
+		return 1
+	case n < 96:
+		return 2
+	case n < 300:
+		return 4
 	}
-	if k == maxCellsPerSide && n < maxCellsPerSide*maxCellsPerSide*10 {
-		k /= 2
+	k := 5
+	for k < maxCellsPerSide && n > k*k*maxCellActors {
+		k++
 	}
 	return k
 }
