@@ -326,47 +326,86 @@ func TestEveryRecordFollowsAnAppearAndDisappearEndsThem(t *testing.T) {
 // TestRelayMatchesBruteForce compares, on random populations, the pairs the
 // server relayed in a tick with an O(N^2) reading of the rules: the
 // recipient's 3x3 stencil (by the chunks at the start of the tick), not
-// itself, the tier period of their distance, and the pair's phase.
+// itself, the tier period of their distance, and the pair's phase. The
+// sparse walks spread 80 players over six chunks (a cell or 2 x 2 cells a
+// chunk); the crowds put 400 and 1,200 in one chunk, which the relay cuts
+// into 5 x 5 and 6 x 6 cells, most of them straddling an interest band.
 func TestRelayMatchesBruteForce(t *testing.T) {
-	tiers, err := interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
-	require.NoError(t, err)
 	for seed := range uint64(6) {
 		spawns, steps := walk(100+seed, 80, 6)
-		opts := parallel(2, 8, true)
-		opts.Connection.MaxRecordsPerTick = new(0) // every due pair, however many
-		st := newStage(t, opts, spawns)
-		pos := make([][3]float32, len(spawns))
-		for i, s := range spawns {
-			pos[i] = [3]float32{s.X, s.Y, s.Z}
+		relayMatchesBruteForce(t, spawns, steps, fmt.Sprintf("walk %d", seed))
+	}
+	for _, n := range []int{400, 1200} {
+		spawns, steps := crowdWalk(uint64(n), n, 3)
+		relayMatchesBruteForce(t, spawns, steps, fmt.Sprintf("crowd of %d", n))
+	}
+}
+
+// crowdWalk is walk for n players in chunk (0, 0): small steps, so that
+// most stay in it, and now and then one too far, rejected.
+func crowdWalk(seed uint64, n, ticks int) (spawns []components.Transform, steps [][][3]float32) {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	pos := make([][3]float32, n)
+	for i := range n {
+		pos[i] = [3]float32{rng.Float32() * 4096, rng.Float32() * 4096, rng.Float32() * 50}
+		spawns = append(spawns, components.Transform{X: pos[i][0], Y: pos[i][1], Z: pos[i][2]})
+	}
+	for range ticks {
+		row := make([][3]float32, n)
+		for i := range n {
+			if rng.IntN(40) == 0 {
+				row[i] = [3]float32{pos[i][0] + 5000, pos[i][1], pos[i][2]}
+				continue
+			}
+			pos[i][0] += float32(rng.NormFloat64() * 60)
+			pos[i][1] += float32(rng.NormFloat64() * 60)
+			row[i] = pos[i]
 		}
-		changed := make([]int, len(spawns)) // tick of each actor's last accepted update
-		for k, row := range steps {
-			before := slices.Clone(pos)
-			tick := st.srv.Stats().Tick + 1
-			for i, p := range row {
-				st.move(i, p[0], p[1], p[2])
-				if math.Abs(float64(p[0]-pos[i][0])) < 4096*0.7 { // the walk's rejected steps are +5000 in x
-					pos[i] = p
-					changed[i] = int(tick)
+		steps = append(steps, row)
+	}
+	return spawns, steps
+}
+
+// relayMatchesBruteForce walks spawns through steps (see
+// TestRelayMatchesBruteForce) and checks every recipient of every tick.
+func relayMatchesBruteForce(t *testing.T, spawns []components.Transform, steps [][][3]float32, label string) {
+	t.Helper()
+	tiers, err := interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
+	require.NoError(t, err)
+	opts := parallel(2, 8, true)
+	opts.Connection.MaxRecordsPerTick = new(0) // every due pair, however many
+	st := newStage(t, opts, spawns)
+	pos := make([][3]float32, len(spawns))
+	for i, s := range spawns {
+		pos[i] = [3]float32{s.X, s.Y, s.Z}
+	}
+	changed := make([]int, len(spawns)) // tick of each actor's last accepted update
+	for k, row := range steps {
+		before := slices.Clone(pos)
+		tick := st.srv.Stats().Tick + 1
+		for i, p := range row {
+			st.move(i, p[0], p[1], p[2])
+			if math.Abs(float64(p[0]-pos[i][0])) < 4096*0.7 { // the walks' rejected steps are +5000 in x
+				pos[i] = p
+				changed[i] = int(tick)
+			}
+		}
+		require.EqualValues(t, tick, st.tick(), "%s: step %d", label, k)
+		for r := range spawns {
+			want := map[uint32]int{}
+			kr := grid.KeyOf(spawns[r].WorldOrCell, before[r][0], before[r][1], 4096)
+			for s := range spawns {
+				ks := grid.KeyOf(spawns[s].WorldOrCell, before[s][0], before[s][1], 4096)
+				if s == r || !grid.Visible(kr, ks) || changed[s] == 0 {
+					continue
+				}
+				dx, dy, dz := pos[s][0]-pos[r][0], pos[s][1]-pos[r][1], pos[s][2]-pos[r][2]
+				period := tiers.PeriodSq(dx*dx + dy*dy + dz*dz)
+				if changed[s]+int(period) > int(tick) && interest.Sends(interest.Phase(st.players[s].actor, st.players[r].actor), uint64(tick), period) {
+					want[st.players[s].actor] = 1
 				}
 			}
-			require.EqualValues(t, tick, st.tick(), "step %d", k)
-			for r := range spawns {
-				want := map[uint32]int{}
-				kr := grid.KeyOf(spawns[r].WorldOrCell, before[r][0], before[r][1], 4096)
-				for s := range spawns {
-					ks := grid.KeyOf(spawns[s].WorldOrCell, before[s][0], before[s][1], 4096)
-					if s == r || !grid.Visible(kr, ks) || changed[s] == 0 {
-						continue
-					}
-					dx, dy, dz := pos[s][0]-pos[r][0], pos[s][1]-pos[r][1], pos[s][2]-pos[r][2]
-					period := tiers.PeriodSq(dx*dx + dy*dy + dz*dz)
-					if changed[s]+int(period) > int(tick) && interest.Sends(interest.Phase(st.players[s].actor, st.players[r].actor), uint64(tick), period) {
-						want[st.players[s].actor] = 1
-					}
-				}
-				require.Equal(t, want, st.senders(r, int(tick)), "seed %d tick %d recipient %d", seed, tick, r)
-			}
+			require.Equal(t, want, st.senders(r, int(tick)), "%s: tick %d recipient %d", label, tick, r)
 		}
 	}
 }
