@@ -330,7 +330,6 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 	f := &p.frame
 	due := &f.due
 	tick := f.Tick
-	rx, ry, rz := f.x[r], f.y[r], f.z[r]
 	rhalf := interest.RecipientHalf(f.id[r])
 	slot := due.baseListSlot(spread, rhalf)
 	// Per tier period: the residue a sender's half must have modulo the
@@ -351,30 +350,45 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 		lo, hi := due.lists(first, cells[j-1], slot)
 		classes := sc.classes[i:j]
 		i = j
-		for _, a := range due.picks[lo:hi] {
-			if a == r {
-				continue
-			}
-			class := classes[f.cellIdx[a]-first]
-			tp := class.period()
-			if tp == 0 {
-				dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
-				d := dx*dx + dy*dy + dz*dz
-				if class.two() {
-					tp = class.near
-					if d >= class.edge {
-						tp = class.far
-					}
-				} else {
-					tp = p.tiers.PeriodSq(d)
-				}
-			}
-			period := tp * spread // no cap: based spreads keep their stretched periods under 256
-			if f.changed[a]+uint64(period) > tick && uint8(due.residue(f.half[a], period)) == sc.bwant[tp] {
-				w.one(a)
-			}
-		}
+		cands := due.picks[lo:hi]
+		sc.growSel(len(cands))
+		w.write(sc.sel[:p.chooseBased(sc.sel, cands, classes, first, r, spread, &sc.bwant)])
 	}
+}
+
+// chooseBased writes to sel the candidates of a run of base lists (cands,
+// from cells first, first+1, ... whose classes are classes) due to
+// recipient r at its spread, in order, and returns how many (see
+// gatherBase). Each candidate is decided without a branch: its tier
+// period is its cell class's near one, or the far one at or past the
+// class's edge (a one-band class's edge is +Inf, a missing class's 0,
+// whose periods are 0: then the tier table decides). Whether a candidate
+// is due is a coin toss the CPU cannot predict, and without a branch the
+// loads of one candidate's data do not wait for the last one's decision.
+func (p *Pipeline) chooseBased(sel, cands []int32, classes []cellClass, first, r int32, spread uint8, want *[256]uint8) int {
+	f := &p.frame
+	due := &f.due
+	tick := f.Tick
+	rx, ry, rz := f.x[r], f.y[r], f.z[r]
+	sel = sel[:len(cands)]
+	m := 0
+	for _, a := range cands {
+		class := classes[f.cellIdx[a]-first]
+		dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
+		d := dx*dx + dy*dy + dz*dz
+		tp := class.near
+		if d >= class.edge { // compiled to a conditional move
+			tp = class.far
+		}
+		tp += uint8(b2i(tp == 0)) * p.tiers.PeriodSq(d)
+		period := tp * spread // no cap: based spreads keep their stretched periods under 256
+		// The half's residue modulo period: dueLists.residue without its
+		// case of period 1 (a based spread is at least 5).
+		hi, _ := bits.Mul64(due.magic[period]*uint64(f.half[a]), uint64(period))
+		sel[m] = a
+		m += b2i(f.changed[a]+uint64(period) > tick) & b2i(uint8(hi) == want[tp]) & b2i(a != r)
+	}
+	return m
 }
 
 // picker is the current recipient, as chooseByTiers needs it: set once
