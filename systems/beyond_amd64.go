@@ -12,3 +12,11 @@ var useAVX2 = cpu.X86.HasAVX2
 //
 //go:noescape
 func beyondEdge8(xs, ys, zs *float32, n int, rx, ry, rz, edge float32) uint64
+
+// pointBands8 is pointPeriod's test for the first n boxes of b (n a
+// multiple of 8, at most 64), eight at a time with AVX2: bit i of near is
+// set when every pair with box i is in its class's near band, of far when
+// every one is in the far band. The same float32 steps as pointPeriod.
+//
+//go:noescape
+func pointBands8(b *cellBoxes, n int, rx, ry, rz float32) (near, far uint64)

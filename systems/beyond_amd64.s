@@ -38,3 +38,91 @@ done:
 	VZEROUPPER
 	MOVQ AX, ret+48(FP)
 	RET
+
+// func pointBands8(b *cellBoxes, n int, rx, ry, rz float32) (near, far uint64)
+//
+// For each of the first n (a multiple of 8) boxes, the least and greatest
+// squared distance from (rx, ry, rz) as pointPeriod computes them (per
+// axis: the box's ends minus the recipient's coordinate, the nearer end
+// or 0 inside, the farther end; then x, y and z squared and summed in that
+// order), compared with the box's edge: bit i of near is set when the
+// greatest is below the edge, of far when the least is at or past it.
+TEXT ·pointBands8(SB), NOSPLIT, $0-48
+	MOVQ b+0(FP), R11
+	MOVQ n+8(FP), R10
+	VBROADCASTSS rx+16(FP), Y0
+	VBROADCASTSS ry+20(FP), Y1
+	VBROADCASTSS rz+24(FP), Y2
+	VXORPS Y14, Y14, Y14
+	XORQ AX, AX
+	XORQ BX, BX
+	XORQ CX, CX
+
+loop:
+	CMPQ CX, R10
+	JGE  done
+	// x: boxes' minx at 0(R11), maxx at 24(R11)
+	MOVQ 0(R11), R8
+	MOVQ 24(R11), R9
+	VMOVUPS (R8)(CX*4), Y3
+	VSUBPS  Y0, Y3, Y3
+	VMOVUPS (R9)(CX*4), Y4
+	VSUBPS  Y0, Y4, Y4
+	VSUBPS  Y4, Y14, Y5
+	VSUBPS  Y3, Y14, Y6
+	VMAXPS  Y5, Y3, Y7
+	VMAXPS  Y14, Y7, Y7
+	VMAXPS  Y6, Y4, Y8
+	VMULPS  Y7, Y7, Y9
+	VMULPS  Y8, Y8, Y10
+	// y: miny at 48, maxy at 72
+	MOVQ 48(R11), R8
+	MOVQ 72(R11), R9
+	VMOVUPS (R8)(CX*4), Y3
+	VSUBPS  Y1, Y3, Y3
+	VMOVUPS (R9)(CX*4), Y4
+	VSUBPS  Y1, Y4, Y4
+	VSUBPS  Y4, Y14, Y5
+	VSUBPS  Y3, Y14, Y6
+	VMAXPS  Y5, Y3, Y7
+	VMAXPS  Y14, Y7, Y7
+	VMAXPS  Y6, Y4, Y8
+	VMULPS  Y7, Y7, Y7
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y7, Y9, Y9
+	VADDPS  Y8, Y10, Y10
+	// z: minz at 96, maxz at 120
+	MOVQ 96(R11), R8
+	MOVQ 120(R11), R9
+	VMOVUPS (R8)(CX*4), Y3
+	VSUBPS  Y2, Y3, Y3
+	VMOVUPS (R9)(CX*4), Y4
+	VSUBPS  Y2, Y4, Y4
+	VSUBPS  Y4, Y14, Y5
+	VSUBPS  Y3, Y14, Y6
+	VMAXPS  Y5, Y3, Y7
+	VMAXPS  Y14, Y7, Y7
+	VMAXPS  Y6, Y4, Y8
+	VMULPS  Y7, Y7, Y7
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y7, Y9, Y9
+	VADDPS  Y8, Y10, Y10
+	// edge at 144
+	MOVQ 144(R11), R8
+	VMOVUPS (R8)(CX*4), Y11
+	VCMPPS  $0x01, Y11, Y10, Y12
+	VCMPPS  $0x0D, Y11, Y9, Y13
+	VMOVMSKPS Y12, R8
+	SHLQ    CX, R8
+	ORQ     R8, AX
+	VMOVMSKPS Y13, R9
+	SHLQ    CX, R9
+	ORQ     R9, BX
+	ADDQ    $8, CX
+	JMP     loop
+
+done:
+	VZEROUPPER
+	MOVQ AX, near+32(FP)
+	MOVQ BX, far+40(FP)
+	RET

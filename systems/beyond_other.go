@@ -7,3 +7,7 @@ const useAVX2 = false
 func beyondEdge8(xs, ys, zs *float32, n int, rx, ry, rz, edge float32) uint64 {
 	panic("systems: beyondEdge8 without AVX2")
 }
+
+func pointBands8(b *cellBoxes, n int, rx, ry, rz float32) (near, far uint64) {
+	panic("systems: pointBands8 without AVX2")
+}

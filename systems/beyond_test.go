@@ -64,3 +64,53 @@ func BenchmarkBeyondEdge(b *testing.B) {
 		b.Log(bits) // keeps the calls
 	}
 }
+
+// TestPointBandsDecideLikePointPeriod: pointBands8 (AVX2) puts every box
+// in the band pointPeriod does, for random boxes around and away from the
+// recipient, half of them with the edge at one of the box's exact bounds,
+// where a different rounding would show.
+func TestPointBandsDecideLikePointPeriod(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2: pointPeriod decides every box")
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	var b cellBoxes
+	for it := range 20000 {
+		n := 1 + r.IntN(maskActors)
+		cells := make([]int32, n)
+		classes := make([]cellClass, n)
+		f := &Frame{cells: make([]cell, n)}
+		rx, ry, rz := r.Float32()*4096, r.Float32()*4096, r.Float32()*100
+		for i := range n {
+			c := &f.cells[i]
+			for k := range 3 {
+				a, z := r.Float32()*8192-2048, r.Float32()*1024
+				c.min[k], c.max[k] = a, a+z
+			}
+			cells[i] = int32(i)
+			classes[i] = cellClass{near: 1, far: 2, edge: float32(2048 * 2048)}
+			if r.IntN(2) == 0 { // the edge at the box's own nearest or farthest bound
+				nx, fx := axisSpan(c.min[0]-rx, c.max[0]-rx)
+				ny, fy := axisSpan(c.min[1]-ry, c.max[1]-ry)
+				nz, fz := axisSpan(c.min[2]-rz, c.max[2]-rz)
+				classes[i].edge = nx*nx + ny*ny + nz*nz
+				if r.IntN(2) == 0 {
+					classes[i].edge = fx*fx + fy*fy + fz*fz
+				}
+			}
+		}
+		b.fill(f, cells, classes)
+		near, far := pointBands8(&b, b.n, rx, ry, rz)
+		for i := range n {
+			want := pointPeriod(rx, ry, rz, &f.cells[i], classes[i])
+			got := uint8(0)
+			switch {
+			case near>>i&1 != 0:
+				got = classes[i].near
+			case far>>i&1 != 0:
+				got = classes[i].far
+			}
+			require.Equal(t, want, got, "case %d, box %d of %d", it, i, n)
+		}
+	}
+}

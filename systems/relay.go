@@ -130,6 +130,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	if rc := f.cellIdx[r]; sc.cell != rc {
 		sc.classes = p.classify(rc, cells, level, sc.classes)
 		sc.runs = uniformRuns(cells, sc.classes, sc.runs)
+		sc.boxes.n = -1 // filled when a recipient first needs them
 		sc.cell = rc
 	}
 	due := &f.due
@@ -187,6 +188,10 @@ func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed
 	// one by one, which the lists leave to few cells if any: computed on
 	// the first.
 	wanted := false
+	// Which two-band cells are in one band seen from the recipient itself
+	// (see pointPeriod), by stencil position: computed on the first.
+	pointed := false
+	var nearBits, farBits uint64
 	// Lists of one slot for consecutive cells lie back to back (see
 	// dueLists.build): runLo..runHi is the block of due lists not yet
 	// written, extended while the next list continues it.
@@ -219,7 +224,26 @@ func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed
 			}
 			// Seen from the recipient itself rather than from its whole
 			// cell, about half of the two-band blocks are in one band.
-			period = pointPeriod(rx, ry, rz, &f.cells[ci], class)
+			// With AVX2 the first maskActors stencil positions are
+			// checked at once, on the first such block (pointBands8: the
+			// same bounds as pointPeriod, eight boxes an instruction).
+			if !pointed && useAVX2 {
+				if sc.boxes.n < 0 {
+					sc.boxes.fill(f, cells, sc.classes)
+				}
+				nearBits, farBits = pointBands8(&sc.boxes, sc.boxes.n, rx, ry, rz)
+				pointed = true
+			}
+			if useAVX2 && i < sc.boxes.n {
+				switch {
+				case nearBits>>i&1 != 0:
+					period = class.near
+				case farBits>>i&1 != 0:
+					period = class.far
+				}
+			} else {
+				period = pointPeriod(rx, ry, rz, &f.cells[ci], class)
+			}
 		}
 		if period > 0 && listed { // one band, out of the throttle's reach (see classify)
 			// The cells of a run in one band have their lists back to
@@ -526,12 +550,44 @@ func (sc *relayScratch) growSel(n int) {
 	}
 }
 
+// cellBoxes is the boxes of a recipient cell's stencil positions, axis by
+// axis, with their classes' edges: what pointBands8 reads, eight positions
+// an instruction. n is the positions it covers, a multiple of 8 and at
+// most maskActors (the rest are padding); later positions use pointPeriod.
+type cellBoxes struct {
+	minx, maxx, miny, maxy, minz, maxz, edge []float32
+	n                                        int
+}
+
+// fill takes the boxes and edges of the first maskActors positions of
+// cells, whose classes are classes.
+func (b *cellBoxes) fill(f *Frame, cells []int32, classes []cellClass) {
+	b.n = 0
+	if !useAVX2 {
+		return
+	}
+	n := min(len(cells), maskActors)
+	b.n = (n + 7) &^ 7
+	for _, s := range []*[]float32{&b.minx, &b.maxx, &b.miny, &b.maxy, &b.minz, &b.maxz, &b.edge} {
+		*s = resizeSlice(*s, b.n)
+		clear((*s)[n:])
+	}
+	for i, ci := range cells[:n] {
+		c := &f.cells[ci]
+		b.minx[i], b.maxx[i] = c.min[0], c.max[0]
+		b.miny[i], b.maxy[i] = c.min[1], c.max[1]
+		b.minz[i], b.maxz[i] = c.min[2], c.max[2]
+		b.edge[i] = classes[i].edge
+	}
+}
+
 // relayScratch is one Relay unit's memory of the cell classes of the
 // recipient cell it last saw; recipients of one cell are consecutive, so
 // each cell is classified once per unit.
 type relayScratch struct {
 	cell    int32
 	classes []cellClass
+	boxes   cellBoxes  // the classes' boxes and edges, for pointBands8
 	sel     []int32    // senders chosen in one cell
 	pick    picker     // the current recipient, for choosing in two-band cells
 	rslot   [256]int32 // per tier period: the due list slot of the current recipient
