@@ -434,6 +434,15 @@ type picker struct {
 // (BenchmarkBeyondEdge), square/400 with interest 5% faster inline and 10%
 // in parallel, square/1000 15% (40 senders a cell).
 func beyondEdge(xs, ys, zs []float32, rx, ry, rz, edge float32) uint64 {
+	if n := len(xs); useAVX2 && n > 0 {
+		// Whole groups of eight, reading past the last sender into the
+		// slices' capacity (the frame's other actors, or spare room, which
+		// nothing writes during the relay) where there is room, and
+		// dropping those bits: no sender one by one (square/400 -6%).
+		if up := (n + 7) &^ 7; cap(xs) >= up && cap(ys) >= up && cap(zs) >= up {
+			return beyondEdge8(&xs[0], &ys[0], &zs[0], up, rx, ry, rz, edge) & (^uint64(0) >> (64 - n))
+		}
+	}
 	ys, zs = ys[:len(xs)], zs[:len(xs)]
 	var bits uint64
 	i := 0
