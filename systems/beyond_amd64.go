@@ -20,3 +20,11 @@ func beyondEdge8(xs, ys, zs *float32, n int, rx, ry, rz, edge float32) uint64
 //
 //go:noescape
 func pointBands8(b *cellBoxes, n int, rx, ry, rz float32) (near, far uint64)
+
+// copyRecords writes the records of senders lo+i for the k lowest set bits
+// i of set, ascending, from dst on, with one 32-byte move each (see
+// batchOut.writeSet for the room it needs past both ends), and returns set
+// without those bits.
+//
+//go:noescape
+func copyRecords(dst, recs *byte, set uint64, lo, k int) uint64

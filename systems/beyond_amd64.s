@@ -126,3 +126,36 @@ done:
 	MOVQ AX, near+32(FP)
 	MOVQ BX, far+40(FP)
 	RET
+
+// func copyRecords(dst, recs *byte, set uint64, lo, k int) uint64
+//
+// Copies the records (net.RecordSize bytes, 20) of senders lo+i for the k
+// lowest set bits i of set, ascending, back to back from dst, one 32-byte
+// move each: 12 bytes past each record are written (and overwritten by
+// the next), and read past each source record. Returns set without those k
+// bits. k must be at most the bits set.
+TEXT ·copyRecords(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ recs+8(FP), SI
+	MOVQ set+16(FP), AX
+	MOVQ lo+24(FP), R8
+	MOVQ k+32(FP), CX
+	TESTQ CX, CX
+	JZ   copied
+
+next:
+	BSFQ AX, DX
+	ADDQ R8, DX
+	LEAQ (DX)(DX*4), DX
+	VMOVDQU (SI)(DX*4), Y0
+	VMOVDQU Y0, (DI)
+	ADDQ $20, DI
+	LEAQ -1(AX), R9
+	ANDQ R9, AX
+	DECQ CX
+	JNZ  next
+	VZEROUPPER
+
+copied:
+	MOVQ AX, ret+40(FP)
+	RET

@@ -11,3 +11,7 @@ func beyondEdge8(xs, ys, zs *float32, n int, rx, ry, rz, edge float32) uint64 {
 func pointBands8(b *cellBoxes, n int, rx, ry, rz float32) (near, far uint64) {
 	panic("systems: pointBands8 without AVX2")
 }
+
+func copyRecords(dst, recs *byte, set uint64, lo, k int) uint64 {
+	panic("systems: copyRecords without AVX2")
+}
