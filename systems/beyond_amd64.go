@@ -28,3 +28,8 @@ func pointBands8(b *cellBoxes, n int, rx, ry, rz float32) (near, far uint64)
 //
 //go:noescape
 func copyRecords(dst, recs *byte, set uint64, lo, k int) uint64
+
+// copyRecordsAt is copyRecords for the senders sel[0], ..., sel[k-1].
+//
+//go:noescape
+func copyRecordsAt(dst, recs *byte, sel *int32, k int)

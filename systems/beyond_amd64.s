@@ -159,3 +159,28 @@ next:
 copied:
 	MOVQ AX, ret+40(FP)
 	RET
+
+// func copyRecordsAt(dst, recs *byte, sel *int32, k int)
+//
+// copyRecords for the senders sel[0], ..., sel[k-1].
+TEXT ·copyRecordsAt(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ recs+8(FP), SI
+	MOVQ sel+16(FP), BX
+	MOVQ k+24(FP), CX
+	TESTQ CX, CX
+	JZ   done
+
+next:
+	MOVLQSX (BX), DX
+	LEAQ (DX)(DX*4), DX
+	VMOVDQU (SI)(DX*4), Y0
+	VMOVDQU Y0, (DI)
+	ADDQ $20, DI
+	ADDQ $4, BX
+	DECQ CX
+	JNZ  next
+	VZEROUPPER
+
+done:
+	RET

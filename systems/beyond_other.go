@@ -15,3 +15,7 @@ func pointBands8(b *cellBoxes, n int, rx, ry, rz float32) (near, far uint64) {
 func copyRecords(dst, recs *byte, set uint64, lo, k int) uint64 {
 	panic("systems: copyRecords without AVX2")
 }
+
+func copyRecordsAt(dst, recs *byte, sel *int32, k int) {
+	panic("systems: copyRecordsAt without AVX2")
+}

@@ -843,7 +843,8 @@ func (w *batchOut) open() {
 	w.left = net.MaxRecordsPerBatch
 }
 
-// write appends the records of the chosen senders.
+// write appends the records of the chosen senders (with AVX2 as
+// writeSet does).
 func (w *batchOut) write(sel []int32) {
 	for len(sel) > 0 {
 		if w.left == 0 {
@@ -852,6 +853,15 @@ func (w *batchOut) write(sel []int32) {
 		k := min(len(sel), w.left)
 		n := w.n
 		buf, recs := w.buf, w.records
+		if useAVX2 && cap(buf) >= n+k*net.RecordSize+recordOverrun && cap(recs) >= len(recs)+recordOverrun {
+			copyRecordsAt(&buf[n], &recs[0], &sel[0], k)
+			n += k * net.RecordSize
+			sel = sel[k:]
+			w.n = n
+			w.left -= k
+			w.count += int32(k)
+			continue
+		}
 		for _, a := range sel[:k] {
 			o := int(a) * net.RecordSize
 			copyRecord(buf[n:n+net.RecordSize], recs[o:o+net.RecordSize])
