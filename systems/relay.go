@@ -386,7 +386,8 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 // gatherBase). Each candidate is decided without a branch: its tier
 // period is its cell class's near one, or the far one at or past the
 // class's edge (a one-band class's edge is +Inf, a missing class's 0,
-// whose periods are 0: then the tier table decides). Whether a candidate
+// whose periods are 0: then the tier table decides, behind the one
+// branch, which such cells, rare among crowds, leave predictable). Whether a candidate
 // is due is a coin toss the CPU cannot predict, and without a branch the
 // loads of one candidate's data do not wait for the last one's decision.
 func (p *Pipeline) chooseBased(sel, cands []int32, classes []cellClass, first, r int32, spread uint8, want *[256]uint8) int {
@@ -404,7 +405,9 @@ func (p *Pipeline) chooseBased(sel, cands []int32, classes []cellClass, first, r
 		if d >= class.edge { // compiled to a conditional move
 			tp = class.far
 		}
-		tp += uint8(b2i(tp == 0)) * p.tiers.PeriodSq(d)
+		if tp == 0 { // a cell without a class (a few senders): rare, so the branch is predicted
+			tp = p.tiers.PeriodSq(d)
+		}
 		period := tp * spread // no cap: based spreads keep their stretched periods under 256
 		// The half's residue modulo period: dueLists.residue without its
 		// case of period 1 (a based spread is at least 5).
