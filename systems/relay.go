@@ -383,13 +383,14 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 // chooseBased writes to sel the candidates of a run of base lists (cands,
 // from cells first, first+1, ... whose classes are classes) due to
 // recipient r at its spread, in order, and returns how many (see
-// gatherBase). Each candidate is decided without a branch: its tier
-// period is its cell class's near one, or the far one at or past the
-// class's edge (a one-band class's edge is +Inf, a missing class's 0,
-// whose periods are 0: then the tier table decides, behind the one
-// branch, which such cells, rare among crowds, leave predictable). Whether a candidate
-// is due is a coin toss the CPU cannot predict, and without a branch the
-// loads of one candidate's data do not wait for the last one's decision.
+// gatherBase). Each candidate is decided without a branch the CPU could
+// mispredict: its tier period is its cell class's near one, or the far
+// one at or past the class's edge (a one-band class's edge is +Inf, a
+// missing class's 0, whose periods are 0: then the tier table decides,
+// behind the one branch, which such cells, rare in a crowd, leave
+// predicted). Whether a candidate is due is a coin toss, and without a
+// branch the loads of one candidate's data do not wait for the last
+// one's decision.
 func (p *Pipeline) chooseBased(sel, cands []int32, classes []cellClass, first, r int32, spread uint8, want *[256]uint8) int {
 	f := &p.frame
 	due := &f.due
@@ -401,10 +402,8 @@ func (p *Pipeline) chooseBased(sel, cands []int32, classes []cellClass, first, r
 		class := classes[f.cellIdx[a]-first]
 		dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
 		d := dx*dx + dy*dy + dz*dz
-		tp := class.near
-		if d >= class.edge { // compiled to a conditional move
-			tp = class.far
-		}
+		beyond := uint8(b2i(d >= class.edge)) // a flag, not a branch
+		tp := class.near ^ (class.near^class.far)&-beyond
 		if tp == 0 { // a cell without a class (a few senders): rare, so the branch is predicted
 			tp = p.tiers.PeriodSq(d)
 		}
