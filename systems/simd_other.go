@@ -1,7 +1,8 @@
-//go:build !amd64
+//go:build !amd64 || purego
 
 package systems
 
+// useAVX2 is false: the relay's Go loops do the work (see simd_amd64.go).
 const useAVX2 = false
 
 func beyondEdge8(xs, ys, zs *float32, n int, rx, ry, rz, edge float32) uint64 {

@@ -1,3 +1,5 @@
+//go:build amd64 && !purego
+
 #include "textflag.h"
 
 // func beyondEdge8(xs, ys, zs *float32, n int, rx, ry, rz, edge float32) uint64

@@ -1,8 +1,13 @@
+//go:build amd64 && !purego
+
 package systems
 
 import "golang.org/x/sys/cpu"
 
-// useAVX2 says beyondEdge may decide eight senders an instruction.
+// useAVX2 says the relay may use its AVX2 routines (simd_amd64.s): the
+// band-edge and point checks eight at a time, records copied one 32-byte
+// move each. Each has a Go loop beside it, which other CPUs and
+// architectures run, and builds with the purego tag.
 var useAVX2 = cpu.X86.HasAVX2
 
 // beyondEdge8 is beyondEdge on the first n senders, n a multiple of 8 (at
