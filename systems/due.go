@@ -210,6 +210,11 @@ func (d *dueLists) residue(x uint32, p uint8) uint32 {
 	if p == 1 {
 		return 0
 	}
+	return d.residueAbove1(x, p)
+}
+
+// residueAbove1 is residue for a period p of at least 2, without a branch.
+func (d *dueLists) residueAbove1(x uint32, p uint8) uint32 {
 	hi, _ := bits.Mul64(d.magic[p]*uint64(x), uint64(p))
 	return uint32(hi)
 }

@@ -407,12 +407,10 @@ func (p *Pipeline) chooseBased(sel, cands []int32, classes []cellClass, first, r
 		if tp == 0 { // a cell without a class (a few senders): rare, so the branch is predicted
 			tp = p.tiers.PeriodSq(d)
 		}
-		period := tp * spread // no cap: based spreads keep their stretched periods under 256
-		// The half's residue modulo period: dueLists.residue without its
-		// case of period 1 (a based spread is at least 5).
-		hi, _ := bits.Mul64(due.magic[period]*uint64(f.half[a]), uint64(period))
+		period := tp * spread                       // no cap: based spreads keep their stretched periods under 256
+		res := due.residueAbove1(f.half[a], period) // a based spread is at least 5
 		sel[m] = a
-		m += b2i(f.changed[a]+uint64(period) > tick) & b2i(uint8(hi) == want[tp]) & b2i(a != r)
+		m += b2i(f.changed[a]+uint64(period) > tick) & b2i(uint8(res) == want[tp]) & b2i(a != r)
 	}
 	return m
 }
@@ -432,9 +430,9 @@ type picker struct {
 // beyondEdge returns the bit set of the senders (at most maskActors, bit i
 // for the i-th) at a squared distance of at least edge from (rx, ry, rz).
 // Where the CPU has AVX2, eight senders an instruction (beyondEdge8, the
-// same float32 steps): 5.8 ns for a cell of 16 against 15 one by one
-// (BenchmarkBeyondEdge), square/400 with interest 5% faster inline and 10%
-// in parallel, square/1000 15% (40 senders a cell).
+// same float32 steps): a cell of 16 in 5.8 ns against 21 one by one
+// (BenchmarkBeyondEdge, and with -tags purego), square/400 with interest
+// 5% faster inline and 10% in parallel, square/1000 15% (40 a cell).
 func beyondEdge(xs, ys, zs []float32, rx, ry, rz, edge float32) uint64 {
 	if n := len(xs); useAVX2 && n > 0 {
 		// Whole groups of eight, reading past the last sender into the
@@ -573,10 +571,6 @@ type cellBoxes struct {
 // fill takes the boxes and edges of the first maskActors positions of
 // cells, whose classes are classes.
 func (b *cellBoxes) fill(f *Frame, cells []int32, classes []cellClass) {
-	b.n = 0
-	if !useAVX2 {
-		return
-	}
 	n := min(len(cells), maskActors)
 	b.n = (n + 7) &^ 7
 	for _, s := range []*[]float32{&b.minx, &b.maxx, &b.miny, &b.maxy, &b.minz, &b.maxz, &b.edge} {
@@ -845,33 +839,25 @@ func (w *batchOut) open() {
 	w.left = net.MaxRecordsPerBatch
 }
 
-// write appends the records of the chosen senders (with AVX2 as
-// writeSet does).
+// write appends the records of the chosen senders (with AVX2 one 32-byte
+// move a record where there is room: roomFor32).
 func (w *batchOut) write(sel []int32) {
 	for len(sel) > 0 {
 		if w.left == 0 {
 			w.open()
 		}
 		k := min(len(sel), w.left)
-		n := w.n
-		buf, recs := w.buf, w.records
-		if useAVX2 && cap(buf) >= n+k*net.RecordSize+recordOverrun && cap(recs) >= len(recs)+recordOverrun {
-			copyRecordsAt(&buf[n], &recs[0], &sel[0], k)
-			n += k * net.RecordSize
-			sel = sel[k:]
-			w.n = n
-			w.left -= k
-			w.count += int32(k)
-			continue
+		if w.roomFor32(k) {
+			copyRecordsAt(&w.buf[w.n], &w.records[0], &sel[0], k)
+		} else {
+			n, buf, recs := w.n, w.buf, w.records
+			for _, a := range sel[:k] {
+				o := int(a) * net.RecordSize
+				copyRecord(buf[n:n+net.RecordSize], recs[o:o+net.RecordSize])
+				n += net.RecordSize
+			}
 		}
-		for _, a := range sel[:k] {
-			o := int(a) * net.RecordSize
-			copyRecord(buf[n:n+net.RecordSize], recs[o:o+net.RecordSize])
-			n += net.RecordSize
-		}
-		w.n = n
-		w.left -= k
-		w.count += int32(k)
+		w.wrote(k)
 		sel = sel[k:]
 	}
 }
@@ -879,32 +865,41 @@ func (w *batchOut) write(sel []int32) {
 // recordOverrun is how far past a record copyRecords reads and writes.
 const recordOverrun = 32 - net.RecordSize
 
+// roomFor32 reports whether the next k records may be copied with one
+// 32-byte move each (copyRecords, copyRecordsAt): the CPU has AVX2, and
+// the batch and the records have room for the moves' overrun.
+func (w *batchOut) roomFor32(k int) bool {
+	return useAVX2 && cap(w.buf) >= w.n+k*net.RecordSize+recordOverrun && cap(w.records) >= len(w.records)+recordOverrun
+}
+
+// wrote counts k records just written at w.n.
+func (w *batchOut) wrote(k int) {
+	w.n += k * net.RecordSize
+	w.left -= k
+	w.count += int32(k)
+}
+
 // writeSet appends the records of senders lo+i for the set bits i of set,
-// ascending: with AVX2 one 32-byte move a record (copyRecords), where the
-// batch and the records have room for its overrun.
+// ascending: with AVX2 one 32-byte move a record where there is room
+// (roomFor32).
 func (w *batchOut) writeSet(set uint64, lo int32) {
 	for set != 0 {
 		if w.left == 0 {
 			w.open()
 		}
-		n, buf, recs := w.n, w.buf, w.records
-		if k := min(bits.OnesCount64(set), w.left); useAVX2 && cap(buf) >= n+k*net.RecordSize+recordOverrun && cap(recs) >= len(recs)+recordOverrun {
-			set = copyRecords(&buf[n], &recs[0], set, int(lo), k)
-			w.n = n + k*net.RecordSize
-			w.left -= k
-			w.count += int32(k)
-			continue
+		k := min(bits.OnesCount64(set), w.left)
+		if w.roomFor32(k) {
+			set = copyRecords(&w.buf[w.n], &w.records[0], set, int(lo), k)
+		} else {
+			n, buf, recs := w.n, w.buf, w.records
+			for range k {
+				o := (int(lo) + bits.TrailingZeros64(set)) * net.RecordSize
+				copyRecord(buf[n:n+net.RecordSize], recs[o:o+net.RecordSize])
+				n += net.RecordSize
+				set &= set - 1
+			}
 		}
-		k := 0
-		for ; set != 0 && k < w.left; set &= set - 1 {
-			o := (int(lo) + bits.TrailingZeros64(set)) * net.RecordSize
-			copyRecord(buf[n:n+net.RecordSize], recs[o:o+net.RecordSize])
-			n += net.RecordSize
-			k++
-		}
-		w.n = n
-		w.left -= k
-		w.count += int32(k)
+		w.wrote(k)
 	}
 }
 

@@ -41,6 +41,28 @@ done:
 	MOVQ AX, ret+48(FP)
 	RET
 
+// BAND_AXIS adds to Y9 and Y10 the squares of the least and the greatest
+// distance along one axis from the recipient's coordinate R (broadcast)
+// to the boxes' ends at minoff and maxoff in cellBoxes: lo and hi, the
+// ends minus the coordinate; the least is max(lo, -hi, 0), the greatest
+// max(hi, -lo). Y14 is zero; Y3 to Y8 and R8, R9 are scratch.
+#define BAND_AXIS(minoff, maxoff, R) \
+	MOVQ minoff(R11), R8; \
+	MOVQ maxoff(R11), R9; \
+	VMOVUPS (R8)(CX*4), Y3; \
+	VSUBPS  R, Y3, Y3; \
+	VMOVUPS (R9)(CX*4), Y4; \
+	VSUBPS  R, Y4, Y4; \
+	VSUBPS  Y4, Y14, Y5; \
+	VSUBPS  Y3, Y14, Y6; \
+	VMAXPS  Y5, Y3, Y7; \
+	VMAXPS  Y14, Y7, Y7; \
+	VMAXPS  Y6, Y4, Y8; \
+	VMULPS  Y7, Y7, Y7; \
+	VMULPS  Y8, Y8, Y8; \
+	VADDPS  Y7, Y9, Y9; \
+	VADDPS  Y8, Y10, Y10
+
 // func pointBands8(b *cellBoxes, n int, rx, ry, rz float32) (near, far uint64)
 //
 // For each of the first n (a multiple of 8) boxes, the least and greatest
@@ -63,53 +85,14 @@ TEXT ·pointBands8(SB), NOSPLIT, $0-48
 loop:
 	CMPQ CX, R10
 	JGE  done
-	// x: boxes' minx at 0(R11), maxx at 24(R11)
-	MOVQ 0(R11), R8
-	MOVQ 24(R11), R9
-	VMOVUPS (R8)(CX*4), Y3
-	VSUBPS  Y0, Y3, Y3
-	VMOVUPS (R9)(CX*4), Y4
-	VSUBPS  Y0, Y4, Y4
-	VSUBPS  Y4, Y14, Y5
-	VSUBPS  Y3, Y14, Y6
-	VMAXPS  Y5, Y3, Y7
-	VMAXPS  Y14, Y7, Y7
-	VMAXPS  Y6, Y4, Y8
-	VMULPS  Y7, Y7, Y9
-	VMULPS  Y8, Y8, Y10
-	// y: miny at 48, maxy at 72
-	MOVQ 48(R11), R8
-	MOVQ 72(R11), R9
-	VMOVUPS (R8)(CX*4), Y3
-	VSUBPS  Y1, Y3, Y3
-	VMOVUPS (R9)(CX*4), Y4
-	VSUBPS  Y1, Y4, Y4
-	VSUBPS  Y4, Y14, Y5
-	VSUBPS  Y3, Y14, Y6
-	VMAXPS  Y5, Y3, Y7
-	VMAXPS  Y14, Y7, Y7
-	VMAXPS  Y6, Y4, Y8
-	VMULPS  Y7, Y7, Y7
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y7, Y9, Y9
-	VADDPS  Y8, Y10, Y10
-	// z: minz at 96, maxz at 120
-	MOVQ 96(R11), R8
-	MOVQ 120(R11), R9
-	VMOVUPS (R8)(CX*4), Y3
-	VSUBPS  Y2, Y3, Y3
-	VMOVUPS (R9)(CX*4), Y4
-	VSUBPS  Y2, Y4, Y4
-	VSUBPS  Y4, Y14, Y5
-	VSUBPS  Y3, Y14, Y6
-	VMAXPS  Y5, Y3, Y7
-	VMAXPS  Y14, Y7, Y7
-	VMAXPS  Y6, Y4, Y8
-	VMULPS  Y7, Y7, Y7
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y7, Y9, Y9
-	VADDPS  Y8, Y10, Y10
-	// edge at 144
+	// The squares summed x, then y, then z, from +0: as pointPeriod adds
+	// them (+0 plus a square is the square). cellBoxes: minx at 0, maxx
+	// at 24, miny 48, maxy 72, minz 96, maxz 120, edge 144.
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	BAND_AXIS(0, 24, Y0)
+	BAND_AXIS(48, 72, Y1)
+	BAND_AXIS(96, 120, Y2)
 	MOVQ 144(R11), R8
 	VMOVUPS (R8)(CX*4), Y11
 	VCMPPS  $0x01, Y11, Y10, Y12
