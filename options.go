@@ -356,8 +356,9 @@ func (p ParallelSettings) WakeAhead() time.Duration {
 // ShardsPerCluster returns the most shards one cluster may be cut into when
 // workers workers run: MaxShardsPerCluster when set, else 4 * workers.
 //
-// The pool hands shards out longest first to whichever goroutine is free,
-// so a tick ends when the last shard does: with two shards a worker, one
+// Each goroutine of the pool runs its home block of shards, then takes the
+// cheapest shards left in the others', so a tick ends when the last shard
+// does: with two shards a worker (and, then, a shared queue), one
 // core a third slower than the other (a cloud VM's noisy neighbour, an
 // efficiency core) left the fast one idle for most of a shard's length at
 // the end of the relay. Four a worker bound that tail to a quarter of a

@@ -8,10 +8,14 @@
 // # The pool
 //
 // A [Pool] is persistent worker goroutines plus the goroutine that calls
-// [Pool.Run], which works too. A Run hands out the units of a [Job] from a
-// shared cursor, most expensive first: each [Unit] carries a Key and a
-// predicted Cost, and the measured time of every keyed unit feeds an EWMA
-// that ranks it on the next Run. Run returns only when every unit has
+// [Pool.Run], which works too. A Run cuts the units of a [Job] into one home
+// block per goroutine taking part: consecutive units of about equal
+// predicted cost, each block run most expensive first, and a goroutine done
+// with its own block takes the cheapest units left in the fullest other
+// one. Each [Unit] carries a Key and a predicted Cost, and the measured
+// time of every keyed unit feeds an EWMA that ranks and places it on the
+// next Run, so a unit runs on the same goroutine Run after Run and what it
+// writes stays in one core's cache. Run returns only when every unit has
 // finished and every worker has left the batch, so no straggler can claim a
 // unit of the next one. It reports [RunStats]: summed unit time, wall time,
 // units run by workers (pooled) and by the caller, and the speedup. Small

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -95,9 +96,10 @@ func (p *UnitPanic) Unwrap() error {
 }
 
 // Pool is a fork/join pool: persistent worker goroutines plus the goroutine
-// that calls Run, which works too. Workers hand out the units of a Run from a
-// shared cursor, most expensive first, and Run returns only when every unit
-// has finished and every worker has left the batch.
+// that calls Run, which works too. Each goroutine of a Run has a home block
+// of the units, most expensive first, and steals from the others' once its
+// own is done; Run returns only when every unit has finished and every
+// worker has left the batch.
 //
 // One goroutine at a time may call Run; a second concurrent (or nested, from
 // inside a unit) Run panics. Close releases the workers. The zero Pool is not
@@ -115,9 +117,10 @@ type Pool struct {
 	// until every woken worker has left: that wait is what keeps a straggler
 	// of this batch from claiming units of the next one.
 	job       Job
-	batch     []int32 // dispatch order of the pooled units
+	batch     []int32 // the pooled units, home block by home block (see home)
 	took      []int64 // measured ns per unit index
-	cursor    atomic.Int64
+	blocks    []homeBlock
+	parts     int          // goroutines this batch is cut for: blocks[:parts]
 	remaining atomic.Int64 // pooled units not yet finished
 	drainers  atomic.Int32 // woken workers not yet out of the drain loop
 	finished  chan struct{}
@@ -134,6 +137,7 @@ type Pool struct {
 	costs  costModel
 	order  []int32
 	ranked []uint64 // rankKey of each unit
+	keys   []uint64 // home's scratch
 
 	// Test hooks: drainDelay sleeps a worker at the end of each drain loop
 	// iteration; skipDrainerWait removes the wait for drainers, which is
@@ -144,7 +148,7 @@ type Pool struct {
 
 // A worker's state: idle; called (a batch is published for it and it is
 // counted in drainers, but it has not started); draining. Run revokes a call
-// the worker has not taken up (called -> idle) once the cursor is spent.
+// the worker has not taken up (called -> idle) once every unit is claimed.
 const (
 	idle int32 = iota
 	called
@@ -162,7 +166,36 @@ type worker struct {
 	parks, woken atomic.Int64
 	ran          int
 	busy         int64
+	home         int      // its block of each batch: crew index + 1 (the caller's is 0)
 	_            [64]byte // keep workers' counters off each other's cache lines
+}
+
+// homeBlock is the part of a batch one goroutine takes first: batch[front:
+// back] are its units not yet claimed. Its owner claims at the front, the
+// costliest first; a goroutine whose own block is empty claims at the back,
+// the cheapest. Both ends are one word, so a claim is one compare-and-swap.
+type homeBlock struct {
+	ends atomic.Uint64 // front in the low 32 bits, back in the high 32
+	_    [56]byte      // one block a cache line: owners claim without sharing
+}
+
+// claim takes the unit at the front of b, or at its back, and returns its
+// batch position; false when b is empty.
+func (b *homeBlock) claim(back bool) (int, bool) {
+	for {
+		v := b.ends.Load()
+		front, end := uint32(v), uint32(v>>32)
+		if front >= end {
+			return 0, false
+		}
+		next, at := v+1, front // front+1: the low word cannot carry, front < end
+		if back {
+			next, at = v-1<<32, end-1
+		}
+		if b.ends.CompareAndSwap(v, next) {
+			return int(at), true
+		}
+	}
 }
 
 // NewPool returns a pool of the given size, the calling goroutine included:
@@ -224,8 +257,14 @@ func (p *Pool) Close() {
 }
 
 // Run calls job.RunUnit(i) exactly once for every i in [0, len(units)),
-// spread over the pool, and returns when all have finished. Units are handed
-// out longest first, by their learned or given cost; ties keep index order.
+// spread over the pool, and returns when all have finished. Each goroutine
+// taking part (the caller and the workers called) has a home block: a run
+// of consecutive unit indices of about an equal share of the predicted cost,
+// which it runs longest first, by learned or given cost (ties in index
+// order); one whose block is done takes the cheapest left of the fullest
+// other block. Unit i thus runs on the same goroutine Run after Run while
+// the costs hold, and what it writes (its rows, its clients' send queues)
+// stays in one core's cache instead of crossing to another's each tick.
 // Each unit's measured time feeds the cost of its Key for later Runs.
 //
 // A panicking unit does not stop the others: once all have run, Run panics
@@ -265,9 +304,8 @@ func (p *Pool) run(job Job, units []Unit) (RunStats, *UnitPanic) {
 	p.lastCalled = helpers
 
 	p.job = job
-	p.batch = order[:pooled]
+	p.batch = p.home(order[:pooled], helpers+1)
 	p.took = slices.Grow(p.took[:0], len(units))[:len(units)]
-	p.cursor.Store(0)
 	p.remaining.Store(int64(pooled))
 	p.drainers.Store(int32(helpers))
 	for _, w := range p.crew[:helpers] {
@@ -291,7 +329,7 @@ func (p *Pool) run(job Job, units []Unit) (RunStats, *UnitPanic) {
 	}
 	callerLast := p.drain(job, p.batch, p.took, &me, false)
 
-	// The cursor is spent. Workers that have not started yet are told not
+	// Every unit is claimed. Workers that have not started yet are told not
 	// to: they will never touch this batch, so there is no need to wait for
 	// them to wake. Those that have started are waited for until they have
 	// left the drain loop, not only until the last unit is done: a worker
@@ -381,7 +419,7 @@ func runInline(job Job, n int) (RunStats, *UnitPanic) {
 // ensureCrew starts worker goroutines until there are at least n.
 func (p *Pool) ensureCrew(n int) {
 	for len(p.crew) < n {
-		w := &worker{wake: make(chan struct{}, 1)}
+		w := &worker{wake: make(chan struct{}, 1), home: len(p.crew) + 1}
 		p.crew = append(p.crew, w)
 		p.exited.Add(1)
 		go p.serve(w)
@@ -429,14 +467,14 @@ func (w *worker) sleep() bool {
 	return open
 }
 
-// drain runs units from the shared cursor until none are left. It reports
-// whether this goroutine finished the batch's last unit (and so whether the
-// caller must wait for the worker that did).
+// drain runs units, its home block's first, then others', until none are
+// left. It reports whether this goroutine finished the batch's last unit
+// (and so whether the caller must wait for the worker that did).
 func (p *Pool) drain(job Job, batch []int32, took []int64, w *worker, isWorker bool) (finishedLast bool) {
 	clock := newUnitClock()
 	for {
-		c := p.cursor.Add(1) - 1
-		if c >= int64(len(batch)) {
+		c, ok := p.claim(w.home)
+		if !ok {
 			return finishedLast
 		}
 		i := batch[c]
@@ -456,6 +494,88 @@ func (p *Pool) drain(job Job, batch []int32, took []int64, w *worker, isWorker b
 			clock.lap() // the delay is not the unit's cost
 		}
 	}
+}
+
+// claim returns the batch position of the next unit for the goroutine
+// whose block is home: its own block's front, else the back of the block
+// with the most units left; false once every unit is claimed.
+func (p *Pool) claim(home int) (int, bool) {
+	blocks := p.blocks[:p.parts]
+	if home < len(blocks) {
+		if c, ok := blocks[home].claim(false); ok {
+			return c, true
+		}
+	}
+	for {
+		fullest, most := -1, uint32(0)
+		for k := range blocks {
+			v := blocks[k].ends.Load()
+			if left := uint32(v>>32) - uint32(v); uint32(v) < uint32(v>>32) && left > most {
+				fullest, most = k, left
+			}
+		}
+		if fullest < 0 {
+			return 0, false
+		}
+		if c, ok := blocks[fullest].claim(true); ok {
+			return c, true
+		}
+	}
+}
+
+// home lays out a batch for parts goroutines: pooled (units in rank order,
+// p.ranked their keys) is cut, in unit index order, into parts runs of
+// about equal predicted cost, each sorted longest first, and blocks[k] is
+// set to the k-th. A run's units are ones a cluster's shards or a table's
+// rows next to each other, and the cut moves only when the costs do.
+func (p *Pool) home(pooled []int32, parts int) []int32 {
+	n := len(pooled)
+	// By index: the index in the high word, the cost's bits in the low.
+	p.keys = slices.Grow(p.keys[:0], n)
+	total := 0.0
+	for _, k := range p.ranked[:n] {
+		cost := ^uint32(k >> 32)
+		p.keys = append(p.keys, uint64(uint32(k))<<32|uint64(cost))
+		total += float64(math.Float32frombits(cost))
+	}
+	slices.Sort(p.keys)
+	if len(p.blocks) < parts {
+		p.blocks = make([]homeBlock, parts)
+	}
+	p.parts = parts
+	// Unit j goes to the block its cost's midpoint falls in; with no costs
+	// known, to an equal share of the count.
+	start, block, before := 0, 0, 0.0
+	for j, k := range p.keys {
+		cost := float64(math.Float32frombits(uint32(k)))
+		at := int(float64(j) * float64(parts) / float64(n))
+		if total > 0 && !math.IsInf(total, 1) {
+			at = int((before + cost/2) / total * float64(parts))
+		}
+		before += cost
+		for ; block < min(at, parts-1); block++ {
+			p.setBlock(block, start, j)
+			start = j
+		}
+		// Back to a rank key: sorting the run then puts it longest first.
+		p.keys[j] = rankKey(cost, int(k>>32))
+	}
+	for ; block < parts; block++ {
+		p.setBlock(block, start, n)
+		start = n
+	}
+	for k := range parts {
+		v := p.blocks[k].ends.Load()
+		slices.Sort(p.keys[uint32(v):uint32(v>>32)])
+	}
+	for j, k := range p.keys {
+		pooled[j] = int32(uint32(k))
+	}
+	return pooled
+}
+
+func (p *Pool) setBlock(k, front, back int) {
+	p.blocks[k].ends.Store(uint64(back)<<32 | uint64(front))
 }
 
 // unitClock times consecutive units with one monotonic clock read per unit:

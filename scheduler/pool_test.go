@@ -319,42 +319,95 @@ func TestLongestFirstStartsMostExpensiveUnitsFirst(t *testing.T) {
 	job := &orderJob{}
 	p.Run(job, units)
 	assert.Equal(t, []int{1, 3, 4, 5, 0, 2, 6, 7}, job.started, "descending cost, index order among ties")
-
-	// With several workers the expensive units are still claimed first: a
-	// cheap unit that starts while an expensive one is unclaimed waits for
-	// it in vain and records the violation.
-	p4 := NewPool(4)
-	defer p4.Close()
-	units = make([]Unit, 40)
-	gate := &gateJob{expensive: map[int]bool{39: true, 20: true, 33: true}}
-	for i := range units {
-		units[i] = Unit{Cost: 1}
-		if gate.expensive[i] {
-			units[i].Cost = 100
-		}
-	}
-	p4.Run(gate, units)
-	assert.Zero(t, gate.cheapBeforeExpensive.Load(), "cheap units started while expensive ones were unclaimed")
 }
 
-// gateJob holds every cheap unit until all expensive units have started.
-type gateJob struct {
-	expensive            map[int]bool
-	expensiveStarted     atomic.Int32
-	cheapBeforeExpensive atomic.Int32
+func TestHomeBlocksSplitTheCostAndRunLongestFirst(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	costs := []float64{1, 1, 1, 1, 4, 1, 1, 1, 1, 4}
+	units := make([]Unit, len(costs))
+	for i, c := range costs {
+		units[i] = Unit{Cost: c}
+	}
+	batch := p.home(p.rank(units), 2)
+	// Half the cost each, in index order: units 0-4 and 5-9, each block
+	// its costly unit first.
+	assert.Equal(t, []int32{4, 0, 1, 2, 3, 9, 5, 6, 7, 8}, batch)
+	for k, want := range [][2]int{{0, 5}, {5, 10}} {
+		c, _ := p.blocks[k].claim(false)
+		assert.Equal(t, want[0], c, "block %d's front", k)
+		c, _ = p.blocks[k].claim(true)
+		assert.Equal(t, want[1]-1, c, "block %d's back", k)
+	}
+
+	// Unknown costs: an equal count each.
+	batch = p.home(p.rank(make([]Unit, 6)), 3)
+	assert.Equal(t, []int32{0, 1, 2, 3, 4, 5}, batch)
+	for k := range 3 {
+		v := p.blocks[k].ends.Load()
+		assert.Equal(t, [2]uint32{uint32(2 * k), uint32(2*k + 2)}, [2]uint32{uint32(v), uint32(v >> 32)}, "block %d", k)
+	}
 }
 
-func (j *gateJob) RunUnit(i int) {
-	if j.expensive[i] {
-		j.expensiveStarted.Add(1)
-		return
-	}
-	for deadline := time.Now().Add(2 * time.Second); j.expensiveStarted.Load() < int32(len(j.expensive)); {
+// pairedJob runs unit i (of 2n) only beside its partner (i+n or i-n): each
+// waits for the other to start, so two goroutines go through units 0..n-1
+// and n..2n-1 side by side, and records which goroutine ran it.
+type pairedJob struct {
+	n       int
+	started []atomic.Bool
+	ranBy   []atomic.Int64 // goroutine id
+	stuck   atomic.Int32
+}
+
+func (j *pairedJob) RunUnit(i int) {
+	j.started[i].Store(true)
+	j.ranBy[i].Store(goroutineID())
+	partner := (i + j.n) % (2 * j.n)
+	for deadline := time.Now().Add(5 * time.Second); !j.started[partner].Load(); runtime.Gosched() {
 		if time.Now().After(deadline) {
-			j.cheapBeforeExpensive.Add(1)
+			j.stuck.Add(1)
 			return
 		}
-		runtime.Gosched()
+	}
+}
+
+// goroutineID is the calling goroutine's number, from its stack header.
+func goroutineID() int64 {
+	var buf [32]byte
+	line := string(buf[:runtime.Stack(buf[:], false)])
+	var id int64
+	_, _ = fmt.Sscanf(strings.TrimPrefix(line, "goroutine "), "%d", &id)
+	return id
+}
+
+func TestHomeBlocksKeepEachUnitOnItsGoroutine(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("needs two processors for the caller and a worker side by side")
+	}
+	p := NewPool(2)
+	defer p.Close()
+	const n = 4
+	units := make([]Unit, 2*n) // equal costs, not learned: the same cut every Run
+	for i := range units {
+		units[i].Cost = 1
+	}
+	caller := goroutineID()
+	var worker int64
+	for run := range 3 {
+		job := &pairedJob{n: n, started: make([]atomic.Bool, 2*n), ranBy: make([]atomic.Int64, 2*n)}
+		p.Run(job, units)
+		require.Zero(t, job.stuck.Load(), "run %d: a unit's partner never started", run)
+		if run == 0 {
+			worker = job.ranBy[n].Load()
+			require.NotEqual(t, caller, worker)
+		}
+		for i := range 2 * n {
+			want := caller
+			if i >= n {
+				want = worker
+			}
+			assert.Equal(t, want, job.ranBy[i].Load(), "run %d: unit %d ran away from its home goroutine", run, i)
+		}
 	}
 }
 
