@@ -3,6 +3,7 @@ package systems
 import (
 	"math"
 	"time"
+	"unsafe"
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/interest"
@@ -19,6 +20,18 @@ func (j *moveJob) RunUnit(i int) {
 	start := time.Now()
 	f := &j.p.frame
 	sh := f.shards[i]
+	if sh.Hi > sh.Lo && usePrefetchW {
+		// What Move writes for its shard, every core read in the last
+		// relay: the lines are shared, and each store would wait for the
+		// other cores' copies to be invalidated, one line after another.
+		// Asked for at once, the invalidations overlap (square/1000, Move
+		// on the tick goroutine alone: about 110 -> 85 us).
+		claimLines(f.x[sh.Lo:sh.Hi])
+		claimLines(f.y[sh.Lo:sh.Hi])
+		claimLines(f.z[sh.Lo:sh.Hi])
+		claimLines(f.changed[sh.Lo:sh.Hi])
+		claimLines(f.records[int(sh.Lo)*net.RecordSize : int(sh.Hi)*net.RecordSize])
+	}
 	for a := sh.Lo; a < sh.Hi; a++ {
 		j.p.moveActor(a)
 	}
@@ -33,11 +46,23 @@ func (p *Pipeline) moveActor(a int32) {
 	in := &view.Inputs[r]
 	anim := &view.Animations[r]
 	id, client := view.IDs[r].ID, view.Clients[r]
-	f.id[a], f.session[a], f.slot[a] = id, client.Session, client.Slot
-	f.sess[a] = nil
+	var sess *session
 	if client.Session != 0 {
-		f.sess[a] = p.slots[client.Slot] // Ingest and Join change slots, never Move
+		sess = p.slots[client.Slot] // Ingest and Join change slots, never Move
 	}
+	// What an actor keeps from tick to tick (its id, session, phase) is
+	// stored only when it differs: every core reads these lines in the
+	// relay, and a store, even of the same value, takes the line from the
+	// other cores' caches.
+	if f.id[a] != id {
+		f.id[a] = id
+		half := interest.SenderHalf(id)
+		f.half[a] = half
+		f.res[a] = interest.HalfResidues(half)
+	}
+	setIfChanged(&f.session[a], client.Session)
+	setIfChanged(&f.slot[a], client.Slot)
+	setIfChanged(&f.sess[a], sess)
 	v := NoUpdate
 	if in.Pending {
 		v = validate(t, in, p.cfg.ChunkSize)
@@ -48,14 +73,18 @@ func (p *Pipeline) moveActor(a int32) {
 		}
 		in.Pending = false
 	}
-	f.verdict[a] = v
+	setIfChanged(&f.verdict[a], v)
 	f.x[a], f.y[a], f.z[a] = t.X, t.Y, t.Z
-	f.changed[a] = in.ChangedTick
-	f.crossed[a] = p.world.KeyOf(*t) != view.Key
+	setIfChanged(&f.changed[a], in.ChangedTick)
+	setIfChanged(&f.crossed[a], p.world.KeyOf(*t) != view.Key)
 	net.PutRecord(f.recordOf(a), net.Record{Actor: id, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, Flags: anim.Flags})
-	half := interest.SenderHalf(id)
-	f.half[a] = half
-	f.res[a] = interest.HalfResidues(half)
+}
+
+// setIfChanged stores v at dst unless dst already holds it.
+func setIfChanged[T comparable](dst *T, v T) {
+	if *dst != v {
+		*dst = v
+	}
 }
 
 // validate decides whether the server accepts a client's update: every
@@ -81,4 +110,11 @@ func validate(t *components.Transform, in *components.MoveInput, chunkSize float
 
 func finite(v float32) bool {
 	return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0)
+}
+
+// claimLines asks for s's cache lines in exclusive state.
+func claimLines[T any](s []T) {
+	if len(s) > 0 {
+		prefetchWrite((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
+	}
 }

@@ -38,3 +38,15 @@ func copyRecords(dst, recs *byte, set uint64, lo, k int) uint64
 //
 //go:noescape
 func copyRecordsAt(dst, recs *byte, sel *int32, k int)
+
+// usePrefetchW says the CPU has PREFETCHW (CPUID 0x80000001, ECX bit 8).
+var usePrefetchW = cpuidECX(0x80000001)&(1<<8) != 0
+
+// prefetchWrite asks for every cache line of p[:n] (n > 0) in exclusive
+// state at once: the lines' invalidations in other cores' caches then
+// overlap, instead of each store waiting for its own.
+//
+//go:noescape
+func prefetchWrite(p *byte, n int)
+
+func cpuidECX(leaf uint32) uint32

@@ -169,3 +169,28 @@ next:
 
 done:
 	RET
+
+// func prefetchWrite(p *byte, n int)
+//
+// PREFETCHW every cache line of p[:n] (n > 0): asks for the lines in
+// exclusive state, all at once, ahead of the stores that need them.
+TEXT ·prefetchWrite(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	ADDQ SI, CX
+	ANDQ $~63, SI
+
+line:
+	BYTE $0x0F; BYTE $0x0D; BYTE $0x0E // PREFETCHW (SI); Go's assembler lacks the mnemonic
+	ADDQ $64, SI
+	CMPQ SI, CX
+	JLT  line
+	RET
+
+// func cpuidECX(leaf uint32) uint32
+TEXT ·cpuidECX(SB), NOSPLIT, $0-12
+	MOVL leaf+0(FP), AX
+	XORL CX, CX
+	CPUID
+	MOVL CX, ret+8(FP)
+	RET
