@@ -273,14 +273,14 @@ func TestMemCountsSessionsBeyondTheFirstChunk(t *testing.T) {
 }
 
 // TestMemSlotsOwnWholeCacheLines checks the layout the lock-free sends rely
-// on to keep cores apart: each session's counters fill exactly one cache
-// line and start at its beginning.
+// on to keep cores apart: each session's counters fill exactly one pair of
+// cache lines and start at its beginning.
 func TestMemSlotsOwnWholeCacheLines(t *testing.T) {
-	assert.Equal(t, uintptr(cacheLine), unsafe.Sizeof(memSlot{}))
+	assert.Equal(t, uintptr(2*cacheLine), unsafe.Sizeof(memSlot{}))
 	m := NewMem(MemOptions{CountOnly: true})
 	for range memChunkSlots + 1 {
 		c := m.Dial()
-		require.Zero(t, uintptr(unsafe.Pointer(c.slot))%cacheLine, "session %d", c.Session())
+		require.Zero(t, uintptr(unsafe.Pointer(c.slot))%(2*cacheLine), "session %d", c.Session())
 	}
 }
 
