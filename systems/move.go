@@ -68,7 +68,10 @@ func (p *Pipeline) moveActor(a int32) {
 		v = validate(t, in, p.cfg.ChunkSize)
 		if v == Accepted {
 			t.X, t.Y, t.Z, t.Yaw = in.X, in.Y, in.Z, in.Yaw
-			anim.Flags = in.Flags
+			// Animation rows are two bytes, 32 a cache line, in table order,
+			// not the shard's: a store of the same flags would take the line
+			// from the core moving the neighbours.
+			setIfChanged(&anim.Flags, in.Flags)
 			in.ChangedTick = f.Tick
 		}
 		in.Pending = false
