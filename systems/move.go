@@ -33,6 +33,17 @@ func (j *moveJob) RunUnit(i int) {
 		claimLines(f.records[int(sh.Lo)*net.RecordSize : int(sh.Hi)*net.RecordSize])
 	}
 	for a := sh.Lo; a < sh.Hi; a++ {
+		// The rows of the actor moveAhead places on, asked for now: a
+		// shard's actors are in cell order, their rows in the table's, so
+		// each row is a miss the CPU cannot predict, and its MoveInput was
+		// just written by ingest on the tick goroutine's core: square/400
+		// parallel+interest -16%, busy -13% (n=15).
+		if pa := a + moveAhead; usePrefetchW && pa < sh.Hi {
+			v := &f.views[f.view[pa]]
+			r := f.row[pa]
+			prefetchWrite((*byte)(unsafe.Pointer(&v.Inputs[r])), int(unsafe.Sizeof(v.Inputs[r])))
+			prefetchWrite((*byte)(unsafe.Pointer(&v.Transforms[r])), int(unsafe.Sizeof(v.Transforms[r])))
+		}
 		j.p.moveActor(a)
 	}
 	j.p.shardMoveTime[i] = time.Since(start)
@@ -121,3 +132,7 @@ func claimLines[T any](s []T) {
 		prefetchWrite((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
 	}
 }
+
+// moveAhead is how many actors ahead Move asks for rows: enough for the
+// misses to overlap, few enough that the lines are still there.
+const moveAhead = 8
