@@ -276,11 +276,11 @@ func TestMemCountsSessionsBeyondTheFirstChunk(t *testing.T) {
 // on to keep cores apart: each session's counters fill exactly one pair of
 // cache lines and start at its beginning.
 func TestMemSlotsOwnWholeCacheLines(t *testing.T) {
-	assert.Equal(t, uintptr(2*cacheLine), unsafe.Sizeof(memSlot{}))
+	assert.Equal(t, uintptr(slotSize), unsafe.Sizeof(memSlot{}))
 	m := NewMem(MemOptions{CountOnly: true})
 	for range memChunkSlots + 1 {
 		c := m.Dial()
-		require.Zero(t, uintptr(unsafe.Pointer(c.slot))%(2*cacheLine), "session %d", c.Session())
+		require.Zero(t, uintptr(unsafe.Pointer(c.slot))%slotSize, "session %d", c.Session())
 	}
 }
 

@@ -510,7 +510,7 @@ func (p *Pool) claim(home int) (int, bool) {
 		fullest, most := -1, uint32(0)
 		for k := range blocks {
 			v := blocks[k].ends.Load()
-			if left := uint32(v>>32) - uint32(v); uint32(v) < uint32(v>>32) && left > most {
+			if left := uint32(v>>32) - uint32(v); left > most { // front never passes back
 				fullest, most = k, left
 			}
 		}
@@ -579,8 +579,8 @@ func (p *Pool) setBlock(k, front, back int) {
 }
 
 // unitClock times consecutive units with one monotonic clock read per unit:
-// each lap is the time since the previous one (the cursor claim between
-// units is counted with the unit; it is a few nanoseconds).
+// each lap is the time since the previous one (the claim between units is
+// counted with the unit; it is a few nanoseconds).
 type unitClock struct {
 	base time.Time
 	prev time.Duration

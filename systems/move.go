@@ -41,8 +41,8 @@ func (j *moveJob) RunUnit(i int) {
 		if pa := a + moveAhead; usePrefetchW && pa < sh.Hi {
 			v := &f.views[f.view[pa]]
 			r := f.row[pa]
-			prefetchWrite((*byte)(unsafe.Pointer(&v.Inputs[r])), int(unsafe.Sizeof(v.Inputs[r])))
-			prefetchWrite((*byte)(unsafe.Pointer(&v.Transforms[r])), int(unsafe.Sizeof(v.Transforms[r])))
+			claimLines(v.Inputs[r : r+1])
+			claimLines(v.Transforms[r : r+1])
 		}
 		j.p.moveActor(a)
 	}
