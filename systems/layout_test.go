@@ -2,6 +2,7 @@ package systems
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -21,5 +22,21 @@ func TestCellGridFollowsThePopulation(t *testing.T) {
 		if !assert.LessOrEqual(t, n, k*k*maxCellActors, "actors a cell at %d", n) {
 			break
 		}
+	}
+}
+
+// TestSessionHalvesOwnTheirLinePairs pins the session layout: every
+// session starts on a 128-byte boundary, and its relay half starts a pair
+// of lines of its own, so that no line holds what ingest writes for one
+// session and what the relay writes for another (or the same) one.
+func TestSessionHalvesOwnTheirLinePairs(t *testing.T) {
+	var s session
+	assert.Zero(t, unsafe.Sizeof(s)%linePair, "session size %d", unsafe.Sizeof(s))
+	assert.Zero(t, unsafe.Offsetof(s.sessionRelay)%linePair, "relay half at %d", unsafe.Offsetof(s.sessionRelay))
+	assert.GreaterOrEqual(t, unsafe.Offsetof(s.sessionRelay), unsafe.Sizeof(s.sessionIngest))
+	keep := make([]*session, 64)
+	for i := range keep {
+		keep[i] = &session{}
+		assert.Zero(t, uintptr(unsafe.Pointer(keep[i]))%linePair, "session %d at %p", i, keep[i])
 	}
 }
