@@ -30,7 +30,8 @@ type MoveInput struct {
 	Pending     bool
 
 	// ChangedTick is the tick at which Move last accepted an update for
-	// this actor (0: never). The relay sends an actor's record to a
+	// this actor (0: never), or for a teleport the tick after the join
+	// that applied it. The relay sends an actor's record to a
 	// recipient with period p only if it changed within the last p ticks,
 	// so a change always reaches everyone in range within one window and
 	// actors standing still cost nothing.

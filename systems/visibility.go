@@ -59,8 +59,11 @@ func (p *Pipeline) deriveVisibility() {
 		a := &v.changed[i]
 		a.session = c.Session
 		a.new, a.hasNew = c.To, c.Kind != ecs.Despawned
-		if c.Kind == ecs.Teleported && c.Session != 0 {
-			p.sendCorrection(c.ID)
+		if c.Kind == ecs.Teleported {
+			if c.Session != 0 {
+				p.sendCorrection(c.ID)
+			}
+			p.markTeleported(c.ID)
 		}
 	}
 	v.views = p.world.Snapshot(v.views)
@@ -77,6 +80,18 @@ func (p *Pipeline) deriveVisibility() {
 	}
 	for i := range v.changed {
 		p.pairsOf(int32(i))
+	}
+}
+
+// markTeleported has the relay send a teleported actor's new position in
+// the next tick, as it sends an accepted move, to everyone in range (within
+// one window of each one's period): an observer who saw the actor before
+// the jump and still sees it after gets no Appear, and an actor without a
+// client, or a client standing still, sends no update that would carry
+// the new position.
+func (p *Pipeline) markTeleported(id components.ActorID) {
+	if e, ok := p.world.Entity(id); ok { // not despawned in the same Apply
+		p.inputs.Get(e).ChangedTick = p.frame.Tick + 1
 	}
 }
 
