@@ -31,14 +31,10 @@ func (p *Pipeline) Join() {
 		st.Busy += p.shardMoveTime[i] + p.shardRelayTime[i]
 		st.DatagramsOut += int(p.shardDatagrams[i])
 		st.BytesOut += p.shardBytes[i]
+		st.Owed += int(p.shardOwed[i])
 	}
 	st.Pressure = p.observeLoads(st.Parallel, st.Busy)
 	defer func() { st.JoinTime = time.Since(start) }()
-	for _, sess := range f.sess {
-		if sess != nil {
-			st.Owed += sess.backlog.Owed()
-		}
-	}
 	for i := range p.units {
 		p.owedRoom = max(p.owedRoom, p.scratch[i].owedRoom)
 	}

@@ -100,6 +100,7 @@ type Pipeline struct {
 	units          []scheduler.Unit
 	shardRelays    []int64
 	shardThrottled []int64
+	shardOwed      []int32
 	shardMoveTime  []time.Duration
 	shardRelayTime []time.Duration
 	scratch        []relayScratch // per unit of Relay
@@ -195,8 +196,10 @@ func (p *Pipeline) Prepare(tick uint64) {
 	clear(p.shardRelayTime)
 	p.shardDatagrams = resizeSlice(p.shardDatagrams, n)
 	p.shardBytes = resizeSlice(p.shardBytes, n)
+	p.shardOwed = resizeSlice(p.shardOwed, n)
 	clear(p.shardDatagrams)
 	clear(p.shardBytes)
+	clear(p.shardOwed)
 	if len(p.scratch) < n {
 		p.scratch = append(p.scratch, make([]relayScratch, n-len(p.scratch))...)
 	}

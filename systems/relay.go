@@ -26,7 +26,7 @@ func (j *relayJob) RunUnit(i int) {
 	sc := &p.scratch[i]
 	sc.cell = -1
 	var total, throttled, bytes int64
-	var datagrams int32
+	var datagrams, owed int32
 	for a := sh.Lo; a < sh.Hi; a++ {
 		if f.session[a] == 0 {
 			f.relays[a] = 0
@@ -34,7 +34,8 @@ func (j *relayJob) RunUnit(i int) {
 		}
 		n := p.gather(a, sh.Level, &throttled, sc)
 		if s := f.sess[a]; s != nil && p.cfg.MaxRecordsPerTick > 0 {
-			sc.spreads[max(s.spread, 1)]++ // for the next tick's lists (BeginRelay)
+			sc.spreads[max(s.spread, 1)]++  // for the next tick's lists (BeginRelay)
+			owed += int32(s.backlog.Owed()) // for the join, which would pull the line back
 		}
 		if n == 0 {
 			continue
@@ -55,6 +56,7 @@ func (j *relayJob) RunUnit(i int) {
 	p.shardRelays[i] = total
 	p.shardDatagrams[i] = datagrams
 	p.shardBytes[i] = bytes
+	p.shardOwed[i] = owed
 	p.shardThrottled[i] = throttled
 	p.shardRelayTime[i] = time.Since(start)
 }
