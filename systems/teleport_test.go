@@ -23,12 +23,7 @@ func TestTeleportedActorsReachEveryoneInRange(t *testing.T) {
 		var appeared bool
 		positions := func() []float32 { // the prop's records this tick, by X
 			var xs []float32
-			for i, c := range r.clients {
-				r.seq[i]++
-				s := r.spawns[i]
-				require.NoError(t, c.Send(net.AppendMove(nil, net.Move{Seq: r.seq[i], X: s.X, Y: s.Y, WorldOrCell: s.WorldOrCell})))
-			}
-			r.step()
+			r.standStep()
 			c := r.clients[0]
 			c.DrainDatagrams(func(d []byte) {
 				b, err := net.DecodeBatch(d)

@@ -103,15 +103,20 @@ func (r *rig) step() {
 	p.Join()
 }
 
-// stand sends an update in place for every player and ticks; it returns
-// who heard whom: heard[recipient][sender] records this tick.
-func (r *rig) stand() map[int]map[uint32]int {
+// standStep sends an update in place for every player and ticks.
+func (r *rig) standStep() {
 	for i, c := range r.clients {
 		r.seq[i]++
 		s := r.spawns[i]
 		require.NoError(r.t, c.Send(net.AppendMove(nil, net.Move{Seq: r.seq[i], X: s.X, Y: s.Y, WorldOrCell: s.WorldOrCell})))
 	}
 	r.step()
+}
+
+// stand sends an update in place for every player and ticks; it returns
+// who heard whom: heard[recipient][sender] records this tick.
+func (r *rig) stand() map[int]map[uint32]int {
+	r.standStep()
 	heard := map[int]map[uint32]int{}
 	for i, c := range r.clients {
 		heard[i] = map[uint32]int{}
