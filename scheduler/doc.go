@@ -67,6 +67,12 @@
 //	}
 //	func (r *Regen) RunUnit(i int) { /* heal r.hp[i*256 : (i+1)*256] */ }
 //
+// A Plan whose units need work done first that splits by itself (count in
+// parallel, sum the counts, then place in parallel, as the relay builds its
+// due lists) runs those passes on the pool with [Tick.Parallel]: the pool
+// is idle while Plans are called, so a pass costs one batch's handoff, and
+// with no pool it runs inline.
+//
 // Register it with [Builder.Add], pinned if it must run at a given point
 // (Add(regen, scheduler.After("Move"))), build once with [Builder.Build] and
 // call [Schedule.Run] every tick; pass a nil pool to run it all inline.
@@ -82,6 +88,7 @@
 //   - Declare what a system touches: [Uses], [Read], [Write], [ReadResource], [WriteResource], [Structural]
 //   - Check two declarations: [Access.ConflictsWith]
 //   - Write a system: [System], [SerialSystem], [ParallelSystem], [Tick]
+//   - Run passes of a Plan's own on the pool before its units: [Tick.Parallel]
 //   - Order systems into stages: [NewBuilder], [Builder.Add], [Before], [After], [Builder.Build]
 //   - Run a tick: [Schedule.Run]; see why a system runs where it does: [Schedule.String], [Schedule.Stages]
 //   - Stop the workers: [Pool.Close]

@@ -17,6 +17,7 @@ type stage struct {
 	// poolAfter says whether a later stage of the schedule uses the pool.
 	lead      float64
 	poolAfter bool
+	planning  planning // what Tick.Parallel uses during the stage's Plans
 }
 
 // direct reports whether the stage is a single serial system, which runs
@@ -81,9 +82,10 @@ func (j *stageJob) owner(i int) int {
 // whose serial lead-in (a serial system, or its systems' Plans) has been
 // longer than that keeps the workers that the batches before it used
 // awake through it ([Pool.Prewake]), when a later stage will use the pool.
-// At square/2000 with the per-connection budget, whose relay Plan builds
-// the due lists for ~200 us, the relay batch had started on the calling
-// goroutine alone: its wall time went from 1,419 to 1,200 us in one run
+// At square/2000 with the per-connection budget, whose relay Plan built
+// the due lists for ~200 us on the calling goroutine (before it ran them
+// as passes on the pool, see Tick.Parallel), the relay batch had started
+// on the calling goroutine alone: its wall time went from 1,419 to 1,200 us in one run
 // of the development VM; when its workers wake quickly the gain is within
 // the noise. The cost: the workers poll instead of sleeping through such
 // lead-ins.
@@ -130,19 +132,21 @@ func (st *stage) run(pool *Pool, t *Tick) (RunStats, *UnitPanic) {
 	j := &st.job
 	j.t, j.owners, j.starts, j.units = t, st.members, j.starts[:0], j.units[:0]
 	start := time.Now()
+	st.planning.stats = RunStats{}
 	for _, m := range st.members {
 		j.starts = append(j.starts, len(j.units))
 		if m.serial != nil {
 			j.units = append(j.units, Unit{Key: saltKey(m.salt, 1)})
 			continue
 		}
-		m.plan = m.parallel.Plan(t, m.plan[:0])
+		m.plan = st.plan(pool, m, t)
 		for _, u := range m.plan {
 			j.units = append(j.units, Unit{Key: saltKey(m.salt, u.Key), Cost: u.Cost})
 		}
 	}
 	st.observeLead(start)
 	stats, up := pool.run(j, j.units)
+	stats.Add(st.planning.stats)
 	if up != nil {
 		k := j.owner(up.Unit)
 		up.System, up.Unit = j.owners[k].name, up.Unit-j.starts[k]
@@ -151,15 +155,26 @@ func (st *stage) run(pool *Pool, t *Tick) (RunStats, *UnitPanic) {
 	return stats, up
 }
 
+// plan calls m's Plan with t set up for Tick.Parallel on pool (nil:
+// inline).
+func (st *stage) plan(pool *Pool, m *member, t *Tick) []Unit {
+	pl := &st.planning
+	pl.pool, pl.system, pl.salt = pool, m.name, m.salt
+	t.planning = pl
+	defer func() { t.planning, pl.pool = nil, nil }()
+	return m.parallel.Plan(t, m.plan[:0])
+}
+
 func (st *stage) runInline(t *Tick) (RunStats, *UnitPanic) {
 	var total RunStats
 	var first *UnitPanic
+	st.planning.stats = RunStats{}
 	for _, m := range st.members {
 		if m.serial != nil {
 			m.serial.RunSerial(t)
 			continue
 		}
-		m.plan = m.parallel.Plan(t, m.plan[:0])
+		m.plan = st.plan(nil, m, t)
 		stats, up := runInline(m.parallel, len(m.plan))
 		if up != nil && first == nil {
 			up.System = m.name
@@ -167,6 +182,7 @@ func (st *stage) runInline(t *Tick) (RunStats, *UnitPanic) {
 		}
 		total.Add(stats)
 	}
+	total.Add(st.planning.stats)
 	return total, first
 }
 

@@ -8,6 +8,60 @@ import "time"
 type Tick struct {
 	Number uint64        // 0 for the first tick, then +1 per tick
 	Delta  time.Duration // the nominal tick period (1/tick rate)
+
+	planning *planning // set while the scheduler calls a Plan (see Parallel)
+}
+
+// planning is where [Tick.Parallel] runs while a stage's Plans are called:
+// the pool of the Run, the planning system's key salt, a reused unit
+// buffer, and what the passes have run so far.
+type planning struct {
+	pool   *Pool
+	system string
+	salt   uint64
+	units  []Unit
+	stats  RunStats
+}
+
+// Parallel runs units of job to completion before it returns: on the
+// pool the schedule runs on when it is called from a [ParallelSystem]'s
+// Plan, on the calling goroutine otherwise (no pool, or a Plan called
+// outside a schedule). It is for work that a system must finish before
+// its units can start and that splits into passes of its own: count in
+// parallel, sum on the tick goroutine, place in parallel (the relay's due
+// lists). While Plans are called the pool is idle, so a pass costs one
+// batch's handoff, not a stage's.
+//
+// Keys share the calling system's space: keep them apart from its plan's.
+// A unit that panics is re-raised as a *[UnitPanic] naming the system once
+// the pass has finished, and the Plan does not resume. The passes' stats
+// count in the stage's, as its units' do.
+func (t *Tick) Parallel(job Job, units []Unit) RunStats {
+	pl := t.planning
+	if pl == nil || pl.pool == nil {
+		stats, up := runInline(job, len(units))
+		if up != nil {
+			if pl != nil {
+				up.System = pl.system
+			}
+			panic(up)
+		}
+		if pl != nil {
+			pl.stats.Add(stats)
+		}
+		return stats
+	}
+	pl.units = pl.units[:0]
+	for _, u := range units {
+		pl.units = append(pl.units, Unit{Key: saltKey(pl.salt, u.Key), Cost: u.Cost})
+	}
+	stats, up := pl.pool.run(job, pl.units)
+	if up != nil {
+		up.System = pl.system
+		panic(up)
+	}
+	pl.stats.Add(stats)
+	return stats
 }
 
 // System is a named step of the tick that declares what it touches. A value

@@ -9,6 +9,7 @@ import (
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/scheduler"
 )
 
 // TestBudgetedRecipientsGetExactlyTheirDuePairs checks the relay's block
@@ -132,11 +133,13 @@ func TestDueListsStaySmallWhateverTheSpreads(t *testing.T) {
 	}
 }
 
-// BenchmarkBeginRelayUnderBudget measures the relay's serial setup
-// (BeginRelay: cell bounds and the due lists) for 2,000 players in one
-// chunk held to one datagram a tick: the crowd settles on a few spreads,
-// and lists are built for each (base lists, or the tier periods stretched
-// by it; periods counts the latter and the tier periods).
+// BenchmarkBeginRelayUnderBudget measures the relay's setup (BeginRelay:
+// cell bounds and the due lists) for 2,000 players in one chunk held to
+// one datagram a tick: the crowd settles on a few spreads, and lists are
+// built for each (base lists, or the tier periods stretched by it; sets
+// counts them and the tier periods). mode=inline builds them on the
+// calling goroutine, mode=pool from the relay system's Plan, a unit per
+// set on a pool of GOMAXPROCS goroutines.
 //
 //	go test -run '^$' -bench BenchmarkBeginRelayUnderBudget ./systems
 func BenchmarkBeginRelayUnderBudget(b *testing.B) {
@@ -161,13 +164,44 @@ func BenchmarkBeginRelayUnderBudget(b *testing.B) {
 	for i := range p.scratch {
 		census[i] = p.scratch[i].spreads
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		for i := range census {
-			p.scratch[i].spreads = census[i]
-		}
-		p.BeginRelay()
+	setup := &beginRelayOnly{p: p, census: census}
+	for _, mode := range []string{"inline", "pool"} {
+		b.Run("mode="+mode, func(b *testing.B) {
+			sched, err := scheduler.NewBuilder().Add(setup).Build()
+			require.NoError(b, err)
+			var pool *scheduler.Pool
+			if mode == "pool" {
+				pool = scheduler.NewPool(0)
+				defer pool.Close()
+			}
+			setup.inline = mode == "inline"
+			tick := &scheduler.Tick{}
+			b.ReportAllocs()
+			for b.Loop() {
+				sched.Run(pool, tick)
+			}
+			b.ReportMetric(float64(len(p.frame.due.sets)), "sets")
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "us/op")
+		})
 	}
-	b.ReportMetric(float64(len(p.frame.due.periods)), "periods")
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "us/op")
 }
+
+// beginRelayOnly is the relay system's Plan alone, each time with the
+// same spreads.
+type beginRelayOnly struct {
+	p      *Pipeline
+	census [][256]int32
+	inline bool
+}
+
+func (s *beginRelayOnly) Name() string             { return RelayName }
+func (s *beginRelayOnly) Access() scheduler.Access { return scheduler.Uses() }
+func (s *beginRelayOnly) Plan(t *scheduler.Tick, units []scheduler.Unit) []scheduler.Unit {
+	for i := range s.census {
+		s.p.scratch[i].spreads = s.census[i]
+	}
+	s.p.inline = s.inline
+	s.p.BeginRelay(t)
+	return units
+}
+func (s *beginRelayOnly) RunUnit(int) {}

@@ -118,8 +118,8 @@ func (s *relaySystem) Access() scheduler.Access {
 	return scheduler.Uses(scheduler.Read[components.Transform](), scheduler.Read[components.Animation](),
 		scheduler.WriteResource(FrameResource))
 }
-func (s *relaySystem) Plan(_ *scheduler.Tick, units []scheduler.Unit) []scheduler.Unit {
-	s.p.BeginRelay()
+func (s *relaySystem) Plan(t *scheduler.Tick, units []scheduler.Unit) []scheduler.Unit {
+	s.p.BeginRelay(t)
 	return s.p.plan(units, relayKeySalt)
 }
 

@@ -63,10 +63,12 @@ type dueLists struct {
 	slotBudget int
 	nslots     int32   // slots per cell: the sum of this tick's periods
 	ncells     int32   // cells this tick
-	off        []int32 // per slot and cell: where its list starts in picks; one extra entry ends the last
+	actors     int32   // actors this tick
+	row        []int32 // per slot: where its row starts in off (see beginBuild)
+	off        []int32 // per slot and cell, in rows: where its list starts in picks; each set's rows end with an entry past its last list
 	picks      []int32 // sender indices, list after list
 	packed     []byte  // the records of picks, in the same order
-	// masks holds the same lists as bit sets, per cell and slot (bit i:
+	// masks holds the same lists as bit sets, per slot and cell (bit i:
 	// the cell's i-th actor), for cells of at most maskActors actors, on
 	// ticks with at most maskSlots slots (no spread, or a few); on others
 	// mask derives them from the lists.
@@ -242,82 +244,96 @@ func tickDue(p uint8, tick uint64) uint32 {
 	return uint32((uint64(p) - tick%uint64(p)) % uint64(p))
 }
 
-// build makes this tick's lists from the frame's cells, after Move.
-//
-// The lists are laid out slot by slot, and within a slot cell by cell: the
-// lists of one slot for consecutive cells are adjacent in picks and packed,
-// so a recipient that receives the same slot from a run of consecutive
-// cells (a row of its stencil in one band) copies the run as one block.
-func (d *dueLists) build(f *Frame) {
+// The lists are built set by set after Move (buildSet), and the sets are
+// independent: each has its own rows of off (one per slot, ncells entries
+// each, and an entry past its last row), its own range of picks and packed
+// (from j*actors for set j: an actor is in at most one list of a set), and
+// its own rows of masks. So the sets build in parallel without sharing a
+// line but at their ends, and no step between them is serial. Within a
+// set the lists are laid out slot by slot, and within a slot cell by cell:
+// the lists of one slot for consecutive cells are adjacent in picks and
+// packed, so a recipient that receives the same slot from a run of
+// consecutive cells (a row of its stencil in one band) copies the run as
+// one block. (Cut by cells instead, the parts' writes interleave in every
+// row: square/1000 has 25 cells, a row of off 100 bytes.)
+
+// beginBuild sizes the lists for this tick's cells, sets and actors.
+func (d *dueLists) beginBuild(f *Frame) {
 	ncells := len(f.cells)
 	d.ncells = int32(ncells)
-	d.off = resizeSlice(d.off, ncells*int(d.nslots)+1)
-	d.picks = resizeSlice(d.picks, f.Len()*len(d.sets))
-	clear(d.off)
-	tick := f.Tick
-	// Count each list's senders into off[k] (k = slot*ncells + cell) ...
-	for ci := range f.cells {
-		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
-		changed, half := f.changed[lo:hi], f.half[lo:hi]
-		for _, set := range d.sets {
-			base := int(set.slot)*ncells + ci
-			if set.mod == 1 {
-				for _, c := range changed {
-					d.off[base] += int32(b2i(c == tick))
-				}
-				continue
-			}
-			for i, c := range changed {
-				if c+set.window > tick && c != 0 {
-					d.off[base+int(d.residue(half[i], set.mod))*ncells]++
-				}
-			}
+	d.actors = int32(f.Len())
+	d.row = resizeSlice(d.row, int(d.nslots))
+	for j, set := range d.sets {
+		for s := set.slot; s < set.slot+int32(set.mod); s++ {
+			d.row[s] = s*d.ncells + int32(j)
 		}
 	}
-	// ... turn the counts into ends (the last entry, past every list, is
-	// the end of all) ...
-	last := len(d.off) - 1
-	for k := 1; k < last; k++ {
-		d.off[k] += d.off[k-1]
-	}
-	if last > 0 {
-		d.off[last] = d.off[last-1]
-	}
-	// ... and place the senders from the last back, so that each list
-	// keeps the canonical order and off[k], list k's cursor, ends at its
-	// start.
+	d.off = resizeSlice(d.off, ncells*int(d.nslots)+len(d.sets))
+	d.picks = resizeSlice(d.picks, f.Len()*len(d.sets))
+	d.packed = resizeSlice(d.packed, len(d.picks)*net.RecordSize)
 	d.masked = d.nslots <= maskSlots
 	if d.masked {
 		d.masks = resizeSlice(d.masks, ncells*int(d.nslots))
-		clear(d.masks)
+	}
+}
+
+// buildSet builds set j's lists from the frame's cells: counts each list's
+// senders, turns the counts into ends, then places the senders and their
+// records from the last back, so that each list keeps the canonical order
+// and its entry in off, its cursor, ends at its start.
+func (d *dueLists) buildSet(f *Frame, j int) {
+	set := d.sets[j]
+	ncells := int(d.ncells)
+	r0 := int(d.row[set.slot])
+	rows := d.off[r0 : r0+int(set.mod)*ncells+1] // the set's rows and its end
+	clear(rows)
+	tick := f.Tick
+	for ci := range f.cells {
+		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
+		changed, half := f.changed[lo:hi], f.half[lo:hi]
+		if set.mod == 1 {
+			n := int32(0)
+			for _, c := range changed {
+				n += int32(b2i(c == tick))
+			}
+			rows[ci] = n
+			continue
+		}
+		for i, c := range changed {
+			if c+set.window > tick && c != 0 {
+				rows[ci+int(d.residue(half[i], set.mod))*ncells]++
+			}
+		}
+	}
+	at := int32(j) * d.actors
+	last := len(rows) - 1
+	for k, n := range rows[:last] {
+		at += n
+		rows[k] = at
+	}
+	rows[last] = at
+	var masks []uint64
+	if d.masked {
+		masks = d.masks[int(set.slot)*ncells : (int(set.slot)+int(set.mod))*ncells]
+		clear(masks)
 	}
 	for ci := ncells - 1; ci >= 0; ci-- {
 		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
 		changed, half := f.changed[lo:hi], f.half[lo:hi]
-		var masks []uint64
-		if d.masked && hi-lo <= maskActors {
-			masks = d.masks[ci*int(d.nslots) : (ci+1)*int(d.nslots)]
-		}
-		for _, set := range d.sets {
-			for i := len(changed) - 1; i >= 0; i-- {
-				if c := changed[i]; c+set.window > tick && c != 0 && (set.mod > 1 || c == tick) {
-					slot := int(set.slot) + int(d.residue(half[i], set.mod))
-					k := slot*ncells + ci
-					d.off[k]--
-					d.picks[d.off[k]] = lo + int32(i)
-					if masks != nil {
-						masks[slot] |= 1 << i
-					}
+		small := masks != nil && hi-lo <= maskActors
+		for i := len(changed) - 1; i >= 0; i-- {
+			if c := changed[i]; c+set.window > tick && c != 0 && (set.mod > 1 || c == tick) {
+				k := int(d.residue(half[i], set.mod))*ncells + ci
+				rows[k]--
+				at := rows[k]
+				a := lo + int32(i)
+				d.picks[at] = a
+				copyRecord(d.packed[int(at)*net.RecordSize:int(at+1)*net.RecordSize], f.recordOf(a))
+				if small {
+					masks[k] |= 1 << i
 				}
 			}
 		}
-	}
-	n := d.off[len(d.off)-1]
-	d.picks = d.picks[:n]
-	d.packed = resizeSlice(d.packed, int(n)*net.RecordSize)
-	for i, a := range d.picks {
-		o := int(a) * net.RecordSize
-		copyRecord(d.packed[i*net.RecordSize:(i+1)*net.RecordSize], f.records[o:o+net.RecordSize])
 	}
 }
 
@@ -326,7 +342,7 @@ func (d *dueLists) build(f *Frame) {
 // maskActors actors.
 func (d *dueLists) mask(ci, slot, cellLo int32) uint64 {
 	if d.masked {
-		return d.masks[ci*d.nslots+slot]
+		return d.masks[slot*d.ncells+ci]
 	}
 	lo, hi := d.list(ci, slot)
 	var set uint64
@@ -339,12 +355,13 @@ func (d *dueLists) mask(ci, slot, cellLo int32) uint64 {
 // lists returns the lists of slot for cells first to last, back to back,
 // as one range of picks.
 func (d *dueLists) lists(first, last, slot int32) (lo, hi int32) {
-	return d.off[slot*d.ncells+first], d.off[slot*d.ncells+last+1]
+	r := d.row[slot]
+	return d.off[r+first], d.off[r+last+1]
 }
 
 // list returns the list of cell ci's slot: its sender indices' range in
 // picks.
 func (d *dueLists) list(ci, slot int32) (lo, hi int32) {
-	k := slot*d.ncells + ci
+	k := d.row[slot] + ci
 	return d.off[k], d.off[k+1]
 }

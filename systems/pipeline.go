@@ -97,6 +97,8 @@ type Pipeline struct {
 	frame          Frame
 	move           moveJob
 	relay          relayJob
+	dueBuild       dueJob
+	dueUnits       []scheduler.Unit
 	units          []scheduler.Unit
 	shardRelays    []int64
 	shardThrottled []int64
@@ -157,6 +159,7 @@ func New(cfg Config, world *ecs.World, transport net.Transport) (*Pipeline, erro
 	p.minRouted = minInputsToOffload
 	p.move.p = p
 	p.relay.p = p
+	p.dueBuild = dueJob{f: &p.frame}
 	p.longest = uint64(max(p.tiers.Longest(), cfg.Throttle.MaxLevel()+1))
 	p.frame.due.setPeriods(&p.tiers)
 	return p, nil
@@ -213,13 +216,13 @@ func (p *Pipeline) Prepare(tick uint64) {
 
 // BeginRelay prepares the Relay phase once Move is done, on the tick
 // goroutine: it sends this tick's corrections (so a corrected client reads
-// its correction before the tick's movement), computes each cell's box
-// around its actors' new positions and builds the due lists. The relay
-// system's Plan calls it.
-func (p *Pipeline) BeginRelay() {
+// its correction before the tick's movement), and computes each cell's box
+// around its actors' new positions and builds the due lists, in two passes
+// it runs with t.Parallel (on the pool, when the relay system's Plan calls
+// it) unless the tick runs inline.
+func (p *Pipeline) BeginRelay(t *scheduler.Tick) {
 	p.stats.Corrections = 0
 	p.sendCorrections()
-	p.frame.boundCells()
 	// The spreads of clients over their budget, whose periods get lists
 	// too, as the relay units left them at the end of the last tick (each
 	// counts its recipients'): reading every session's spread here, on
@@ -238,8 +241,37 @@ func (p *Pipeline) BeginRelay() {
 			p.scratch[i].reserveOwed(p.owedRoom)
 		}
 	}
-	p.frame.due.plan(p.frame.Tick, &spreads, len(p.frame.cells), p.frame.Len())
-	p.frame.due.build(&p.frame)
+	f := &p.frame
+	d := &f.due
+	d.plan(f.Tick, &spreads, len(f.cells), f.Len())
+	d.beginBuild(f)
+	if p.inline || len(d.sets) < 2 {
+		for j := range d.sets {
+			p.dueBuild.RunUnit(j)
+		}
+		return
+	}
+	p.dueUnits = p.dueUnits[:0]
+	for _, set := range d.sets {
+		p.dueUnits = append(p.dueUnits, scheduler.Unit{Key: dueKeySalt ^ (uint64(set.window)<<8 | uint64(set.mod)), Cost: float64(f.Len())})
+	}
+	t.Parallel(&p.dueBuild, p.dueUnits)
+}
+
+// dueKeySalt keeps the due lists' units (one per set, keyed by its period
+// and window) apart from Relay's in the pool's cost table: they share the
+// relay system's key space.
+const dueKeySalt = 0x3c6ef372fe94f82b
+
+// dueJob builds the due lists: unit j builds set j's (dueLists.buildSet)
+// and bounds the j-th slice of the cells.
+type dueJob struct{ f *Frame }
+
+func (j *dueJob) RunUnit(u int) {
+	f := j.f
+	n := len(f.due.sets)
+	f.boundCells(len(f.cells)*u/n, len(f.cells)*(u+1)/n)
+	f.due.buildSet(f, u)
 }
 
 // SetShardsPerCluster sets the most shards one cluster is cut into, from

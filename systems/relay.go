@@ -792,10 +792,10 @@ func axisSpan(lo, hi float32) (near, far float32) {
 	return 0, far
 }
 
-// boundCells computes, after Move, each cell's box around its actors'
-// positions and whether all of them changed this tick.
-func (f *Frame) boundCells() {
-	for i := range f.cells {
+// boundCells computes, after Move, the box of cells c0 to c1-1 around
+// their actors' positions and whether all of them changed this tick.
+func (f *Frame) boundCells(c0, c1 int) {
+	for i := c0; i < c1; i++ {
 		c := &f.cells[i]
 		lo, hi := c.actors.lo, c.actors.hi
 		c.min = [3]float32{f.x[lo], f.y[lo], f.z[lo]}

@@ -15,6 +15,7 @@ import (
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/scheduler"
 )
 
 // rig drives a Pipeline inline, phase by phase, over the in-memory
@@ -89,7 +90,7 @@ func (r *rig) step() {
 	for i := range p.frame.shards {
 		p.move.RunUnit(i)
 	}
-	p.BeginRelay()
+	p.BeginRelay(&scheduler.Tick{Number: r.tick})
 	if r.beforeRelay != nil {
 		r.beforeRelay()
 	}
