@@ -133,56 +133,62 @@ func TestDueListsStaySmallWhateverTheSpreads(t *testing.T) {
 	}
 }
 
-// BenchmarkBeginRelayUnderBudget measures the relay's setup (BeginRelay:
-// cell bounds and the due lists) for 2,000 players in one chunk held to
-// one datagram a tick: the crowd settles on a few spreads, and lists are
-// built for each (base lists, or the tier periods stretched by it; sets
-// counts them and the tier periods). mode=inline builds them on the
-// calling goroutine, mode=pool from the relay system's Plan, a unit per
-// set on a pool of GOMAXPROCS goroutines.
+// BenchmarkBeginRelay measures the relay's setup (BeginRelay: cell bounds
+// and the due lists) for a crowd in one chunk: 1,000 players with the
+// default tiers (four periods), and 2,000 held to one datagram a tick, who
+// settle on a few spreads and get lists for each (base lists, or the tier
+// periods stretched by it; sets counts them and the tier periods).
+// mode=inline builds them on the calling goroutine, mode=pool from the
+// relay system's Plan on a pool of GOMAXPROCS goroutines (a unit a set).
 //
-//	go test -run '^$' -bench BenchmarkBeginRelayUnderBudget ./systems
-func BenchmarkBeginRelayUnderBudget(b *testing.B) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	var spawns []components.Transform
-	for range 2000 {
-		spawns = append(spawns, components.Transform{X: 50 + rng.Float32()*3990, Y: 50 + rng.Float32()*3990})
-	}
-	cfg := Config{MaxRecordsPerTick: net.MaxRecordsPerBatch}
-	var err error
-	cfg.Tiers, err = interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
-	require.NoError(b, err)
-	r := newRig(b, cfg, spawns)
-	for range 40 {
-		r.stand()
-	}
-	p := r.p
-	// BeginRelay takes the spreads the relay units counted in the last
-	// tick (and clears them): each iteration gets them back, as a tick
-	// would.
-	census := make([][256]int32, len(p.scratch))
-	for i := range p.scratch {
-		census[i] = p.scratch[i].spreads
-	}
-	setup := &beginRelayOnly{p: p, census: census}
-	for _, mode := range []string{"inline", "pool"} {
-		b.Run("mode="+mode, func(b *testing.B) {
-			sched, err := scheduler.NewBuilder().Add(setup).Build()
-			require.NoError(b, err)
-			var pool *scheduler.Pool
-			if mode == "pool" {
-				pool = scheduler.NewPool(0)
-				defer pool.Close()
-			}
-			setup.inline = mode == "inline"
-			tick := &scheduler.Tick{}
-			b.ReportAllocs()
-			for b.Loop() {
-				sched.Run(pool, tick)
-			}
-			b.ReportMetric(float64(len(p.frame.due.sets)), "sets")
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "us/op")
-		})
+//	go test -run '^$' -bench BenchmarkBeginRelay ./systems
+func BenchmarkBeginRelay(b *testing.B) {
+	for _, crowd := range []struct {
+		name    string
+		players int
+		budget  int
+	}{{"1000", 1000, 0}, {"2000-budget", 2000, net.MaxRecordsPerBatch}} {
+		rng := rand.New(rand.NewPCG(7, 8))
+		var spawns []components.Transform
+		for range crowd.players {
+			spawns = append(spawns, components.Transform{X: 50 + rng.Float32()*3990, Y: 50 + rng.Float32()*3990})
+		}
+		cfg := Config{MaxRecordsPerTick: crowd.budget}
+		var err error
+		cfg.Tiers, err = interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
+		require.NoError(b, err)
+		r := newRig(b, cfg, spawns)
+		for range 40 {
+			r.stand()
+		}
+		p := r.p
+		// BeginRelay takes the spreads the relay units counted in the last
+		// tick (and clears them): each iteration gets them back, as a tick
+		// would.
+		census := make([][256]int32, len(p.scratch))
+		for i := range p.scratch {
+			census[i] = p.scratch[i].spreads
+		}
+		setup := &beginRelayOnly{p: p, census: census}
+		for _, mode := range []string{"inline", "pool"} {
+			b.Run("crowd="+crowd.name+"/mode="+mode, func(b *testing.B) {
+				sched, err := scheduler.NewBuilder().Add(setup).Build()
+				require.NoError(b, err)
+				var pool *scheduler.Pool
+				if mode == "pool" {
+					pool = scheduler.NewPool(0)
+					defer pool.Close()
+				}
+				setup.inline = mode == "inline"
+				tick := &scheduler.Tick{}
+				b.ReportAllocs()
+				for b.Loop() {
+					sched.Run(pool, tick)
+				}
+				b.ReportMetric(float64(len(p.frame.due.sets)), "sets")
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "us/op")
+			})
+		}
 	}
 }
 
