@@ -71,7 +71,8 @@
 // parallel, sum the counts, then place in parallel, as the relay builds its
 // due lists) runs those passes on the pool with [Tick.Parallel]: the pool
 // is idle while Plans are called, so a pass costs one batch's handoff, and
-// with no pool it runs inline.
+// with no pool it runs inline. A serial system alone in its stage (a
+// structural one, say) may fan out the same way.
 //
 // Register it with [Builder.Add], pinned if it must run at a given point
 // (Add(regen, scheduler.After("Move"))), build once with [Builder.Build] and

@@ -94,3 +94,84 @@ func Example() {
 	// tick 2: 200 tired
 	// tick 2: 4 units
 }
+
+// Ranks is a user's parallel system whose units need a pass of its own
+// first: each unit numbers the exhausted actors of its block (0 stamina)
+// in actor order, so it must know how many the blocks before it hold.
+// Plan counts them per block on the pool, sums the counts, and returns
+// the numbering units.
+type Ranks struct {
+	stamina []Stamina
+	rank    []int // per actor: its number among the exhausted, or -1
+	count   []int // per block: its exhausted actors
+	first   []int // per block: the number of its first exhausted actor
+	counter scheduler.Job
+}
+
+func (r *Ranks) Name() string { return "Ranks" }
+
+func (r *Ranks) Access() scheduler.Access { return scheduler.Uses(scheduler.Read[Stamina]()) }
+
+func (r *Ranks) Plan(t *scheduler.Tick, units []scheduler.Unit) []scheduler.Unit {
+	for lo := 0; lo < len(r.stamina); lo += regenBlock {
+		units = append(units, scheduler.Unit{Key: uint64(lo/regenBlock) + 1, Cost: regenBlock})
+	}
+	t.Parallel(r.counter, units) // on the pool, done when it returns
+	at := 0
+	for b, n := range r.count {
+		r.first[b] = at
+		at += n
+	}
+	return units
+}
+
+func (r *Ranks) block(i int) []Stamina {
+	return r.stamina[i*regenBlock : min((i+1)*regenBlock, len(r.stamina))]
+}
+
+func (r *Ranks) RunUnit(i int) {
+	next := r.first[i]
+	for k, st := range r.block(i) {
+		r.rank[i*regenBlock+k] = -1
+		if st.Points == 0 {
+			r.rank[i*regenBlock+k] = next
+			next++
+		}
+	}
+}
+
+// countExhausted is Ranks' first pass: unit i counts block i.
+type countExhausted struct{ r *Ranks }
+
+func (c countExhausted) RunUnit(i int) {
+	n := 0
+	for _, st := range c.r.block(i) {
+		if st.Points == 0 {
+			n++
+		}
+	}
+	c.r.count[i] = n
+}
+
+func ExampleTick_Parallel() {
+	stamina := make([]Stamina, 1000)
+	for i := range stamina {
+		stamina[i].Points = i % 100
+	}
+	blocks := (len(stamina) + regenBlock - 1) / regenBlock
+	ranks := &Ranks{stamina: stamina, rank: make([]int, len(stamina)), count: make([]int, blocks), first: make([]int, blocks)}
+	ranks.counter = countExhausted{ranks}
+	sched, err := scheduler.NewBuilder().Add(ranks).Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	pool := scheduler.NewPool(0)
+	defer pool.Close()
+	stats := sched.Run(pool, &scheduler.Tick{})
+	fmt.Println("units, the pass's included:", stats.Units)
+	fmt.Println("actor 900 is exhausted number", ranks.rank[900], "of", ranks.first[blocks-1]+ranks.count[blocks-1])
+	// Output:
+	// units, the pass's included: 8
+	// actor 900 is exhausted number 9 of 10
+}

@@ -184,3 +184,29 @@ func TestPlanPassesDoNotAllocate(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(100, func() { sched.Run(pool, tick) }), "pooled")
 	assert.Zero(t, testing.AllocsPerRun(100, func() { sched.Run(nil, tick) }), "inline")
 }
+
+// fanOut is a structural serial system whose one call fans out over the
+// pool with Tick.Parallel.
+type fanOut struct {
+	units []scheduler.Unit
+	job   *rendezvous
+	stats scheduler.RunStats
+}
+
+func (f *fanOut) Name() string             { return "FanOut" }
+func (f *fanOut) Access() scheduler.Access { return scheduler.Uses(scheduler.Structural()) }
+func (f *fanOut) RunSerial(t *scheduler.Tick) {
+	f.stats = t.Parallel(unitFunc(f.job.arrive), f.units)
+}
+
+func TestSerialSystemAloneFansOutOnThePool(t *testing.T) {
+	f := &fanOut{units: []scheduler.Unit{{Key: 1, Cost: 1}, {Key: 2, Cost: 1}}, job: &rendezvous{n: 2}}
+	sched := build(t, f, serial("Calm", nop, scheduler.Read[Position]()))
+	require.Equal(t, [][]string{{"FanOut"}, {"Calm"}}, sched.Stages())
+	pool := scheduler.NewPool(2)
+	defer pool.Close()
+	stats := sched.Run(pool, &scheduler.Tick{})
+	assert.Zero(t, f.job.missed.Load(), "its two units ran at the same time")
+	assert.Equal(t, 1, f.stats.Pooled)
+	assert.Equal(t, 2, stats.Units, "its units count in the Run's (Calm, a call on the calling goroutine, does not)")
+}

@@ -68,8 +68,9 @@ func (j *stageJob) owner(i int) int {
 // calling goroutine, stage by stage, each stage's systems in the order
 // [Schedule.Stages] lists them: the inline path.
 //
-// The returned stats sum the pool batches and the parallel systems run
-// inline; serial systems run on the calling goroutine are not counted. A
+// The returned stats sum the pool batches, the parallel systems run
+// inline and the passes systems run with [Tick.Parallel]; serial systems
+// run on the calling goroutine are not counted themselves. A
 // panicking unit, or a serial system running on the pool, is re-raised once
 // its stage has finished as a *[UnitPanic] naming the system and its unit
 // (the lowest unit of the first such system), and the later stages do not
@@ -103,7 +104,8 @@ func (s *Schedule) Run(pool *Pool, t *Tick) RunStats {
 		if up != nil {
 			panic(up)
 		}
-		pooled = pooled || pool != nil && !st.direct() && pool.lastCalled > 0
+		usedPool := !st.direct() || stats.Units > 0 // a serial system's Tick.Parallel passes
+		pooled = pooled || pool != nil && usedPool && pool.lastCalled > 0
 		total.Add(stats)
 	}
 	return total
@@ -122,9 +124,10 @@ func (st *stage) observeLead(start time.Time) {
 func (st *stage) run(pool *Pool, t *Tick) (RunStats, *UnitPanic) {
 	if st.direct() {
 		start := time.Now()
-		st.members[0].serial.RunSerial(t)
+		st.planning.stats = RunStats{}
+		st.runSerial(pool, st.members[0], t)
 		st.observeLead(start)
-		return RunStats{}, nil
+		return st.planning.stats, nil
 	}
 	if pool == nil {
 		return st.runInline(t)
@@ -158,12 +161,28 @@ func (st *stage) run(pool *Pool, t *Tick) (RunStats, *UnitPanic) {
 // plan calls m's Plan with t set up for Tick.Parallel on pool (nil:
 // inline).
 func (st *stage) plan(pool *Pool, m *member, t *Tick) []Unit {
+	st.enter(pool, m, t)
+	defer st.leave(t)
+	return m.parallel.Plan(t, m.plan[:0])
+}
+
+// runSerial runs m, alone in its stage, on the calling goroutine, with t
+// set up for Tick.Parallel on pool (nil: inline).
+func (st *stage) runSerial(pool *Pool, m *member, t *Tick) {
+	st.enter(pool, m, t)
+	defer st.leave(t)
+	m.serial.RunSerial(t)
+}
+
+// enter points t at the stage's planning for m's Plan or RunSerial, and
+// leave clears it: at any other time Tick.Parallel runs inline.
+func (st *stage) enter(pool *Pool, m *member, t *Tick) {
 	pl := &st.planning
 	pl.pool, pl.system, pl.salt = pool, m.name, m.salt
 	t.planning = pl
-	defer func() { t.planning, pl.pool = nil, nil }()
-	return m.parallel.Plan(t, m.plan[:0])
 }
+
+func (st *stage) leave(t *Tick) { t.planning, st.planning.pool = nil, nil }
 
 func (st *stage) runInline(t *Tick) (RunStats, *UnitPanic) {
 	var total RunStats

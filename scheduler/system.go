@@ -9,12 +9,12 @@ type Tick struct {
 	Number uint64        // 0 for the first tick, then +1 per tick
 	Delta  time.Duration // the nominal tick period (1/tick rate)
 
-	planning *planning // set while the scheduler calls a Plan (see Parallel)
+	planning *planning // set while the scheduler calls a Plan, or a serial system alone in its stage (see Parallel)
 }
 
-// planning is where [Tick.Parallel] runs while a stage's Plans are called:
-// the pool of the Run, the planning system's key salt, a reused unit
-// buffer, and what the passes have run so far.
+// planning is where [Tick.Parallel] runs while a stage's Plans, or its
+// lone serial system, are called: the pool of the Run, the system's name
+// and key salt, a reused unit buffer, and what the passes have run so far.
 type planning struct {
 	pool   *Pool
 	system string
@@ -25,12 +25,14 @@ type planning struct {
 
 // Parallel runs units of job to completion before it returns: on the
 // pool the schedule runs on when it is called from a [ParallelSystem]'s
-// Plan, on the calling goroutine otherwise (no pool, or a Plan called
-// outside a schedule). It is for work that a system must finish before
+// Plan or from the RunSerial of a [SerialSystem] alone in its stage (so
+// on the calling goroutine: a structural system, say), and on the calling
+// goroutine otherwise (no pool, a serial system sharing its stage, or a
+// call outside a schedule). It is for work that a system must finish before
 // its units can start and that splits into passes of its own: count in
 // parallel, sum on the tick goroutine, place in parallel (the relay's due
-// lists). While Plans are called the pool is idle, so a pass costs one
-// batch's handoff, not a stage's.
+// lists). The pool is idle meanwhile, so a pass costs one batch's
+// handoff, not a stage's.
 //
 // Keys share the calling system's space: keep them apart from its plan's.
 // A unit that panics is re-raised as a *[UnitPanic] naming the system once
