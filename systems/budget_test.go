@@ -139,7 +139,8 @@ func TestDueListsStaySmallWhateverTheSpreads(t *testing.T) {
 // settle on a few spreads and get lists for each (base lists, or the tier
 // periods stretched by it; sets counts them and the tier periods).
 // mode=inline builds them on the calling goroutine, mode=pool from the
-// relay system's Plan on a pool of GOMAXPROCS goroutines (a unit a set).
+// relay system's Plan on a pool of GOMAXPROCS goroutines (a unit a set;
+// both are past minParallelDueWork).
 //
 //	go test -run '^$' -bench BenchmarkBeginRelay ./systems
 func BenchmarkBeginRelay(b *testing.B) {
