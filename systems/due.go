@@ -64,8 +64,8 @@ type dueLists struct {
 	nslots     int32   // slots per cell: the sum of this tick's periods
 	ncells     int32   // cells this tick
 	actors     int32   // actors this tick
-	row        []int32 // per slot: where its row starts in off (see beginBuild)
-	off        []int32 // per slot and cell, in rows: where its list starts in picks; each set's rows end with an entry past its last list
+	stride     int32   // entries of a row of off: ncells and one past the last list
+	off        []int32 // per slot, a row: per cell, where its list starts in picks, then where the last one ends
 	picks      []int32 // sender indices, list after list
 	packed     []byte  // the records of picks, in the same order
 	// masks holds the same lists as bit sets, per slot and cell (bit i:
@@ -245,13 +245,13 @@ func tickDue(p uint8, tick uint64) uint32 {
 }
 
 // The lists are built set by set after Move (buildSet), and the sets are
-// independent: each has its own rows of off (one per slot, ncells entries
-// each, and an entry past its last row), its own range of picks and packed
-// (from j*actors for set j: an actor is in at most one list of a set), and
-// its own rows of masks. So the sets build in parallel without sharing a
-// line but at their ends, and no step between them is serial. Within a
-// set the lists are laid out slot by slot, and within a slot cell by cell:
-// the lists of one slot for consecutive cells are adjacent in picks and
+// independent: each has its own rows of off (one per slot: ncells entries
+// and one past the last list), its own range of picks and packed (from
+// j*actors for set j: an actor is in at most one list of a set), and its
+// own rows of masks. So the sets build in parallel without sharing a line
+// but at their ends, and no step between them is serial. Within a set the
+// lists are laid out slot by slot, and within a slot cell by cell: the
+// lists of one slot for consecutive cells are adjacent in picks and
 // packed, so a recipient that receives the same slot from a run of
 // consecutive cells (a row of its stencil in one band) copies the run as
 // one block. (Cut by cells instead, the parts' writes interleave in every
@@ -261,14 +261,9 @@ func tickDue(p uint8, tick uint64) uint32 {
 func (d *dueLists) beginBuild(f *Frame) {
 	ncells := len(f.cells)
 	d.ncells = int32(ncells)
+	d.stride = d.ncells + 1
 	d.actors = int32(f.Len())
-	d.row = resizeSlice(d.row, int(d.nslots))
-	for j, set := range d.sets {
-		for s := set.slot; s < set.slot+int32(set.mod); s++ {
-			d.row[s] = s*d.ncells + int32(j)
-		}
-	}
-	d.off = resizeSlice(d.off, ncells*int(d.nslots)+len(d.sets))
+	d.off = resizeSlice(d.off, int(d.stride)*int(d.nslots))
 	d.picks = resizeSlice(d.picks, f.Len()*len(d.sets))
 	d.packed = resizeSlice(d.packed, len(d.picks)*net.RecordSize)
 	d.masked = d.nslots <= maskSlots
@@ -283,9 +278,8 @@ func (d *dueLists) beginBuild(f *Frame) {
 // and its entry in off, its cursor, ends at its start.
 func (d *dueLists) buildSet(f *Frame, j int) {
 	set := d.sets[j]
-	ncells := int(d.ncells)
-	r0 := int(d.row[set.slot])
-	rows := d.off[r0 : r0+int(set.mod)*ncells+1] // the set's rows and its end
+	ncells, stride := int(d.ncells), int(d.stride)
+	rows := d.off[int(set.slot)*stride : (int(set.slot)+int(set.mod))*stride]
 	clear(rows)
 	tick := f.Tick
 	for ci := range f.cells {
@@ -301,17 +295,19 @@ func (d *dueLists) buildSet(f *Frame, j int) {
 		}
 		for i, c := range changed {
 			if c+set.window > tick && c != 0 {
-				rows[ci+int(d.residue(half[i], set.mod))*ncells]++
+				rows[ci+int(d.residue(half[i], set.mod))*stride]++
 			}
 		}
 	}
 	at := int32(j) * d.actors
-	last := len(rows) - 1
-	for k, n := range rows[:last] {
-		at += n
-		rows[k] = at
+	for r := 0; r < len(rows); r += stride {
+		row := rows[r : r+stride]
+		for k, n := range row[:ncells] {
+			at += n
+			row[k] = at
+		}
+		row[ncells] = at
 	}
-	rows[last] = at
 	var masks []uint64
 	if d.masked {
 		masks = d.masks[int(set.slot)*ncells : (int(set.slot)+int(set.mod))*ncells]
@@ -323,14 +319,15 @@ func (d *dueLists) buildSet(f *Frame, j int) {
 		small := masks != nil && hi-lo <= maskActors
 		for i := len(changed) - 1; i >= 0; i-- {
 			if c := changed[i]; c+set.window > tick && c != 0 && (set.mod > 1 || c == tick) {
-				k := int(d.residue(half[i], set.mod))*ncells + ci
+				w := int(d.residue(half[i], set.mod))
+				k := w*stride + ci
 				rows[k]--
 				at := rows[k]
 				a := lo + int32(i)
 				d.picks[at] = a
 				copyRecord(d.packed[int(at)*net.RecordSize:int(at+1)*net.RecordSize], f.recordOf(a))
 				if small {
-					masks[k] |= 1 << i
+					masks[w*ncells+ci] |= 1 << i
 				}
 			}
 		}
@@ -355,13 +352,13 @@ func (d *dueLists) mask(ci, slot, cellLo int32) uint64 {
 // lists returns the lists of slot for cells first to last, back to back,
 // as one range of picks.
 func (d *dueLists) lists(first, last, slot int32) (lo, hi int32) {
-	r := d.row[slot]
+	r := slot * d.stride
 	return d.off[r+first], d.off[r+last+1]
 }
 
 // list returns the list of cell ci's slot: its sender indices' range in
 // picks.
 func (d *dueLists) list(ci, slot int32) (lo, hi int32) {
-	k := d.row[slot] + ci
+	k := slot*d.stride + ci
 	return d.off[k], d.off[k+1]
 }
