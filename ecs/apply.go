@@ -133,6 +133,8 @@ func (w *World) Apply(report *ApplyReport) {
 	report.ChunksCreated, report.ChunksRemoved = 0, 0
 	w.pendingIgnored = 0
 	w.applies++
+	w.inApply = true
+	defer func() { w.inApply = false }()
 
 	for i := range w.moves {
 		w.applyMove(&w.moves[i], report)
@@ -170,6 +172,7 @@ func (w *World) applyMove(op *moveOp, report *ApplyReport) {
 	from := rec.key
 	if to != from {
 		target := w.enterChunk(to, report)
+		w.touch(w.chunks[from].entity)
 		w.changeChunk(rec.entity, target)
 		w.leaveChunk(from)
 		rec.key = to
@@ -222,6 +225,7 @@ func (w *World) applyDespawn(id components.ActorID, report *ApplyReport) {
 		return
 	}
 	session := w.clients.Get(rec.entity).Session
+	w.touch(w.chunks[rec.key].entity)
 	w.world.RemoveEntity(rec.entity)
 	delete(w.actors, id)
 	w.leaveChunk(rec.key)
@@ -237,11 +241,23 @@ func (w *World) enterChunk(key grid.AreaKey, report *ApplyReport) ecs.Entity {
 	if !ok {
 		c.entity = w.chunkMap.NewEntity(&components.Chunk{WorldOrCell: key.WorldOrCell, X: key.X, Y: key.Y})
 		report.ChunksCreated++
+		w.filterChunk(c.entity)
 		w.unranked = append(w.unranked, rankedChunk{key: key, entity: c.entity})
 	}
 	c.actors++
 	w.chunks[key] = c
+	w.touch(c.entity)
 	return c.entity
+}
+
+// filterChunk makes the filter that requery takes chunk's tables with.
+func (w *World) filterChunk(chunk ecs.Entity) {
+	id := int(chunk.ID())
+	if id >= len(w.chunkFilter) {
+		w.chunkFilter = append(w.chunkFilter, make([]*actorFilter, id+1-len(w.chunkFilter))...)
+	}
+	w.chunkFilter[id] = ecs.NewFilter6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk](w.world).
+		Relations(ecs.RelIdx(inChunkIndex, chunk))
 }
 
 // leaveChunk counts one actor less in chunk key and, when it empties,

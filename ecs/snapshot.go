@@ -49,11 +49,18 @@ func (v *ChunkView) Len() int { return len(v.Entities) }
 // relation target, whether through World or raw Ark calls: Ark's
 // observers count them) copies the last one's views instead of querying
 // every table again: they are still exact. So the prepare phase after a
-// join that took a Snapshot (to derive visibility) costs a copy. Ark's
-// World.Reset emits no events: do not call it on a World's Ark world.
+// join that took a Snapshot (to derive visibility) costs a copy. One taken
+// after changes that Applies alone made queries again only the tables of
+// the chunks they touched (see requery); after a raw Ark change to an
+// actor, every table. Ark's World.Reset emits no events: do not call it on
+// a World's Ark world.
 func (w *World) Snapshot(dst []ChunkView) []ChunkView {
 	if w.shotAt != w.shape || w.chunksRemoved || len(w.unranked) > 0 {
-		w.query()
+		if w.foreign || len(w.touched) > len(w.views)/requeryShare {
+			w.query()
+		} else {
+			w.requery()
+		}
 	}
 	dst = slices.Grow(dst[:0], len(w.order))[:len(w.order)]
 	for k, i := range w.order {
@@ -70,7 +77,57 @@ func (w *World) query() {
 	}
 	clear(w.views) // no stale column buffers kept past their tables
 	w.views = w.views[:0]
-	q := w.filter.Query()
+	w.appendViews(w.filter.Query())
+	w.shot()
+}
+
+// requeryShare: Snapshot queries every table again once more than one
+// view in requeryShare has a touched chunk (World.requery).
+const requeryShare = 4
+
+// requery brings the views up to date after Applies alone changed actors'
+// shapes: only the tables of the chunks they touched changed (their rows,
+// maybe their column buffers; tables came and went only there), so it
+// drops those chunks' views and queries their tables again, each chunk by
+// its relation target, and keeps every other view as it is. In a world of
+// 10,000 roamers over 4,000 chunks about a hundred chunks are touched a
+// tick, and the join's Snapshot, which queried every table, was a fifth of
+// the serial tick (0.8 ms; profiled). The order is the same as a full
+// query's: orderViews does not depend on the order of w.views.
+func (w *World) requery() {
+	if w.chunksRemoved || len(w.unranked) > 0 {
+		w.rankChunks()
+	}
+	// Drop the touched chunks' views, each by moving the last view into
+	// its place: orderViews does not depend on the views' order, and a
+	// view is 168 bytes.
+	views, n := w.views, len(w.views)
+	for i := 0; i < n; {
+		if w.marked(views[i].Chunk) {
+			n--
+			views[i] = views[n]
+			continue
+		}
+		i++
+	}
+	clear(views[n:]) // no stale column buffers kept past their tables
+	w.views = views[:n]
+	for _, chunk := range w.touched {
+		if w.world.Alive(chunk) { // a chunk emptied and removed has no tables left
+			w.appendViews(w.chunkFilter[chunk.ID()].Query())
+		}
+	}
+	w.shot()
+}
+
+// marked reports whether chunk's tables were touched since the last query.
+func (w *World) marked(chunk ecs.Entity) bool {
+	id := chunk.ID()
+	return int(id) < len(w.touchMark) && w.touchMark[id] == w.touchGen
+}
+
+// appendViews appends a view per table of q, and closes it.
+func (w *World) appendViews(q ecs.Query6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk]) {
 	for q.NextTable() {
 		ids, transforms, inputs, animations, clients, _ := q.GetColumns()
 		chunk := q.GetRelation(inChunkIndex)
@@ -85,8 +142,19 @@ func (w *World) query() {
 			Clients:    clients,
 		})
 	}
+}
+
+// shot orders the views and starts counting changes afresh.
+func (w *World) shot() {
 	w.orderViews()
 	w.shotAt = w.shape
+	w.foreign = false
+	w.touched = w.touched[:0]
+	w.touchGen++
+	if w.touchGen == 0 { // wrapped: no mark may look current
+		clear(w.touchMark)
+		w.touchGen = 1
+	}
 }
 
 // orderViews puts the views' key order in w.order: a counting sort on the

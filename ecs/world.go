@@ -40,7 +40,7 @@ type World struct {
 	clients    *ecs.Map[components.Client]
 	inChunk    *ecs.Map[components.InChunk]
 	chunkMap   *ecs.Map[components.Chunk]
-	filter     *ecs.Filter6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk]
+	filter     *actorFilter
 
 	guardFilter *ecs.Filter0
 	guard       ecs.Query0
@@ -85,7 +85,7 @@ type World struct {
 	// ActorID created or removed, components or relations added to or
 	// removed from them. Ark's observers count them, so a change made
 	// with raw Ark calls counts too. views holds the tables of the last
-	// query (in Ark's order; order is their key order) and shotAt the
+	// query (in no set order; order is their key order) and shotAt the
 	// count they were taken at: while it is unchanged, the views are still
 	// exact (the same tables, rows and column buffers), and Snapshot
 	// copies them instead of querying again. (A new World has no actors
@@ -95,7 +95,27 @@ type World struct {
 	shape  uint64
 	order  []int32
 	shotAt uint64
+
+	// What changed since the last query, for the next Snapshot to bring
+	// the views up to date table by table instead of querying every table
+	// (see World.requery): the chunks whose tables Apply added actors to or
+	// removed them from (touched, each once: touchMark[id] is touchGen for
+	// a chunk entity listed), and whether an actor changed shape outside
+	// an Apply (foreign: a raw Ark call, say a user's component added),
+	// which Throng cannot place in a chunk.
+	touched   []ecs.Entity
+	touchMark []uint32
+	touchGen  uint32
+	inApply   bool
+	foreign   bool
+	// chunkFilter[id]: a filter for chunk entity id's tables, made with
+	// the chunk (a query given a relation target allocates; a filter
+	// holding it does not).
+	chunkFilter []*actorFilter
 }
+
+// actorFilter matches every actor: the columns a ChunkView holds.
+type actorFilter = ecs.Filter6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk]
 
 // rankedChunk is a chunk as the ranking keeps it: its key with its entity,
 // so that numbering the chunks in key order is a plain walk, without a
@@ -155,6 +175,7 @@ func NewWorld(chunkSize float32) *World {
 		chunks:       make(map[grid.AreaKey]chunkRecord),
 		nextID:       1,
 		firstPending: 1,
+		touchGen:     1,
 	}
 	actor := ecs.C[components.ActorID]()
 	for _, event := range []ecs.EventType{
@@ -167,7 +188,22 @@ func NewWorld(chunkSize float32) *World {
 }
 
 // reshaped is the observer of every structural change to an actor.
-func (w *World) reshaped(ecs.Entity) { w.shape++ }
+func (w *World) reshaped(ecs.Entity) {
+	w.shape++
+	w.foreign = w.foreign || !w.inApply
+}
+
+// touch notes that Apply changed the rows of chunk's tables.
+func (w *World) touch(chunk ecs.Entity) {
+	id := chunk.ID()
+	if int(id) >= len(w.touchMark) {
+		w.touchMark = append(w.touchMark, make([]uint32, int(id)+1-len(w.touchMark))...)
+	}
+	if w.touchMark[id] != w.touchGen {
+		w.touchMark[id] = w.touchGen
+		w.touched = append(w.touched, chunk)
+	}
+}
 
 // Ark returns the Ark world, for users' own components, systems and
 // queries. Structural changes to actors and chunk entities must go through
