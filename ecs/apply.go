@@ -254,10 +254,10 @@ func (w *World) enterChunk(key grid.AreaKey, report *ApplyReport) ecs.Entity {
 func (w *World) filterChunk(chunk ecs.Entity) {
 	id := int(chunk.ID())
 	if id >= len(w.chunkFilter) {
-		w.chunkFilter = append(w.chunkFilter, make([]*actorFilter, id+1-len(w.chunkFilter))...)
+		w.chunkFilter = append(w.chunkFilter, make([]chunkFilter, id+1-len(w.chunkFilter))...)
 	}
-	w.chunkFilter[id] = ecs.NewFilter6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk](w.world).
-		Relations(ecs.RelIdx(inChunkIndex, chunk))
+	w.chunkFilter[id] = chunkFilter{entity: chunk, filter: ecs.NewFilter6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk](w.world).
+		Relations(ecs.RelIdx(inChunkIndex, chunk))}
 }
 
 // leaveChunk counts one actor less in chunk key and, when it empties,

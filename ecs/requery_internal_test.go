@@ -146,3 +146,43 @@ func BenchmarkSnapshotAfterCrossings(b *testing.B) {
 		})
 	}
 }
+
+// TestRequeryAfterAppliesWithoutSnapshots: Applies with no Snapshot
+// between them touch chunks that are then removed, and new chunks take
+// their entity IDs (Ark recycles them); requery still gives the full
+// query's views.
+func TestRequeryAfterAppliesWithoutSnapshots(t *testing.T) {
+	const size = 100
+	w := NewWorld(size)
+	var ids []components.ActorID
+	for i := range 100 {
+		ids = append(ids, w.Spawn(ActorSpec{Transform: components.Transform{X: float32(i)*size + 1, Y: 1}}))
+	}
+	w.Apply(nil)
+	views := w.Snapshot(nil)
+	for _, id := range ids { // all into one chunk: 100 empty ones
+		w.Teleport(id, components.Transform{X: 1, Y: 50 * size})
+	}
+	var report ApplyReport
+	removed := 0
+	for range EmptyChunkGrace + 2 {
+		w.Apply(&report)
+		removed += report.ChunksRemoved
+	}
+	require.Positive(t, removed, "empty chunks removed past their grace")
+	for i := range 30 { // new chunks, on recycled entity IDs
+		w.Spawn(ActorSpec{Transform: components.Transform{X: float32(i)*size + 1, Y: 20 * size}})
+	}
+	w.Apply(&report)
+	require.Equal(t, 30, report.ChunksCreated)
+	require.False(t, w.foreign)
+	w.requery() // as Snapshot does when few chunks were touched
+	got := w.Snapshot(views)
+	w.foreign, w.shotAt = true, w.shape-1
+	want := w.Snapshot(nil)
+	require.Equal(t, len(want), len(got))
+	for i := range want {
+		require.Equal(t, want[i].Chunk, got[i].Chunk, "view %d", i)
+		require.Equal(t, want[i].IDs, got[i].IDs, "view %d", i)
+	}
+}

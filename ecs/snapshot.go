@@ -112,15 +112,20 @@ func (w *World) requery() {
 	}
 	clear(views[n:]) // no stale column buffers kept past their tables
 	w.views = views[:n]
+	// A touched ID stands for whichever chunk entity holds it now: the
+	// one touched may have been removed since, and its ID given to a new
+	// chunk (touched too, but listed once), over Applies with no Snapshot
+	// between them. A chunk removed has no tables left.
 	for _, chunk := range w.touched {
-		if w.world.Alive(chunk) { // a chunk emptied and removed has no tables left
-			w.appendViews(w.chunkFilter[chunk.ID()].Query())
+		if c := &w.chunkFilter[chunk.ID()]; w.world.Alive(c.entity) {
+			w.appendViews(c.filter.Query())
 		}
 	}
 	w.shot()
 }
 
-// marked reports whether chunk's tables were touched since the last query.
+// marked reports whether the tables of chunk (or of a chunk since given
+// its ID) were touched since the last query.
 func (w *World) marked(chunk ecs.Entity) bool {
 	id := chunk.ID()
 	return int(id) < len(w.touchMark) && w.touchMark[id] == w.touchGen

@@ -108,10 +108,16 @@ type World struct {
 	touchGen  uint32
 	inApply   bool
 	foreign   bool
-	// chunkFilter[id]: a filter for chunk entity id's tables, made with
-	// the chunk (a query given a relation target allocates; a filter
-	// holding it does not).
-	chunkFilter []*actorFilter
+	// chunkFilter[id]: the chunk entity that last had ID id, and a filter
+	// for its tables, made with the chunk (a query given a relation target
+	// allocates; a filter holding it does not).
+	chunkFilter []chunkFilter
+}
+
+// chunkFilter is a chunk entity with the filter for its tables.
+type chunkFilter struct {
+	entity ecs.Entity
+	filter *actorFilter
 }
 
 // actorFilter matches every actor: the columns a ChunkView holds.
