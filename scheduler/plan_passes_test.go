@@ -156,16 +156,10 @@ func TestPlanPassPanicIsNamedWithTheSystem(t *testing.T) {
 	pool := scheduler.NewPool(2)
 	defer pool.Close()
 	for _, p := range []*scheduler.Pool{pool, nil} {
-		func() {
-			defer func() {
-				up, ok := recover().(*scheduler.UnitPanic)
-				require.True(t, ok)
-				assert.Equal(t, "Prefix", up.System)
-				assert.Equal(t, 2, up.Unit)
-				assert.Equal(t, "bad part", up.Value)
-			}()
-			sched.Run(p, &scheduler.Tick{})
-		}()
+		up := unitPanicOf(t, sched, p)
+		assert.Equal(t, "Prefix", up.System)
+		assert.Equal(t, 2, up.Unit)
+		assert.Equal(t, "bad part", up.Value)
 	}
 	_, ran := ranUnits.Load(0)
 	assert.False(t, ran, "the stages after the panic did not run")

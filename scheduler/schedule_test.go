@@ -375,6 +375,19 @@ func TestInlineRunMatchesPooledRun(t *testing.T) {
 	assert.Equal(t, results["inline"], results["pooled"])
 }
 
+// unitPanicOf runs a tick of sched on pool (nil: inline) and returns the
+// *UnitPanic it raised.
+func unitPanicOf(t *testing.T, sched *scheduler.Schedule, pool *scheduler.Pool) (up *scheduler.UnitPanic) {
+	t.Helper()
+	defer func() {
+		var ok bool
+		up, ok = recover().(*scheduler.UnitPanic)
+		require.True(t, ok, "the tick raised a *UnitPanic")
+	}()
+	sched.Run(pool, &scheduler.Tick{})
+	return nil
+}
+
 func TestPanickingSystemIsNamedWithItsUnit(t *testing.T) {
 	boom := func(i int) {
 		if i == 3 {
@@ -388,16 +401,10 @@ func TestPanickingSystemIsNamedWithItsUnit(t *testing.T) {
 	pool := scheduler.NewPool(2)
 	defer pool.Close()
 	for _, p := range []*scheduler.Pool{pool, nil} {
-		func() {
-			defer func() {
-				up, ok := recover().(*scheduler.UnitPanic)
-				require.True(t, ok)
-				assert.Equal(t, "Boom", up.System)
-				assert.Equal(t, 3, up.Unit)
-				assert.Equal(t, `scheduler: system "Boom" unit 3 panicked: boom`, up.Error())
-			}()
-			sched.Run(p, &scheduler.Tick{})
-		}()
+		up := unitPanicOf(t, sched, p)
+		assert.Equal(t, "Boom", up.System)
+		assert.Equal(t, 3, up.Unit)
+		assert.Equal(t, `scheduler: system "Boom" unit 3 panicked: boom`, up.Error())
 	}
 	assert.NotPanics(t, func() { build(t, serial("Calm", nop)).Run(pool, &scheduler.Tick{}) }, "the pool is usable after")
 }
