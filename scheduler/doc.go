@@ -67,9 +67,10 @@
 //	}
 //	func (r *Regen) RunUnit(i int) { /* heal r.hp[i*256 : (i+1)*256] */ }
 //
-// A Plan whose units need work done first that splits by itself (count in
-// parallel, sum the counts, then place in parallel, as the relay builds its
-// due lists) runs those passes on the pool with [Tick.Parallel]: the pool
+// A Plan whose units need work done first that splits by itself (the relay
+// builds its due lists a period a unit), or in passes (count in parallel,
+// sum the counts, then place in parallel), runs it on the pool with
+// [Tick.Parallel]: the pool
 // is idle while Plans are called, so a pass costs one batch's handoff, and
 // with no pool it runs inline. A serial system alone in its stage (a
 // structural one, say) may fan out the same way.

@@ -29,15 +29,16 @@ type planning struct {
 // on the calling goroutine: a structural system, say), and on the calling
 // goroutine otherwise (no pool, a serial system sharing its stage, or a
 // call outside a schedule). It is for work that a system must finish before
-// its units can start and that splits into passes of its own: count in
-// parallel, sum on the tick goroutine, place in parallel (the relay's due
-// lists). The pool is idle meanwhile, so a pass costs one batch's
-// handoff, not a stage's.
+// its units can start and that splits by itself (the relay builds its due
+// lists a period a unit), or in passes with serial steps between them:
+// count in parallel, sum on the tick goroutine, place in parallel. The
+// pool is idle meanwhile, so a pass costs one batch's handoff, not a
+// stage's.
 //
 // Keys share the calling system's space: keep them apart from its plan's.
 // A unit that panics is re-raised as a *[UnitPanic] naming the system once
-// the pass has finished, and the Plan does not resume. The passes' stats
-// count in the stage's, as its units' do.
+// the pass has finished, and the Plan (or RunSerial) does not resume. The
+// passes' stats count in the stage's, as its units' do.
 func (t *Tick) Parallel(job Job, units []Unit) RunStats {
 	pl := t.planning
 	if pl == nil || pl.pool == nil {

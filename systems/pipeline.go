@@ -216,10 +216,11 @@ func (p *Pipeline) Prepare(tick uint64) {
 
 // BeginRelay prepares the Relay phase once Move is done, on the tick
 // goroutine: it sends this tick's corrections (so a corrected client reads
-// its correction before the tick's movement), and computes each cell's box
-// around its actors' new positions and builds the due lists, in two passes
-// it runs with t.Parallel (on the pool, when the relay system's Plan calls
-// it) unless the tick runs inline.
+// its correction before the tick's movement), then computes each cell's
+// box around its actors' new positions and builds the due lists: a unit a
+// set (dueJob), run with t.Parallel (on the pool, when the relay system's
+// Plan calls it) when there is enough to build and the tick is not run
+// inline.
 func (p *Pipeline) BeginRelay(t *scheduler.Tick) {
 	p.stats.Corrections = 0
 	p.sendCorrections()
