@@ -241,7 +241,7 @@ func (w *World) enterChunk(key grid.AreaKey, report *ApplyReport) ecs.Entity {
 	if !ok {
 		c.entity = w.chunkMap.NewEntity(&components.Chunk{WorldOrCell: key.WorldOrCell, X: key.X, Y: key.Y})
 		report.ChunksCreated++
-		w.filterChunk(c.entity)
+		w.slotChunk(c.entity)
 		w.unranked = append(w.unranked, rankedChunk{key: key, entity: c.entity})
 	}
 	c.actors++
@@ -250,14 +250,19 @@ func (w *World) enterChunk(key grid.AreaKey, report *ApplyReport) ecs.Entity {
 	return c.entity
 }
 
-// filterChunk makes the filter that requery takes chunk's tables with.
-func (w *World) filterChunk(chunk ecs.Entity) {
+// slotChunk gives a new chunk entity its slot, with the filter requery
+// takes its tables with.
+func (w *World) slotChunk(chunk ecs.Entity) {
 	id := int(chunk.ID())
-	if id >= len(w.chunkFilter) {
-		w.chunkFilter = append(w.chunkFilter, make([]chunkFilter, id+1-len(w.chunkFilter))...)
+	if id >= len(w.chunkSlots) {
+		w.chunkSlots = append(w.chunkSlots, make([]chunkSlot, id+1-len(w.chunkSlots))...)
 	}
-	w.chunkFilter[id] = chunkFilter{entity: chunk, filter: ecs.NewFilter6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk](w.world).
-		Relations(ecs.RelIdx(inChunkIndex, chunk))}
+	// The mark stays: the ID may be listed as touched already, for the
+	// chunk that had it before.
+	c := &w.chunkSlots[id]
+	c.entity = chunk
+	c.filter = ecs.NewFilter6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk](w.world).
+		Relations(ecs.RelIdx(inChunkIndex, chunk))
 }
 
 // leaveChunk counts one actor less in chunk key and, when it empties,

@@ -176,7 +176,7 @@ func TestRequeryAfterAppliesWithoutSnapshots(t *testing.T) {
 	w.Apply(&report)
 	require.Equal(t, 30, report.ChunksCreated)
 	require.False(t, w.foreign)
-	w.requery() // as Snapshot does when few chunks were touched
+	w.refresh(false) // as Snapshot does when few chunks were touched
 	got := w.Snapshot(views)
 	w.foreign, w.shotAt = true, w.shape-1
 	want := w.Snapshot(nil)

@@ -98,26 +98,27 @@ type World struct {
 
 	// What changed since the last query, for the next Snapshot to bring
 	// the views up to date table by table instead of querying every table
-	// (see World.requery): the chunks whose tables Apply added actors to or
-	// removed them from (touched, each once: touchMark[id] is touchGen for
-	// a chunk entity listed), and whether an actor changed shape outside
-	// an Apply (foreign: a raw Ark call, say a user's component added),
-	// which Throng cannot place in a chunk.
-	touched   []ecs.Entity
-	touchMark []uint32
-	touchGen  uint32
-	inApply   bool
-	foreign   bool
-	// chunkFilter[id]: the chunk entity that last had ID id, and a filter
-	// for its tables, made with the chunk (a query given a relation target
-	// allocates; a filter holding it does not).
-	chunkFilter []chunkFilter
+	// (see World.requery): the IDs of the chunks whose tables Apply added
+	// actors to or removed them from (touched, each once: its slot's mark
+	// is touchGen), and whether an actor changed shape outside an Apply
+	// (foreign: a raw Ark call, say a user's component added), which
+	// Throng cannot place in a chunk. chunkSlots is indexed by chunk
+	// entity ID.
+	touched    []uint32
+	touchGen   uint32
+	inApply    bool
+	foreign    bool
+	chunkSlots []chunkSlot
 }
 
-// chunkFilter is a chunk entity with the filter for its tables.
-type chunkFilter struct {
+// chunkSlot is what requery keeps per chunk entity ID: the chunk entity
+// that last had the ID, a filter for its tables, made with the chunk (a
+// query given a relation target allocates; a filter holding it does not),
+// and the generation in which its tables were last touched.
+type chunkSlot struct {
 	entity ecs.Entity
 	filter *actorFilter
+	mark   uint32
 }
 
 // actorFilter matches every actor: the columns a ChunkView holds.
@@ -199,15 +200,13 @@ func (w *World) reshaped(ecs.Entity) {
 	w.foreign = w.foreign || !w.inApply
 }
 
-// touch notes that Apply changed the rows of chunk's tables.
+// touch notes that Apply changed the rows of chunk's tables (chunk was
+// made by enterChunk, so it has a slot).
 func (w *World) touch(chunk ecs.Entity) {
 	id := chunk.ID()
-	if int(id) >= len(w.touchMark) {
-		w.touchMark = append(w.touchMark, make([]uint32, int(id)+1-len(w.touchMark))...)
-	}
-	if w.touchMark[id] != w.touchGen {
-		w.touchMark[id] = w.touchGen
-		w.touched = append(w.touched, chunk)
+	if c := &w.chunkSlots[id]; c.mark != w.touchGen {
+		c.mark = w.touchGen
+		w.touched = append(w.touched, id)
 	}
 }
 

@@ -6,8 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/throng-go/throng/components"
-	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net"
 	"github.com/throng-go/throng/scheduler"
 )
@@ -33,15 +31,8 @@ func TestUnlistedSpreadsAreDecidedPairByPairAlike(t *testing.T) {
 // the due lists (0: the default) and checks every fast-path recipient; at
 // spreads above 1 their lists exist as listed says.
 func checkBudgetedRecipients(t *testing.T, slotBudget int, listed bool) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	var spawns []components.Transform
-	for range 160 { // one chunk, all in view of each other
-		spawns = append(spawns, components.Transform{X: 50 + rng.Float32()*3990, Y: 50 + rng.Float32()*3990})
-	}
-	cfg := Config{MaxRecordsPerTick: 24}
-	var err error
-	cfg.Tiers, err = interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
-	require.NoError(t, err)
+	spawns := oneChunkCrowd(rand.New(rand.NewPCG(5, 6)), 160)
+	cfg := Config{MaxRecordsPerTick: 24, Tiers: defaultTiers(t)}
 	r := newRig(t, cfg, spawns)
 	p := r.p
 	p.frame.due.slotBudget = slotBudget
@@ -109,8 +100,7 @@ func checkBudgetedRecipients(t *testing.T, slotBudget int, listed bool) {
 // always listed, the most used spreads first), and a small crowd, whose
 // lists are small, lists many more of them.
 func TestDueListsStaySmallWhateverTheSpreads(t *testing.T) {
-	tiers, err := interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
-	require.NoError(t, err)
+	tiers := defaultTiers(t)
 	var d dueLists
 	d.setPeriods(&tiers)
 	uses := func() *[256]int32 {
@@ -149,15 +139,8 @@ func BenchmarkBeginRelay(b *testing.B) {
 		players int
 		budget  int
 	}{{"1000", 1000, 0}, {"2000-budget", 2000, net.MaxRecordsPerBatch}} {
-		rng := rand.New(rand.NewPCG(7, 8))
-		var spawns []components.Transform
-		for range crowd.players {
-			spawns = append(spawns, components.Transform{X: 50 + rng.Float32()*3990, Y: 50 + rng.Float32()*3990})
-		}
-		cfg := Config{MaxRecordsPerTick: crowd.budget}
-		var err error
-		cfg.Tiers, err = interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
-		require.NoError(b, err)
+		spawns := oneChunkCrowd(rand.New(rand.NewPCG(7, 8)), crowd.players)
+		cfg := Config{MaxRecordsPerTick: crowd.budget, Tiers: defaultTiers(b)}
 		r := newRig(b, cfg, spawns)
 		for range 40 {
 			r.stand()

@@ -63,7 +63,6 @@ type dueLists struct {
 	slotBudget int
 	nslots     int32   // slots per cell: the sum of this tick's periods
 	ncells     int32   // cells this tick
-	actors     int32   // actors this tick
 	stride     int32   // entries of a row of off: ncells and one past the last list
 	off        []int32 // per slot, a row: per cell, where its list starts in picks, then where the last one ends
 	picks      []int32 // sender indices, list after list
@@ -262,7 +261,6 @@ func (d *dueLists) beginBuild(f *Frame) {
 	ncells := len(f.cells)
 	d.ncells = int32(ncells)
 	d.stride = d.ncells + 1
-	d.actors = int32(f.Len())
 	d.off = resizeSlice(d.off, int(d.stride)*int(d.nslots))
 	d.picks = resizeSlice(d.picks, f.Len()*len(d.sets))
 	d.packed = resizeSlice(d.packed, len(d.picks)*net.RecordSize)
@@ -299,7 +297,7 @@ func (d *dueLists) buildSet(f *Frame, j int) {
 			}
 		}
 	}
-	at := int32(j) * d.actors
+	at := int32(j * f.Len())
 	for r := 0; r < len(rows); r += stride {
 		row := rows[r : r+stride]
 		for k, n := range row[:ncells] {

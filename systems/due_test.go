@@ -6,8 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/throng-go/throng/components"
-	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net"
 )
 
@@ -22,15 +20,8 @@ import (
 // and base lists.
 func TestDueListsHoldExactlyTheirSenders(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	var spawns []components.Transform
-	for range 300 {
-		spawns = append(spawns, components.Transform{X: 50 + rng.Float32()*3990, Y: 50 + rng.Float32()*3990})
-	}
-	cfg := Config{MaxRecordsPerTick: 24}
-	var err error
-	cfg.Tiers, err = interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
-	require.NoError(t, err)
-	r := newRig(t, cfg, spawns)
+	spawns := oneChunkCrowd(rng, 300)
+	r := newRig(t, Config{MaxRecordsPerTick: 24, Tiers: defaultTiers(t)}, spawns)
 	d := &r.p.frame.due
 	var sets, bases, checked int
 	r.beforeRelay = func() {

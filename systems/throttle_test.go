@@ -3,6 +3,7 @@ package systems
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -133,13 +134,31 @@ func (r *rig) stand() map[int]map[uint32]int {
 	return heard
 }
 
+// oneChunkCrowd places n players at random in chunk (0, 0), all in view
+// of each other, drawing from rng.
+func oneChunkCrowd(rng *rand.Rand, n int) []components.Transform {
+	spawns := make([]components.Transform, 0, n)
+	for range n {
+		spawns = append(spawns, components.Transform{X: 50 + rng.Float32()*3990, Y: 50 + rng.Float32()*3990})
+	}
+	return spawns
+}
+
+// defaultTiers returns the default interest table: full rate within half
+// a chunk, periods 2 to 4 further out.
+func defaultTiers(t testing.TB) interest.Tiers {
+	t.Helper()
+	tiers, err := interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
+	require.NoError(t, err)
+	return tiers
+}
+
 func throttleConfig(t *testing.T, interestOn bool) Config {
 	thr, err := interest.NewThrottle(4096, 3)
 	require.NoError(t, err)
 	cfg := Config{Throttle: thr, BudgetMicros: 8000}
 	if interestOn {
-		cfg.Tiers, err = interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
-		require.NoError(t, err)
+		cfg.Tiers = defaultTiers(t)
 	}
 	return cfg
 }
@@ -214,10 +233,7 @@ func TestEveryOwedSenderArrivesWithinTheBoundAndNearOnesMoreOften(t *testing.T) 
 			X: 2048 + ring*float32(math.Cos(angle)), Y: 2048 + ring*float32(math.Sin(angle)),
 		})
 	}
-	cfg := Config{MaxRecordsPerTick: budget}
-	var err error
-	cfg.Tiers, err = interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
-	require.NoError(t, err)
+	cfg := Config{MaxRecordsPerTick: budget, Tiers: defaultTiers(t)}
 	r := newRig(t, cfg, spawns)
 	bound := interest.WaitBound(senders, budget, 1, 4)
 	last := map[uint32]int{}
