@@ -144,6 +144,21 @@ func (t *Tiers) Span(near, far float32) (lo, hi uint8, edge float32, ok bool) {
 	return lo, hi, 0, false
 }
 
+// Bands returns the table PeriodSq searches: limSq[k], for k in 1..7, is
+// the squared distance at which band k begins (+Inf for steps not used;
+// limSq[0] is never compared), and periods[k] is band k's period.
+// PeriodSq(d) is periods[band], where band is found by three comparisons:
+// d >= limSq[4] sets bit 2, then d >= limSq[band|2] bit 1, then
+// d >= limSq[band|1] bit 0. The limits never decrease, so the band is
+// also the number of limits d has reached, k in 1..7 with d >= limSq[k]:
+// what code deciding many pairs at once (the relay's vector loop) counts.
+func (t *Tiers) Bands() (limSq [MaxSteps + 1]float32, periods [MaxSteps + 1]uint8) {
+	for k, e := range t.extra {
+		periods[k] = e + 1
+	}
+	return t.limSq, periods
+}
+
 // band returns the index of the band distSq falls in. Each probe of the
 // binary search sets one bit of the index; the compiler sees it stay in
 // 0..7, so there are no bounds checks either.

@@ -1,6 +1,7 @@
 package interest_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -152,6 +153,60 @@ func TestPeriodSqMatchesReadingStepsInOrder(t *testing.T) {
 			require.Equal(t, uint8(want), tiers.PeriodSq(sq(dist)), "steps %v max %d dist %v", steps, maxPeriod, dist)
 		}
 	}
+}
+
+// TestBandsSearchGivesPeriodSq: the search Bands documents, run on the
+// table it returns, and the count of limits reached both give PeriodSq's
+// period for distances anywhere, on the steps' own limits (where a strict
+// comparison would differ), for +Inf and for NaN, with 0 to MaxSteps
+// steps, and for the zero Tiers.
+func TestBandsSearchGivesPeriodSq(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for range 300 {
+		steps := make([]interest.Step, r.IntN(interest.MaxSteps+1))
+		d, p := float32(0), uint8(1)
+		for i := range steps {
+			d += 1 + r.Float32()*3000
+			p += uint8(r.IntN(3))
+			steps[i] = interest.Step{BeyondUnits: d, Period: p}
+		}
+		tiers, err := interest.NewTiers(steps, 1+r.IntN(20))
+		require.NoError(t, err)
+		limSq, _ := tiers.Bands()
+		dists := []float32{float32(math.Inf(1)), float32(math.NaN()), 0}
+		for _, l := range limSq[1 : len(steps)+1] {
+			dists = append(dists, l, math.Nextafter32(l, 0))
+		}
+		for range 100 {
+			dists = append(dists, sq(r.Float32()*(d+3000)))
+		}
+		checkBands(t, &tiers, dists, fmt.Sprint(steps))
+	}
+	var zero interest.Tiers
+	checkBands(t, &zero, []float32{0, 1, 1e9, float32(math.Inf(1)), float32(math.NaN())}, "zero Tiers")
+}
+
+func checkBands(t *testing.T, tiers *interest.Tiers, dists []float32, name string) {
+	t.Helper()
+	limSq, periods := tiers.Bands()
+	for _, dsq := range dists {
+		band := bit(dsq >= limSq[4]) << 2
+		band |= bit(dsq >= limSq[band|2]) << 1
+		band |= bit(dsq >= limSq[band|1])
+		reached := 0
+		for k := 1; k <= interest.MaxSteps; k++ {
+			reached += bit(dsq >= limSq[k])
+		}
+		require.Equal(t, tiers.PeriodSq(dsq), periods[band], "%s, squared distance %v: the search", name, dsq)
+		require.Equal(t, band, reached, "%s, squared distance %v: the count", name, dsq)
+	}
+}
+
+func bit(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func TestNewTiersRejectsMalformedSteps(t *testing.T) {

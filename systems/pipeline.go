@@ -88,6 +88,7 @@ type Pipeline struct {
 	transport  net.Transport
 	batcher    net.BatchSender // transport's, when it has one
 	tiers      interest.Tiers
+	bands      tierBands // tiers, for chooseByTiers8
 	clock      *interest.Clock
 	inputs     *ark.Map[components.MoveInput]
 	transforms *ark.Map[components.Transform]
@@ -162,6 +163,7 @@ func New(cfg Config, world *ecs.World, transport net.Transport) (*Pipeline, erro
 	p.dueBuild = dueJob{f: &p.frame}
 	p.longest = uint64(max(p.tiers.Longest(), cfg.Throttle.MaxLevel()+1))
 	p.frame.due.setPeriods(&p.tiers)
+	p.bands = bandsOf(&p.tiers)
 	return p, nil
 }
 

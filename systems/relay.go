@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net"
@@ -274,6 +275,9 @@ func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed
 		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
 		if !wanted && !(class.two() && listed && hi-lo <= maskActors) {
 			pick.want, wanted = p.clock.Want(rid), true
+			if useAVX2 {
+				pick.k.aim(pick, &p.bands)
+			}
 		}
 		switch {
 		case class.two() && listed && hi-lo <= maskActors:
@@ -427,6 +431,7 @@ type picker struct {
 	spread       uint8           // for chooseThrottled
 	rhalf        uint32          // the recipient's phase half, for chooseThrottled
 	clock        *interest.Clock // for chooseThrottled
+	k            tierKernel      // for chooseByTiers8: the recipient, as vectors
 }
 
 // beyondEdge returns the bit set of the senders (at most maskActors, bit i
@@ -491,9 +496,27 @@ func (p *Pipeline) writeTwoBands(w *batchOut, near, far []int32, r int32, edge f
 // chooseByTiers writes to sel the senders due, in order, and returns how
 // many. Each pair's period comes from the tier table (all its periods are
 // below interest.FastPeriods) and each pair is taken without a branch:
-// whether it is due is a coin toss the CPU cannot predict. It is a
-// function of its own so that its loop keeps everything in registers.
+// whether it is due is a coin toss the CPU cannot predict. With AVX2,
+// eight pairs an instruction (chooseByTiers8, aimed at the recipient by
+// tierKernel.aim); else, or without room to read whole groups, one by one.
 func (t *picker) chooseByTiers(sel []int32, changed []uint64, xs, ys, zs []float32, res []interest.Residues, tiers *interest.Tiers) int {
+	if n := len(changed); useAVX2 && n > 0 {
+		// Whole groups of eight, reading past the last sender into the
+		// slices' capacity where there is room (as beyondEdge does; the
+		// residues one more, for the gather's four-byte loads), those
+		// lanes left out. sel takes eight values a group, from the next
+		// free entry on.
+		if up := (n + 7) &^ 7; cap(sel) >= up && cap(changed) >= up && cap(xs) >= up && cap(ys) >= up && cap(zs) >= up && cap(res) > up {
+			t.k.self, t.k.lo = t.r-t.lo, t.lo
+			return chooseByTiers8(&sel[0], &changed[0], &xs[0], &ys[0], &zs[0], &res[0], n, &t.k)
+		}
+	}
+	return t.chooseByTiersOneByOne(sel, changed, xs, ys, zs, res, tiers)
+}
+
+// chooseByTiersOneByOne is chooseByTiers a pair at a time. It is a
+// function of its own so that its loop keeps everything in registers.
+func (t *picker) chooseByTiersOneByOne(sel []int32, changed []uint64, xs, ys, zs []float32, res []interest.Residues, tiers *interest.Tiers) int {
 	rx, ry, rz, oldest, tick, want := t.rx, t.ry, t.rz, t.oldest, t.tick, &t.want
 	self := t.r - t.lo
 	sel = sel[:len(changed)]
@@ -506,6 +529,99 @@ func (t *picker) chooseByTiers(sel []int32, changed []uint64, xs, ys, zs []float
 		m += b2i(c > oldest) & b2i(c+uint64(period) > tick) & b2i(res[k][period] == want[period]) & b2i(int32(k) != self)
 	}
 	return m
+}
+
+// tierBands is the tier table as chooseByTiers8 searches it: the squared
+// band limits of interest.Tiers.Bands and each band's period, capped below
+// interest.FastPeriods as chooseByTiers caps it.
+type tierBands struct {
+	limSq  [interest.MaxSteps][8]float32 // limSq[k-1] is band k's limit, eight times
+	period [interest.MaxSteps + 1]int32
+}
+
+// bandsOf lays out tiers for chooseByTiers8, which counts the limits a
+// distance has reached: the band the table's search finds, since the
+// limits never decrease (interest.Tiers.Bands).
+func bandsOf(tiers *interest.Tiers) (b tierBands) {
+	lim, periods := tiers.Bands()
+	for k := range b.limSq {
+		for i := range b.limSq[k] {
+			b.limSq[k][i] = lim[k+1]
+		}
+	}
+	for k, p := range periods {
+		b.period[k] = int32(min(p, interest.FastPeriods-1))
+	}
+	return b
+}
+
+// The vector search takes eight bands, one a lane.
+var _ [interest.MaxSteps + 1 - 8]struct{}
+var _ [8 - interest.MaxSteps - 1]struct{}
+
+// tierKernel is what chooseByTiers8 reads besides the senders: the bands,
+// the recipient (position, residue at each band's period, the ticks as
+// chooseByTiers compares them) and constant vectors. Ticks are compared
+// unsigned in Go and signed by AVX2, so they are stored with the top bit
+// flipped (biased), which makes the two agree.
+type tierKernel struct {
+	bands       *tierBands
+	lut         *[256]uint64 // compressLUT
+	want        [8]int32     // the recipient's residue at band k's period
+	oldest      [4]uint64    // biased
+	tick        [4]uint64    // biased
+	sign        [4]uint64    // the bias, 1 << 63
+	lane        [8]int32     // 0 to 7
+	laneRes     [8]int32     // lane * the size of interest.Residues
+	one         [8]int32
+	two         [8]int32
+	four        [8]int32
+	eight       [8]int32
+	low         [8]int32 // 0xFF
+	groupRes    int64    // eight senders' residues, in bytes
+	rx, ry, rz  float32
+	self, lo    int32 // the recipient's index among the senders (any value when not one); the first sender's actor
+	initialized bool
+}
+
+// compressLUT[m] holds, byte by byte from the lowest, the indices of the
+// set bits of m (0 to 7), ascending: the permute that packs the chosen
+// lanes of a group to its front.
+var compressLUT = func() (t [256]uint64) {
+	for m := range 256 {
+		at := 0
+		for i := range 8 {
+			if m>>i&1 != 0 {
+				t[m] |= uint64(i) << (8 * at)
+				at++
+			}
+		}
+	}
+	return t
+}()
+
+// aim loads recipient t (chooseByTiers' fields, its residues included)
+// and the tier table into k.
+func (k *tierKernel) aim(t *picker, bands *tierBands) {
+	if !k.initialized {
+		const resSize = int32(unsafe.Sizeof(interest.Residues{}))
+		for i := range int32(8) {
+			k.lane[i], k.laneRes[i] = i, i*resSize
+			k.one[i], k.two[i], k.four[i], k.eight[i], k.low[i] = 1, 2, 4, 8, 0xFF
+		}
+		k.sign = [4]uint64{1 << 63, 1 << 63, 1 << 63, 1 << 63}
+		k.groupRes = int64(8 * resSize)
+		k.lut = &compressLUT
+		k.initialized = true
+	}
+	k.bands = bands
+	k.rx, k.ry, k.rz = t.rx, t.ry, t.rz
+	for i := range 4 {
+		k.oldest[i], k.tick[i] = t.oldest^1<<63, t.tick^1<<63
+	}
+	for b, p := range bands.period {
+		k.want[b] = int32(t.want[p])
+	}
 }
 
 // chooseThrottled is chooseByTiers under throttling (level above 0): a
@@ -557,7 +673,7 @@ func (f *Frame) joinRun(cells []int32, classes []cellClass, i int, hi int32) (in
 // growSel makes room in sel for n senders.
 func (sc *relayScratch) growSel(n int) {
 	if len(sc.sel) < n {
-		sc.sel = make([]int32, n+n/4)
+		sc.sel = make([]int32, (n+n/4+7)&^7) // whole groups of eight: chooseByTiers8
 	}
 }
 

@@ -2,7 +2,11 @@
 
 package systems
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/throng-go/throng/interest"
+)
 
 // useAVX2 says the relay may use its AVX2 routines (simd_amd64.s): the
 // band-edge and point checks eight at a time, records copied one 32-byte
@@ -38,6 +42,16 @@ func copyRecords(dst, recs *byte, set uint64, lo, k int) uint64
 //
 //go:noescape
 func copyRecordsAt(dst, recs *byte, sel *int32, k int)
+
+// chooseByTiers8 is chooseByTiers for senders 0 to n-1 of the slices
+// whose first elements it is given, eight at a time with AVX2, reading
+// whole groups of eight (the capacity must hold them, and one more
+// residue) and writing whole groups to sel; it returns how many senders
+// it chose. The same float32 steps and comparisons as the Go loop, so the
+// same senders.
+//
+//go:noescape
+func chooseByTiers8(sel *int32, changed *uint64, xs, ys, zs *float32, res *interest.Residues, n int, k *tierKernel) int
 
 // usePrefetchW says the CPU has PREFETCHW (CPUID 0x80000001, ECX bit 8).
 var usePrefetchW = cpuidECX(0x80000001)&(1<<8) != 0

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "go_asm.h"
 
 // func beyondEdge8(xs, ys, zs *float32, n int, rx, ry, rz, edge float32) uint64
 TEXT ·beyondEdge8(SB), NOSPLIT, $0-56
@@ -110,6 +111,138 @@ done:
 	VZEROUPPER
 	MOVQ AX, near+32(FP)
 	MOVQ BX, far+40(FP)
+	RET
+
+// func chooseByTiers8(sel *int32, changed *uint64, xs, ys, zs *float32, res *interest.Residues, n int, k *tierKernel) int
+//
+// chooseByTiers for senders 0 to n-1, eight a group, reading whole groups
+// (the caller makes sure there is room). Per lane, as the Go loop: the
+// squared distance (differences, squares, x plus y then plus z; no fused
+// multiply-add), the band by the table's three comparisons, the band's
+// period and the recipient's residue at it (permutes of the kernel's
+// tables), the sender's residue at it (a gather of four bytes, the low one
+// kept), and the ticks compared as unsigned through the bias. The chosen
+// lanes' senders (lo plus their index) are packed to the front of eight
+// values by a permute from the kernel's lut and stored at sel; sel moves on by
+// their count.
+TEXT ·chooseByTiers8(SB), NOSPLIT, $0-72
+	MOVQ sel+0(FP), DI
+	MOVQ changed+8(FP), R8
+	MOVQ xs+16(FP), SI
+	MOVQ ys+24(FP), R9
+	MOVQ zs+32(FP), R10
+	MOVQ res+40(FP), R11
+	MOVQ k+56(FP), R13
+	MOVQ tierKernel_lut(R13), AX
+	VBROADCASTSS tierKernel_rx(R13), Y0
+	VBROADCASTSS tierKernel_ry(R13), Y1
+	VBROADCASTSS tierKernel_rz(R13), Y2
+	MOVQ tierKernel_bands(R13), R12
+	VMOVDQU tierBands_period(R12), Y4
+	VMOVDQU tierKernel_want(R13), Y5
+	VPBROADCASTD tierKernel_self(R13), Y6
+	VPBROADCASTD tierKernel_lo(R13), Y7
+	VMOVDQU tierKernel_lane(R13), Y10
+	MOVQ n+48(FP), DX
+	MOVQ DX, X11
+	VPBROADCASTD X11, Y11
+	XORQ CX, CX
+
+group:
+	CMPQ CX, n+48(FP)
+	JGE  done
+	// The squared distance, in Y12.
+	VMOVUPS (SI)(CX*4), Y12
+	VSUBPS  Y0, Y12, Y12
+	VMULPS  Y12, Y12, Y12
+	VMOVUPS (R9)(CX*4), Y13
+	VSUBPS  Y1, Y13, Y13
+	VMULPS  Y13, Y13, Y13
+	VADDPS  Y13, Y12, Y12
+	VMOVUPS (R10)(CX*4), Y13
+	VSUBPS  Y2, Y13, Y13
+	VMULPS  Y13, Y13, Y13
+	VADDPS  Y13, Y12, Y12
+	// The band, in Y14: how many of the seven limits d has reached (each
+	// comparison is -1 where it has), which is the band the table's search
+	// finds, the limits never decreasing.
+	VCMPPS  $0x0D, (tierBands_limSq+0)(R12), Y12, Y14
+	VCMPPS  $0x0D, (tierBands_limSq+32)(R12), Y12, Y13
+	VPADDD  Y13, Y14, Y14
+	VCMPPS  $0x0D, (tierBands_limSq+64)(R12), Y12, Y13
+	VPADDD  Y13, Y14, Y14
+	VCMPPS  $0x0D, (tierBands_limSq+96)(R12), Y12, Y13
+	VPADDD  Y13, Y14, Y14
+	VCMPPS  $0x0D, (tierBands_limSq+128)(R12), Y12, Y13
+	VPADDD  Y13, Y14, Y14
+	VCMPPS  $0x0D, (tierBands_limSq+160)(R12), Y12, Y13
+	VPADDD  Y13, Y14, Y14
+	VCMPPS  $0x0D, (tierBands_limSq+192)(R12), Y12, Y13
+	VPADDD  Y13, Y14, Y14
+	VPXOR   Y13, Y13, Y13
+	VPSUBD  Y14, Y13, Y14
+	// The period (Y15) and the recipient's residue at it (Y8).
+	VPERMD  Y4, Y14, Y15
+	VPERMD  Y5, Y14, Y8
+	// The senders' residues at it: bytes lane*size+period from R11.
+	VPADDD  tierKernel_laneRes(R13), Y15, Y14
+	VPCMPEQD Y12, Y12, Y12
+	VPXOR   Y9, Y9, Y9
+	VPGATHERDD Y12, (R11)(Y14*1), Y9
+	VPAND   tierKernel_low(R13), Y9, Y9
+	VPCMPEQD Y8, Y9, Y9
+	// Not the recipient, and a sender (index below n).
+	VPCMPEQD Y6, Y10, Y13
+	VPANDN  Y9, Y13, Y9
+	VPCMPGTD Y10, Y11, Y13
+	VPAND   Y13, Y9, Y9
+	VMOVMSKPS Y9, BX
+	// Changed after oldest and within its period of the tick, four
+	// senders at a time: c > oldest and c + period > tick, unsigned.
+	VMOVDQU (R8)(CX*8), Y12
+	VPMOVZXDQ X15, Y13
+	VPADDQ  Y13, Y12, Y13
+	VPXOR   tierKernel_sign(R13), Y13, Y13
+	VPCMPGTQ tierKernel_tick(R13), Y13, Y13
+	VPXOR   tierKernel_sign(R13), Y12, Y12
+	VPCMPGTQ tierKernel_oldest(R13), Y12, Y12
+	VPAND   Y12, Y13, Y13
+	VMOVMSKPD Y13, DX
+	ORQ     $0xF0, DX
+	ANDQ    DX, BX
+	VMOVDQU 32(R8)(CX*8), Y12
+	VEXTRACTI128 $1, Y15, X14
+	VPMOVZXDQ X14, Y14
+	VPADDQ  Y14, Y12, Y14
+	VPXOR   tierKernel_sign(R13), Y14, Y14
+	VPCMPGTQ tierKernel_tick(R13), Y14, Y14
+	VPXOR   tierKernel_sign(R13), Y12, Y12
+	VPCMPGTQ tierKernel_oldest(R13), Y12, Y12
+	VPAND   Y12, Y14, Y14
+	VMOVMSKPD Y14, DX
+	SHLQ    $4, DX
+	ORQ     $0x0F, DX
+	ANDQ    DX, BX
+	// Pack the chosen lanes' senders to the front and store all eight.
+	MOVQ    (AX)(BX*8), DX
+	MOVQ    DX, X12
+	VPMOVZXBD X12, Y12
+	VPADDD  Y7, Y10, Y13
+	VPERMD  Y13, Y12, Y13
+	VMOVDQU Y13, (DI)
+	POPCNTL BX, BX
+	LEAQ    (DI)(BX*4), DI
+	VPADDD  tierKernel_eight(R13), Y10, Y10
+	ADDQ    tierKernel_groupRes(R13), R11
+	ADDQ    $8, CX
+	JMP     group
+
+done:
+	VZEROUPPER
+	MOVQ sel+0(FP), DX
+	SUBQ DX, DI
+	SHRQ $2, DI
+	MOVQ DI, ret+64(FP)
 	RET
 
 // func copyRecords(dst, recs *byte, set uint64, lo, k int) uint64

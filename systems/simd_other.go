@@ -2,6 +2,8 @@
 
 package systems
 
+import "github.com/throng-go/throng/interest"
+
 // useAVX2 is false: the relay's Go loops do the work (see simd_amd64.go).
 const useAVX2 = false
 
@@ -11,6 +13,10 @@ func beyondEdge8(xs, ys, zs *float32, n int, rx, ry, rz, edge float32) uint64 {
 
 func pointBands8(b *cellBoxes, n int, rx, ry, rz float32) (near, far uint64) {
 	panic("systems: pointBands8 without AVX2")
+}
+
+func chooseByTiers8(sel *int32, changed *uint64, xs, ys, zs *float32, res *interest.Residues, n int, k *tierKernel) int {
+	panic("systems: chooseByTiers8 without AVX2")
 }
 
 func copyRecords(dst, recs *byte, set uint64, lo, k int) uint64 {

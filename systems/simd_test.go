@@ -1,12 +1,15 @@
 package systems
 
 import (
+	"fmt"
+	"math"
 	"math/bits"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net"
 )
 
@@ -160,4 +163,136 @@ func TestWriteSetWritesLikeOneByOne(t *testing.T) {
 		}
 		require.Equal(t, b.finish(), a.finish(), "case %d", it)
 	}
+}
+
+// tiersForTest builds a tier table of up to MaxSteps random steps whose
+// periods stay below interest.FastPeriods, as chooseByTiers requires, or
+// at times the zero table (interest management off).
+func tiersForTest(t testing.TB, r *rand.Rand) interest.Tiers {
+	if r.IntN(10) == 0 {
+		return interest.Tiers{}
+	}
+	steps := make([]interest.Step, r.IntN(interest.MaxSteps+1))
+	d, p := float32(0), uint8(1)
+	for i := range steps {
+		d += 1 + r.Float32()*600
+		p = min(p+uint8(r.IntN(4)), interest.FastPeriods-1)
+		steps[i] = interest.Step{BeyondUnits: d, Period: p}
+	}
+	tiers, err := interest.NewTiers(steps, interest.FastPeriods-1)
+	require.NoError(t, err)
+	return tiers
+}
+
+// TestChooseByTiersDecidesLikeThePairs: chooseByTiers8 (eight pairs an
+// instruction with AVX2) chooses exactly the senders the one-by-one loop
+// does, in the same order, over random tier tables, runs of 1 to 70
+// senders with and without room past them, senders on a band's exact
+// limit (where another rounding or a strict comparison would show), the
+// recipient among the senders or not, and ticks near the top of the
+// uint64 range, where a signed comparison or the sum's wrap would show.
+func TestChooseByTiersDecidesLikeThePairs(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2: the one-by-one loop decides every pair")
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	for it := range 20000 {
+		tiers := tiersForTest(t, r)
+		bands := bandsOf(&tiers)
+		limSq, _ := tiers.Bands()
+		n := 1 + r.IntN(70)
+		up := (n + 7) &^ 7
+		room := up + 1 + r.IntN(3)
+		changed := make([]uint64, room)
+		xs, ys, zs := make([]float32, room), make([]float32, room), make([]float32, room)
+		res := make([]interest.Residues, room)
+		tick := uint64(1000 + r.IntN(1000))
+		if it%4 == 0 {
+			tick = ^uint64(0) - uint64(r.IntN(40)) // c + period wraps for some senders
+		}
+		var pick picker
+		pick.tick = tick
+		pick.oldest = tick - uint64(r.IntN(20))
+		pick.lo = int32(r.IntN(5000))
+		pick.r = pick.lo + int32(r.IntN(n+2)) - 1 // often among the senders, at times just outside
+		if it%3 == 0 {
+			pick.rx, pick.ry, pick.rz = r.Float32()*2000-1000, r.Float32()*2000-1000, r.Float32()*50
+		}
+		for i := range room {
+			changed[i] = tick - uint64(r.IntN(24)) + uint64(r.IntN(3))
+			xs[i] = pick.rx + r.Float32()*3000 - 1500
+			ys[i] = pick.ry + r.Float32()*3000 - 1500
+			zs[i] = pick.rz + r.Float32()*40 - 20
+			if r.IntN(4) == 0 { // exactly on a band's limit (the recipient at the origin)
+				pick.rx, pick.ry, pick.rz = 0, 0, 0
+				if k := 1 + r.IntN(interest.MaxSteps); !math.IsInf(float64(limSq[k]), 1) {
+					xs[i], ys[i], zs[i] = float32(math.Sqrt(float64(limSq[k]))), 0, 0
+				}
+			}
+			for p := range res[i] {
+				res[i][p] = uint8(r.IntN(3))
+			}
+		}
+		for p := range pick.want {
+			pick.want[p] = uint8(r.IntN(3))
+		}
+		pick.k.aim(&pick, &bands)
+		pick.k.self, pick.k.lo = pick.r-pick.lo, pick.lo
+		got := make([]int32, up)
+		k := chooseByTiers8(&got[0], &changed[0], &xs[0], &ys[0], &zs[0], &res[0], n, &pick.k)
+		want := make([]int32, n)
+		m := pick.chooseByTiersOneByOne(want, changed[:n], xs[:n], ys[:n], zs[:n], res[:n], &tiers)
+		require.Equal(t, want[:m], got[:k], "case %d: %d senders", it, n)
+	}
+}
+
+// BenchmarkChooseByTiers decides runs of senders against one recipient
+// with the default tiers: 6 (about the mean run at world/10000, a 3 x 3
+// stencil of sparse chunks) and 24, eight pairs an instruction (vector,
+// where the CPU has AVX2) and one by one.
+//
+//	go test -run '^$' -bench BenchmarkChooseByTiers ./systems
+func BenchmarkChooseByTiers(b *testing.B) {
+	r := rand.New(rand.NewPCG(13, 14))
+	tiers := defaultTiers(b)
+	bands := bandsOf(&tiers)
+	const room = 64
+	changed := make([]uint64, room)
+	xs, ys, zs := make([]float32, room), make([]float32, room), make([]float32, room)
+	res := make([]interest.Residues, room+1)
+	for i := range room {
+		changed[i] = 100 - uint64(r.IntN(2))
+		xs[i], ys[i], zs[i] = r.Float32()*600-300, r.Float32()*600-300, r.Float32()*10
+		for p := range res[i] {
+			res[i][p] = uint8(r.IntN(3))
+		}
+	}
+	var pick picker
+	pick.tick, pick.oldest, pick.r = 100, 90, -1
+	pick.k.aim(&pick, &bands)
+	sel := make([]int32, room)
+	for _, n := range []int{6, 24} {
+		for _, mode := range []string{"vector", "onebyone"} {
+			b.Run(fmt.Sprintf("senders=%d/mode=%s", n, mode), func(b *testing.B) {
+				if mode == "vector" && !useAVX2 {
+					b.Skip("no AVX2")
+				}
+				m := 0
+				for b.Loop() {
+					m += pick.chooseByTiersOneByOneOr(mode == "vector", sel, changed[:n], xs[:n], ys[:n], zs[:n], res[:n], &tiers)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/pair")
+				if m == -1 {
+					b.Log(m)
+				}
+			})
+		}
+	}
+}
+
+func (t *picker) chooseByTiersOneByOneOr(vector bool, sel []int32, changed []uint64, xs, ys, zs []float32, res []interest.Residues, tiers *interest.Tiers) int {
+	if vector {
+		return t.chooseByTiers(sel, changed, xs, ys, zs, res, tiers)
+	}
+	return t.chooseByTiersOneByOne(sel, changed, xs, ys, zs, res, tiers)
 }
