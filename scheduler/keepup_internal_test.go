@@ -39,8 +39,29 @@ func busy(d time.Duration) {
 // 400 us against 50) keeps them awake through it, once the schedule has
 // seen how long it takes, so the stage's batch does not wait for a worker
 // to wake. Without that, the worker is asleep by the end of most such
-// Plans (21 to 36 of 40 here; with it, 1 or 2).
+// Plans (21 to 36 of 40 here; with it, 0 to 4).
+//
+// It measures whether a goroutine got to run, which other processes
+// decide too: with both cores taken by other tests, a worker descheduled
+// past its polling deadline parks, and a busy machine has given 13. So it
+// takes the best of three tries (a broken keep-up fails all three), and
+// the race detector's run, every package at once with -count=3, skips it.
 func TestWorkersStayUpThroughALongPlan(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a timing property: the race detector's run loads both cores")
+	}
+	best := 40
+	for try := 0; try < 3 && best > 10; try++ {
+		asleep := longPlansAsleep(t)
+		t.Logf("try %d: asleep at the end of %d of 40 long Plans", try+1, asleep)
+		best = min(best, asleep)
+	}
+	assert.LessOrEqual(t, best, 10, "ticks whose worker was asleep by the end of the long Plan, in the best of three tries")
+}
+
+// longPlansAsleep runs 40 ticks of a batch and a long Plan and returns
+// after how many the worker was asleep by the end of the Plan.
+func longPlansAsleep(t *testing.T) int {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	p := NewPool(2)
 	defer p.Close()
@@ -77,6 +98,5 @@ func TestWorkersStayUpThroughALongPlan(t *testing.T) {
 		run()
 	}
 	require.Equal(t, 40, checked)
-	t.Logf("asleep at the end of %d of %d long Plans", asleep, checked)
-	assert.LessOrEqual(t, asleep, 10, "ticks whose worker was asleep by the end of the long Plan")
+	return asleep
 }
