@@ -186,7 +186,7 @@ func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed
 		}
 	}
 	pick := &sc.pick
-	pick.r, pick.rx, pick.ry, pick.rz, pick.oldest, pick.tick = r, rx, ry, rz, oldest, tick
+	pick.r, pick.rx, pick.ry, pick.rz, pick.oldest, pick.tick, pick.spread = r, rx, ry, rz, oldest, tick, spread
 	// The recipient's residues (pick.want) only matter to pairs decided
 	// one by one, which the lists leave to few cells if any: computed on
 	// the first.
@@ -290,13 +290,14 @@ func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed
 				picks &^= 1 << (r - lo)
 			}
 			w.writeSet(picks, lo)
-		case level == 0 && spread == 1 && p.tiers.Longest() < interest.FastPeriods:
+		case level == 0 && int(p.tiers.Longest())*int(spread) < interest.FastPeriods:
 			// Two bands in a cell too big for bit sets, more than two
-			// bands, or a cell too small to classify: the tier table per
-			// pair, without a branch per pair. The following cells of
-			// that kind whose actors continue this cell's join it (in a
-			// sparse world, a stencil row of chunks is one run of
-			// actors): one call for them all.
+			// bands, or a cell too small to classify, or a budgeted
+			// client's cell without lists whose stretched periods are
+			// all short: the tier table per pair, without a branch per
+			// pair. The following cells of that kind whose actors
+			// continue this cell's join it (in a sparse world, a stencil
+			// row of chunks is one run of actors): one call for them all.
 			i, hi = f.joinRun(cells, sc.classes, i, hi)
 			changed, res := f.changed[lo:hi], f.res[lo:hi]
 			sc.growSel(len(changed))
@@ -311,7 +312,7 @@ func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed
 			i, hi = f.joinRun(cells, sc.classes, i, hi)
 			changed, res := f.changed[lo:hi], f.res[lo:hi]
 			sc.growSel(len(changed))
-			pick.lo, pick.spread, pick.rhalf, pick.clock = lo, spread, rhalf, p.clock
+			pick.lo, pick.rhalf, pick.clock = lo, rhalf, p.clock
 			m, h := pick.chooseThrottled(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, f.half[lo:hi], &p.tiers, p.cfg.Throttle, level)
 			held += int64(h)
 			w.write(sc.sel[:m])
@@ -428,7 +429,7 @@ type picker struct {
 	rx, ry, rz   float32
 	oldest, tick uint64
 	want         interest.Residues
-	spread       uint8           // for chooseThrottled
+	spread       uint8           // the recipient's (1 without a budget)
 	rhalf        uint32          // the recipient's phase half, for chooseThrottled
 	clock        *interest.Clock // for chooseThrottled
 	k            tierKernel      // for chooseByTiers8: the recipient, as vectors
@@ -494,8 +495,9 @@ func (p *Pipeline) writeTwoBands(w *batchOut, near, far []int32, r int32, edge f
 }
 
 // chooseByTiers writes to sel the senders due, in order, and returns how
-// many. Each pair's period comes from the tier table (all its periods are
-// below interest.FastPeriods) and each pair is taken without a branch:
+// many. Each pair's period comes from the tier table, stretched by the
+// recipient's spread (all below interest.FastPeriods), and each pair is
+// taken without a branch:
 // whether it is due is a coin toss the CPU cannot predict. With AVX2,
 // eight pairs an instruction (chooseByTiers8, aimed at the recipient by
 // tierKernel.aim); else, or without room to read whole groups, one by one.
@@ -517,14 +519,14 @@ func (t *picker) chooseByTiers(sel []int32, changed []uint64, xs, ys, zs []float
 // chooseByTiersOneByOne is chooseByTiers a pair at a time. It is a
 // function of its own so that its loop keeps everything in registers.
 func (t *picker) chooseByTiersOneByOne(sel []int32, changed []uint64, xs, ys, zs []float32, res []interest.Residues, tiers *interest.Tiers) int {
-	rx, ry, rz, oldest, tick, want := t.rx, t.ry, t.rz, t.oldest, t.tick, &t.want
+	rx, ry, rz, oldest, tick, want, spread := t.rx, t.ry, t.rz, t.oldest, t.tick, &t.want, t.spread
 	self := t.r - t.lo
 	sel = sel[:len(changed)]
 	xs, ys, zs, res = xs[:len(changed)], ys[:len(changed)], zs[:len(changed)], res[:len(changed)]
 	m := 0
 	for k, c := range changed {
 		dx, dy, dz := xs[k]-rx, ys[k]-ry, zs[k]-rz
-		period := min(tiers.PeriodSq(dx*dx+dy*dy+dz*dz), interest.FastPeriods-1) // a no-op that drops the bounds checks
+		period := min(stretch(tiers.PeriodSq(dx*dx+dy*dy+dz*dz), spread), interest.FastPeriods-1) // the min: a no-op that drops the bounds checks
 		sel[m] = t.lo + int32(k)
 		m += b2i(c > oldest) & b2i(c+uint64(period) > tick) & b2i(res[k][period] == want[period]) & b2i(int32(k) != self)
 	}
@@ -533,7 +535,8 @@ func (t *picker) chooseByTiersOneByOne(sel []int32, changed []uint64, xs, ys, zs
 
 // tierBands is the tier table as chooseByTiers8 searches it: the squared
 // band limits of interest.Tiers.Bands and each band's period, capped below
-// interest.FastPeriods as chooseByTiers caps it.
+// interest.FastPeriods as chooseByTiers caps it (tierKernel.aim stretches
+// them by the recipient's spread).
 type tierBands struct {
 	limSq  [interest.MaxSteps][8]float32 // limSq[k-1] is band k's limit, eight times
 	period [interest.MaxSteps + 1]int32
@@ -567,6 +570,7 @@ var _ [8 - interest.MaxSteps - 1]struct{}
 type tierKernel struct {
 	bands       *tierBands
 	lut         *[256]uint64 // compressLUT
+	period      [8]int32     // band k's period, stretched by the recipient's spread
 	want        [8]int32     // the recipient's residue at band k's period
 	oldest      [4]uint64    // biased
 	tick        [4]uint64    // biased
@@ -600,8 +604,8 @@ var compressLUT = func() (t [256]uint64) {
 	return t
 }()
 
-// aim loads recipient t (chooseByTiers' fields, its residues included)
-// and the tier table into k.
+// aim loads recipient t (chooseByTiers' fields, its residues and spread
+// included) and the tier table into k.
 func (k *tierKernel) aim(t *picker, bands *tierBands) {
 	if !k.initialized {
 		const resSize = int32(unsafe.Sizeof(interest.Residues{}))
@@ -620,7 +624,8 @@ func (k *tierKernel) aim(t *picker, bands *tierBands) {
 		k.oldest[i], k.tick[i] = t.oldest^1<<63, t.tick^1<<63
 	}
 	for b, p := range bands.period {
-		k.want[b] = int32(t.want[p])
+		sp := min(stretch(uint8(p), t.spread), interest.FastPeriods-1)
+		k.period[b], k.want[b] = int32(sp), int32(t.want[sp])
 	}
 }
 

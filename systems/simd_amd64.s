@@ -138,7 +138,7 @@ TEXT ·chooseByTiers8(SB), NOSPLIT, $0-72
 	VBROADCASTSS tierKernel_ry(R13), Y1
 	VBROADCASTSS tierKernel_rz(R13), Y2
 	MOVQ tierKernel_bands(R13), R12
-	VMOVDQU tierBands_period(R12), Y4
+	VMOVDQU tierKernel_period(R13), Y4
 	VMOVDQU tierKernel_want(R13), Y5
 	VPBROADCASTD tierKernel_self(R13), Y6
 	VPBROADCASTD tierKernel_lo(R13), Y7

@@ -185,16 +185,15 @@ func tiersForTest(t testing.TB, r *rand.Rand) interest.Tiers {
 }
 
 // TestChooseByTiersDecidesLikeThePairs: chooseByTiers8 (eight pairs an
-// instruction with AVX2) chooses exactly the senders the one-by-one loop
-// does, in the same order, over random tier tables, runs of 1 to 70
+// instruction with AVX2) and the branch-free loop choose exactly the
+// senders the rule does, step by step with branches (pairsDueOneByOne),
+// in the same order, over random tier tables and spreads, runs of 1 to 70
 // senders with and without room past them, senders on a band's exact
 // limit (where another rounding or a strict comparison would show), the
 // recipient among the senders or not, and ticks near the top of the
 // uint64 range, where a signed comparison or the sum's wrap would show.
 func TestChooseByTiersDecidesLikeThePairs(t *testing.T) {
-	if !useAVX2 {
-		t.Skip("no AVX2: the one-by-one loop decides every pair")
-	}
+	t.Logf("AVX2: %v", useAVX2)
 	r := rand.New(rand.NewPCG(11, 12))
 	for it := range 20000 {
 		tiers := tiersForTest(t, r)
@@ -211,6 +210,7 @@ func TestChooseByTiersDecidesLikeThePairs(t *testing.T) {
 			tick = ^uint64(0) - uint64(r.IntN(40)) // c + period wraps for some senders
 		}
 		var pick picker
+		pick.spread = uint8(1 + r.IntN((interest.FastPeriods-1)/int(tiers.Longest()))) // stretched periods stay short
 		pick.tick = tick
 		pick.oldest = tick - uint64(r.IntN(20))
 		pick.lo = int32(r.IntN(5000))
@@ -229,21 +229,49 @@ func TestChooseByTiersDecidesLikeThePairs(t *testing.T) {
 					xs[i], ys[i], zs[i] = float32(math.Sqrt(float64(limSq[k]))), 0, 0
 				}
 			}
-			for p := range res[i] {
+			for p := 2; p < interest.FastPeriods; p++ { // residues modulo 0 and 1 are 0
 				res[i][p] = uint8(r.IntN(3))
 			}
 		}
-		for p := range pick.want {
+		for p := 2; p < interest.FastPeriods; p++ {
 			pick.want[p] = uint8(r.IntN(3))
 		}
 		pick.k.aim(&pick, &bands)
 		pick.k.self, pick.k.lo = pick.r-pick.lo, pick.lo
-		got := make([]int32, up)
-		k := chooseByTiers8(&got[0], &changed[0], &xs[0], &ys[0], &zs[0], &res[0], n, &pick.k)
-		want := make([]int32, n)
-		m := pick.chooseByTiersOneByOne(want, changed[:n], xs[:n], ys[:n], zs[:n], res[:n], &tiers)
-		require.Equal(t, want[:m], got[:k], "case %d: %d senders", it, n)
+		want := pairsDueOneByOne(&pick, changed[:n], xs[:n], ys[:n], zs[:n], res[:n], &tiers)
+		one := make([]int32, n)
+		m := pick.chooseByTiersOneByOne(one, changed[:n], xs[:n], ys[:n], zs[:n], res[:n], &tiers)
+		require.Equal(t, want, one[:m], "case %d: %d senders, spread %d: one by one", it, n, pick.spread)
+		if useAVX2 {
+			got := make([]int32, up)
+			k := chooseByTiers8(&got[0], &changed[0], &xs[0], &ys[0], &zs[0], &res[0], n, &pick.k)
+			require.Equal(t, want, got[:k], "case %d: %d senders, spread %d: vector", it, n, pick.spread)
+		}
 	}
+}
+
+// pairsDueOneByOne is the relay's rule for the pairs of recipient t, with
+// a branch for each step: not the recipient, changed since the oldest
+// tick the recipient could have missed, within the pair's period (the
+// tier table's, stretched by the recipient's spread) of the tick, and on
+// its phase.
+func pairsDueOneByOne(t *picker, changed []uint64, xs, ys, zs []float32, res []interest.Residues, tiers *interest.Tiers) []int32 {
+	due := []int32{}
+	for k, c := range changed {
+		if c <= t.oldest || t.lo+int32(k) == t.r {
+			continue
+		}
+		dx, dy, dz := xs[k]-t.rx, ys[k]-t.ry, zs[k]-t.rz
+		period := stretch(tiers.PeriodSq(dx*dx+dy*dy+dz*dz), t.spread)
+		if c+uint64(period) <= t.tick {
+			continue
+		}
+		if period > 1 && res[k][period] != t.want[period] {
+			continue
+		}
+		due = append(due, t.lo+int32(k))
+	}
+	return due
 }
 
 // BenchmarkChooseByTiers decides runs of senders against one recipient
@@ -268,7 +296,7 @@ func BenchmarkChooseByTiers(b *testing.B) {
 		}
 	}
 	var pick picker
-	pick.tick, pick.oldest, pick.r = 100, 90, -1
+	pick.tick, pick.oldest, pick.r, pick.spread = 100, 90, -1, 1
 	pick.k.aim(&pick, &bands)
 	sel := make([]int32, room)
 	for _, n := range []int{6, 24} {
