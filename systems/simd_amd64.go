@@ -63,4 +63,9 @@ var usePrefetchW = cpuidECX(0x80000001)&(1<<8) != 0
 //go:noescape
 func prefetchWrite(p *byte, n int)
 
+// prefetchRead asks for every cache line of p[:n] (n > 0), to be read.
+//
+//go:noescape
+func prefetchRead(p *byte, n int)
+
 func cpuidECX(leaf uint32) uint32

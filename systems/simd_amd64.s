@@ -320,6 +320,23 @@ line:
 	JLT  line
 	RET
 
+// func prefetchRead(p *byte, n int)
+//
+// PREFETCHT0 every cache line of p[:n] (n > 0): asks for the lines, shared,
+// all at once, ahead of the loads that need them.
+TEXT ·prefetchRead(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	ADDQ SI, CX
+	ANDQ $~63, SI
+
+line:
+	PREFETCHT0 (SI)
+	ADDQ $64, SI
+	CMPQ SI, CX
+	JLT  line
+	RET
+
 // func cpuidECX(leaf uint32) uint32
 TEXT ·cpuidECX(SB), NOSPLIT, $0-12
 	MOVL leaf+0(FP), AX

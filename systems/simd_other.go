@@ -31,3 +31,5 @@ func copyRecordsAt(dst, recs *byte, sel *int32, k int) {
 const usePrefetchW = false
 
 func prefetchWrite(*byte, int) {}
+
+func prefetchRead(*byte, int) {}
