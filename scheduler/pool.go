@@ -628,8 +628,6 @@ func (p *Pool) takePanic() *UnitPanic {
 	return up
 }
 
-// signal posts a wake-up without blocking; each batch posts at most one per
-// channel and the caller takes it before the next batch starts.
 // spinWindow is how long a goroutine of the pool polls before it parks:
 // a worker waiting for the next Run, the caller waiting for the workers to
 // finish. A tick runs its parallel phases back to back with short serial
@@ -667,6 +665,8 @@ func pollTill(until int64, done func() bool) bool {
 	}
 }
 
+// signal posts a wake-up without blocking; each batch posts at most one per
+// channel and the caller takes it before the next batch starts.
 func signal(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:

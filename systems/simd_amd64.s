@@ -3,6 +3,24 @@
 #include "textflag.h"
 #include "go_asm.h"
 
+// SQUARED_DISTANCE leaves in D the squared distances from the recipient
+// (Y0, Y1, Y2: x, y and z, broadcast) to the eight senders from index CX
+// of the float32 arrays at XS, YS and ZS: the differences, squared, x plus
+// y then plus z, with no fused multiply-add, as the Go loops compute them.
+// T is scratch.
+#define SQUARED_DISTANCE(XS, YS, ZS, D, T) \
+	VMOVUPS (XS)(CX*4), D; \
+	VSUBPS  Y0, D, D; \
+	VMULPS  D, D, D; \
+	VMOVUPS (YS)(CX*4), T; \
+	VSUBPS  Y1, T, T; \
+	VMULPS  T, T, T; \
+	VADDPS  T, D, D; \
+	VMOVUPS (ZS)(CX*4), T; \
+	VSUBPS  Y2, T, T; \
+	VMULPS  T, T, T; \
+	VADDPS  T, D, D
+
 // func beyondEdge8(xs, ys, zs *float32, n int, rx, ry, rz, edge float32) uint64
 TEXT ·beyondEdge8(SB), NOSPLIT, $0-56
 	MOVQ xs+0(FP), SI
@@ -19,17 +37,7 @@ TEXT ·beyondEdge8(SB), NOSPLIT, $0-56
 loop:
 	CMPQ CX, R10
 	JGE  done
-	VMOVUPS (SI)(CX*4), Y4
-	VSUBPS  Y0, Y4, Y4
-	VMULPS  Y4, Y4, Y4
-	VMOVUPS (DI)(CX*4), Y5
-	VSUBPS  Y1, Y5, Y5
-	VMULPS  Y5, Y5, Y5
-	VADDPS  Y5, Y4, Y4
-	VMOVUPS (DX)(CX*4), Y6
-	VSUBPS  Y2, Y6, Y6
-	VMULPS  Y6, Y6, Y6
-	VADDPS  Y6, Y4, Y4
+	SQUARED_DISTANCE(SI, DI, DX, Y4, Y5)
 	VCMPPS  $0x0D, Y3, Y4, Y4
 	VMOVMSKPS Y4, R9
 	SHLQ    CX, R9
@@ -113,12 +121,27 @@ done:
 	MOVQ BX, far+40(FP)
 	RET
 
+// TICKS_DUE leaves in DX the 4-bit mask of the four senders from index
+// CX+OFF/8 changed after the recipient's oldest tick and within their
+// period of the tick: c > oldest and c + period > tick, compared unsigned
+// through the kernel's bias. P holds the four periods as 64-bit lanes;
+// C and T are scratch.
+#define TICKS_DUE(OFF, P, C, T) \
+	VMOVDQU OFF(R8)(CX*8), C; \
+	VPADDQ  P, C, T; \
+	VPXOR   tierKernel_sign(R13), T, T; \
+	VPCMPGTQ tierKernel_tick(R13), T, T; \
+	VPXOR   tierKernel_sign(R13), C, C; \
+	VPCMPGTQ tierKernel_oldest(R13), C, C; \
+	VPAND   C, T, T; \
+	VMOVMSKPD T, DX
+
 // func chooseByTiers8(sel *int32, changed *uint64, xs, ys, zs *float32, res *interest.Residues, n int, k *tierKernel) int
 //
 // chooseByTiers for senders 0 to n-1, eight a group, reading whole groups
 // (the caller makes sure there is room). Per lane, as the Go loop: the
 // squared distance (differences, squares, x plus y then plus z; no fused
-// multiply-add), the band by the table's three comparisons, the band's
+// multiply-add), the band by counting the limits reached, the band's
 // period and the recipient's residue at it (permutes of the kernel's
 // tables), the sender's residue at it (a gather of four bytes, the low one
 // kept), and the ticks compared as unsigned through the bias. The chosen
@@ -151,18 +174,7 @@ TEXT ·chooseByTiers8(SB), NOSPLIT, $0-72
 group:
 	CMPQ CX, n+48(FP)
 	JGE  done
-	// The squared distance, in Y12.
-	VMOVUPS (SI)(CX*4), Y12
-	VSUBPS  Y0, Y12, Y12
-	VMULPS  Y12, Y12, Y12
-	VMOVUPS (R9)(CX*4), Y13
-	VSUBPS  Y1, Y13, Y13
-	VMULPS  Y13, Y13, Y13
-	VADDPS  Y13, Y12, Y12
-	VMOVUPS (R10)(CX*4), Y13
-	VSUBPS  Y2, Y13, Y13
-	VMULPS  Y13, Y13, Y13
-	VADDPS  Y13, Y12, Y12
+	SQUARED_DISTANCE(SI, R9, R10, Y12, Y13)
 	// The band, in Y14: how many of the seven limits d has reached (each
 	// comparison is -1 where it has), which is the band the table's search
 	// finds, the limits never decreasing.
@@ -199,27 +211,13 @@ group:
 	VMOVMSKPS Y9, BX
 	// Changed after oldest and within its period of the tick, four
 	// senders at a time: c > oldest and c + period > tick, unsigned.
-	VMOVDQU (R8)(CX*8), Y12
-	VPMOVZXDQ X15, Y13
-	VPADDQ  Y13, Y12, Y13
-	VPXOR   tierKernel_sign(R13), Y13, Y13
-	VPCMPGTQ tierKernel_tick(R13), Y13, Y13
-	VPXOR   tierKernel_sign(R13), Y12, Y12
-	VPCMPGTQ tierKernel_oldest(R13), Y12, Y12
-	VPAND   Y12, Y13, Y13
-	VMOVMSKPD Y13, DX
+	VPMOVZXDQ X15, Y14
+	TICKS_DUE(0, Y14, Y12, Y13)
 	ORQ     $0xF0, DX
 	ANDQ    DX, BX
-	VMOVDQU 32(R8)(CX*8), Y12
 	VEXTRACTI128 $1, Y15, X14
 	VPMOVZXDQ X14, Y14
-	VPADDQ  Y14, Y12, Y14
-	VPXOR   tierKernel_sign(R13), Y14, Y14
-	VPCMPGTQ tierKernel_tick(R13), Y14, Y14
-	VPXOR   tierKernel_sign(R13), Y12, Y12
-	VPCMPGTQ tierKernel_oldest(R13), Y12, Y12
-	VPAND   Y12, Y14, Y14
-	VMOVMSKPD Y14, DX
+	TICKS_DUE(32, Y14, Y12, Y13)
 	SHLQ    $4, DX
 	ORQ     $0x0F, DX
 	ANDQ    DX, BX
