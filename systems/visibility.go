@@ -15,9 +15,53 @@ import (
 // never the number of pairs in a crowd.
 type visibility struct {
 	changed []changedActor
-	index   map[uint32]int32 // actor id -> index in changed
-	stamp   map[uint32]int32 // actor id -> last changed actor that considered it
-	views   []ecs.ChunkView  // after the Apply, in key order
+	index   idTable         // actor id -> index in changed
+	views   []ecs.ChunkView // after the Apply, in key order
+}
+
+// idTable maps the actor ids of one Apply's changes to their index in
+// visibility.changed: open addressing with linear probing, cleared and
+// sized for each Apply. Every actor in a changed actor's stencils is
+// looked up in it; a Go map, and a second one that kept actors from being
+// visited twice, were 0.43 ms of world/10,000's serial join in profiles.
+type idTable struct {
+	ids   []uint32 // 0 where empty: actor ids start at 1
+	at    []int32
+	shift uint
+}
+
+// reset empties t, sized for up to n ids.
+func (t *idTable) reset(n int) {
+	size, bits := 16, uint(4)
+	for size < 2*n {
+		size, bits = size*2, bits+1
+	}
+	t.ids = resizeSlice(t.ids, size)
+	t.at = resizeSlice(t.at, size)
+	clear(t.ids)
+	t.shift = 32 - bits
+}
+
+// slot returns where id is, or the empty slot where it would go.
+func (t *idTable) slot(id uint32) int {
+	mask := len(t.ids) - 1
+	i := int((id * 0x9e3779b1) >> t.shift) // Fibonacci hashing: consecutive ids spread out
+	for t.ids[i] != id && t.ids[i] != 0 {
+		i = (i + 1) & mask
+	}
+	return i
+}
+
+// get returns id's index, if it has one.
+func (t *idTable) get(id uint32) (int32, bool) {
+	i := t.slot(id)
+	return t.at[i], t.ids[i] == id
+}
+
+// put gives id index at; id must not be in t.
+func (t *idTable) put(id uint32, at int32) {
+	i := t.slot(id)
+	t.ids[i], t.at[i] = id, at
 }
 
 // changedActor is one actor touched by the Apply: where it was before
@@ -42,18 +86,13 @@ func (p *Pipeline) deriveVisibility() {
 	if len(changes) == 0 {
 		return
 	}
-	if v.index == nil {
-		v.index = make(map[uint32]int32)
-		v.stamp = make(map[uint32]int32)
-	}
-	clear(v.index)
-	clear(v.stamp)
+	v.index.reset(len(changes))
 	v.changed = v.changed[:0]
 	for _, c := range changes {
-		i, ok := v.index[c.ID.ID]
+		i, ok := v.index.get(c.ID.ID)
 		if !ok {
 			i = int32(len(v.changed))
-			v.index[c.ID.ID] = i
+			v.index.put(c.ID.ID, i)
 			v.changed = append(v.changed, changedActor{id: c.ID.ID, old: c.From, hasOld: c.Kind != ecs.Spawned})
 		}
 		a := &v.changed[i]
@@ -75,7 +114,8 @@ func (p *Pipeline) deriveVisibility() {
 	}
 	for _, c := range changes {
 		if c.Kind == ecs.Spawned {
-			p.welcome(&v.changed[v.index[c.ID.ID]])
+			i, _ := v.index.get(c.ID.ID)
+			p.welcome(&v.changed[i])
 		}
 	}
 	for i := range v.changed {
@@ -119,17 +159,21 @@ func (p *Pipeline) welcome(a *changedActor) {
 }
 
 // pairsOf visits every actor whose visibility with changed actor i may have
-// changed: those now in its new stencil, those now in its old stencil, and
-// changed actors that left the world from its old stencil.
+// changed, once: those now in its new stencil, those now in the chunks of
+// its old stencil that the new one does not cover, and changed actors that
+// left the world from its old stencil.
 func (p *Pipeline) pairsOf(i int32) {
 	v := &p.vis
 	a := &v.changed[i]
-	v.stamp[a.id] = i
 	if a.hasNew {
-		p.pairsInStencil(i, a.new)
+		p.pairsInStencil(i, a.new, nil)
 	}
 	if a.hasOld {
-		p.pairsInStencil(i, a.old)
+		var covered *grid.AreaKey
+		if a.hasNew {
+			covered = &a.new
+		}
+		p.pairsInStencil(i, a.old, covered)
 		for j := range v.changed {
 			b := &v.changed[j]
 			if b.hasOld && !b.hasNew && grid.Visible(a.old, b.old) {
@@ -139,10 +183,12 @@ func (p *Pipeline) pairsOf(i int32) {
 	}
 }
 
-// pairsInStencil visits the actors now in the 3x3 stencil around key. The
-// views are in key order, so each row of the stencil is one run of them,
-// found by a binary search: no index of chunks to build every tick.
-func (p *Pipeline) pairsInStencil(i int32, key grid.AreaKey) {
+// pairsInStencil visits the actors now in the 3x3 stencil around key,
+// except in the chunks of the stencil around covered (when not nil), which
+// were visited already. The views are in key order, so each row of the
+// stencil is one run of them, found by a binary search: no index of chunks
+// to build every tick.
+func (p *Pipeline) pairsInStencil(i int32, key grid.AreaKey, covered *grid.AreaKey) {
 	v := &p.vis
 	for dy := int32(-1); dy <= 1; dy++ {
 		first := grid.AreaKey{WorldOrCell: key.WorldOrCell, X: key.X - 1, Y: key.Y + dy}
@@ -152,10 +198,13 @@ func (p *Pipeline) pairsInStencil(i int32, key grid.AreaKey) {
 			if k := view.Key; k.WorldOrCell != first.WorldOrCell || k.Y != first.Y || k.X > key.X+1 {
 				break
 			}
+			if covered != nil && grid.Visible(*covered, view.Key) {
+				continue
+			}
 			for r := range view.Len() {
-				j := int32(-1)
-				if ci, ok := v.index[view.IDs[r].ID]; ok {
-					j = ci
+				j, ok := v.index.get(view.IDs[r].ID)
+				if !ok {
+					j = -1
 				}
 				p.pair(i, j, view.IDs[r].ID, view, r)
 			}
@@ -166,14 +215,11 @@ func (p *Pipeline) pairsInStencil(i int32, key grid.AreaKey) {
 // pair compares the visibility of changed actor i and actor id (changed
 // actor j, or j < 0 for an unchanged actor found in view at row) before and
 // after the Apply, and sends the difference to both sides. A pair of two
-// changed actors is handled by the one that comes first.
+// changed actors is handled by the one that comes first; i with itself is
+// no pair.
 func (p *Pipeline) pair(i, j int32, id uint32, view *ecs.ChunkView, row int) {
 	v := &p.vis
-	if last, seen := v.stamp[id]; seen && last == i {
-		return
-	}
-	v.stamp[id] = i
-	if j >= 0 && j < i {
+	if j >= 0 && j <= i {
 		return
 	}
 	a := &v.changed[i]
