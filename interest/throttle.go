@@ -61,6 +61,10 @@ func (t Throttle) extraSq(distSq float32, level uint8) uint8 {
 // at any pressure.
 func (t Throttle) Reaches(farSq float32) bool { return !(farSq < t.nearSq) }
 
+// DistanceSq returns the throttle distance squared: PeriodSq lengthens the
+// period of a pair at a squared distance of at least this, and of no other.
+func (t Throttle) DistanceSq() float32 { return t.nearSq }
+
 // MaxLevel returns the highest pressure level that still lengthens a period
 // (maxSkip - 1). Use it as [PressureRule.MaxLevel]: a higher level would
 // change nothing but slow the recovery.

@@ -2,6 +2,7 @@ package systems
 
 import (
 	"encoding/binary"
+	"math"
 	"math/bits"
 	"slices"
 	"time"
@@ -277,6 +278,10 @@ func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed
 			pick.want, wanted = p.clock.Want(rid), true
 			if useAVX2 {
 				pick.k.aim(pick, &p.bands)
+				pick.k.throttled = false
+				if level > 0 {
+					pick.k.aimThrottled(pick, &p.bands, p.cfg.Throttle, level)
+				}
 			}
 		}
 		switch {
@@ -572,6 +577,9 @@ type tierKernel struct {
 	lut         *[256]uint64 // compressLUT
 	period      [8]int32     // band k's period, stretched by the recipient's spread
 	want        [8]int32     // the recipient's residue at band k's period
+	farPeriod   [8]int32     // under throttling: band k's period combined with the throttle's, stretched
+	farWant     [8]int32     // the recipient's residue at it
+	nearSq      [8]float32   // the throttle distance, squared: farPeriod applies from it on
 	oldest      [4]uint64    // biased
 	tick        [4]uint64    // biased
 	sign        [4]uint64    // the bias, 1 << 63
@@ -585,7 +593,9 @@ type tierKernel struct {
 	groupRes    int64    // eight senders' residues, in bytes
 	rx, ry, rz  float32
 	self, lo    int32 // the recipient's index among the senders (any value when not one); the first sender's actor
+	held        int64 // chooseThrottled8's count of pairs throttling alone held back
 	initialized bool
+	throttled   bool // farPeriod is set and every period in it is below interest.FastPeriods
 }
 
 // compressLUT[m] holds, byte by byte from the lowest, the indices of the
@@ -629,6 +639,26 @@ func (k *tierKernel) aim(t *picker, bands *tierBands) {
 	}
 }
 
+// aimThrottled adds to aim the periods of pairs at or past throttle's
+// distance in a cluster at pressure level: each band's combined with the
+// throttle's, stretched by the recipient's spread, for chooseThrottled8.
+// It leaves k.throttled false when a period would reach
+// interest.FastPeriods (the pair's phase then decides, which the vector
+// loop does not do).
+func (k *tierKernel) aimThrottled(t *picker, bands *tierBands, throttle interest.Throttle, level uint8) {
+	tp := throttle.PeriodSq(float32(math.Inf(1)), level)
+	k.throttled = true
+	for b, p := range bands.period {
+		ip := uint8(p)
+		k.throttled = k.throttled && int(interest.Combine(ip, tp))*int(t.spread) < interest.FastPeriods && int(ip)*int(t.spread) < interest.FastPeriods
+		fp := min(stretch(interest.Combine(ip, tp), t.spread), interest.FastPeriods-1)
+		k.farPeriod[b], k.farWant[b] = int32(fp), int32(t.want[fp])
+	}
+	for i := range k.nearSq {
+		k.nearSq[i] = throttle.DistanceSq()
+	}
+}
+
 // chooseThrottled is chooseByTiers under throttling (level above 0): a
 // pair's period is the larger of its interest period and its throttle
 // period, stretched by the recipient's spread. It also returns how many
@@ -638,6 +668,21 @@ func (k *tierKernel) aim(t *picker, bands *tierBands) {
 // the pair's phase halves; both are computed and one taken, without a
 // branch. The unstretched periods must be below interest.FastPeriods.
 func (t *picker) chooseThrottled(sel []int32, changed []uint64, xs, ys, zs []float32, res []interest.Residues, half []uint32, tiers *interest.Tiers, throttle interest.Throttle, level uint8) (m, held int) {
+	if n := len(changed); useAVX2 && n > 0 && t.k.throttled {
+		// As chooseByTiers: whole groups of eight, where there is room.
+		if up := (n + 7) &^ 7; cap(sel) >= up && cap(changed) >= up && cap(xs) >= up && cap(ys) >= up && cap(zs) >= up && cap(res) > up {
+			t.k.self, t.k.lo, t.k.held = t.r-t.lo, t.lo, 0
+			m = chooseThrottled8(&sel[0], &changed[0], &xs[0], &ys[0], &zs[0], &res[0], n, &t.k)
+			return m, int(t.k.held)
+		}
+	}
+	return t.chooseThrottledOneByOne(sel, changed, xs, ys, zs, res, half, tiers, throttle, level)
+}
+
+// chooseThrottledOneByOne is chooseThrottled a pair at a time, for every
+// period: the short ones by the residue tables, the long ones by the
+// pair's phase halves.
+func (t *picker) chooseThrottledOneByOne(sel []int32, changed []uint64, xs, ys, zs []float32, res []interest.Residues, half []uint32, tiers *interest.Tiers, throttle interest.Throttle, level uint8) (m, held int) {
 	rx, ry, rz, oldest, tick, want := t.rx, t.ry, t.rz, t.oldest, t.tick, &t.want
 	spread, rhalf, clock := t.spread, t.rhalf, t.clock
 	self := t.r - t.lo

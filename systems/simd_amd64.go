@@ -53,6 +53,14 @@ func copyRecordsAt(dst, recs *byte, sel *int32, k int)
 //go:noescape
 func chooseByTiers8(sel *int32, changed *uint64, xs, ys, zs *float32, res *interest.Residues, n int, k *tierKernel) int
 
+// chooseThrottled8 is chooseThrottled for senders 0 to n-1, as
+// chooseByTiers8 is chooseByTiers, while every period is short
+// (tierKernel.aimThrottled); the pairs throttling alone held back are
+// added to k.held.
+//
+//go:noescape
+func chooseThrottled8(sel *int32, changed *uint64, xs, ys, zs *float32, res *interest.Residues, n int, k *tierKernel) int
+
 // usePrefetchW says the CPU has PREFETCHW (CPUID 0x80000001, ECX bit 8).
 var usePrefetchW = cpuidECX(0x80000001)&(1<<8) != 0
 

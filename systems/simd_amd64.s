@@ -121,6 +121,39 @@ done:
 	MOVQ BX, far+40(FP)
 	RET
 
+// BAND leaves in Y14 the band of the squared distances in Y12: how many
+// of the seven limits at R12 (tierBands) they have reached, each
+// comparison -1 where it has; the limits never decrease, so it is the
+// band the table's search finds. Y13 is scratch.
+#define BAND \
+	VCMPPS  $0x0D, (tierBands_limSq+0)(R12), Y12, Y14; \
+	VCMPPS  $0x0D, (tierBands_limSq+32)(R12), Y12, Y13; \
+	VPADDD  Y13, Y14, Y14; \
+	VCMPPS  $0x0D, (tierBands_limSq+64)(R12), Y12, Y13; \
+	VPADDD  Y13, Y14, Y14; \
+	VCMPPS  $0x0D, (tierBands_limSq+96)(R12), Y12, Y13; \
+	VPADDD  Y13, Y14, Y14; \
+	VCMPPS  $0x0D, (tierBands_limSq+128)(R12), Y12, Y13; \
+	VPADDD  Y13, Y14, Y14; \
+	VCMPPS  $0x0D, (tierBands_limSq+160)(R12), Y12, Y13; \
+	VPADDD  Y13, Y14, Y14; \
+	VCMPPS  $0x0D, (tierBands_limSq+192)(R12), Y12, Y13; \
+	VPADDD  Y13, Y14, Y14; \
+	VPXOR   Y13, Y13, Y13; \
+	VPSUBD  Y14, Y13, Y14
+
+// RESIDUES_MATCH leaves in D, per lane, -1 where the sender's residue at
+// the period in P (the byte at R11 + lane * size + period, gathered four
+// bytes at a time, the low one kept) equals the recipient's in W. I and M
+// are scratch; D, I and M are distinct.
+#define RESIDUES_MATCH(P, W, D, I, M) \
+	VPADDD  tierKernel_laneRes(R13), P, I; \
+	VPCMPEQD M, M, M; \
+	VPXOR   D, D, D; \
+	VPGATHERDD M, (R11)(I*1), D; \
+	VPAND   tierKernel_low(R13), D, D; \
+	VPCMPEQD W, D, D
+
 // TICKS_DUE leaves in DX the 4-bit mask of the four senders from index
 // CX+OFF/8 changed after the recipient's oldest tick and within their
 // period of the tick: c > oldest and c + period > tick, compared unsigned
@@ -175,24 +208,7 @@ group:
 	CMPQ CX, n+48(FP)
 	JGE  done
 	SQUARED_DISTANCE(SI, R9, R10, Y12, Y13)
-	// The band, in Y14: how many of the seven limits d has reached (each
-	// comparison is -1 where it has), which is the band the table's search
-	// finds, the limits never decreasing.
-	VCMPPS  $0x0D, (tierBands_limSq+0)(R12), Y12, Y14
-	VCMPPS  $0x0D, (tierBands_limSq+32)(R12), Y12, Y13
-	VPADDD  Y13, Y14, Y14
-	VCMPPS  $0x0D, (tierBands_limSq+64)(R12), Y12, Y13
-	VPADDD  Y13, Y14, Y14
-	VCMPPS  $0x0D, (tierBands_limSq+96)(R12), Y12, Y13
-	VPADDD  Y13, Y14, Y14
-	VCMPPS  $0x0D, (tierBands_limSq+128)(R12), Y12, Y13
-	VPADDD  Y13, Y14, Y14
-	VCMPPS  $0x0D, (tierBands_limSq+160)(R12), Y12, Y13
-	VPADDD  Y13, Y14, Y14
-	VCMPPS  $0x0D, (tierBands_limSq+192)(R12), Y12, Y13
-	VPADDD  Y13, Y14, Y14
-	VPXOR   Y13, Y13, Y13
-	VPSUBD  Y14, Y13, Y14
+	BAND
 	// The period (Y15) and the recipient's residue at it (Y8).
 	VPERMD  Y4, Y14, Y15
 	VPERMD  Y5, Y14, Y8
@@ -236,6 +252,112 @@ group:
 	JMP     group
 
 done:
+	VZEROUPPER
+	MOVQ sel+0(FP), DX
+	SUBQ DX, DI
+	SHRQ $2, DI
+	MOVQ DI, ret+64(FP)
+	RET
+
+// func chooseThrottled8(sel *int32, changed *uint64, xs, ys, zs *float32, res *interest.Residues, n int, k *tierKernel) int
+//
+// chooseThrottled for senders 0 to n-1, eight a group, while every period
+// is below interest.FastPeriods (tierKernel.aimThrottled): as
+// chooseByTiers8, with a pair's period its band's interest period, or, at
+// or past the throttle distance, the band's far period (combined with the
+// throttle's); the pairs due at their interest period but not sent are
+// counted into k.held.
+TEXT ·chooseThrottled8(SB), NOSPLIT, $0-72
+	MOVQ sel+0(FP), DI
+	MOVQ changed+8(FP), R8
+	MOVQ xs+16(FP), SI
+	MOVQ ys+24(FP), R9
+	MOVQ zs+32(FP), R10
+	MOVQ res+40(FP), R11
+	MOVQ k+56(FP), R13
+	MOVQ tierKernel_lut(R13), AX
+	VBROADCASTSS tierKernel_rx(R13), Y0
+	VBROADCASTSS tierKernel_ry(R13), Y1
+	VBROADCASTSS tierKernel_rz(R13), Y2
+	VMOVDQU tierKernel_period(R13), Y4
+	VMOVDQU tierKernel_want(R13), Y5
+	VPBROADCASTD tierKernel_self(R13), Y6
+	VPBROADCASTD tierKernel_lo(R13), Y7
+	VMOVDQU tierKernel_lane(R13), Y10
+	MOVQ n+48(FP), DX
+	MOVQ DX, X11
+	VPBROADCASTD X11, Y11
+	XORQ CX, CX
+
+throttledGroup:
+	CMPQ CX, n+48(FP)
+	JGE  throttledDone
+	MOVQ tierKernel_bands(R13), R12
+	SQUARED_DISTANCE(SI, R9, R10, Y12, Y13)
+	BAND
+	// Y15: the interest period, Y12: the recipient's residue at it; Y8:
+	// the period, the far one at or past the throttle distance; Y9: the
+	// recipient's residue at that.
+	VCMPPS  $0x0D, tierKernel_nearSq(R13), Y12, Y13
+	VPERMD  Y4, Y14, Y15
+	VPERMD  tierKernel_farPeriod(R13), Y14, Y8
+	VBLENDVPS Y13, Y8, Y15, Y8
+	VPERMD  tierKernel_farWant(R13), Y14, Y9
+	VPERMD  Y5, Y14, Y12
+	VBLENDVPS Y13, Y9, Y12, Y9
+	// Y3: residues match at the period; Y9: at the interest period.
+	RESIDUES_MATCH(Y8, Y9, Y3, Y14, Y13)
+	RESIDUES_MATCH(Y15, Y12, Y9, Y14, Y13)
+	// Y14: not the recipient, and a sender (index below n).
+	VPCMPEQD Y6, Y10, Y13
+	VPCMPGTD Y10, Y11, Y14
+	VPANDN  Y14, Y13, Y14
+	VPAND   Y14, Y3, Y3
+	VMOVMSKPS Y3, BX
+	VPAND   Y14, Y9, Y9
+	VMOVMSKPS Y9, R12
+	// Sent (BX): due at the period and changed within it.
+	VPMOVZXDQ X8, Y14
+	TICKS_DUE(0, Y14, Y12, Y13)
+	ORQ     $0xF0, DX
+	ANDQ    DX, BX
+	VEXTRACTI128 $1, Y8, X14
+	VPMOVZXDQ X14, Y14
+	TICKS_DUE(32, Y14, Y12, Y13)
+	SHLQ    $4, DX
+	ORQ     $0x0F, DX
+	ANDQ    DX, BX
+	// Held (R12): due at the interest period, changed within it, not sent.
+	VPMOVZXDQ X15, Y14
+	TICKS_DUE(0, Y14, Y12, Y13)
+	ORQ     $0xF0, DX
+	ANDQ    DX, R12
+	VEXTRACTI128 $1, Y15, X14
+	VPMOVZXDQ X14, Y14
+	TICKS_DUE(32, Y14, Y12, Y13)
+	SHLQ    $4, DX
+	ORQ     $0x0F, DX
+	ANDQ    DX, R12
+	MOVQ    BX, DX
+	NOTQ    DX
+	ANDQ    DX, R12
+	POPCNTL R12, R12
+	ADDQ    R12, tierKernel_held(R13)
+	// Pack the sent lanes' senders to the front and store all eight.
+	MOVQ    (AX)(BX*8), DX
+	MOVQ    DX, X12
+	VPMOVZXBD X12, Y12
+	VPADDD  Y7, Y10, Y13
+	VPERMD  Y13, Y12, Y13
+	VMOVDQU Y13, (DI)
+	POPCNTL BX, BX
+	LEAQ    (DI)(BX*4), DI
+	VPADDD  tierKernel_eight(R13), Y10, Y10
+	ADDQ    tierKernel_groupRes(R13), R11
+	ADDQ    $8, CX
+	JMP     throttledGroup
+
+throttledDone:
 	VZEROUPPER
 	MOVQ sel+0(FP), DX
 	SUBQ DX, DI

@@ -19,6 +19,10 @@ func chooseByTiers8(sel *int32, changed *uint64, xs, ys, zs *float32, res *inter
 	panic("systems: chooseByTiers8 without AVX2")
 }
 
+func chooseThrottled8(sel *int32, changed *uint64, xs, ys, zs *float32, res *interest.Residues, n int, k *tierKernel) int {
+	panic("systems: chooseThrottled8 without AVX2")
+}
+
 func copyRecords(dst, recs *byte, set uint64, lo, k int) uint64 {
 	panic("systems: copyRecords without AVX2")
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng/interest"
@@ -197,57 +198,127 @@ func TestChooseByTiersDecidesLikeThePairs(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for it := range 20000 {
 		tiers := tiersForTest(t, r)
+		c := newPairsCase(r, it, &tiers, 1)
+		pick := &c.pick
 		bands := bandsOf(&tiers)
-		limSq, _ := tiers.Bands()
-		n := 1 + r.IntN(70)
-		up := (n + 7) &^ 7
-		room := up + 1 + r.IntN(3)
-		changed := make([]uint64, room)
-		xs, ys, zs := make([]float32, room), make([]float32, room), make([]float32, room)
-		res := make([]interest.Residues, room)
-		tick := uint64(1000 + r.IntN(1000))
-		if it%4 == 0 {
-			tick = ^uint64(0) - uint64(r.IntN(40)) // c + period wraps for some senders
-		}
-		var pick picker
-		pick.spread = uint8(1 + r.IntN((interest.FastPeriods-1)/int(tiers.Longest()))) // stretched periods stay short
-		pick.tick = tick
-		pick.oldest = tick - uint64(r.IntN(20))
-		pick.lo = int32(r.IntN(5000))
-		pick.r = pick.lo + int32(r.IntN(n+2)) - 1 // often among the senders, at times just outside
-		if it%3 == 0 {
-			pick.rx, pick.ry, pick.rz = r.Float32()*2000-1000, r.Float32()*2000-1000, r.Float32()*50
-		}
-		for i := range room {
-			changed[i] = tick - uint64(r.IntN(24)) + uint64(r.IntN(3))
-			xs[i] = pick.rx + r.Float32()*3000 - 1500
-			ys[i] = pick.ry + r.Float32()*3000 - 1500
-			zs[i] = pick.rz + r.Float32()*40 - 20
-			if r.IntN(4) == 0 { // exactly on a band's limit (the recipient at the origin)
-				pick.rx, pick.ry, pick.rz = 0, 0, 0
-				if k := 1 + r.IntN(interest.MaxSteps); !math.IsInf(float64(limSq[k]), 1) {
-					xs[i], ys[i], zs[i] = float32(math.Sqrt(float64(limSq[k]))), 0, 0
-				}
-			}
-			for p := 2; p < interest.FastPeriods; p++ { // residues modulo 0 and 1 are 0
-				res[i][p] = uint8(r.IntN(3))
-			}
-		}
-		for p := 2; p < interest.FastPeriods; p++ {
-			pick.want[p] = uint8(r.IntN(3))
-		}
-		pick.k.aim(&pick, &bands)
+		pick.k.aim(pick, &bands)
 		pick.k.self, pick.k.lo = pick.r-pick.lo, pick.lo
-		want := pairsDueOneByOne(&pick, changed[:n], xs[:n], ys[:n], zs[:n], res[:n], &tiers)
+		n := len(c.changed)
+		want := pairsDueOneByOne(pick, c.changed, c.xs, c.ys, c.zs, c.res, &tiers)
 		one := make([]int32, n)
-		m := pick.chooseByTiersOneByOne(one, changed[:n], xs[:n], ys[:n], zs[:n], res[:n], &tiers)
+		m := pick.chooseByTiersOneByOne(one, c.changed, c.xs, c.ys, c.zs, c.res, &tiers)
 		require.Equal(t, want, one[:m], "case %d: %d senders, spread %d: one by one", it, n, pick.spread)
 		if useAVX2 {
-			got := make([]int32, up)
-			k := chooseByTiers8(&got[0], &changed[0], &xs[0], &ys[0], &zs[0], &res[0], n, &pick.k)
+			got := make([]int32, (n+7)&^7)
+			k := chooseByTiers8(&got[0], &c.changed[0], &c.xs[0], &c.ys[0], &c.zs[0], &c.res[0], n, &pick.k)
 			require.Equal(t, want, got[:k], "case %d: %d senders, spread %d: vector", it, n, pick.spread)
 		}
 	}
+}
+
+// TestChooseThrottledDecidesLikeThePairs: under throttling, chooseThrottled8
+// chooses the senders the one-by-one loop does, in the same order, and
+// counts the same pairs held back by throttling alone, over random tier
+// tables, throttle distances (senders on both sides, some exactly on it),
+// pressure levels and spreads whose periods all stay short.
+func TestChooseThrottledDecidesLikeThePairs(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2: the one-by-one loop decides every pair")
+	}
+	r := rand.New(rand.NewPCG(15, 16))
+	vector := 0
+	for it := range 20000 {
+		tiers := tiersForTest(t, r)
+		maxSkip := 1 + r.IntN(interest.FastPeriods-1)
+		throttle, err := interest.NewThrottle(r.Float32()*1500, maxSkip)
+		require.NoError(t, err)
+		level := uint8(1 + r.IntN(maxSkip+1))
+		longest := max(int(tiers.Longest()), int(throttle.PeriodSq(float32(math.Inf(1)), level)))
+		c := newPairsCase(r, it, &tiers, longest)
+		pick := &c.pick
+		if it%5 == 0 { // senders exactly at the throttle distance
+			pick.rx, pick.ry, pick.rz = 0, 0, 0
+			for i := range min(4, len(c.xs)) {
+				c.xs[i], c.ys[i], c.zs[i] = float32(math.Sqrt(float64(throttle.DistanceSq()))), 0, 0
+			}
+		}
+		pick.clock, pick.rhalf = interest.NewClock(pick.tick), r.Uint32() // the one-by-one loop computes phases too
+		bands := bandsOf(&tiers)
+		pick.k.aim(pick, &bands)
+		pick.k.aimThrottled(pick, &bands, throttle, level)
+		n := len(c.changed)
+		one := make([]int32, n)
+		half := make([]uint32, n)
+		m, held := pick.chooseThrottledOneByOne(one, c.changed, c.xs, c.ys, c.zs, c.res, half, &tiers, throttle, level)
+		require.True(t, pick.k.throttled, "case %d: the periods stay short", it)
+		got := make([]int32, (n+7)&^7)
+		k, kheld := pick.chooseThrottled(got, c.changed, c.xs, c.ys, c.zs, c.res, half, &tiers, throttle, level)
+		require.Equal(t, one[:m], got[:k], "case %d: %d senders, level %d, spread %d", it, n, level, pick.spread)
+		require.Equal(t, held, kheld, "case %d: held back", it)
+		if held > 0 {
+			vector++
+		}
+	}
+	assert.Greater(t, vector, 1000, "cases where throttling held pairs back")
+}
+
+// pairsCase is one recipient and a run of senders, with room past them
+// for whole groups of eight.
+type pairsCase struct {
+	pick       picker
+	changed    []uint64
+	xs, ys, zs []float32
+	res        []interest.Residues
+}
+
+// newPairsCase draws 1 to 70 senders around a recipient, some on a band's
+// exact limit (where another rounding or a strict comparison would show),
+// change ticks around the recipient's window, every fourth case near the
+// top of the uint64 range (where a signed comparison or the sum's wrap
+// would show), the recipient among the senders or not, and a spread that
+// keeps periods up to longest short.
+func newPairsCase(r *rand.Rand, it int, tiers *interest.Tiers, longest int) *pairsCase {
+	limSq, _ := tiers.Bands()
+	n := 1 + r.IntN(70)
+	room := (n+7)&^7 + 1 + r.IntN(3)
+	c := &pairsCase{
+		changed: make([]uint64, room),
+		xs:      make([]float32, room), ys: make([]float32, room), zs: make([]float32, room),
+		res: make([]interest.Residues, room),
+	}
+	tick := uint64(1000 + r.IntN(1000))
+	if it%4 == 0 {
+		tick = ^uint64(0) - uint64(r.IntN(40)) // c + period wraps for some senders
+	}
+	pick := &c.pick
+	pick.spread = uint8(1 + r.IntN((interest.FastPeriods-1)/max(int(tiers.Longest()), longest))) // stretched periods stay short
+	pick.tick = tick
+	pick.oldest = tick - uint64(r.IntN(20))
+	pick.lo = int32(r.IntN(5000))
+	pick.r = pick.lo + int32(r.IntN(n+2)) - 1 // often among the senders, at times just outside
+	if it%3 == 0 {
+		pick.rx, pick.ry, pick.rz = r.Float32()*2000-1000, r.Float32()*2000-1000, r.Float32()*50
+	}
+	for i := range room {
+		c.changed[i] = tick - uint64(r.IntN(24)) + uint64(r.IntN(3))
+		c.xs[i] = pick.rx + r.Float32()*3000 - 1500
+		c.ys[i] = pick.ry + r.Float32()*3000 - 1500
+		c.zs[i] = pick.rz + r.Float32()*40 - 20
+		if r.IntN(4) == 0 { // exactly on a band's limit (the recipient at the origin)
+			pick.rx, pick.ry, pick.rz = 0, 0, 0
+			if k := 1 + r.IntN(interest.MaxSteps); !math.IsInf(float64(limSq[k]), 1) {
+				c.xs[i], c.ys[i], c.zs[i] = float32(math.Sqrt(float64(limSq[k]))), 0, 0
+			}
+		}
+		for p := 2; p < interest.FastPeriods; p++ { // residues modulo 0 and 1 are 0
+			c.res[i][p] = uint8(r.IntN(3))
+		}
+	}
+	for p := 2; p < interest.FastPeriods; p++ {
+		pick.want[p] = uint8(r.IntN(3))
+	}
+	c.changed, c.xs, c.ys, c.zs, c.res = c.changed[:n], c.xs[:n], c.ys[:n], c.zs[:n], c.res[:n]
+	return c
 }
 
 // pairsDueOneByOne is the relay's rule for the pairs of recipient t, with
