@@ -83,17 +83,22 @@ type TickStats struct {
 // Prepare, Move, Relay and Join. The server drives it; its methods run on
 // the tick goroutine except the Move and Relay jobs, which the pool runs.
 type Pipeline struct {
-	cfg        Config
-	world      *ecs.World
-	transport  net.Transport
-	batcher    net.BatchSender // transport's, when it has one
-	tiers      interest.Tiers
-	bands      tierBands // tiers, for chooseByTiers8
-	clock      *interest.Clock
-	inputs     *ark.Map[components.MoveInput]
-	transforms *ark.Map[components.Transform]
-	anims      *ark.Map[components.Animation]
-	clients    *ark.Map[components.Client]
+	cfg       Config
+	world     *ecs.World
+	transport net.Transport
+	batcher   net.BatchSender // transport's, when it has one
+	tiers     interest.Tiers
+	bands     tierBands // tiers, for chooseByTiers8
+	// throttleEveryReach is a test hook: the relay works at every level of
+	// pressure (relayLevel), and classify marks every class the throttle
+	// distance reaches, even those whose periods it cannot lengthen at the
+	// level, so their pairs go one by one.
+	throttleEveryReach bool
+	clock              *interest.Clock
+	inputs             *ark.Map[components.MoveInput]
+	transforms         *ark.Map[components.Transform]
+	anims              *ark.Map[components.Animation]
+	clients            *ark.Map[components.Client]
 
 	frame          Frame
 	move           moveJob

@@ -29,12 +29,13 @@ func (j *relayJob) RunUnit(i int) {
 	sc.cell = -1
 	var total, throttled, bytes int64
 	var datagrams, owed int32
+	level := p.relayLevel(sh.Level)
 	for a := sh.Lo; a < sh.Hi; a++ {
 		if f.session[a] == 0 {
 			f.relays[a] = 0
 			continue
 		}
-		n := p.gather(a, sh.Level, &throttled, sc)
+		n := p.gather(a, level, &throttled, sc)
 		if s := f.sess[a]; s != nil && p.cfg.MaxRecordsPerTick > 0 {
 			sc.spreads[max(s.spread, 1)]++  // for the next tick's lists (BeginRelay)
 			owed += int32(s.backlog.Owed()) // for the join, which would pull the line back
@@ -97,6 +98,21 @@ func (p *Pipeline) periods(distSq float32, level uint8) (interestPeriod, period 
 		period = interest.Combine(interestPeriod, p.cfg.Throttle.PeriodSq(distSq, level))
 	}
 	return interestPeriod, period
+}
+
+// relayLevel is the pressure level the relay works at: level, or 0 where
+// the throttle lengthens no pair's period at level. Past the throttle
+// distance every pair already has at least the interest period the tier
+// table gives that distance (with the default tiers 3 or 4), and the
+// throttle period (1 + level) only counts where it is longer; below that,
+// pressure changes nothing the relay sends, and the relay keeps its
+// lists instead of deciding far cells pair by pair.
+func (p *Pipeline) relayLevel(level uint8) uint8 {
+	th := &p.cfg.Throttle
+	if level > 0 && !p.throttleEveryReach && th.PeriodSq(float32(math.Inf(1)), level) <= p.tiers.PeriodSq(th.DistanceSq()) {
+		return 0
+	}
+	return level
 }
 
 // gather builds recipient r's batch: the record of every sender in r's 3x3
@@ -826,10 +842,11 @@ func (c cellClass) two() bool { return c.near != c.far && c.near != 0 }
 // classify returns, for recipient cell rc against each cell of its
 // stencil, how the periods of the pairs between them are laid out (see
 // cellClass). Under throttling (level > 0) a cell pair that may reach the
-// throttle distance is marked (reach): a recipient from whose position it
-// may is decided pair by pair, so that held-back pairs are counted
-// exactly; pairs closer than the throttle distance keep their interest
-// periods at any pressure.
+// throttle distance, and has a period shorter than the level's throttle
+// period, is marked (reach): a recipient from whose position it may is
+// decided pair by pair, so that held-back pairs are counted exactly; pairs
+// closer than the throttle distance keep their interest periods at any
+// pressure, and so do pairs whose interest period is already as long.
 //
 // The bounds are computed in float32 exactly as a pair's squared distance
 // is (dx*dx + dy*dy + dz*dz, the same rounding at each step), and rounding
@@ -844,6 +861,10 @@ func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []cellClas
 	// bounded. Between two cells of a few actors each (a sparse world), the
 	// pairs one by one cost less.
 	few := p.tiers.Longest() > 1 && c.actors.hi-c.actors.lo < minClassified
+	// The throttle lengthens a pair's period to tp at most (Combine takes
+	// the larger): a class whose every period is at least tp is out of its
+	// reach at this level, and keeps its lists.
+	tp := p.cfg.Throttle.PeriodSq(float32(math.Inf(1)), level)
 	for i, di := range cells {
 		d := &f.cells[di]
 		if few && d.actors.hi-d.actors.lo < minClassified {
@@ -857,7 +878,7 @@ func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []cellClas
 		lo, hi, edge, ok := p.tiers.Span(nx*nx+ny*ny+nz*nz, farSq)
 		out[i] = cellClass{}
 		if ok {
-			out[i] = cellClass{near: lo, far: hi, edge: edge, reach: level > 0 && p.cfg.Throttle.Reaches(farSq)}
+			out[i] = cellClass{near: lo, far: hi, edge: edge, reach: level > 0 && (lo < tp || p.throttleEveryReach) && p.cfg.Throttle.Reaches(farSq)}
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package systems
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -265,4 +266,55 @@ func TestEveryOwedSenderArrivesWithinTheBoundAndNearOnesMoreOften(t *testing.T) 
 	}
 	assert.Greater(t, near, far, "close senders are sent more often than far ones")
 	t.Logf("bound %d ticks, worst wait %d; near sends %d, far sends %d", bound, worst, near, far)
+}
+
+// TestThrottleLeavesWhatItCannotLengthenToTheLists: under rising pressure,
+// a crowd over two chunks gets the same bytes, tick by tick, and the same
+// count of pairs held back, whether every cell pair the throttle distance
+// reaches goes pair by pair at every level (as before) or the relay keeps
+// its lists where the throttle lengthens no period: at levels whose
+// throttle period no pair past the throttle distance is below
+// (relayLevel), and for classes whose periods are all at least it. With
+// and without the per-connection budget (spreads, base lists).
+func TestThrottleLeavesWhatItCannotLengthenToTheLists(t *testing.T) {
+	for _, budget := range []int{0, 20} {
+		t.Run(fmt.Sprintf("budget=%d", budget), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(21, 22))
+			spawns := append(oneChunkCrowd(rng, 150), oneChunkCrowd(rng, 150)...)
+			for i := range spawns[150:] {
+				spawns[150+i].X += 4096 // the second chunk, to the east
+			}
+			thr, err := interest.NewThrottle(3000, 8)
+			require.NoError(t, err)
+			cfg := Config{Throttle: thr, BudgetMicros: 8000, Tiers: defaultTiers(t), MaxRecordsPerTick: budget}
+			lists, pairs := newRig(t, cfg, spawns), newRig(t, cfg, spawns)
+			pairs.p.throttleEveryReach = true
+			overload(lists, true)
+			overload(pairs, true)
+			levels := map[int]bool{}
+			for tick := range 40 {
+				for _, r := range []*rig{lists, pairs} {
+					for i, c := range r.clients {
+						r.seq[i]++
+						s := spawns[i]
+						step := float32((tick+i)%7) * 30
+						require.NoError(t, c.Send(net.AppendMove(nil, net.Move{Seq: r.seq[i], X: s.X + step, Y: s.Y + step})))
+					}
+					r.step()
+				}
+				for i := range spawns {
+					var a, b []byte
+					lists.clients[i].DrainDatagrams(func(d []byte) { a = append(a, d...) })
+					pairs.clients[i].DrainDatagrams(func(d []byte) { b = append(b, d...) })
+					require.True(t, bytes.Equal(a, b), "tick %d: client %d got different bytes", tick, i)
+					lists.clients[i].DrainReliable(func([]byte) {})
+					pairs.clients[i].DrainReliable(func([]byte) {})
+				}
+				require.Equal(t, pairs.p.Stats().Throttled, lists.p.Stats().Throttled, "tick %d: pairs held back", tick)
+				levels[lists.p.Stats().Pressure] = true
+			}
+			assert.Positive(t, lists.p.Stats().Throttled, "throttling held pairs back")
+			assert.GreaterOrEqual(t, len(levels), 4, "pressure rose through several levels: %v", levels)
+		})
+	}
 }
