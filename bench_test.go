@@ -30,6 +30,9 @@ type tickMode struct {
 	interest bool
 	budget   bool // keep the default per-connection budget (one datagram a tick)
 	workers  int  // 0: GOMAXPROCS
+	// throttled turns adaptive throttling on with a budget no tick meets,
+	// so that every cluster is at full pressure (BenchmarkThrottledTick).
+	throttled bool
 }
 
 // tickModes returns the modes in the order the benchmarks run them.
@@ -67,14 +70,26 @@ func (m tickMode) options() throng.Options {
 		Transport: net.NewMem(net.MemOptions{CountOnly: true}),
 		Logger:    slog.New(slog.DiscardHandler),
 		Parallelism: throng.Parallelism{
-			Enabled:            new(m.parallel),
-			InterestManagement: new(m.interest),
-			MinActorsToOffload: new(0),
-			WorkerThreads:      m.workers,
-			AdaptiveThrottling: new(false),
+			Enabled:                new(m.parallel),
+			InterestManagement:     new(m.interest),
+			MinActorsToOffload:     new(0),
+			WorkerThreads:          m.workers,
+			AdaptiveThrottling:     new(m.throttled),
+			TargetTickBudgetMicros: m.throttleBudget(),
 		},
 		Connection: connection,
 	}
+}
+
+// throttleBudget is the parallel phase's target under full pressure: one
+// microsecond, which no tick meets, so pressure rises a level a tick from
+// the first to the highest, where it stays (the warm-up is longer than
+// that); nil (the default) otherwise.
+func (m tickMode) throttleBudget() *int {
+	if !m.throttled {
+		return nil
+	}
+	return new(1)
 }
 
 // benchCrowd is a server on a count-only in-memory transport with one
@@ -229,6 +244,24 @@ func benchmarkTick(b *testing.B, name string, n int, m tickMode) {
 	b.ReportMetric(perTick(busy), "busy-us/tick")
 	b.ReportMetric(float64(relays)/float64(ticks), "relays/tick")
 	b.ReportMetric(float64(out)/float64(ticks), "bytes/tick")
+}
+
+// BenchmarkThrottledTick is BenchmarkTick for a server that cannot keep
+// up: adaptive throttling on, every cluster at full pressure (see
+// throttleBudget), so far pairs are spaced to the longest throttle period
+// (maxThrottleSkipTicks, 8). Compare its relays/tick and us/tick with
+// BenchmarkTick's of the same scenario and mode: what throttling sheds, and
+// what deciding the pairs it may reach costs.
+//
+//	go test -run '^$' -bench 'BenchmarkThrottledTick' -benchtime=100x .
+func BenchmarkThrottledTick(b *testing.B) {
+	for _, name := range []string{"square", "town"} {
+		for _, m := range []string{"inline+interest", "parallel+interest"} {
+			mode := modeNamed(m)
+			mode.throttled = true
+			b.Run(fmt.Sprintf("scenario=%s/players=1000/mode=%s", name, m), func(b *testing.B) { benchmarkTick(b, name, 1000, mode) })
+		}
+	}
 }
 
 // BenchmarkPacedTick measures a tick as a running server has it: ticks a
