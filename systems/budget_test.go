@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/net"
 	"github.com/throng-go/throng/scheduler"
 )
@@ -17,22 +18,37 @@ import (
 // records fitted its budget gets exactly the senders visit calls due, at
 // every spread the crowd reaches.
 func TestBudgetedRecipientsGetExactlyTheirDuePairs(t *testing.T) {
-	checkBudgetedRecipients(t, 0, true)
+	t.Run("crowd", func(t *testing.T) {
+		checkBudgetedRecipients(t, oneChunkCrowd(rand.New(rand.NewPCG(5, 6)), 160), 24, 0, true)
+	})
+	// Four chunks of 60: cells that straddle two bands between chunks,
+	// small enough for bit sets, at spreads whose lists are stretched.
+	t.Run("town", func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(7, 8))
+		var spawns []components.Transform
+		for k := range 4 {
+			for _, s := range oneChunkCrowd(rng, 60) {
+				s.X += float32(k%2) * 4096
+				s.Y += float32(k/2) * 4096
+				spawns = append(spawns, s)
+			}
+		}
+		checkBudgetedRecipients(t, spawns, 60, 0, true) // spreads of 2 to 4: lists stretched, not base lists
+	})
 }
 
 // TestUnlistedSpreadsAreDecidedPairByPairAlike: when the lists may not
 // grow for a spread (here: no room for any), its recipients are decided
 // pair by pair, with the same result.
 func TestUnlistedSpreadsAreDecidedPairByPairAlike(t *testing.T) {
-	checkBudgetedRecipients(t, 1, false)
+	checkBudgetedRecipients(t, oneChunkCrowd(rand.New(rand.NewPCG(5, 6)), 160), 24, 1, false)
 }
 
 // checkBudgetedRecipients runs the crowd with the given slot budget for
 // the due lists (0: the default) and checks every fast-path recipient; at
 // spreads above 1 their lists exist as listed says.
-func checkBudgetedRecipients(t *testing.T, slotBudget int, listed bool) {
-	spawns := oneChunkCrowd(rand.New(rand.NewPCG(5, 6)), 160)
-	cfg := Config{MaxRecordsPerTick: 24, Tiers: defaultTiers(t)}
+func checkBudgetedRecipients(t *testing.T, spawns []components.Transform, budget, slotBudget int, listed bool) {
+	cfg := Config{MaxRecordsPerTick: budget, Tiers: defaultTiers(t)}
 	r := newRig(t, cfg, spawns)
 	p := r.p
 	p.frame.due.slotBudget = slotBudget

@@ -231,7 +231,29 @@ func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed
 			if spread > 1 {
 				// Stretched by a spread, the periods are long and a cell's
 				// lists hold a sender or two, often none: only those are
-				// placed on either side of the edge, one by one.
+				// placed on either side of the edge, one by one; in a cell
+				// small enough, as bit sets (no merge of the two lists, a
+				// branch a sender the CPU could not predict).
+				if lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi; hi-lo <= maskActors {
+					near, far := due.mask(ci, sc.rslot[class.near], lo), due.mask(ci, sc.rslot[class.far], lo)
+					either := near | far
+					if ci == rc {
+						either &^= 1 << (r - lo)
+					}
+					if either == 0 {
+						continue // nothing due to this recipient: the pending block stays open
+					}
+					w.block(due.packed, runLo, runHi) // keep the canonical order
+					runLo, runHi = -1, -1
+					var beyond uint64
+					for set := either; set != 0; set &= set - 1 {
+						a := lo + int32(bits.TrailingZeros64(set))
+						dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
+						beyond |= uint64(b2i(dx*dx+dy*dy+dz*dz >= class.edge)) << (a - lo)
+					}
+					w.writeSet((near&^beyond|far&beyond)&either, lo)
+					continue
+				}
 				nlo, nhi := due.list(ci, sc.rslot[class.near])
 				flo, fhi := due.list(ci, sc.rslot[class.far])
 				if nlo == nhi && flo == fhi {
