@@ -3,6 +3,43 @@
 #include "textflag.h"
 #include "go_asm.h"
 
+// KERNEL_ENTRY loads the arguments of chooseByTiers8 and chooseThrottled8
+// and the kernel's per-recipient vectors: the recipient's position (Y0,
+// Y1, Y2), band k's period and residue (Y4, Y5), the recipient's index
+// among the senders and the first sender's actor (Y6, Y7), the lanes'
+// sender indices (Y10) and n (Y11); CX, the group's first sender, is 0.
+#define KERNEL_ENTRY \
+	MOVQ sel+0(FP), DI; \
+	MOVQ changed+8(FP), R8; \
+	MOVQ xs+16(FP), SI; \
+	MOVQ ys+24(FP), R9; \
+	MOVQ zs+32(FP), R10; \
+	MOVQ res+40(FP), R11; \
+	MOVQ k+56(FP), R13; \
+	MOVQ tierKernel_lut(R13), AX; \
+	VBROADCASTSS tierKernel_rx(R13), Y0; \
+	VBROADCASTSS tierKernel_ry(R13), Y1; \
+	VBROADCASTSS tierKernel_rz(R13), Y2; \
+	VMOVDQU tierKernel_period(R13), Y4; \
+	VMOVDQU tierKernel_want(R13), Y5; \
+	VPBROADCASTD tierKernel_self(R13), Y6; \
+	VPBROADCASTD tierKernel_lo(R13), Y7; \
+	VMOVDQU tierKernel_lane(R13), Y10; \
+	MOVQ n+48(FP), DX; \
+	MOVQ DX, X11; \
+	VPBROADCASTD X11, Y11; \
+	XORQ CX, CX
+
+// KERNEL_EXIT returns how many senders were stored from sel on.
+#define KERNEL_EXIT \
+	VZEROUPPER; \
+	MOVQ sel+0(FP), DX; \
+	SUBQ DX, DI; \
+	SHRQ $2, DI; \
+	MOVQ DI, ret+64(FP); \
+	RET
+
+
 // SQUARED_DISTANCE leaves in D the squared distances from the recipient
 // (Y0, Y1, Y2: x, y and z, broadcast) to the eight senders from index CX
 // of the float32 arrays at XS, YS and ZS: the differences, squared, x plus
@@ -169,6 +206,38 @@ done:
 	VPAND   C, T, T; \
 	VMOVMSKPD T, DX
 
+// TICKS_MASK clears in OUT the bits of the group's senders not changed
+// after the oldest tick or not within their period of the tick, for the
+// eight periods in YP (XP its low half), four senders at a time.
+#define TICKS_MASK(XP, YP, OUT) \
+	VPMOVZXDQ XP, Y14; \
+	TICKS_DUE(0, Y14, Y12, Y13); \
+	ORQ     $0xF0, DX; \
+	ANDQ    DX, OUT; \
+	VEXTRACTI128 $1, YP, X14; \
+	VPMOVZXDQ X14, Y14; \
+	TICKS_DUE(32, Y14, Y12, Y13); \
+	SHLQ    $4, DX; \
+	ORQ     $0x0F, DX; \
+	ANDQ    DX, OUT
+
+// PACK_AND_ADVANCE packs the senders of the lanes set in BX to the front
+// (lo plus their index, by the permute compressLUT gives the mask),
+// stores all eight at DI, moves DI on by their count, and moves the lanes
+// to the next group.
+#define PACK_AND_ADVANCE \
+	MOVQ    (AX)(BX*8), DX; \
+	MOVQ    DX, X12; \
+	VPMOVZXBD X12, Y12; \
+	VPADDD  Y7, Y10, Y13; \
+	VPERMD  Y13, Y12, Y13; \
+	VMOVDQU Y13, (DI); \
+	POPCNTL BX, BX; \
+	LEAQ    (DI)(BX*4), DI; \
+	VPADDD  tierKernel_eight(R13), Y10, Y10; \
+	ADDQ    tierKernel_groupRes(R13), R11; \
+	ADDQ    $8, CX
+
 // func chooseByTiers8(sel *int32, changed *uint64, xs, ys, zs *float32, res *interest.Residues, n int, k *tierKernel) int
 //
 // chooseByTiers for senders 0 to n-1, eight a group, reading whole groups
@@ -182,27 +251,8 @@ done:
 // values by a permute from the kernel's lut and stored at sel; sel moves on by
 // their count.
 TEXT ·chooseByTiers8(SB), NOSPLIT, $0-72
-	MOVQ sel+0(FP), DI
-	MOVQ changed+8(FP), R8
-	MOVQ xs+16(FP), SI
-	MOVQ ys+24(FP), R9
-	MOVQ zs+32(FP), R10
-	MOVQ res+40(FP), R11
-	MOVQ k+56(FP), R13
-	MOVQ tierKernel_lut(R13), AX
-	VBROADCASTSS tierKernel_rx(R13), Y0
-	VBROADCASTSS tierKernel_ry(R13), Y1
-	VBROADCASTSS tierKernel_rz(R13), Y2
+	KERNEL_ENTRY
 	MOVQ tierKernel_bands(R13), R12
-	VMOVDQU tierKernel_period(R13), Y4
-	VMOVDQU tierKernel_want(R13), Y5
-	VPBROADCASTD tierKernel_self(R13), Y6
-	VPBROADCASTD tierKernel_lo(R13), Y7
-	VMOVDQU tierKernel_lane(R13), Y10
-	MOVQ n+48(FP), DX
-	MOVQ DX, X11
-	VPBROADCASTD X11, Y11
-	XORQ CX, CX
 
 group:
 	CMPQ CX, n+48(FP)
@@ -227,37 +277,13 @@ group:
 	VMOVMSKPS Y9, BX
 	// Changed after oldest and within its period of the tick, four
 	// senders at a time: c > oldest and c + period > tick, unsigned.
-	VPMOVZXDQ X15, Y14
-	TICKS_DUE(0, Y14, Y12, Y13)
-	ORQ     $0xF0, DX
-	ANDQ    DX, BX
-	VEXTRACTI128 $1, Y15, X14
-	VPMOVZXDQ X14, Y14
-	TICKS_DUE(32, Y14, Y12, Y13)
-	SHLQ    $4, DX
-	ORQ     $0x0F, DX
-	ANDQ    DX, BX
+	TICKS_MASK(X15, Y15, BX)
 	// Pack the chosen lanes' senders to the front and store all eight.
-	MOVQ    (AX)(BX*8), DX
-	MOVQ    DX, X12
-	VPMOVZXBD X12, Y12
-	VPADDD  Y7, Y10, Y13
-	VPERMD  Y13, Y12, Y13
-	VMOVDQU Y13, (DI)
-	POPCNTL BX, BX
-	LEAQ    (DI)(BX*4), DI
-	VPADDD  tierKernel_eight(R13), Y10, Y10
-	ADDQ    tierKernel_groupRes(R13), R11
-	ADDQ    $8, CX
+	PACK_AND_ADVANCE
 	JMP     group
 
 done:
-	VZEROUPPER
-	MOVQ sel+0(FP), DX
-	SUBQ DX, DI
-	SHRQ $2, DI
-	MOVQ DI, ret+64(FP)
-	RET
+	KERNEL_EXIT
 
 // func chooseThrottled8(sel *int32, changed *uint64, xs, ys, zs *float32, res *interest.Residues, n int, k *tierKernel) int
 //
@@ -268,26 +294,7 @@ done:
 // throttle's); the pairs due at their interest period but not sent are
 // counted into k.held.
 TEXT ·chooseThrottled8(SB), NOSPLIT, $0-72
-	MOVQ sel+0(FP), DI
-	MOVQ changed+8(FP), R8
-	MOVQ xs+16(FP), SI
-	MOVQ ys+24(FP), R9
-	MOVQ zs+32(FP), R10
-	MOVQ res+40(FP), R11
-	MOVQ k+56(FP), R13
-	MOVQ tierKernel_lut(R13), AX
-	VBROADCASTSS tierKernel_rx(R13), Y0
-	VBROADCASTSS tierKernel_ry(R13), Y1
-	VBROADCASTSS tierKernel_rz(R13), Y2
-	VMOVDQU tierKernel_period(R13), Y4
-	VMOVDQU tierKernel_want(R13), Y5
-	VPBROADCASTD tierKernel_self(R13), Y6
-	VPBROADCASTD tierKernel_lo(R13), Y7
-	VMOVDQU tierKernel_lane(R13), Y10
-	MOVQ n+48(FP), DX
-	MOVQ DX, X11
-	VPBROADCASTD X11, Y11
-	XORQ CX, CX
+	KERNEL_ENTRY
 
 throttledGroup:
 	CMPQ CX, n+48(FP)
@@ -317,53 +324,20 @@ throttledGroup:
 	VPAND   Y14, Y9, Y9
 	VMOVMSKPS Y9, R12
 	// Sent (BX): due at the period and changed within it.
-	VPMOVZXDQ X8, Y14
-	TICKS_DUE(0, Y14, Y12, Y13)
-	ORQ     $0xF0, DX
-	ANDQ    DX, BX
-	VEXTRACTI128 $1, Y8, X14
-	VPMOVZXDQ X14, Y14
-	TICKS_DUE(32, Y14, Y12, Y13)
-	SHLQ    $4, DX
-	ORQ     $0x0F, DX
-	ANDQ    DX, BX
+	TICKS_MASK(X8, Y8, BX)
 	// Held (R12): due at the interest period, changed within it, not sent.
-	VPMOVZXDQ X15, Y14
-	TICKS_DUE(0, Y14, Y12, Y13)
-	ORQ     $0xF0, DX
-	ANDQ    DX, R12
-	VEXTRACTI128 $1, Y15, X14
-	VPMOVZXDQ X14, Y14
-	TICKS_DUE(32, Y14, Y12, Y13)
-	SHLQ    $4, DX
-	ORQ     $0x0F, DX
-	ANDQ    DX, R12
+	TICKS_MASK(X15, Y15, R12)
 	MOVQ    BX, DX
 	NOTQ    DX
 	ANDQ    DX, R12
 	POPCNTL R12, R12
 	ADDQ    R12, tierKernel_held(R13)
 	// Pack the sent lanes' senders to the front and store all eight.
-	MOVQ    (AX)(BX*8), DX
-	MOVQ    DX, X12
-	VPMOVZXBD X12, Y12
-	VPADDD  Y7, Y10, Y13
-	VPERMD  Y13, Y12, Y13
-	VMOVDQU Y13, (DI)
-	POPCNTL BX, BX
-	LEAQ    (DI)(BX*4), DI
-	VPADDD  tierKernel_eight(R13), Y10, Y10
-	ADDQ    tierKernel_groupRes(R13), R11
-	ADDQ    $8, CX
+	PACK_AND_ADVANCE
 	JMP     throttledGroup
 
 throttledDone:
-	VZEROUPPER
-	MOVQ sel+0(FP), DX
-	SUBQ DX, DI
-	SHRQ $2, DI
-	MOVQ DI, ret+64(FP)
-	RET
+	KERNEL_EXIT
 
 // func copyRecords(dst, recs *byte, set uint64, lo, k int) uint64
 //
