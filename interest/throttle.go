@@ -61,6 +61,10 @@ func (t Throttle) extraSq(distSq float32, level uint8) uint8 {
 // at any pressure.
 func (t Throttle) Reaches(farSq float32) bool { return !(farSq < t.nearSq) }
 
+// FarPeriod returns the throttle period at level of the pairs it reaches
+// (at or past its distance): PeriodSq of any such pair.
+func (t Throttle) FarPeriod(level uint8) uint8 { return min(level, t.maxLevel) + 1 }
+
 // DistanceSq returns the throttle distance squared: PeriodSq lengthens the
 // period of a pair at a squared distance of at least this, and of no other.
 func (t Throttle) DistanceSq() float32 { return t.nearSq }

@@ -94,6 +94,7 @@ func TestFarPairsSpacedUpToMaxThrottleSkip(t *testing.T) {
 		for _, d := range []float32{4096, 5000, 1e5} {
 			assert.Equal(t, want, th.PeriodSq(d*d, uint8(level)), "distance %v level %d", d, level)
 		}
+		assert.Equal(t, want, th.FarPeriod(uint8(level)), "level %d: the period of the pairs it reaches", level)
 	}
 	never, err := interest.NewThrottle(4096, 1)
 	require.NoError(t, err)

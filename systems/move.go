@@ -47,8 +47,9 @@ func (j *moveJob) RunUnit(i int) {
 				// The first actor of another table: its ids and clients,
 				// only read, are not where the last actor's were. In a
 				// sparse world each table has a few actors and these
-				// were a miss each (world/10000 parallel+interest: busy
-				// -6.9%); in a crowd's one table they were not.
+				// were a miss each (world/10000 parallel+interest: Move's
+				// time about a quarter less in profiles); in a crowd's one
+				// table they were not.
 				readLines(v.IDs[r : r+1])
 				readLines(v.Clients[r : r+1])
 			}

@@ -2,7 +2,6 @@ package systems
 
 import (
 	"encoding/binary"
-	"math"
 	"math/bits"
 	"slices"
 	"time"
@@ -109,7 +108,7 @@ func (p *Pipeline) periods(distSq float32, level uint8) (interestPeriod, period 
 // lists instead of deciding far cells pair by pair.
 func (p *Pipeline) relayLevel(level uint8) uint8 {
 	th := &p.cfg.Throttle
-	if level > 0 && !p.throttleEveryReach && th.PeriodSq(float32(math.Inf(1)), level) <= p.tiers.PeriodSq(th.DistanceSq()) {
+	if level > 0 && !p.throttleEveryReach && th.FarPeriod(level) <= p.tiers.PeriodSq(th.DistanceSq()) {
 		return 0
 	}
 	return level
@@ -316,7 +315,6 @@ func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed
 			pick.want, wanted = p.clock.Want(rid), true
 			if useAVX2 {
 				pick.k.aim(pick, &p.bands)
-				pick.k.throttled = false
 				if level > 0 {
 					pick.k.aimThrottled(pick, &p.bands, p.cfg.Throttle, level)
 				}
@@ -551,12 +549,20 @@ func (t *picker) chooseByTiers(sel []int32, changed []uint64, xs, ys, zs []float
 		// residues one more, for the gather's four-byte loads), those
 		// lanes left out. sel takes eight values a group, from the next
 		// free entry on.
-		if up := (n + 7) &^ 7; cap(sel) >= up && cap(changed) >= up && cap(xs) >= up && cap(ys) >= up && cap(zs) >= up && cap(res) > up {
+		if roomForGroups(n, sel, changed, xs, ys, zs, res) {
 			t.k.self, t.k.lo = t.r-t.lo, t.lo
 			return chooseByTiers8(&sel[0], &changed[0], &xs[0], &ys[0], &zs[0], &res[0], n, &t.k)
 		}
 	}
 	return t.chooseByTiersOneByOne(sel, changed, xs, ys, zs, res, tiers)
+}
+
+// roomForGroups reports whether the vector kernels may read and write n
+// senders as whole groups of eight: every slice has the room, the residues
+// one more (the gather's four-byte loads run past a sender's residues).
+func roomForGroups(n int, sel []int32, changed []uint64, xs, ys, zs []float32, res []interest.Residues) bool {
+	up := (n + 7) &^ 7
+	return cap(sel) >= up && cap(changed) >= up && cap(xs) >= up && cap(ys) >= up && cap(zs) >= up && cap(res) > up
 }
 
 // chooseByTiersOneByOne is chooseByTiers a pair at a time. It is a
@@ -666,7 +672,7 @@ func (k *tierKernel) aim(t *picker, bands *tierBands) {
 		k.lut = &compressLUT
 		k.initialized = true
 	}
-	k.bands = bands
+	k.bands, k.throttled = bands, false // aimThrottled sets it
 	k.rx, k.ry, k.rz = t.rx, t.ry, t.rz
 	for i := range 4 {
 		k.oldest[i], k.tick[i] = t.oldest^1<<63, t.tick^1<<63
@@ -684,12 +690,12 @@ func (k *tierKernel) aim(t *picker, bands *tierBands) {
 // interest.FastPeriods (the pair's phase then decides, which the vector
 // loop does not do).
 func (k *tierKernel) aimThrottled(t *picker, bands *tierBands, throttle interest.Throttle, level uint8) {
-	tp := throttle.PeriodSq(float32(math.Inf(1)), level)
+	tp := throttle.FarPeriod(level)
 	k.throttled = true
 	for b, p := range bands.period {
-		ip := uint8(p)
-		k.throttled = k.throttled && int(interest.Combine(ip, tp))*int(t.spread) < interest.FastPeriods && int(ip)*int(t.spread) < interest.FastPeriods
-		fp := min(stretch(interest.Combine(ip, tp), t.spread), interest.FastPeriods-1)
+		cp := interest.Combine(uint8(p), tp) // at least the band's own period
+		k.throttled = k.throttled && int(cp)*int(t.spread) < interest.FastPeriods
+		fp := min(stretch(cp, t.spread), interest.FastPeriods-1)
 		k.farPeriod[b], k.farWant[b] = int32(fp), int32(t.want[fp])
 	}
 	for i := range k.nearSq {
@@ -708,7 +714,7 @@ func (k *tierKernel) aimThrottled(t *picker, bands *tierBands, throttle interest
 func (t *picker) chooseThrottled(sel []int32, changed []uint64, xs, ys, zs []float32, res []interest.Residues, half []uint32, tiers *interest.Tiers, throttle interest.Throttle, level uint8) (m, held int) {
 	if n := len(changed); useAVX2 && n > 0 && t.k.throttled {
 		// As chooseByTiers: whole groups of eight, where there is room.
-		if up := (n + 7) &^ 7; cap(sel) >= up && cap(changed) >= up && cap(xs) >= up && cap(ys) >= up && cap(zs) >= up && cap(res) > up {
+		if roomForGroups(n, sel, changed, xs, ys, zs, res) {
 			t.k.self, t.k.lo, t.k.held = t.r-t.lo, t.lo, 0
 			m = chooseThrottled8(&sel[0], &changed[0], &xs[0], &ys[0], &zs[0], &res[0], n, &t.k)
 			return m, int(t.k.held)
@@ -886,7 +892,7 @@ func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []cellClas
 	// The throttle lengthens a pair's period to tp at most (Combine takes
 	// the larger): a class whose every period is at least tp is out of its
 	// reach at this level, and keeps its lists.
-	tp := p.cfg.Throttle.PeriodSq(float32(math.Inf(1)), level)
+	tp := p.cfg.Throttle.FarPeriod(level)
 	for i, di := range cells {
 		d := &f.cells[di]
 		if few && d.actors.hi-d.actors.lo < minClassified {

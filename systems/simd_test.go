@@ -233,7 +233,7 @@ func TestChooseThrottledDecidesLikeThePairs(t *testing.T) {
 		throttle, err := interest.NewThrottle(r.Float32()*1500, maxSkip)
 		require.NoError(t, err)
 		level := uint8(1 + r.IntN(maxSkip+1))
-		longest := max(int(tiers.Longest()), int(throttle.PeriodSq(float32(math.Inf(1)), level)))
+		longest := max(int(tiers.Longest()), int(throttle.FarPeriod(level)))
 		c := newPairsCase(r, it, &tiers, longest)
 		pick := &c.pick
 		if it%5 == 0 { // senders exactly at the throttle distance
