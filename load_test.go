@@ -209,3 +209,42 @@ func TestPrometheusListenerServesTheFigures(t *testing.T) {
 		assert.True(t, strings.Contains(text, "\n"+name+" "), "missing %s", name)
 	}
 }
+
+func TestSystemTimesSayWhatEachSystemTook(t *testing.T) {
+	opts := throng.Options{TickRate: new(30), Metrics: throng.Metrics{Listen: "127.0.0.1:0"}}
+	load := &slowdown{}
+	st := newStageWith(t, opts, []components.Transform{{X: 1, Y: 1}, {X: 2, Y: 2}}, func(srv *throng.Server) {
+		require.NoError(t, srv.AddSystem(load, scheduler.After(systems.JoinName)))
+	})
+	assert.Empty(t, st.srv.SystemTimes(nil), "nothing before a second is complete")
+	load.delay.Store(int64(2 * time.Millisecond))
+	for k := range 30 { // a second at 30 Hz, the welcome tick's included
+		st.move(0, 1, 1+float32(k)/10, 0)
+		st.tick()
+	}
+	times := st.srv.SystemTimes(nil)
+	var names []string
+	for _, w := range times {
+		names = append(names, w.Name)
+	}
+	require.Equal(t, []string{systems.IngestName, systems.PrepareName, systems.MoveName, systems.RelayName, systems.JoinName, "slowdown"}, names)
+	slow := times[5]
+	assert.GreaterOrEqual(t, slow.Serial, time.Millisecond, "29 ticks of 2 ms and one of none, per tick")
+	assert.Zero(t, slow.Units, "alone in its stage, it runs on the tick goroutine")
+	assert.LessOrEqual(t, slow.Serial, st.srv.Stats().Second.WorkAvg, "a part of the same second's average tick")
+
+	resp, err := http.Get("http://" + st.srv.MetricsAddr() + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var seconds float64
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(line, `throng_system_serial_seconds{system="slowdown"} `); ok {
+			_, err := fmt.Sscan(v, &seconds)
+			require.NoError(t, err)
+		}
+	}
+	assert.GreaterOrEqual(t, seconds, 0.001, "the same figure at /metrics")
+	assert.Contains(t, string(body), `throng_system_unit_seconds{system="relay"} `)
+}

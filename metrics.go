@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/throng-go/throng/scheduler"
 	"github.com/throng-go/throng/systems"
 )
 
@@ -54,6 +55,21 @@ type SecondStats struct {
 	Admitting bool
 }
 
+// SystemWork is what one system of the schedule took per tick, averaged
+// over the last full second: the built-in ones (systems.IngestName, ...)
+// and every one added with [Server.AddSystem].
+type SystemWork struct {
+	Name string
+	// Serial is its time on the tick goroutine: a serial system's run when
+	// it runs there, a parallel system's Plan with the passes it runs
+	// through scheduler.Tick.Parallel (the relay's Plan builds its due
+	// lists so).
+	Serial time.Duration
+	// Units is the time spent in its units, summed over the goroutines
+	// that ran them (CPU time, not wall time).
+	Units time.Duration
+}
+
 // meter collects per-tick figures into per-second summaries and decides
 // admission. It belongs to the tick goroutine; published is the copy other
 // goroutines read.
@@ -64,8 +80,33 @@ type meter struct {
 	bytes     int64
 	base      systems.TickStats // running totals at the start of the second
 	busy      bool
+	took      []scheduler.SystemTime // the systems' times summed over the second
 	mu        sync.Mutex
 	published Stats
+	systems   []SystemWork // the last full second's, per tick
+}
+
+// addTimes adds one tick's system times to the second's.
+func (m *meter) addTimes(times []scheduler.SystemTime) {
+	if len(m.took) != len(times) { // the first tick: the schedule is fixed from then on
+		m.took = append(m.took[:0], times...)
+		return
+	}
+	for i, t := range times {
+		m.took[i].Serial += t.Serial
+		m.took[i].Units += t.Units
+	}
+}
+
+// SystemTimes appends to dst what each system of the schedule took per
+// tick, averaged over the last full second, in schedule order (see
+// scheduler.Schedule.Stages), and returns it; nothing before the first
+// second is complete. It is safe to call from any goroutine and allocates
+// nothing when dst has room.
+func (s *Server) SystemTimes(dst []SystemWork) []SystemWork {
+	s.meter.mu.Lock()
+	defer s.meter.mu.Unlock()
+	return append(dst, s.meter.systems...)
 }
 
 // record adds one tick and, once a second's worth of ticks is in, closes
@@ -131,6 +172,16 @@ func (s *Server) closeSecond(st systems.TickStats, now time.Time) SecondStats {
 	m.busy = adm.Enabled && float64(sum.WorkP95) > adm.BusyShare*float64(period)
 	s.pipe.SetBusy(m.busy)
 	sum.Admitting = !m.busy
+
+	m.mu.Lock()
+	m.systems = m.systems[:0]
+	for _, t := range m.took {
+		m.systems = append(m.systems, SystemWork{Name: t.Name, Serial: t.Serial / time.Duration(n), Units: t.Units / time.Duration(n)})
+	}
+	m.mu.Unlock()
+	for i := range m.took {
+		m.took[i].Serial, m.took[i].Units = 0, 0
+	}
 
 	m.work, m.bytes, m.start, m.base = m.work[:0], 0, now, st
 	if s.settings.Parallelism.MetricsLogIntervalTicks > 0 {

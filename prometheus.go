@@ -19,6 +19,26 @@ type metricsServer struct {
 	listener stdnet.Listener
 }
 
+// systemCollector reports Server.SystemTimes, one series a system: the
+// schedule, and so the label values, is known only once the first tick
+// has built it.
+type systemCollector struct {
+	s             *Server
+	serial, units *prometheus.Desc
+}
+
+func (c *systemCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.serial
+	ch <- c.units
+}
+
+func (c *systemCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, w := range c.s.SystemTimes(nil) {
+		ch <- prometheus.MustNewConstMetric(c.serial, prometheus.GaugeValue, w.Serial.Seconds(), w.Name)
+		ch <- prometheus.MustNewConstMetric(c.units, prometheus.GaugeValue, w.Units.Seconds(), w.Name)
+	}
+}
+
 // startMetrics listens on addr and serves /metrics for s.
 func startMetrics(s *Server, addr string) (*metricsServer, error) {
 	reg := prometheus.NewRegistry()
@@ -65,6 +85,14 @@ func startMetrics(s *Server, addr string) (*metricsServer, error) {
 	counter("malformed_frames_total", "Frames that could not be decoded.", func(st Stats) float64 { return float64(st.Malformed) })
 	counter("rejected_updates_total", "Updates rejected by validation.", func(st Stats) float64 { return float64(st.Rejected) })
 	counter("corrections_total", "Corrections sent to clients.", func(st Stats) float64 { return float64(st.CorrectionsSent) })
+	reg.MustRegister(&systemCollector{s: s,
+		serial: prometheus.NewDesc("throng_system_serial_seconds",
+			"Time per tick a system spent on the tick goroutine (its run, or its Plan), averaged over the last second.",
+			[]string{"system"}, nil),
+		units: prometheus.NewDesc("throng_system_unit_seconds",
+			"Time per tick spent in a system's units, summed over the goroutines that ran them, averaged over the last second.",
+			[]string{"system"}, nil),
+	})
 
 	ln, err := stdnet.Listen("tcp", addr)
 	if err != nil {

@@ -31,6 +31,7 @@ type Server struct {
 	log       *slog.Logger
 	tick      uint64
 	current   scheduler.Tick
+	times     []scheduler.SystemTime // the last tick's, for the meter
 	meter     meter
 	metrics   *metricsServer
 }
@@ -197,6 +198,8 @@ func (s *Server) Tick() systems.TickStats {
 	// a local would escape and cost an allocation every tick.
 	s.current = scheduler.Tick{Number: s.tick, Delta: s.settings.TickPeriod()}
 	run := sched.Run(s.pool, &s.current)
+	s.times = sched.Times(s.times[:0])
+	s.meter.addTimes(s.times)
 	now := time.Now()
 	st := s.pipe.Stats()
 	s.record(st, run.Pooled, now.Sub(start), now)

@@ -61,6 +61,7 @@ type member struct {
 	stage    int
 	why      string // what put it in its stage, for String
 	plan     []Unit // reused Plan buffer
+	took     SystemTime
 }
 
 // edge says system from runs in an earlier stage than system to, and why.

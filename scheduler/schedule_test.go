@@ -418,3 +418,66 @@ func TestScheduleRunDoesNotAllocate(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(100, func() { sched.Run(pool, tick) }), "pooled")
 	assert.Zero(t, testing.AllocsPerRun(100, func() { sched.Run(nil, tick) }), "inline")
 }
+
+// slowPlan is a parallel probe whose Plan takes at least delay.
+type slowPlan struct {
+	parallelProbe
+	delay time.Duration
+}
+
+func (s *slowPlan) Plan(t *scheduler.Tick, units []scheduler.Unit) []scheduler.Unit {
+	time.Sleep(s.delay)
+	return s.parallelProbe.Plan(t, units)
+}
+
+func TestTimesSayWhatEachSystemTook(t *testing.T) {
+	const ms = time.Millisecond
+	sleep := func(d time.Duration) func(int) { return func(int) { time.Sleep(d) } }
+	var boom atomic.Bool
+	slow := serial("Slow", func(int) {
+		if boom.Load() {
+			panic("boom")
+		}
+		time.Sleep(3 * ms)
+	}, scheduler.Structural())
+	units := &slowPlan{parallelProbe: *parallel("Units", 4, sleep(2*ms), scheduler.Write[int]()), delay: ms}
+	shared := serial("Shared", sleep(ms), scheduler.Read[string]())
+	sched := build(t, slow, units, shared)
+	require.Equal(t, [][]string{{"Slow"}, {"Units", "Shared"}}, sched.Stages())
+
+	pool := scheduler.NewPool(2)
+	defer pool.Close()
+	for _, run := range []struct {
+		name string
+		pool *scheduler.Pool
+	}{{"pooled", pool}, {"inline", nil}} {
+		t.Run(run.name, func(t *testing.T) {
+			sched.Run(run.pool, &scheduler.Tick{})
+			times := sched.Times(nil)
+			require.Len(t, times, 3)
+			assert.Equal(t, []string{"Slow", "Units", "Shared"}, []string{times[0].Name, times[1].Name, times[2].Name})
+			assert.GreaterOrEqual(t, times[0].Serial, 3*ms, "Slow ran on the calling goroutine")
+			assert.Zero(t, times[0].Units)
+			assert.GreaterOrEqual(t, times[1].Serial, ms, "Units' Plan")
+			assert.GreaterOrEqual(t, times[1].Units, 8*ms, "Units' four units, summed")
+			if run.pool != nil {
+				assert.Zero(t, times[2].Serial, "Shared ran as a unit of its stage")
+				assert.GreaterOrEqual(t, times[2].Units, ms)
+			} else {
+				assert.GreaterOrEqual(t, times[2].Serial, ms, "inline, Shared ran on the calling goroutine")
+				assert.Zero(t, times[2].Units)
+			}
+		})
+	}
+
+	// A Run that a panic stops: the systems it did not reach took nothing
+	// in it, whatever they took before.
+	boom.Store(true)
+	assert.Panics(t, func() { sched.Run(pool, &scheduler.Tick{}) })
+	times := sched.Times(nil)
+	assert.Zero(t, times[1].Serial+times[1].Units, "Units")
+	assert.Zero(t, times[2].Serial+times[2].Units, "Shared")
+
+	buf := make([]scheduler.SystemTime, 0, 3)
+	assert.Zero(t, testing.AllocsPerRun(10, func() { buf = sched.Times(buf[:0]) }))
+}

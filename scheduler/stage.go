@@ -91,6 +91,11 @@ func (j *stageJob) owner(i int) int {
 // the noise. The cost: the workers poll instead of sleeping through such
 // lead-ins.
 func (s *Schedule) Run(pool *Pool, t *Tick) RunStats {
+	for i := range s.stages {
+		for _, m := range s.stages[i].members {
+			m.took = SystemTime{Name: m.name}
+		}
+	}
 	var total RunStats
 	pooled := false // a batch of this Run called workers: they are polling or asleep now
 	for i := range s.stages {
@@ -126,6 +131,7 @@ func (st *stage) run(pool *Pool, t *Tick) (RunStats, *UnitPanic) {
 		start := time.Now()
 		st.planning.stats = RunStats{}
 		st.runSerial(pool, st.members[0], t)
+		st.members[0].took.Serial = time.Since(start)
 		st.observeLead(start)
 		return st.planning.stats, nil
 	}
@@ -142,13 +148,25 @@ func (st *stage) run(pool *Pool, t *Tick) (RunStats, *UnitPanic) {
 			j.units = append(j.units, Unit{Key: saltKey(m.salt, 1)})
 			continue
 		}
+		planned := time.Now()
 		m.plan = st.plan(pool, m, t)
+		m.took.Serial = time.Since(planned)
 		for _, u := range m.plan {
 			j.units = append(j.units, Unit{Key: saltKey(m.salt, u.Key), Cost: u.Cost})
 		}
 	}
 	st.observeLead(start)
 	stats, up := pool.run(j, j.units)
+	// Each unit's measured time (pool.took) to its system.
+	for k, m := range j.owners {
+		hi := len(j.units)
+		if k+1 < len(j.starts) {
+			hi = j.starts[k+1]
+		}
+		for _, ns := range pool.took[j.starts[k]:hi] {
+			m.took.Units += time.Duration(ns)
+		}
+	}
 	stats.Add(st.planning.stats)
 	if up != nil {
 		k := j.owner(up.Unit)
@@ -189,12 +207,16 @@ func (st *stage) runInline(t *Tick) (RunStats, *UnitPanic) {
 	var first *UnitPanic
 	st.planning.stats = RunStats{}
 	for _, m := range st.members {
+		start := time.Now()
 		if m.serial != nil {
 			m.serial.RunSerial(t)
+			m.took.Serial = time.Since(start)
 			continue
 		}
 		m.plan = st.plan(nil, m, t)
+		m.took.Serial = time.Since(start)
 		stats, up := runInline(m.parallel, len(m.plan))
+		m.took.Units = stats.Busy
 		if up != nil && first == nil {
 			up.System = m.name
 			first = up
@@ -221,6 +243,32 @@ func saltKey(salt, key uint64) uint64 {
 		x = 1
 	}
 	return x
+}
+
+// SystemTime is what one system took in a [Schedule.Run].
+type SystemTime struct {
+	Name string
+	// Serial is its time on the goroutine that called Run: a serial
+	// system's RunSerial when it runs there (alone in its stage, or
+	// inline), a parallel system's Plan, with the passes it ran through
+	// [Tick.Parallel].
+	Serial time.Duration
+	// Units is the time spent in its units, summed over the goroutines
+	// that ran them (a serial system sharing a stage runs as one unit).
+	Units time.Duration
+}
+
+// Times appends to dst what each system took in the last Run, in the order
+// [Schedule.Stages] lists them, and returns it; a system the Run did not
+// reach (a panic stopped it) took nothing. It allocates nothing when dst
+// has room.
+func (s *Schedule) Times(dst []SystemTime) []SystemTime {
+	for i := range s.stages {
+		for _, m := range s.stages[i].members {
+			dst = append(dst, m.took)
+		}
+	}
+	return dst
 }
 
 // Stages returns the systems' names, stage by stage, in the order Run runs
