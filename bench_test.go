@@ -195,8 +195,11 @@ func (c *benchCrowd) tick() {
 // without it (the sends and the ingest outlast the pool's spin window),
 // and Move ran on the tick goroutine alone while they woke, 76 -> 43 us
 // at square/1000 parallel+interest. BenchmarkPacedTick measures ticks
-// with and without the wake-up. Setup and warm-up are outside the timer. allocs/op is what a tick allocates: nothing on the square
-// (TestSteadyStateTickAllocatesNothing), nor for a crowd crossing chunk
+// with and without the wake-up. The split by system: <system>-us is each
+// system's time a tick (Server.SystemTimes), on the tick goroutine plus in
+// its units, summed over the cores that ran them. Setup and warm-up are
+// outside the timer. allocs/op is what a tick allocates: nothing on the
+// square (TestSteadyStateTickAllocatesNothing), nor for a crowd crossing chunk
 // borders (TestRoamingTickAllocatesNothing). In town and world the bots
 // keep reaching chunks nobody has visited yet for hundreds of ticks, and
 // a chunk's first visit makes Ark build its table: those one-off
@@ -232,6 +235,10 @@ func benchmarkTick(b *testing.B, name string, n int, m tickMode) {
 		inTick, parallel, busy time.Duration
 		relays, out            int64
 	)
+	sched, err := c.srv.Schedule()
+	require.NoError(b, err)
+	times := sched.Times(nil)
+	bySystem := make([]time.Duration, len(times))
 	for b.Loop() {
 		c.srv.WakeWorkers() // as Server.Run does: see BenchmarkTick
 		c.send()
@@ -243,6 +250,10 @@ func benchmarkTick(b *testing.B, name string, n int, m tickMode) {
 		out += st.BytesOut
 		parallel += st.Parallel
 		busy += st.Busy
+		times = sched.Times(times[:0])
+		for i, t := range times {
+			bySystem[i] += t.Serial + t.Units
+		}
 	}
 	perTick := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / float64(ticks) }
 	b.ReportMetric(perTick(inTick), "us/tick")
@@ -251,6 +262,9 @@ func benchmarkTick(b *testing.B, name string, n int, m tickMode) {
 	b.ReportMetric(perTick(busy), "busy-us/tick")
 	b.ReportMetric(float64(relays)/float64(ticks), "relays/tick")
 	b.ReportMetric(float64(out)/float64(ticks), "bytes/tick")
+	for i, t := range times {
+		b.ReportMetric(perTick(bySystem[i]), t.Name+"-us")
+	}
 }
 
 // BenchmarkThrottledTick is BenchmarkTick for a server that cannot keep
