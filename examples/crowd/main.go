@@ -54,7 +54,11 @@
 //	                 server and in-process bots together (200 is both cores
 //	                 of a 2-core machine)
 //
-// At the end a summary covers the whole run.
+// At the end a summary covers the whole run, and says what each system of
+// the tick took over its last second (ingest_ms, prepare_ms, move_ms,
+// relay_ms, join_ms: a tick's time in the system, on the tick goroutine and
+// in its units summed over the cores that ran them; throng.Server's
+// SystemTimes).
 //
 // # Load test
 //

@@ -92,6 +92,9 @@ func TestCrowdPrintsLiveFiguresAndASummary(t *testing.T) {
 			assert.Equal(t, "0", field(last, "dropped"), "no update was sent before its Welcome: %s", last)
 			assert.Positive(t, number(t, last, "relays/tick"), "bots see each other: %s", last)
 			assert.Positive(t, number(t, last, "bot_upd/s"), "and hear each other: %s", last)
+			for _, name := range []string{"ingest", "prepare", "move", "relay", "join"} {
+				assert.NotEmpty(t, field(last, name+"_ms"), "what %s took, over the last second: %s", name, last)
+			}
 		})
 	}
 }

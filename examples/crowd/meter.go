@@ -155,6 +155,11 @@ func (m *meter) summary(now time.Time) {
 		"max_ms", ms(r.work.max),
 		"cpu", fleet.CPUPercent(r.cpu, elapsed),
 	}
+	// Each system's time a tick over the last full second: on the tick
+	// goroutine and in its units, summed over the cores that ran them.
+	for _, w := range m.srv.SystemTimes(nil) {
+		attrs = append(attrs, w.Name+"_ms", ms(w.Serial+w.Units))
+	}
 	if !m.withBots {
 		m.log.Info("summary", attrs...)
 		return
