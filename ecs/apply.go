@@ -17,7 +17,9 @@ import (
 // Past its grace a chunk is removed only while the world holds more empty
 // chunks than its budget (see [EmptyChunkReserve]). The grace alone cannot
 // stop churn: in a crowd roaming over a map some chunks are always empty
-// for a while, and re-creating one costs a new Ark table (allocations).
+// for a while, and a chunk let go and made again costs the Ark world a
+// table move each way, and its views a requery (no allocation: see the
+// package doc on parked chunk entities).
 const EmptyChunkGrace = 64
 
 // EmptyChunkReserve is the smallest budget of empty chunks in a World with
@@ -102,16 +104,17 @@ type ApplyReport struct {
 	// Ignored counts queued operations on actors that were never spawned
 	// or were despawned before the operation's turn.
 	Ignored int
-	// ChunksCreated counts chunk entities made for actors entering chunks
-	// that had none; ChunksRemoved counts empty chunk entities removed under
-	// the rule of [EmptyChunkReserve].
+	// ChunksCreated counts chunks made for actors entering chunks that had
+	// none (with a new entity or a parked one); ChunksRemoved counts empty
+	// chunks let go under the rule of [EmptyChunkReserve] (their entities
+	// parked, or removed if they held components of a user's).
 	ChunksCreated, ChunksRemoved int
 }
 
 // Apply carries out every queued structural change, in a fixed order:
 // chunk moves and teleports (queue order), spawns (ActorID order), despawns
-// (queue order). It then removes the empty chunks that [EmptyChunkGrace]
-// and [EmptyChunkReserve] let go. report may be nil; otherwise it is
+// (queue order). It then lets go the empty chunks that [EmptyChunkGrace]
+// and [EmptyChunkReserve] allow. report may be nil; otherwise it is
 // truncated and filled in.
 //
 // Apply invalidates every [ChunkView] taken before it. It panics under the
@@ -239,10 +242,9 @@ func (w *World) applyDespawn(id components.ActorID, report *ApplyReport) {
 func (w *World) enterChunk(key grid.AreaKey, report *ApplyReport) ecs.Entity {
 	c, ok := w.chunks[key]
 	if !ok {
-		c.entity = w.chunkMap.NewEntity(&components.Chunk{WorldOrCell: key.WorldOrCell, X: key.X, Y: key.Y})
+		c.entity = w.newChunk(key)
 		report.ChunksCreated++
-		w.slotChunk(c.entity)
-		w.unranked = append(w.unranked, rankedChunk{key: key, entity: c.entity})
+		w.unranked = append(w.unranked, rankedChunk{key: key, entity: c.entity, gen: w.chunkSlots[c.entity.ID()].gen})
 	}
 	c.actors++
 	w.chunks[key] = c
@@ -250,19 +252,54 @@ func (w *World) enterChunk(key grid.AreaKey, report *ApplyReport) ecs.Entity {
 	return c.entity
 }
 
-// slotChunk gives a new chunk entity its slot, with the filter requery
-// takes its tables with.
-func (w *World) slotChunk(chunk ecs.Entity) {
-	id := int(chunk.ID())
+// newChunk returns an entity for chunk key: the last one parked, given
+// key, or else a new one with its slot.
+func (w *World) newChunk(key grid.AreaKey) ecs.Entity {
+	chunk := components.Chunk{WorldOrCell: key.WorldOrCell, X: key.X, Y: key.Y}
+	if n := len(w.parked); n > 0 {
+		e := w.parked[n-1]
+		w.parked = w.parked[:n-1]
+		w.chunkMap.Add(e, &chunk)
+		c := &w.chunkSlots[e.ID()]
+		c.gen++
+		c.live = true
+		return e
+	}
+	e := w.chunkMap.NewEntity(&chunk)
+	id := int(e.ID())
 	if id >= len(w.chunkSlots) {
 		w.chunkSlots = append(w.chunkSlots, make([]chunkSlot, id+1-len(w.chunkSlots))...)
 	}
 	// The mark stays: the ID may be listed as touched already, for the
 	// chunk that had it before.
 	c := &w.chunkSlots[id]
-	c.entity = chunk
+	c.entity = e
 	c.filter = ecs.NewFilter6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk](w.world).
-		Relations(ecs.RelIdx(inChunkIndex, chunk))
+		Relations(ecs.RelIdx(inChunkIndex, e))
+	c.gen++
+	c.live = true
+	return e
+}
+
+// park lets an empty chunk's entity go: it loses its Chunk component and
+// waits, with its Ark tables (empty) and its slot's filter, for the next
+// chunk created. Removing it instead made that chunk a new entity, whose
+// first actor made Ark build a table for the new relation target and
+// World a filter for it: a dozen allocations a chunk, and in a town whose
+// crowd keeps more chunks than the budget of empty ones, a few hundred
+// every thousand ticks (profiled). A chunk entity with components of a
+// user's besides Chunk is removed, as before: a later chunk must not
+// inherit them.
+func (w *World) park(chunk ecs.Entity) {
+	c := &w.chunkSlots[chunk.ID()]
+	c.gen++
+	c.live = false
+	if ids := w.world.Unsafe().IDs(chunk); ids.Len() != 1 {
+		w.world.RemoveEntity(chunk)
+		return
+	}
+	w.chunkMap.Remove(chunk)
+	w.parked = append(w.parked, chunk)
 }
 
 // leaveChunk counts one actor less in chunk key and, when it empties,
@@ -280,7 +317,7 @@ func (w *World) leaveChunk(key grid.AreaKey) {
 	w.chunks[key] = c
 }
 
-// sweepEmptyChunks brings emptyChunks up to date and removes the chunks
+// sweepEmptyChunks brings emptyChunks up to date and parks the chunks
 // that the rule of [EmptyChunkReserve] lets go.
 func (w *World) sweepEmptyChunks(report *ApplyReport) {
 	// Unlist re-entered chunks. A chunk that emptied in this Apply may sit
@@ -315,7 +352,7 @@ func (w *World) sweepEmptyChunks(report *ApplyReport) {
 		if w.applies-c.emptiedIn+1 < EmptyChunkGrace {
 			break // in grace, and so is every chunk after it
 		}
-		w.world.RemoveEntity(c.entity)
+		w.park(c.entity)
 		delete(w.chunks, key)
 	}
 	if removed > 0 {

@@ -185,7 +185,8 @@ func TestEmptiedWorldDropsItsChunksAfterGrace(t *testing.T) {
 	assert.Equal(t, 1, r.ChunksRemoved)
 	_, ok := w.ChunkEntity(home)
 	assert.False(t, ok)
-	assert.False(t, w.Ark().Alive(homeChunk), "the chunk entity is removed from Ark")
+	chunks := ark.NewMap[components.Chunk](w.Ark())
+	assert.False(t, chunks.Has(homeChunk), "the chunk entity let go is no chunk")
 
 	// Someone comes and goes again in the meantime: the count restarts.
 	for i := 2; i <= 10; i++ {
@@ -208,16 +209,91 @@ func TestEmptiedWorldDropsItsChunksAfterGrace(t *testing.T) {
 	w.Apply(&r) // the EmptyChunkGrace-th
 	assert.Equal(t, 1, r.ChunksRemoved)
 	assert.Zero(t, w.Chunks(), "an empty world keeps no chunks")
-	assert.False(t, w.Ark().Alive(eastChunk))
+	assert.False(t, chunks.Has(eastChunk))
 	assert.Empty(t, w.Snapshot(nil))
+	q := ark.NewFilter1[components.Chunk](w.Ark()).Query()
+	assert.Zero(t, q.Count(), "no entity with a Chunk is left")
+	q.Close()
 
-	// Coming back makes a new chunk entity.
+	// Coming back makes a chunk of the entity let go last, with home's key.
 	w.Spawn(ecs.ActorSpec{Transform: at(50, 50, 0)})
 	w.Apply(&r)
 	assert.Equal(t, 1, r.ChunksCreated)
 	got, ok = w.ChunkEntity(home)
 	require.True(t, ok)
-	assert.NotEqual(t, homeChunk, got)
+	assert.Equal(t, eastChunk, got)
+	assert.Equal(t, components.Chunk{X: 0, Y: 0}, *chunks.Get(got))
+	views := w.Snapshot(nil)
+	require.Len(t, views, 1)
+	assert.Equal(t, home, views[0].Key)
+	assert.Equal(t, got, views[0].Chunk)
+}
+
+// TestChunkLetGoAndMadeAgainBetweenSnapshots: a chunk let go and made
+// again with the same entity, with no Snapshot between, is one view, and
+// so is the chunk its entity stood for before.
+func TestChunkLetGoAndMadeAgainBetweenSnapshots(t *testing.T) {
+	w := ecs.NewWorld(100)
+	var r ecs.ApplyReport
+	home, east := key(0, 0, 0), key(0, 1, 0)
+	a := w.Spawn(ecs.ActorSpec{Transform: at(50, 50, 0)})
+	w.Apply(&r)
+	require.Len(t, w.Snapshot(nil), 1)
+	homeChunk, _ := w.ChunkEntity(home)
+
+	w.Despawn(a)
+	for range ecs.EmptyChunkGrace {
+		w.Apply(&r)
+	}
+	require.Zero(t, w.Chunks())
+	w.Spawn(ecs.ActorSpec{Transform: at(50, 50, 0)})
+	w.Apply(&r)
+	got, _ := w.ChunkEntity(home)
+	require.Equal(t, homeChunk, got, "home made again with its old entity")
+	views := w.Snapshot(nil)
+	require.Len(t, views, 1)
+	assert.Equal(t, home, views[0].Key)
+
+	// Now the entity goes to east, again between Snapshots.
+	for _, v := range views {
+		w.Despawn(v.IDs[0])
+	}
+	for range ecs.EmptyChunkGrace {
+		w.Apply(&r)
+	}
+	w.Spawn(ecs.ActorSpec{Transform: at(150, 50, 0)})
+	w.Apply(&r)
+	got, _ = w.ChunkEntity(east)
+	require.Equal(t, homeChunk, got)
+	views = w.Snapshot(nil)
+	require.Len(t, views, 1)
+	assert.Equal(t, east, views[0].Key)
+}
+
+// TestChunkWithAUsersComponentIsRemovedNotReused: a chunk entity is
+// reused for a later chunk only if it has nothing but its Chunk; one a
+// user gave a component of their own is removed when let go, so no later
+// chunk inherits the component.
+func TestChunkWithAUsersComponentIsRemovedNotReused(t *testing.T) {
+	w := ecs.NewWorld(100)
+	var r ecs.ApplyReport
+	a := w.Spawn(ecs.ActorSpec{Transform: at(50, 50, 0)})
+	w.Apply(&r)
+	home, _ := w.ChunkEntity(key(0, 0, 0))
+	weather := ark.NewMap[Tag](w.Ark())
+	weather.Add(home, &Tag{N: 7})
+	w.Despawn(a)
+	for range ecs.EmptyChunkGrace {
+		w.Apply(&r)
+	}
+	require.Zero(t, w.Chunks())
+	assert.False(t, w.Ark().Alive(home), "removed, with the user's component")
+
+	w.Spawn(ecs.ActorSpec{Transform: at(150, 50, 0)})
+	w.Apply(&r)
+	east, ok := w.ChunkEntity(key(0, 1, 0))
+	require.True(t, ok)
+	assert.False(t, weather.Has(east), "a new chunk has no component of the old one's")
 }
 
 // TestWandererLeavesABoundedTrail: one actor crossing a huge map keeps
@@ -256,6 +332,29 @@ func TestWandererLeavesABoundedTrail(t *testing.T) {
 		_, ok := w.ChunkEntity(key(0, x, 0))
 		assert.True(t, ok, "chunk %d of the trail", x)
 	}
+
+	// Past that, every step makes a chunk and lets one go, with the
+	// entity and the Ark tables the one let go leaves: nothing is
+	// allocated and the entities in the Ark world stay as many.
+	entities := w.Ark().Stats().Entities.Used
+	x := int32(steps)
+	var views []ecs.ChunkView
+	walk := func() {
+		for range ecs.EmptyChunkReserve {
+			x++
+			transforms.Get(e).X = float32(x)*100 + 50
+			w.Relocate(id)
+			w.Apply(&r)
+			views = w.Snapshot(views)
+		}
+	}
+	walk()
+	assert.Zero(t, testing.AllocsPerRun(5, walk), "allocations in %d steps", ecs.EmptyChunkReserve)
+	assert.Equal(t, 1, r.ChunksCreated)
+	assert.Equal(t, 1, r.ChunksRemoved)
+	assert.Equal(t, entities, w.Ark().Stats().Entities.Used, "the actor, its trail and one chunk entity let go")
+	require.Len(t, views, 1)
+	assert.Equal(t, key(0, x, 0), views[0].Key)
 }
 
 // TestEmptyChunksBeyondTheOccupiedAreRemovedOldestFirst: with more occupied

@@ -50,7 +50,7 @@
 //
 // A chunk entity is created when the first actor enters its chunk. When its
 // last actor leaves, the entity and its Ark tables are kept, to be reused
-// when actors come back. Apply removes an empty chunk only when both hold:
+// when actors come back. Apply lets an empty chunk go only when both hold:
 //
 //   - it has ended [EmptyChunkGrace] consecutive Applies empty, and
 //   - the world has more empty chunks than its budget: max(occupied chunks,
@@ -60,7 +60,18 @@
 // chunks no longer outnumber the budget. So a crowd roaming over an area
 // keeps its chunks (no entities and tables made and dropped every tick),
 // a player wandering over a huge map leaves a bounded trail, and a world
-// that empties completely drops all its chunks a grace period later. Do
+// that empties completely drops all its chunks a grace period later.
+//
+// A chunk let go leaves the index ([World.ChunkEntity] no longer finds
+// it), but its entity is not removed: it loses its [components.Chunk] and
+// is parked, with its (empty) Ark tables, and the next chunk created takes
+// it with a new Chunk. So chunks coming and going, as where a crowd keeps
+// more chunks than the budget of empty ones, allocate nothing: a new
+// entity would have cost Ark a new table on its first actor, a dozen
+// allocations. An entity therefore stands for one chunk only while that
+// chunk is in the index; find chunks by key, and read a chunk entity's
+// Chunk to know which it is. A chunk entity given components of your own
+// is removed when let go instead, so that no later chunk inherits them. Do
 // not remove chunk entities or actors through Ark directly: World counts
 // them.
 //

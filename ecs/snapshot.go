@@ -115,12 +115,12 @@ func (w *World) requery() {
 	}
 	clear(views[n:]) // no stale column buffers kept past their tables
 	w.views = views[:n]
-	// A touched ID stands for whichever chunk entity holds it now: the
-	// one touched may have been removed since, and its ID given to a new
-	// chunk, over Applies with no Snapshot between them. A chunk removed
-	// has no tables left.
+	// A touched ID stands for whichever chunk holds it now: the one
+	// touched may have been let go since, and its entity (or, removed,
+	// its ID) given to a new chunk, over Applies with no Snapshot between
+	// them. An entity parked has no actors, one removed no tables.
 	for _, id := range w.touched {
-		if c := &w.chunkSlots[id]; w.world.Alive(c.entity) {
+		if c := &w.chunkSlots[id]; c.live && w.world.Alive(c.entity) {
 			w.appendViews(c.filter.Query())
 		}
 	}
@@ -251,16 +251,15 @@ func (w *World) rankChunks() {
 // dropRemoved removes the chunks that are no longer in the index from cs,
 // in place and keeping the order of the rest, and returns the shortened
 // slice and the position of the first chunk dropped (len(cs) if none). A
-// removed chunk's entity is dead, and only World removes chunk entities, so
-// a liveness check in Ark's entity pool finds them without a map lookup.
-// A chunk removed and created again has a new entity (Ark bumps the
-// generation when it recycles an ID), so its old entry goes while the new
-// one waits in unranked.
+// chunk let go had its entity parked or removed, and either bumped its
+// slot's gen, so a comparison finds them without a map lookup. A chunk let
+// go and created again, even with the same entity, is at a later gen, so
+// its old entry goes while the new one waits in unranked.
 func (w *World) dropRemoved(cs []rankedChunk) ([]rankedChunk, int) {
 	first := len(cs)
 	kept := cs[:0]
 	for i, c := range cs {
-		if w.world.Alive(c.entity) {
+		if w.chunkSlots[c.entity.ID()].gen == c.gen {
 			kept = append(kept, c)
 		} else {
 			first = min(first, i)

@@ -25,8 +25,9 @@ type ActorSpec struct {
 // World is the game-server layer over one Ark world: it owns the Ark world,
 // the chunk index (AreaKey -> chunk entity) and the queues of structural
 // changes that only [World.Apply] carries out. Chunk entities are created
-// as actors enter chunks and removed, once empty, under the rule of
-// [EmptyChunkGrace] and [EmptyChunkReserve].
+// as actors enter chunks and let go, once empty, under the rule of
+// [EmptyChunkGrace] and [EmptyChunkReserve], to be reused for the next
+// chunk (see the package doc, Chunk entities).
 //
 // A World is not safe for concurrent use. Its methods belong to the serial
 // phases of the tick (ingest, prepare, join); during the parallel phases
@@ -49,13 +50,16 @@ type World struct {
 	actors map[components.ActorID]actorRecord
 	chunks map[grid.AreaKey]chunkRecord
 	// emptyChunks lists the empty chunks in the order they emptied (those
-	// of one Apply in a fixed order), which is the order they are removed
-	// in. A slice, not a map walk, keeps removal order (and so Ark's table
-	// reuse) deterministic. During an Apply it may also hold chunks entered
-	// since they were listed; the sweep at its end drops them. freshEmpty
-	// is the sweep's scratch.
+	// of one Apply in a fixed order), which is the order they are let go
+	// in. A slice, not a map walk, keeps that order (and so which entity
+	// each later chunk takes) deterministic. During an Apply it may also
+	// hold chunks entered since they were listed; the sweep at its end
+	// drops them. freshEmpty is the sweep's scratch.
 	emptyChunks []grid.AreaKey
 	freshEmpty  []grid.AreaKey
+	// parked holds the chunk entities let go (see World.park), last
+	// parked last: the next chunk created takes the last one.
+	parked []ecs.Entity
 	// applies counts Applies, including the one running.
 	applies uint64
 
@@ -72,7 +76,7 @@ type World struct {
 	// Snapshot's views (see shape below) and the chunk order. ranked lists
 	// the chunks in key order as of the last ranking, and rankOf maps a
 	// chunk entity's ID to its position there. Chunks created since wait in unranked, and
-	// chunksRemoved says some in ranked were removed since; the next
+	// chunksRemoved says some in ranked were let go since; the next
 	// Snapshot brings the order up to date (World.rankChunks).
 	views         []ChunkView
 	ranked        []rankedChunk
@@ -112,13 +116,18 @@ type World struct {
 }
 
 // chunkSlot is what requery keeps per chunk entity ID: the chunk entity
-// that last had the ID, a filter for its tables, made with the chunk (a
+// that last had the ID, a filter for its tables, made with the entity (a
 // query given a relation target allocates; a filter holding it does not),
 // and the generation in which its tables were last touched.
+//
+// gen counts the times the entity was given a chunk or parked (see
+// World.park): a rankedChunk taken at another gen is stale.
 type chunkSlot struct {
 	entity ecs.Entity
 	filter *actorFilter
 	mark   uint32
+	gen    uint32
+	live   bool // the entity stands for a chunk in the index, not parked
 }
 
 // actorFilter matches every actor: the columns a ChunkView holds.
@@ -130,6 +139,7 @@ type actorFilter = ecs.Filter6[components.ActorID, components.Transform, compone
 type rankedChunk struct {
 	key    grid.AreaKey
 	entity ecs.Entity
+	gen    uint32 // its slot's gen when it was given key
 }
 
 type actorRecord struct {
@@ -247,7 +257,10 @@ func (w *World) Len() int { return len(w.actors) }
 // kept under the rule of [EmptyChunkGrace] and [EmptyChunkReserve].
 func (w *World) Chunks() int { return len(w.chunks) }
 
-// ChunkEntity returns the entity of chunk key, if it exists.
+// ChunkEntity returns the entity of chunk key, if it exists. A chunk's
+// entity is its own only while the chunk is in the index: once let go, the
+// entity may stand for another chunk (its [components.Chunk] says which),
+// so look chunks up by key rather than keep their entities across ticks.
 func (w *World) ChunkEntity(key grid.AreaKey) (ecs.Entity, bool) {
 	c, ok := w.chunks[key]
 	return c.entity, ok
