@@ -42,9 +42,10 @@ type Partitioner struct {
 	nodeOf    []int32   // input index -> chunk node
 	chunks    []AreaKey // distinct keys in Less order; node i is chunks[i]
 	rows      []int32   // start node of each (worldOrCell, Y) row, then len(chunks)
-	parent    []int32   // union-find forest over nodes
-	size      []int32   // component size, valid at roots
-	clusterOf []int32   // node -> cluster index
+	runOf     []int32   // chunk node -> its run (see linkRows)
+	parent    []int32   // union-find forest over runs
+	size      []int32   // component size, valid at roots; in collect, root -> cluster index
+	clusterOf []int32   // chunk node -> cluster index
 	ends      []int32   // per cluster: end of its span in members
 	members   []int32
 	clusters  []Cluster
@@ -101,10 +102,13 @@ func compareViews(a, b view) int {
 // until the next call to Partition; copy what you keep longer. Partition
 // panics if keys has more than math.MaxInt32 entries.
 //
-// Cost: O(n log n) to sort the n views, then O(u * min(separation, rows))
-// for the u distinct chunks, because only the first and last chunk of each
+// Cost: O(n log n) to sort the n views (O(n) when keys come sorted, as a
+// snapshot's do), then O(u * min(separation, rows)) steps over the u
+// distinct chunks, because only the first and last chunk of each
 // neighbouring row's window are linked (the rest are already linked along
-// their own row).
+// their own row); union-find work is per pair of linked runs (see
+// linkRows), so in a densely occupied world, where a row is one run, it
+// is a few unions a row, not a dozen a chunk.
 func (p *Partitioner) Partition(keys []AreaKey, separation int) []Cluster {
 	if len(keys) > math.MaxInt32 {
 		panic(fmt.Sprintf("grid: Partition takes at most %d chunk views, got %d", math.MaxInt32, len(keys)))
@@ -140,32 +144,42 @@ func (p *Partitioner) sortChunks(keys []AreaKey) {
 		p.nodeOf[v.index()] = int32(len(p.chunks) - 1)
 	}
 	p.rows = append(p.rows, int32(len(p.chunks)))
-
-	p.parent = resize(p.parent, len(p.chunks))
-	p.size = resize(p.size, len(p.chunks))
-	for i := range p.parent {
-		p.parent[i] = int32(i)
-		p.size[i] = 1
-	}
 }
 
 func sameRow(a, b AreaKey) bool {
 	return a.WorldOrCell == b.WorldOrCell && a.Y == b.Y
 }
 
-// linkRows unions every pair of chunks within s. Within a row, linking
-// neighbours no more than s apart connects every pair within s. Between rows
-// at most s apart, the chunks of the upper row inside a chunk's window
-// [X-s, X+s] form at most two runs along their row (a third run would start
-// beyond X+s), so linking the window's first and last chunk suffices.
+// linkRows unions every pair of chunks within s. Within a row, chunks
+// whose neighbours are no more than s apart form a run, every pair of it
+// connected through the chunks between: runs, not chunks, are the nodes of
+// the union-find (a row is numbered in one pass, without a union). Between
+// rows at most s apart, the chunks of the upper row inside a chunk's window
+// [X-s, X+s] lie in at most two runs along their row (a third run would
+// start beyond X+s), so linking the chunk's run with the runs of the
+// window's first and last chunk suffices.
 func (p *Partitioner) linkRows(s int64) {
+	p.runOf = resize(p.runOf, len(p.chunks))
+	runs := int32(0)
 	for r := 0; r+1 < len(p.rows); r++ {
 		lo, hi := p.rows[r], p.rows[r+1]
-		for i := lo; i+1 < hi; i++ {
-			if int64(p.chunks[i+1].X)-int64(p.chunks[i].X) <= s {
-				p.union(i, i+1)
+		p.runOf[lo] = runs
+		for i := lo + 1; i < hi; i++ {
+			if int64(p.chunks[i].X)-int64(p.chunks[i-1].X) > s {
+				runs++
 			}
+			p.runOf[i] = runs
 		}
+		runs++
+	}
+	p.parent = resize(p.parent, int(runs))
+	p.size = resize(p.size, int(runs))
+	for i := range p.parent {
+		p.parent[i] = int32(i)
+		p.size[i] = 1
+	}
+	for r := 0; r+1 < len(p.rows); r++ {
+		lo, hi := p.rows[r], p.rows[r+1]
 		base := p.chunks[lo]
 		for r2 := r + 1; r2+1 < len(p.rows); r2++ {
 			first := p.chunks[p.rows[r2]]
@@ -177,11 +191,14 @@ func (p *Partitioner) linkRows(s int64) {
 	}
 }
 
-// linkRowPair links each chunk of row [aLo, aHi) to the first and last chunk
-// of row [bLo, bHi) within s columns of it. Both window edges only move
-// right as the row-a chunk does, so one sweep covers the pair of rows.
+// linkRowPair links the run of each chunk of row [aLo, aHi) with the runs
+// of the first and last chunk of row [bLo, bHi) within s columns of it.
+// Both window edges only move right as the row-a chunk does, so one sweep
+// covers the pair of rows, and each edge's pairs of runs come in order: a
+// pair just linked through an edge is not linked again.
 func (p *Partitioner) linkRowPair(aLo, aHi, bLo, bHi int32, s int64) {
 	from, to := bLo, bLo
+	first, last := [2]int32{-1, -1}, [2]int32{-1, -1} // the pairs linked last through each edge
 	for a := aLo; a < aHi; a++ {
 		x := int64(p.chunks[a].X)
 		for from < bHi && int64(p.chunks[from].X) < x-s {
@@ -195,9 +212,14 @@ func (p *Partitioner) linkRowPair(aLo, aHi, bLo, bHi int32, s int64) {
 			to++
 		}
 		if from < to {
-			p.union(a, from)
-			if to-1 > from {
-				p.union(a, to-1)
+			ra := p.runOf[a]
+			if pair := [2]int32{ra, p.runOf[from]}; pair != first {
+				first = pair
+				p.union(ra, pair[1])
+			}
+			if pair := [2]int32{ra, p.runOf[to-1]}; pair != last {
+				last = pair
+				p.union(ra, pair[1])
 			}
 		}
 	}
@@ -237,18 +259,21 @@ func (p *Partitioner) union(a, b int32) {
 func (p *Partitioner) collect(views int) []Cluster {
 	p.clusters = p.clusters[:0]
 	p.clusterOf = resize(p.clusterOf, len(p.chunks))
-	for i := range p.clusterOf {
-		p.clusterOf[i] = -1
+	// The components' sizes are no longer needed: size now maps a root run
+	// to its cluster, -1 until the cluster is numbered.
+	clusterOfRoot := p.size
+	for i := range clusterOfRoot {
+		clusterOfRoot[i] = -1
 	}
 	// Nodes are in Less order, so a component's first node is its lowest
-	// chunk. Only a root's entry is read, and it is set before any member's.
+	// chunk.
 	for i := range p.chunks {
-		root := p.find(int32(i))
-		if p.clusterOf[root] < 0 {
-			p.clusterOf[root] = int32(len(p.clusters))
+		root := p.find(p.runOf[i])
+		if clusterOfRoot[root] < 0 {
+			clusterOfRoot[root] = int32(len(p.clusters))
 			p.clusters = append(p.clusters, Cluster{Lowest: p.chunks[i]})
 		}
-		p.clusterOf[i] = p.clusterOf[root]
+		p.clusterOf[i] = clusterOfRoot[root]
 	}
 
 	p.ends = resize(p.ends, len(p.clusters))
