@@ -95,10 +95,11 @@ type Frame struct {
 
 	groups      []group
 	cells       []cell
-	cellOf      []uint8 // layout scratch
-	nbrCells    []int32 // per group, the cells of its stencil (see group.nbrLo)
-	viewGroup   []int32 // per view: its group
-	byKey       []int32 // groups in key order
+	cellOf      []uint8      // layout scratch
+	nbrCells    []int32      // per group, the cells of its stencil (see group.nbrLo)
+	viewGroup   []int32      // per view: its group
+	byKey       []int32      // groups in key order
+	sorted      []stencilKey // per entry of byKey: its key and cells (linkStencils)
 	part        grid.Partitioner
 	clusters    []grid.Cluster
 	shards      []Shard
