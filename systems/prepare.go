@@ -201,7 +201,8 @@ func (f *Frame) linkStencils() {
 	// the key-sorted chunks once in all, where a search per chunk and row
 	// cost a third of Prepare in a 4,096-chunk world. The walk reads the
 	// chunks' keys and cells from sorted, in key order, rather than from
-	// each group (BenchmarkFramePrepare, world: linkStencils about 140 -> 95 us, profiled; Prepare 303 -> 272 us).
+	// each group (BenchmarkFramePrepare, world: linkStencils about 140 ->
+	// 95 us, profiled; Prepare 303 -> 272 us).
 	var cursor [3]int
 	sorted := f.sorted
 	for gi, g := range f.byKey {
