@@ -38,15 +38,17 @@ type Cluster struct {
 // The zero value is ready to use. A Partitioner is not safe for concurrent
 // use; give each tick goroutine its own.
 type Partitioner struct {
-	views     []view    // input entries sorted by key, then index
-	nodeOf    []int32   // input index -> chunk node
-	chunks    []AreaKey // distinct keys in Less order; node i is chunks[i]
-	rows      []int32   // start node of each (worldOrCell, Y) row, then len(chunks)
-	runOf     []int32   // chunk node -> its run (see linkRows)
-	parent    []int32   // union-find forest over runs
-	size      []int32   // component size, valid at roots; in collect, root -> cluster index
-	clusterOf []int32   // chunk node -> cluster index
-	ends      []int32   // per cluster: end of its span in members
+	views     []view     // input entries sorted by key, then index
+	nodeOf    []int32    // input index -> chunk node
+	chunks    []AreaKey  // distinct keys in Less order; node i is chunks[i]
+	rows      []int32    // start node of each (worldOrCell, Y) row, then len(chunks)
+	runOf     []int32    // chunk node -> its run (see linkRows)
+	runX      [][2]int32 // per run: the X of its first and last chunk
+	rowRuns   []int32    // first run of each row, then the number of runs
+	parent    []int32    // union-find forest over runs
+	size      []int32    // component size, valid at roots; in collect, root -> cluster index
+	clusterOf []int32    // chunk node -> cluster index
+	ends      []int32    // per cluster: end of its span in members
 	members   []int32
 	clusters  []Cluster
 }
@@ -103,12 +105,11 @@ func compareViews(a, b view) int {
 // panics if keys has more than math.MaxInt32 entries.
 //
 // Cost: O(n log n) to sort the n views (O(n) when keys come sorted, as a
-// snapshot's do), then O(u * min(separation, rows)) steps over the u
-// distinct chunks, because only the first and last chunk of each
-// neighbouring row's window are linked (the rest are already linked along
-// their own row); union-find work is per pair of linked runs (see
-// linkRows), so in a densely occupied world, where a row is one run, it
-// is a few unions a row, not a dozen a chunk.
+// snapshot's do), O(u) over the u distinct chunks to find the runs of each
+// row (chunks no more than the separation apart), then O(r * min(
+// separation, rows)) over the r runs to link them (see linkRows): in a
+// densely occupied world, where a row is one run, a few unions a row, not
+// a dozen a chunk.
 func (p *Partitioner) Partition(keys []AreaKey, separation int) []Cluster {
 	if len(keys) > math.MaxInt32 {
 		panic(fmt.Sprintf("grid: Partition takes at most %d chunk views, got %d", math.MaxInt32, len(keys)))
@@ -153,74 +154,62 @@ func sameRow(a, b AreaKey) bool {
 // linkRows unions every pair of chunks within s. Within a row, chunks
 // whose neighbours are no more than s apart form a run, every pair of it
 // connected through the chunks between: runs, not chunks, are the nodes of
-// the union-find (a row is numbered in one pass, without a union). Between
-// rows at most s apart, the chunks of the upper row inside a chunk's window
-// [X-s, X+s] lie in at most two runs along their row (a third run would
-// start beyond X+s), so linking the chunk's run with the runs of the
-// window's first and last chunk suffices.
+// the union-find, numbered in one pass without a union. Two runs of rows
+// at most s apart hold a pair of chunks within s of each other exactly
+// when their spans, each widened by s, overlap: a run's chunks are no
+// more than s apart, so every stretch of 2s+1 columns across its span
+// holds one of them. Runs of a row are ordered and disjoint, so one sweep
+// over the runs of two rows links all such pairs: in a densely occupied
+// world a row is one run, and two rows cost one union.
 func (p *Partitioner) linkRows(s int64) {
 	p.runOf = resize(p.runOf, len(p.chunks))
-	runs := int32(0)
+	p.runX = p.runX[:0]
+	p.rowRuns = resize(p.rowRuns, len(p.rows))
 	for r := 0; r+1 < len(p.rows); r++ {
 		lo, hi := p.rows[r], p.rows[r+1]
-		p.runOf[lo] = runs
-		for i := lo + 1; i < hi; i++ {
-			if int64(p.chunks[i].X)-int64(p.chunks[i-1].X) > s {
-				runs++
+		p.rowRuns[r] = int32(len(p.runX))
+		p.runX = append(p.runX, [2]int32{p.chunks[lo].X, p.chunks[lo].X})
+		for i := lo; i < hi; i++ {
+			x := p.chunks[i].X
+			if last := &p.runX[len(p.runX)-1]; int64(x)-int64(last[1]) > s {
+				p.runX = append(p.runX, [2]int32{x, x})
+			} else {
+				last[1] = x
 			}
-			p.runOf[i] = runs
+			p.runOf[i] = int32(len(p.runX) - 1)
 		}
-		runs++
 	}
-	p.parent = resize(p.parent, int(runs))
-	p.size = resize(p.size, int(runs))
+	p.rowRuns[len(p.rows)-1] = int32(len(p.runX))
+	p.parent = resize(p.parent, len(p.runX))
+	p.size = resize(p.size, len(p.runX))
 	for i := range p.parent {
 		p.parent[i] = int32(i)
 		p.size[i] = 1
 	}
 	for r := 0; r+1 < len(p.rows); r++ {
-		lo, hi := p.rows[r], p.rows[r+1]
-		base := p.chunks[lo]
+		base := p.chunks[p.rows[r]]
 		for r2 := r + 1; r2+1 < len(p.rows); r2++ {
 			first := p.chunks[p.rows[r2]]
 			if first.WorldOrCell != base.WorldOrCell || int64(first.Y)-int64(base.Y) > s {
 				break
 			}
-			p.linkRowPair(lo, hi, p.rows[r2], p.rows[r2+1], s)
+			p.linkRowRuns(p.rowRuns[r], p.rowRuns[r+1], p.rowRuns[r2], p.rowRuns[r2+1], s)
 		}
 	}
 }
 
-// linkRowPair links the run of each chunk of row [aLo, aHi) with the runs
-// of the first and last chunk of row [bLo, bHi) within s columns of it.
-// Both window edges only move right as the row-a chunk does, so one sweep
-// covers the pair of rows, and each edge's pairs of runs come in order: a
-// pair just linked through an edge is not linked again.
-func (p *Partitioner) linkRowPair(aLo, aHi, bLo, bHi int32, s int64) {
-	from, to := bLo, bLo
-	first, last := [2]int32{-1, -1}, [2]int32{-1, -1} // the pairs linked last through each edge
+// linkRowRuns links every run of [aLo, aHi) with every run of [bLo, bHi)
+// whose span, widened by s, overlaps its own (see linkRows). Both rows'
+// runs ascend, so the first b-run an a-run may reach only moves right.
+func (p *Partitioner) linkRowRuns(aLo, aHi, bLo, bHi int32, s int64) {
+	b := bLo
 	for a := aLo; a < aHi; a++ {
-		x := int64(p.chunks[a].X)
-		for from < bHi && int64(p.chunks[from].X) < x-s {
-			from++
+		lo, hi := int64(p.runX[a][0])-s, int64(p.runX[a][1])+s
+		for b < bHi && int64(p.runX[b][1]) < lo {
+			b++
 		}
-		if from == bHi {
-			return
-		}
-		to = max(to, from)
-		for to < bHi && int64(p.chunks[to].X) <= x+s {
-			to++
-		}
-		if from < to {
-			ra := p.runOf[a]
-			if pair := [2]int32{ra, p.runOf[from]}; pair != first {
-				first = pair
-				p.union(ra, pair[1])
-			}
-			if pair := [2]int32{ra, p.runOf[to-1]}; pair != last {
-				last = pair
-				p.union(ra, pair[1])
-			}
+		for c := b; c < bHi && int64(p.runX[c][0]) <= hi; c++ {
+			p.union(a, c)
 		}
 	}
 }

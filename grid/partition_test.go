@@ -265,6 +265,27 @@ func TestChunkLinksBothEndsOfTheNextRowsWindow(t *testing.T) {
 	assert.Equal(t, []int32{3}, clusters[1].Members)
 }
 
+// TestRowRunsLinkOnlyThroughNearChunks: chunks of a row no more than the
+// separation apart form one run, linked to a run of a nearby row only if
+// some chunk of each is within the separation of the other.
+func TestRowRunsLinkOnlyThroughNearChunks(t *testing.T) {
+	row := []grid.AreaKey{{X: 0, Y: 0}, {X: 3, Y: 0}, {X: 6, Y: 0}} // one run at separation 3
+	var p grid.Partitioner
+	clusters := p.Partition(append(row, grid.AreaKey{X: 9, Y: 3}), 3)
+	require.Len(t, clusters, 1, "(9,3) is 3 from (6,0)")
+	clusters = p.Partition(append(row, grid.AreaKey{X: 10, Y: 1}, grid.AreaKey{X: -4, Y: 2}), 3)
+	require.Len(t, clusters, 3, "(10,1) is 4 from (6,0), (-4,2) 4 from (0,0)")
+
+	// Two chunks of the next row just out of a lone chunk's reach, on
+	// either side, stay apart from it and from each other.
+	keys := []grid.AreaKey{{X: 0, Y: 0}, {X: -4, Y: 1}, {X: 4, Y: 1}}
+	clusters = p.Partition(keys, 3)
+	require.Len(t, clusters, 3)
+	assert.Equal(t, []int32{0}, clusters[0].Members)
+	assert.Equal(t, []int32{1}, clusters[1].Members)
+	assert.Equal(t, []int32{2}, clusters[2].Members)
+}
+
 func TestPartitionOfNoViewsIsEmpty(t *testing.T) {
 	var p grid.Partitioner
 	assert.Empty(t, p.Partition(nil, 4))
