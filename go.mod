@@ -3,6 +3,7 @@ module github.com/throng-go/throng
 go 1.26.0
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/mlange-42/ark v0.8.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/quic-go/quic-go v0.65.0

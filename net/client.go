@@ -118,19 +118,21 @@ type ClientStats struct {
 	RecordsPerSecond float64
 }
 
-// Client is a QUIC connection to a Throng server for Go clients and bots:
-// [Dial] connects and completes the Hello/Welcome handshake, [Client.SendMove]
-// sends movement within the rate limits, [Client.Poll] hands over what
-// arrived, and [Client.Stats] counts it. Two goroutines read the network
-// into bounded queues, so a program that polls once per frame loses at most
-// the movement datagrams beyond DatagramQueue.
+// Client is a connection to a Throng server for Go clients and bots, over
+// QUIC ([Dial]) or a WebSocket ([DialWebSocket]): dialling connects and
+// completes the Hello/Welcome handshake, [Client.SendMove] sends movement
+// within the rate limits, [Client.Poll] hands over what arrived, and
+// [Client.Stats] counts it. Goroutines read the network into bounded
+// queues, so a program that polls once per frame loses at most the
+// movement datagrams beyond DatagramQueue.
 //
 // All methods are safe for concurrent use. Lock order: send, poll, then the
 // queue lock.
 type Client struct {
 	cfg     ClientConfig
-	conn    *quic.Conn
-	stream  *quic.Stream
+	link    link         // the connection, QUIC or WebSocket
+	conn    *quic.Conn   // QUIC only
+	stream  *quic.Stream // QUIC only
 	reader  *StreamReader
 	welcome Welcome
 	wg      sync.WaitGroup
@@ -198,6 +200,7 @@ func Dial(ctx context.Context, addr string, cfg ClientConfig) (*Client, error) {
 	}
 	c := &Client{
 		cfg:     cfg,
+		link:    quicLink{conn},
 		conn:    conn,
 		reader:  NewStreamReader(cfg.MaxFrame),
 		drained: make(chan struct{}, 1),
@@ -347,12 +350,12 @@ func (c *Client) Welcome() Welcome { return c.welcome }
 
 // Done is closed when the connection has closed; [Client.Err] then says
 // why.
-func (c *Client) Done() <-chan struct{} { return c.conn.Context().Done() }
+func (c *Client) Done() <-chan struct{} { return c.link.done() }
 
 // Err returns nil while the connection is open; then a *DisconnectedError
 // carrying the server's reason (a *RefusedError if the server sent a
 // Refuse), ErrClosed after Close, or the network's error.
-func (c *Client) Err() error { return connError(c.conn) }
+func (c *Client) Err() error { return c.link.err() }
 
 // SendMove sends m as a datagram unless the rate limit forbids it. An
 // update with the same position and worldOrCell as the last one sent is
@@ -377,7 +380,7 @@ func (c *Client) SendMove(m Move) (sent bool, err error) {
 		return false, nil
 	}
 	c.moveBuf = AppendMove(c.moveBuf[:0], m)
-	if err := c.conn.SendDatagram(c.moveBuf); err != nil {
+	if err := c.link.sendMove(c.moveBuf); err != nil {
 		if cerr := c.Err(); cerr != nil {
 			return false, cerr
 		}
@@ -482,7 +485,7 @@ func (w *rateWindow) roll(now time.Time, count uint64) float64 {
 // polled. It returns nil; closing again does nothing.
 func (c *Client) Close() error {
 	c.closed.Do(func() {
-		c.conn.CloseWithError(closeCodeClient, ReasonClientClosed)
+		c.link.close()
 		c.wg.Wait()
 	})
 	return nil
@@ -564,20 +567,41 @@ func (c *Client) readDatagrams() {
 		if err != nil {
 			return
 		}
-		records := 0
-		if b, err := DecodeBatch(d); err == nil {
-			records = b.Len()
-		}
-		c.mu.Lock()
-		if len(c.datagrams) >= c.cfg.DatagramQueue {
-			c.mu.Unlock()
-			c.n.droppedDatagrams.Add(1)
-			continue
-		}
-		c.datagrams = append(c.datagrams, d)
-		c.n.datagrams.Add(1)
-		total := c.n.records.Add(uint64(records))
-		c.window.roll(time.Now(), total)
-		c.mu.Unlock()
+		c.keepDatagram(d)
 	}
 }
+
+// keepDatagram queues a movement datagram for Poll (not copied), or drops
+// and counts it while DatagramQueue others wait.
+func (c *Client) keepDatagram(d []byte) {
+	records := 0
+	if b, err := DecodeBatch(d); err == nil {
+		records = b.Len()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.datagrams) >= c.cfg.DatagramQueue {
+		c.n.droppedDatagrams.Add(1)
+		return
+	}
+	c.datagrams = append(c.datagrams, d)
+	c.n.datagrams.Add(1)
+	total := c.n.records.Add(uint64(records))
+	c.window.roll(time.Now(), total)
+}
+
+// link is a Client's connection as SendMove, Done, Err and Close use it.
+type link interface {
+	sendMove(frame []byte) error
+	done() <-chan struct{}
+	err() error // nil while open
+	close()     // the client leaves
+}
+
+// quicLink is a Client's QUIC connection.
+type quicLink struct{ conn *quic.Conn }
+
+func (l quicLink) sendMove(frame []byte) error { return l.conn.SendDatagram(frame) }
+func (l quicLink) done() <-chan struct{}       { return l.conn.Context().Done() }
+func (l quicLink) err() error                  { return connError(l.conn) }
+func (l quicLink) close()                      { l.conn.CloseWithError(closeCodeClient, ReasonClientClosed) }

@@ -1,7 +1,8 @@
 // Package net is Throng's network room: the binary wire codec every client
 // and server speaks, the [Transport] interface the tick talks to, and its
-// implementations: the in-memory [Mem], and [QUIC] for real clients, with
-// [Dial] as its Go client (a WebSocket transport for browsers is to follow).
+// implementations: the in-memory [Mem], [QUIC] for real clients, with
+// [Dial] as its Go client, and [WebSocket] for browsers, with
+// [DialWebSocket].
 //
 // It imports nothing of Throng's and knows nothing of the ECS. The standard
 // library's net is imported as stdnet where needed.
@@ -24,6 +25,10 @@
 //     [MemClient] for tests and benchmarks.
 //   - Network: [QUIC] ([ListenQUIC], [QUICConfig]) serves real clients
 //     over QUIC; [Dial] returns a [Client] for Go clients and bots.
+//     [WebSocket] ([ListenWebSocket], or [NewWebSocket] mounted on your
+//     own HTTP server) serves browsers, every frame one binary message on
+//     a connection with the [WebSocketSubprotocol]; [DialWebSocket]
+//     returns the same [Client] over it.
 //
 // # Wire format
 //

@@ -27,7 +27,8 @@ type seen struct {
 // pump plays the tick for a QUIC transport under test: it calls Receive
 // every couple of milliseconds on one goroutine and logs what arrived.
 type pump struct {
-	q    *net.QUIC
+	q    *net.QUIC     // QUIC tests' transport
+	tr   net.Transport // the transport Receive is called on
 	mu   sync.Mutex
 	log  []seen
 	stop chan struct{}
@@ -43,10 +44,15 @@ func startQUIC(t *testing.T, cfg net.QUICConfig) *pump {
 	}
 	q, err := net.ListenQUIC("127.0.0.1:0", cfg)
 	require.NoError(t, err)
-	p := &pump{q: q, stop: make(chan struct{}), done: make(chan struct{})}
+	return startPump(t, &pump{q: q, tr: q})
+}
+
+// startPump starts p's Receive loop; cleanup closes its transport.
+func startPump(t *testing.T, p *pump) *pump {
+	p.stop, p.done = make(chan struct{}), make(chan struct{})
 	go p.run()
 	t.Cleanup(func() {
-		q.Close()
+		p.tr.Close()
 		close(p.stop)
 		<-p.done
 	})
@@ -59,7 +65,7 @@ func (p *pump) run() {
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		inbox = p.q.Receive(inbox[:0])
+		inbox = p.tr.Receive(inbox[:0])
 		p.mu.Lock()
 		for _, in := range inbox {
 			p.log = append(p.log, seen{in.Kind, in.Session, slices.Clone(in.Frame), in.Reason})

@@ -80,7 +80,8 @@ type Stats struct {
 // Transport is what the server talks to: it accepts client sessions, hands
 // the tick everything that arrived, and sends each client its movement
 // datagrams and reliable frames. Implementations: [Mem] (in-process, for
-// tests and benchmarks) and [QUIC] (real clients over the network).
+// tests and benchmarks), [QUIC] (real clients over the network) and
+// [WebSocket] (browsers).
 //
 // Nothing here blocks the tick on a slow client. Sending never returns an
 // error: a frame that cannot be sent (unknown or closed session, bad size,

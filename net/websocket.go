@@ -1,0 +1,801 @@
+package net
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	stdnet "net"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/coder/websocket"
+)
+
+// WebSocketSubprotocol is the subprotocol a WebSocket client must ask for
+// (Sec-WebSocket-Protocol): a connection without it is refused, so that a
+// page that opens any WebSocket to the server cannot pass for a client.
+const WebSocketSubprotocol = "throng.v1"
+
+// DefaultWebSocketPath is where [ListenWebSocket] serves clients.
+const DefaultWebSocketPath = "/throng"
+
+// WebSocket close codes (the private range 4000-4999) that carry the
+// server's reason to the client: ending a session, or refusing one
+// (wsCloseRefusal plus the RefuseCode), as QUIC's close codes do.
+const (
+	wsCloseDisconnect websocket.StatusCode = 4000
+	wsCloseRefusal    websocket.StatusCode = 4100
+)
+
+// Reasons the WebSocket transport reports when it ends a session itself,
+// besides those it shares with [QUIC] (ReasonSlowClient,
+// ReasonClientTimedOut).
+const (
+	// ReasonFrameTooLarge: the client sent a message over MaxFrame bytes;
+	// the connection cannot be read past it.
+	ReasonFrameTooLarge = "client sent a frame over the size limit"
+	// ReasonNotBinary: the client sent a text message; frames are binary.
+	ReasonNotBinary = "client sent a text message"
+)
+
+// WebSocketConfig configures a [WebSocket] transport. Every zero field means
+// the default named on it.
+type WebSocketConfig struct {
+	// Path is where ListenWebSocket serves clients. "" means
+	// DefaultWebSocketPath. (A WebSocket mounted on a mux of your own serves
+	// whatever path the mux gives it.)
+	Path string
+	// TLS, or CertFile and KeyFile (PEM), make ListenWebSocket serve wss://.
+	// Without them it serves plain ws://, for loopback and development, or
+	// behind a proxy that terminates TLS.
+	TLS               *tls.Config
+	CertFile, KeyFile string
+	// OriginPatterns are the host patterns of the web pages allowed to
+	// connect besides the server's own host (a browser sends the page's
+	// origin; see coder/websocket's AcceptOptions.OriginPatterns): for
+	// example "game.example.com" or "*.example.com". Clients that are not
+	// browsers send no Origin and are always let in.
+	OriginPatterns []string
+
+	// ReliableQueue, StallTimeout, FlushTimeout, IdleTimeout, MaxFrame and
+	// InboundLimit mean what they mean in [QUICConfig], with the same
+	// defaults. A WebSocket client shows it is alive by any message or
+	// ping; [DialWebSocket] pings at a third of its idle timeout.
+	ReliableQueue int
+	StallTimeout  time.Duration
+	FlushTimeout  time.Duration
+	IdleTimeout   time.Duration
+	MaxFrame      int
+	InboundLimit  int
+	// MaxDatagram is the largest movement batch SendUnreliable sends, in
+	// bytes. 0 (or less) means MaxBatchPayload.
+	MaxDatagram int
+}
+
+func (c WebSocketConfig) resolved() WebSocketConfig {
+	c.Path = cmp.Or(c.Path, DefaultWebSocketPath)
+	c.ReliableQueue = cmp.Or(max(c.ReliableQueue, 0), DefaultReliableQueue)
+	c.StallTimeout = cmp.Or(max(c.StallTimeout, 0), DefaultStallTimeout)
+	c.FlushTimeout = cmp.Or(max(c.FlushTimeout, 0), DefaultFlushTimeout)
+	c.IdleTimeout = cmp.Or(max(c.IdleTimeout, 0), DefaultIdleTimeout)
+	c.MaxDatagram = cmp.Or(max(c.MaxDatagram, 0), MaxBatchPayload)
+	c.MaxFrame = min(cmp.Or(max(c.MaxFrame, 0), DefaultMaxStreamFrame), MaxStreamFrame)
+	c.InboundLimit = cmp.Or(max(c.InboundLimit, 0), DefaultInboundLimit)
+	return c
+}
+
+// WebSocketCounters are the WebSocket transport's own counters, beside
+// [Stats]. Counters only grow.
+type WebSocketCounters struct {
+	// SlowClients counts sessions ended with ReasonSlowClient.
+	SlowClients uint64
+	// ReplacedDatagrams counts movement batches a newer tick's replaced
+	// before they were written (they are also in Stats.DroppedDatagrams).
+	ReplacedDatagrams uint64
+	// DroppedInbound counts client frames dropped over InboundLimit.
+	DroppedInbound uint64
+	// RefusedUpgrades counts requests not upgraded: a foreign origin, no
+	// Throng subprotocol, not a WebSocket handshake, or the transport
+	// closed.
+	RefusedUpgrades uint64
+}
+
+// WebSocket is the [Transport] for browsers (and any client that cannot
+// use QUIC): each client opens one WebSocket, asking for
+// [WebSocketSubprotocol], and every frame, reliable or movement, is one
+// binary message. A WebSocket is one ordered, reliable stream, so movement
+// batches queue behind reliable frames rather than travel apart; the tick
+// still never waits for a client: each session has one writer goroutine
+// that takes, in turn, the reliable frames queued (at most ReliableQueue;
+// one more disconnects the client with [ReasonSlowClient]) and the newest
+// tick's movement batches (a newer tick's replace those not yet written,
+// as in [QUIC]'s mailbox). A write that stays blocked for StallTimeout
+// (the client stopped reading) disconnects the client with
+// ReasonSlowClient, and a client silent (no message, no ping) for
+// IdleTimeout with [ReasonClientTimedOut].
+//
+// A WebSocket is an http.Handler: mount it on a server of your own (with
+// its TLS and routes), or let [ListenWebSocket] run one. Disconnect and
+// Close flush the frames queued before them (for at most FlushTimeout),
+// then close with code 4000 and the reason (4100 plus the RefuseCode and
+// the refusal's reason for a session refused before any Welcome), which
+// [DialWebSocket] turns into a *DisconnectedError or *RefusedError. A
+// close reason longer than a WebSocket close frame takes (123 bytes) is
+// cut.
+//
+// All methods are safe for concurrent use, except that calls to Receive
+// must not overlap. Lock order: the WebSocket's mutex, then a session's.
+type WebSocket struct {
+	cfg    WebSocketConfig
+	srv    *http.Server // ListenWebSocket's; nil when mounted elsewhere
+	ln     stdnet.Listener
+	ctx    context.Context // ends with Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // sessions' goroutines and the watchdog
+
+	mu       sync.Mutex
+	closed   bool
+	last     SessionID
+	sessions map[SessionID]*wsConn
+	inbox    memInbox
+	epoch    uint64
+	given    memInbox
+
+	n wsCounts
+}
+
+type wsCounts struct {
+	opened, closed                 atomic.Uint64
+	framesIn, bytesIn              atomic.Uint64
+	datagramsOut, datagramBytesOut atomic.Uint64
+	reliableOut, reliableBytesOut  atomic.Uint64
+	droppedDatagrams, droppedRel   atomic.Uint64
+	slow, replaced, droppedInbound atomic.Uint64
+	refused                        atomic.Uint64
+}
+
+// NewWebSocket returns a WebSocket transport with no sessions, to be
+// mounted on an HTTP server of your own (it serves any path it is given).
+// Close it when done; closing it does not stop your server.
+func NewWebSocket(cfg WebSocketConfig) *WebSocket {
+	t := &WebSocket{cfg: cfg.resolved(), sessions: make(map[SessionID]*wsConn)}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	t.wg.Add(1)
+	go t.watchdog()
+	return t
+}
+
+// ListenWebSocket listens on the TCP address addr (for example
+// "127.0.0.1:8080"; port 0 picks a free port, see [WebSocket.Addr]) and
+// serves clients at cfg.Path, over TLS when cfg gives a certificate.
+func ListenWebSocket(addr string, cfg WebSocketConfig) (*WebSocket, error) {
+	cfg = cfg.resolved()
+	var tlsConf *tls.Config
+	switch {
+	case cfg.TLS != nil:
+		tlsConf = cfg.TLS.Clone()
+	case cfg.CertFile != "" || cfg.KeyFile != "":
+		cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("net: WebSocket certificate: %w", err)
+		}
+		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}}
+	}
+	ln, err := stdnet.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("net: WebSocket listen: %w", err)
+	}
+	if tlsConf != nil {
+		tlsConf.MinVersion = max(tlsConf.MinVersion, tls.VersionTLS12)
+		ln = tls.NewListener(ln, tlsConf)
+	}
+	t := NewWebSocket(cfg)
+	mux := http.NewServeMux()
+	mux.Handle(cfg.Path, t)
+	t.ln = ln
+	t.srv = &http.Server{Handler: mux, ReadHeaderTimeout: cfg.IdleTimeout}
+	go t.srv.Serve(ln) // returns when Close shuts the server
+	return t, nil
+}
+
+// Addr returns the TCP address ListenWebSocket listens on (nil for a
+// WebSocket from NewWebSocket).
+func (t *WebSocket) Addr() stdnet.Addr {
+	if t.ln == nil {
+		return nil
+	}
+	return t.ln.Addr()
+}
+
+// URL returns the address clients dial, ws:// or wss:// with the path
+// (empty for a WebSocket from NewWebSocket).
+func (t *WebSocket) URL() string {
+	if t.ln == nil {
+		return ""
+	}
+	scheme := "ws"
+	if t.cfg.TLS != nil || t.cfg.CertFile != "" {
+		scheme = "wss"
+	}
+	return scheme + "://" + t.ln.Addr().String() + t.cfg.Path
+}
+
+// wsConn is one session of a [WebSocket] transport.
+type wsConn struct {
+	t    *WebSocket
+	id   SessionID
+	conn *websocket.Conn
+	// ctx is the reader's: cancelling it while a read waits closes the
+	// connection outright, which is how a close that runs past its
+	// deadline is cut (coder/websocket's CloseNow waits for a close
+	// handshake under way).
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// Guarded by t.mu.
+	gone    bool
+	inEpoch uint64
+	inCount int
+
+	// Written by the reader and the writer, read by the watchdog.
+	heard   atomic.Int64 // Unix ns of the client's last message or ping
+	writing atomic.Int64 // Unix ns the current write began; 0 when none
+
+	// Guarded by mu.
+	mu           sync.Mutex
+	slot         mailbox // the newest tick's batches not yet written
+	rel          memQueue
+	closing      bool
+	flush        bool
+	reason       string
+	welcomed     bool
+	refused      bool
+	refuseCode   RefuseCode
+	refuseReason string
+
+	wake chan struct{} // cap 1: something to write, or closing began
+	done chan struct{} // closed when the writer has closed the connection
+	cut  *time.Timer   // set by beginClose: cuts the connection at the flush deadline
+}
+
+// ServeHTTP upgrades a client's request to a session and serves it until
+// the session ends.
+func (t *WebSocket) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := &wsConn{t: t, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols:   []string{WebSocketSubprotocol},
+		OriginPatterns: t.cfg.OriginPatterns,
+		OnPingReceived: func(context.Context, []byte) bool {
+			c.heard.Store(time.Now().UnixNano())
+			return true
+		},
+	})
+	if err != nil {
+		t.n.refused.Add(1) // Accept has answered the request
+		return
+	}
+	if conn.Subprotocol() != WebSocketSubprotocol {
+		t.n.refused.Add(1)
+		conn.Close(websocket.StatusPolicyViolation, "the "+WebSocketSubprotocol+" subprotocol is required")
+		return
+	}
+	conn.SetReadLimit(int64(t.cfg.MaxFrame))
+	c.conn = conn
+	c.ctx, c.cancel = context.WithCancel(t.ctx)
+	c.heard.Store(time.Now().UnixNano())
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		c.cancel()
+		t.n.refused.Add(1)
+		conn.Close(wsCloseDisconnect, ReasonTransportClosed)
+		return
+	}
+	t.last++
+	c.id = t.last
+	t.sessions[c.id] = c
+	t.inbox.push(SessionOpened, c.id, nil, "")
+	t.n.opened.Add(1)
+	t.wg.Add(2)
+	t.mu.Unlock()
+	go c.write()
+	c.read() // the handler's goroutine reads until the connection ends
+}
+
+// read delivers the client's messages until the connection ends, then ends
+// the session with why it ended (if nothing ended it before).
+func (c *wsConn) read() {
+	defer c.t.wg.Done()
+	t := c.t
+	buf := make([]byte, t.cfg.MaxFrame+1)
+	reason := ""
+	for reason == "" {
+		typ, rd, err := c.conn.Reader(c.ctx)
+		if err != nil {
+			reason = wsLostReason(err)
+			break
+		}
+		n, err := readMessage(rd, buf)
+		if err != nil {
+			reason = wsLostReason(err)
+			if reason == ReasonFrameTooLarge {
+				c.t.n.droppedInbound.Add(1)
+			}
+			break
+		}
+		c.heard.Store(time.Now().UnixNano())
+		if typ != websocket.MessageBinary {
+			reason = ReasonNotBinary
+			break
+		}
+		c.deliver(buf[:n])
+	}
+	t.endSession(c, reason, false)
+}
+
+// readMessage reads one message into buf, which is a byte longer than
+// the connection's read limit: a message that fills it is over the limit.
+func readMessage(rd io.Reader, buf []byte) (int, error) {
+	n := 0
+	for {
+		m, err := rd.Read(buf[n:])
+		n += m
+		switch {
+		case n == len(buf):
+			return n, errTooLarge
+		case errors.Is(err, io.EOF):
+			return n, nil
+		case err != nil:
+			return n, err
+		}
+	}
+}
+
+var errTooLarge = errors.New("message over the read limit")
+
+func (c *wsConn) deliver(frame []byte) {
+	t := c.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c.gone {
+		return
+	}
+	if c.inEpoch != t.epoch {
+		c.inEpoch, c.inCount = t.epoch, 0
+	}
+	if c.inCount >= t.cfg.InboundLimit {
+		t.n.droppedInbound.Add(1)
+		return
+	}
+	c.inCount++
+	t.inbox.push(FrameReceived, c.id, frame, "")
+	t.n.framesIn.Add(1)
+	t.n.bytesIn.Add(uint64(len(frame)))
+}
+
+// wsLostReason describes why a connection the server did not close ended.
+func wsLostReason(err error) string {
+	switch websocket.CloseStatus(err) {
+	case websocket.StatusNormalClosure, websocket.StatusGoingAway:
+		return ReasonClientClosed
+	case websocket.StatusMessageTooBig:
+		return ReasonFrameTooLarge
+	}
+	if errors.Is(err, errTooLarge) {
+		return ReasonFrameTooLarge
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, stdnet.ErrClosed) {
+		return ReasonClientClosed
+	}
+	return "connection lost: " + err.Error()
+}
+
+// endSession reports c's SessionClosed with reason, once, and starts
+// closing its connection; it returns false if the session had already
+// ended. flush writes the frames queued so far first.
+func (t *WebSocket) endSession(c *wsConn, reason string, flush bool) bool {
+	t.mu.Lock()
+	if c.gone {
+		t.mu.Unlock()
+		return false
+	}
+	c.gone = true
+	delete(t.sessions, c.id)
+	t.inbox.push(SessionClosed, c.id, nil, reason)
+	t.n.closed.Add(1)
+	t.mu.Unlock()
+	c.beginClose(reason, flush)
+	return true
+}
+
+func (t *WebSocket) tooSlow(c *wsConn) {
+	if t.endSession(c, ReasonSlowClient, false) {
+		t.n.slow.Add(1)
+	}
+}
+
+// beginClose tells the writer to finish: write what is queued (if flush)
+// and close the connection with reason. Whatever is still going on at the
+// flush deadline (FlushTimeout on, or closeGrace without flush: time to
+// send the close frame, not to wait for a client that is not reading) is
+// cut: a blocked write, the close handshake.
+func (c *wsConn) beginClose(reason string, flush bool) {
+	c.mu.Lock()
+	if !c.closing {
+		c.closing, c.flush, c.reason = true, flush, reason
+		wait := closeGrace
+		if flush {
+			wait = c.t.cfg.FlushTimeout
+		}
+		c.cut = time.AfterFunc(wait, func() {
+			c.cancel()
+			c.conn.CloseNow()
+		})
+	}
+	c.mu.Unlock()
+	wake(c.wake)
+}
+
+// closeGrace is how long a session ended without a flush has to send its
+// close frame.
+const closeGrace = 250 * time.Millisecond
+
+// closeSlack is how long Close waits past the flush deadline for the
+// writers to finish before it cuts every connection itself.
+const closeSlack = 2 * time.Second
+
+// write writes queued reliable frames, then the newest tick's batches, until
+// the session closes; then it flushes (if asked) and closes the connection
+// with the reason.
+func (c *wsConn) write() {
+	defer c.t.wg.Done()
+	defer close(c.done)
+	t := c.t
+	var rel memQueue
+	var out mailbox
+	intact := true
+	for {
+		select {
+		case <-c.wake:
+		case <-t.ctx.Done():
+			c.cancel()
+			c.conn.CloseNow()
+			return
+		}
+		c.mu.Lock()
+		c.rel, rel = rel, c.rel
+		c.rel.reset()
+		c.slot, out = out, c.slot
+		c.slot.q.reset()
+		closing, flush, reason := c.closing, c.flush, c.reason
+		code := wsCloseDisconnect
+		if c.refused {
+			code, reason = wsCloseRefusal+websocket.StatusCode(c.refuseCode), c.refuseReason
+		}
+		c.mu.Unlock()
+		if intact && (!closing || flush) {
+			// A failed write means the connection is gone (the network,
+			// the client, or the watchdog cut it): the reader ends the
+			// session with why, and the writer only waits to close.
+			intact = c.writeAll(&rel) && c.writeBatches(&out)
+		}
+		if closing {
+			if intact {
+				c.conn.Close(code, closeReason(reason)) // waits for the client's close, until cut
+			}
+			c.conn.CloseNow()
+			c.mu.Lock()
+			c.cut.Stop()
+			c.mu.Unlock()
+			c.cancel()
+			return
+		}
+	}
+}
+
+// writeAll writes the reliable frames of q; false when a write failed.
+func (c *wsConn) writeAll(q *memQueue) bool {
+	ok := true
+	start := 0
+	for _, end := range q.ends {
+		if ok {
+			ok = c.writeMessage(q.data[start:end])
+		}
+		start = end
+	}
+	return ok
+}
+
+// writeBatches writes the movement batches of m; false when a write failed.
+func (c *wsConn) writeBatches(m *mailbox) bool {
+	n := &c.t.n
+	start := 0
+	for _, end := range m.q.ends {
+		d := m.q.data[start:end]
+		start = end
+		if !c.writeMessage(d) {
+			n.droppedDatagrams.Add(uint64(len(m.q.ends)))
+			return false
+		}
+		n.datagramsOut.Add(1)
+		n.datagramBytesOut.Add(uint64(len(d)))
+	}
+	return true
+}
+
+// writeMessage writes one binary message, with the start time set for
+// the watchdog (which closes a connection whose write stays blocked).
+// The context has no deadline, so a write allocates nothing.
+func (c *wsConn) writeMessage(p []byte) bool {
+	c.writing.Store(time.Now().UnixNano())
+	err := c.conn.Write(context.Background(), websocket.MessageBinary, p)
+	c.writing.Store(0)
+	return err == nil
+}
+
+// closeReason cuts reason to what a close frame carries (123 bytes),
+// on a rune boundary.
+func closeReason(reason string) string {
+	const max = 123
+	if len(reason) <= max {
+		return reason
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(reason[cut]) {
+		cut--
+	}
+	return reason[:cut]
+}
+
+// watchdog ends sessions whose client went silent for IdleTimeout, or
+// whose write stayed blocked for StallTimeout, checking a few times a
+// second.
+func (t *WebSocket) watchdog() {
+	defer t.wg.Done()
+	every := min(t.cfg.StallTimeout, t.cfg.IdleTimeout, t.cfg.FlushTimeout) / 4
+	ticker := time.NewTicker(max(every, 10*time.Millisecond))
+	defer ticker.Stop()
+	var open []*wsConn
+	for {
+		select {
+		case <-ticker.C:
+		case <-t.ctx.Done():
+			return
+		}
+		t.mu.Lock()
+		open = open[:0]
+		for _, c := range t.sessions {
+			open = append(open, c)
+		}
+		t.mu.Unlock()
+		now := time.Now()
+		for _, c := range open {
+			switch began := c.writing.Load(); {
+			case began != 0 && now.UnixNano()-began > int64(t.cfg.StallTimeout):
+				t.tooSlow(c)
+			case now.UnixNano()-c.heard.Load() > int64(t.cfg.IdleTimeout):
+				t.endSession(c, ReasonClientTimedOut, false)
+			}
+		}
+		clear(open)
+	}
+}
+
+// post puts one batch into the session's mailbox (see [QUIC]'s) and
+// reports whether it was kept; the caller wakes the writer.
+func (c *wsConn) postLocked(d []byte) bool {
+	if c.closing {
+		return false
+	}
+	tick := batchTick(d)
+	if n := len(c.slot.q.ends); n > 0 && tick != c.slot.tick {
+		if int32(tick-c.slot.tick) < 0 {
+			return false
+		}
+		c.t.n.replaced.Add(uint64(n))
+		c.t.n.droppedDatagrams.Add(uint64(n))
+		c.slot.q.reset()
+	}
+	c.slot.tick = tick
+	c.slot.q.push(d)
+	return true
+}
+
+func (t *WebSocket) session(s SessionID) *wsConn {
+	t.mu.Lock()
+	c := t.sessions[s]
+	t.mu.Unlock()
+	return c
+}
+
+// Receive implements [Transport].
+func (t *WebSocket) Receive(dst []Inbound) []Inbound {
+	t.mu.Lock()
+	t.inbox, t.given = t.given, t.inbox
+	t.inbox.reset()
+	t.epoch++
+	t.mu.Unlock()
+	for _, e := range t.given.events {
+		in := Inbound{Kind: e.kind, Session: e.session, Reason: e.reason}
+		if e.kind == FrameReceived {
+			in.Frame = t.given.data[e.start:e.end:e.end]
+		}
+		dst = append(dst, in)
+	}
+	return dst
+}
+
+// SendUnreliable implements [Transport]: the batch goes into the session's
+// mailbox. One shorter than BatchHeaderSize or longer than MaxDatagram, for
+// an unknown or closed session, or older than the mailbox's tick is
+// dropped and counted.
+func (t *WebSocket) SendUnreliable(s SessionID, datagram []byte) {
+	t.SendUnreliableBatch(s, datagram, 0)
+}
+
+// SendUnreliableBatch implements [BatchSender].
+func (t *WebSocket) SendUnreliableBatch(s SessionID, datagrams []byte, size int) {
+	c := t.session(s)
+	var kept, dropped uint64
+	if c != nil {
+		c.mu.Lock()
+	}
+	eachDatagram(datagrams, size, func(d []byte) {
+		if c != nil && len(d) >= BatchHeaderSize && len(d) <= t.cfg.MaxDatagram && c.postLocked(d) {
+			kept++
+		} else {
+			dropped++
+		}
+	})
+	if c != nil {
+		c.mu.Unlock()
+	}
+	if kept > 0 {
+		wake(c.wake)
+	}
+	if dropped > 0 {
+		t.n.droppedDatagrams.Add(dropped)
+	}
+}
+
+// SendReliable implements [Transport]. A frame shorter than HeaderSize or
+// longer than MaxFrame, or for an unknown or closed session, is dropped and
+// counted; one that finds the queue full is dropped and disconnects the
+// client with [ReasonSlowClient].
+func (t *WebSocket) SendReliable(s SessionID, frame []byte) {
+	if len(frame) < HeaderSize || len(frame) > t.cfg.MaxFrame {
+		t.n.droppedRel.Add(1)
+		return
+	}
+	c := t.session(s)
+	if c == nil {
+		t.n.droppedRel.Add(1)
+		return
+	}
+	c.mu.Lock()
+	switch {
+	case c.closing:
+		c.mu.Unlock()
+		t.n.droppedRel.Add(1)
+		return
+	case len(c.rel.ends) >= t.cfg.ReliableQueue:
+		c.mu.Unlock()
+		t.n.droppedRel.Add(1)
+		t.tooSlow(c)
+		return
+	}
+	c.rel.push(frame)
+	if !c.welcomed && !c.refused {
+		switch typ, _ := PeekType(frame); typ {
+		case TypeWelcome:
+			c.welcomed = true
+		case TypeRefuse:
+			if r, err := DecodeRefuse(frame); err == nil {
+				c.refused, c.refuseCode, c.refuseReason = true, r.Code, string(r.Reason)
+			}
+		}
+	}
+	c.mu.Unlock()
+	wake(c.wake)
+	t.n.reliableOut.Add(1)
+	t.n.reliableBytesOut.Add(uint64(len(frame)))
+}
+
+// Disconnect implements [Transport].
+func (t *WebSocket) Disconnect(s SessionID, reason string) {
+	if c := t.session(s); c != nil {
+		t.endSession(c, reason, true)
+	}
+}
+
+// Stats implements [Transport].
+func (t *WebSocket) Stats() Stats {
+	n := &t.n
+	return Stats{
+		Opened:           n.opened.Load(),
+		Closed:           n.closed.Load(),
+		FramesIn:         n.framesIn.Load(),
+		BytesIn:          n.bytesIn.Load(),
+		DatagramsOut:     n.datagramsOut.Load(),
+		DatagramBytesOut: n.datagramBytesOut.Load(),
+		ReliableOut:      n.reliableOut.Load(),
+		ReliableBytesOut: n.reliableBytesOut.Load(),
+		DroppedDatagrams: n.droppedDatagrams.Load(),
+		DroppedReliable:  n.droppedRel.Load(),
+	}
+}
+
+// Counters returns the WebSocket transport's own counters so far.
+func (t *WebSocket) Counters() WebSocketCounters {
+	n := &t.n
+	return WebSocketCounters{
+		SlowClients:       n.slow.Load(),
+		ReplacedDatagrams: n.replaced.Load(),
+		DroppedInbound:    n.droppedInbound.Load(),
+		RefusedUpgrades:   n.refused.Load(),
+	}
+}
+
+// Close implements [Transport]: it disconnects every session in session
+// order with ReasonTransportClosed (flushing each for at most
+// FlushTimeout, all at once), waits for their goroutines and, for a
+// WebSocket from ListenWebSocket, stops its HTTP server. Their
+// SessionClosed are delivered by the next Receive.
+func (t *WebSocket) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	open := make([]*wsConn, 0, len(t.sessions))
+	for _, c := range t.sessions {
+		open = append(open, c)
+	}
+	slices.SortFunc(open, func(a, b *wsConn) int { return cmp.Compare(a.id, b.id) })
+	for _, c := range open {
+		c.gone = true
+		t.inbox.push(SessionClosed, c.id, nil, ReasonTransportClosed)
+		t.n.closed.Add(1)
+	}
+	clear(t.sessions)
+	t.mu.Unlock()
+	for _, c := range open {
+		c.beginClose(ReasonTransportClosed, true)
+	}
+	// The writers flush and close, each cut at its flush deadline; should
+	// one still be running well past it, cancelling the context cuts it.
+	deadline := time.NewTimer(t.cfg.FlushTimeout + closeSlack)
+	for _, c := range open {
+		select {
+		case <-c.done:
+		case <-deadline.C:
+		}
+	}
+	deadline.Stop()
+	t.cancel()
+	for _, c := range open {
+		c.conn.CloseNow()
+	}
+	var err error
+	if t.srv != nil {
+		err = t.srv.Close()
+	}
+	t.wg.Wait()
+	if err != nil {
+		return fmt.Errorf("net: closing the WebSocket transport: %w", err)
+	}
+	return nil
+}
+
+var (
+	_ Transport   = (*WebSocket)(nil)
+	_ BatchSender = (*WebSocket)(nil)
+)
