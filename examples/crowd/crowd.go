@@ -89,7 +89,8 @@ func runCrowd(ctx context.Context, cfg config, out io.Writer) error {
 }
 
 // newServer builds the server for cfg on its transport, admitting every
-// token at pop's spawns. On QUIC it returns the address it listens on.
+// token at pop's spawns. On QUIC it returns the address it listens on, on
+// WebSocket the URL clients dial.
 func newServer(cfg config, pop scenario.Population, log *slog.Logger) (*throng.Server, string, error) {
 	opts := throng.Options{
 		TickRate: new(cfg.hz),
@@ -101,25 +102,29 @@ func newServer(cfg config, pop scenario.Population, log *slog.Logger) (*throng.S
 		Admit:  pop.AdmitAny,
 		Logger: log,
 	}
-	var q *net.QUIC
-	if cfg.transport == transportQUIC {
-		var err error
-		if q, err = net.ListenQUIC(cfg.addr, net.QUICConfig{Development: true}); err != nil {
+	addr := ""
+	switch cfg.transport {
+	case transportQUIC:
+		q, err := net.ListenQUIC(cfg.addr, net.QUICConfig{Development: true})
+		if err != nil {
 			return nil, "", fmt.Errorf("crowd: %w", err)
 		}
-		opts.Transport = q
+		opts.Transport, addr = q, q.Addr().String()
+	case transportWS:
+		ws, err := net.ListenWebSocket(cfg.addr, net.WebSocketConfig{})
+		if err != nil {
+			return nil, "", fmt.Errorf("crowd: %w", err)
+		}
+		opts.Transport, addr = ws, ws.URL()
 	}
 	srv, err := throng.New(opts)
 	if err != nil {
-		if q != nil {
-			q.Close()
+		if opts.Transport != nil {
+			opts.Transport.Close()
 		}
 		return nil, "", fmt.Errorf("crowd: %w", err)
 	}
-	if q == nil {
-		return srv, "", nil
-	}
-	return srv, q.Addr().String(), nil
+	return srv, addr, nil
 }
 
 func logStart(log *slog.Logger, cfg config, pop scenario.Population, srv *throng.Server, addr string, nbots int) {

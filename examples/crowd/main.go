@@ -165,6 +165,7 @@ type config struct {
 // The transports -transport names.
 const (
 	transportQUIC = "quic"
+	transportWS   = "ws"
 	transportMem  = "mem"
 )
 
@@ -180,8 +181,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.scenario, "scenario", "square", "population: "+strings.Join(scenario.Names(), ", "))
 	fs.IntVar(&c.players, "players", 400, "players the scenario is built for, and in-process bots unless -bots says otherwise")
 	fs.IntVar(&c.bots, "bots", -1, "in-process bots; -1 means -players, 0 serves bots of other processes only (examples/crowd/bots)")
-	fs.StringVar(&c.transport, "transport", transportQUIC, "quic (UDP on -addr, development TLS) or mem (in-memory, no network)")
-	fs.StringVar(&c.addr, "addr", "127.0.0.1:0", "UDP address the QUIC server listens on; port 0 picks a free one")
+	fs.StringVar(&c.transport, "transport", transportQUIC, "quic (UDP on -addr, development TLS), ws (WebSocket, TCP on -addr, what browsers use) or mem (in-memory, no network)")
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:0", "address the server listens on (UDP for quic, TCP for ws); port 0 picks a free one")
 	fs.IntVar(&c.hz, "hz", 30, "tick rate, 1 to 240")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long to run; 0 runs until Ctrl-C (the default with -bots 0)")
 	fs.IntVar(&c.workers, "workers", 0, "worker threads for the parallel phases; 0 = GOMAXPROCS")
@@ -211,12 +212,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("crowd: -players must be at least 1, got %d", c.players)
 	case c.bots < -1:
 		return config{}, fmt.Errorf("crowd: -bots must be -1 (as many as -players) or more, got %d", c.bots)
-	case c.transport != transportQUIC && c.transport != transportMem:
-		return config{}, fmt.Errorf("crowd: -transport must be %s or %s, got %q", transportQUIC, transportMem, c.transport)
+	case c.transport != transportQUIC && c.transport != transportWS && c.transport != transportMem:
+		return config{}, fmt.Errorf("crowd: -transport must be %s, %s or %s, got %q", transportQUIC, transportWS, transportMem, c.transport)
 	case c.transport == transportMem && c.bots == 0:
-		return config{}, errors.New("crowd: -bots 0 serves bots of other processes, which need -transport quic")
-	case c.transport == transportMem && len(c.ramp) > 0:
-		return config{}, errors.New("crowd: -ramp load-tests the QUIC server; drop -transport mem")
+		return config{}, errors.New("crowd: -bots 0 serves bots of other processes, which need -transport quic or ws")
+	case c.transport != transportQUIC && len(c.ramp) > 0:
+		return config{}, errors.New("crowd: -ramp load-tests the QUIC server; drop -transport")
 	case c.duration < 0:
 		return config{}, fmt.Errorf("crowd: -duration must not be negative, got %v", c.duration)
 	case c.workers < 0:

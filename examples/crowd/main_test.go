@@ -139,6 +139,24 @@ func TestQUICCrowdWelcomesBotsThatHearEachOtherUncorrected(t *testing.T) {
 	}
 }
 
+// TestWebSocketCrowdWelcomesBotsThatHearEachOther runs the example on the
+// WebSocket transport, the one browsers use: every bot is welcomed over a
+// real WebSocket on loopback, hears the others and is never corrected.
+func TestWebSocketCrowdWelcomesBotsThatHearEachOther(t *testing.T) {
+	lines := runLines(t, "-players", "6", "-duration", "2s", "-transport", "ws")
+	text := strings.Join(lines, "\n")
+	require.GreaterOrEqual(t, len(lines), 3, text)
+	assert.Equal(t, "ws", field(lines[0], "transport"), lines[0])
+	assert.True(t, strings.HasPrefix(field(lines[0], "addr"), "ws://127.0.0.1:"), lines[0])
+	last := lines[len(lines)-1]
+	require.Equal(t, "summary", field(last, "msg"), text)
+	assert.Equal(t, "6", field(last, "bots_joined"), "every bot was welcomed: %s", text)
+	assert.Equal(t, "0", field(last, "bot_corrections"), last)
+	assert.Equal(t, "6", field(last, "players"), last)
+	assert.Positive(t, number(t, last, "bot_upd/s"), "each bot hears the others: %s", last)
+	assert.Positive(t, number(t, last, "bot_updates_sent/s"), "and sends: %s", last)
+}
+
 func TestFlagsDefaultToFourHundredQUICBotsOnTheSquareForTenSeconds(t *testing.T) {
 	cfg, err := parseFlags(nil, io.Discard)
 	require.NoError(t, err)
@@ -220,7 +238,7 @@ func TestBadFlagsAreErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"-players", "0"}, {"-duration", "-1s"}, {"-workers", "-2"}, {"-bogus"}, {"extra"},
 		{"-bots", "-2"}, {"-transport", "tcp"}, {"-transport", "mem", "-bots", "0"},
-		{"-ramp", "50,abc"}, {"-ramp", "0,10"}, {"-ramp", "100,50"}, {"-ramp", "10", "-transport", "mem"},
+		{"-ramp", "50,abc"}, {"-ramp", "0,10"}, {"-ramp", "100,50"}, {"-ramp", "10", "-transport", "mem"}, {"-ramp", "10", "-transport", "ws"},
 		{"-ramp", "10", "-hold", "0s"}, {"-settle", "-1s"},
 	} {
 		_, err := parseFlags(args, io.Discard)

@@ -1,9 +1,12 @@
 // Bots runs the crowd example's bots in a process of their own, as QUIC
-// clients of a crowd server, so that server and bots can be watched (and
-// their CPU use read) apart:
+// (or WebSocket) clients of a crowd server, so that server and bots can be
+// watched (and their CPU use read) apart:
 //
 //	go run ./examples/crowd -bots 0 -addr 127.0.0.1:7777          # the server, until Ctrl-C
 //	go run ./examples/crowd/bots -addr 127.0.0.1:7777 -n 500      # 500 bots, until Ctrl-C
+//
+// A server started with -transport ws prints its URL; give that as -addr
+// (ws://127.0.0.1:7777/throng) and the bots connect over WebSockets.
 //
 // Bot k (from -first) says hello with the token -token-prefix k ("bot-17");
 // the crowd server lets any token in (development mode) and places a token
@@ -85,11 +88,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bots", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: go run ./examples/crowd/bots -addr HOST:PORT -n N [flags]")
+		fmt.Fprintln(fs.Output(), "usage: go run ./examples/crowd/bots -addr HOST:PORT|ws://HOST:PORT/PATH -n N [flags]")
 		fs.PrintDefaults()
 		fmt.Fprint(fs.Output(), figuresHelp)
 	}
-	fs.StringVar(&c.addr, "addr", "127.0.0.1:7777", "the crowd server's UDP address")
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:7777", "the crowd server's address: host:port (QUIC, UDP), or the ws:// URL a -transport ws server prints")
 	fs.IntVar(&c.n, "n", 100, "number of bots")
 	fs.IntVar(&c.first, "first", 0, "number of the first bot, to share a server with other bot processes")
 	fs.StringVar(&c.scenario, "scenario", "square", "where the bots wander: "+strings.Join(scenario.Names(), ", ")+"; match the server's")
@@ -106,7 +109,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	case fs.NArg() > 0:
 		return config{}, fmt.Errorf("bots: unexpected arguments %q", fs.Args())
 	case c.addr == "":
-		return config{}, errors.New("bots: -addr is empty; give the server's host:port")
+		return config{}, errors.New("bots: -addr is empty; give the server's host:port or ws:// URL")
 	case c.n < 1:
 		return config{}, fmt.Errorf("bots: -n must be at least 1, got %d", c.n)
 	case c.first < 0:

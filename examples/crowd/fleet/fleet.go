@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,7 +39,8 @@ var ErrClosed = errors.New("fleet: closed")
 // Config says where the bots connect and how they behave. Every zero field
 // means the default named on it.
 type Config struct {
-	// Addr is the server's UDP address, host:port. Required.
+	// Addr is where the server listens: its UDP address, host:port, for
+	// QUIC, or a ws:// or wss:// URL for its WebSocket transport. Required.
 	Addr string
 	// Population gives bot k its area to wander ([scenario.Population.Bot]).
 	// It needs at least one spawn.
@@ -336,6 +338,9 @@ func (f *Fleet) dial(ctx context.Context, k int) (*net.Client, error) {
 	defer cancel()
 	cc := f.cfg.Client
 	cc.Token = f.cfg.TokenPrefix + strconv.Itoa(k)
+	if IsWebSocketURL(f.cfg.Addr) {
+		return net.DialWebSocket(ctx, f.cfg.Addr, cc)
+	}
 	return net.Dial(ctx, f.cfg.Addr, cc)
 }
 
@@ -468,4 +473,10 @@ func (d *driver) frame(fr *net.Frame) {
 		d.cur.bot.Correct(fr.Correction)
 		d.tally.Corrections++
 	}
+}
+
+// IsWebSocketURL reports whether addr names a WebSocket server (ws:// or
+// wss://) rather than a QUIC one (host:port).
+func IsWebSocketURL(addr string) bool {
+	return strings.HasPrefix(addr, "ws://") || strings.HasPrefix(addr, "wss://")
 }
