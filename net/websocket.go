@@ -194,6 +194,10 @@ func ListenWebSocket(addr string, cfg WebSocketConfig) (*WebSocket, error) {
 	}
 	if tlsConf != nil {
 		tlsConf.MinVersion = max(tlsConf.MinVersion, tls.VersionTLS12)
+		// WebSockets ride HTTP/1.1 (a configuration made for QUIC, such as
+		// DevelopmentTLS's, names Throng's ALPN instead, which no browser
+		// offers).
+		tlsConf.NextProtos = []string{"http/1.1"}
 		ln = tls.NewListener(ln, tlsConf)
 	}
 	t := NewWebSocket(cfg)

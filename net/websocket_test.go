@@ -359,3 +359,19 @@ func TestWebSocketCloseDoesNotWaitForAClientThatNeverAnswers(t *testing.T) {
 	assert.Less(t, time.Since(start), 1500*time.Millisecond, "Close waited for the client")
 	assert.Equal(t, net.ReasonTransportClosed, p.closedOf(t, s).Reason)
 }
+
+// TestWebSocketOverTLS: with a certificate ListenWebSocket serves wss://,
+// and a client that accepts the development certificate gets through.
+func TestWebSocketOverTLS(t *testing.T) {
+	tlsConf, err := net.DevelopmentTLS()
+	require.NoError(t, err)
+	p, ws := startWebSocket(t, net.WebSocketConfig{TLS: tlsConf})
+	require.True(t, strings.HasPrefix(ws.URL(), "wss://"), ws.URL())
+	c, s := dialWS(t, p, ws, "tls", 3, net.ClientConfig{InsecureSkipVerify: true})
+	assert.Equal(t, uint32(3), c.Welcome().Actor)
+	ws.SendUnreliable(s, batch(1, 2))
+	assert.Equal(t, []string{"batch 1: 2"}, pollUntil(t, c, 1))
+
+	_, err = net.DialWebSocket(context.Background(), ws.URL(), net.ClientConfig{Token: "strict"})
+	assert.ErrorContains(t, err, "certificate", "a client that verifies the certificate refuses a self-signed one")
+}
