@@ -186,6 +186,19 @@ func (q *memInbox) reset() {
 	q.data = q.data[:0]
 }
 
+// appendTo appends the inbox's events to dst as Inbounds whose frames
+// alias the inbox, and returns the extended slice.
+func (q *memInbox) appendTo(dst []Inbound) []Inbound {
+	for _, e := range q.events {
+		in := Inbound{Kind: e.kind, Session: e.session, Reason: e.reason}
+		if e.kind == FrameReceived {
+			in.Frame = q.data[e.start:e.end:e.end]
+		}
+		dst = append(dst, in)
+	}
+	return dst
+}
+
 // NewMem returns an in-memory transport with no sessions.
 func NewMem(opts MemOptions) *Mem {
 	m := &Mem{
@@ -231,14 +244,7 @@ func (m *Mem) Receive(dst []Inbound) []Inbound {
 	m.inbox, m.given = m.given, m.inbox
 	m.inbox.reset()
 	m.mu.Unlock()
-	for _, e := range m.given.events {
-		in := Inbound{Kind: e.kind, Session: e.session, Reason: e.reason}
-		if e.kind == FrameReceived {
-			in.Frame = m.given.data[e.start:e.end:e.end]
-		}
-		dst = append(dst, in)
-	}
-	return dst
+	return m.given.appendTo(dst)
 }
 
 // SendUnreliable implements [Transport]. A datagram that is empty, longer

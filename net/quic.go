@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	stdnet "net"
 	"slices"
 	"sync"
@@ -223,14 +224,55 @@ type QUIC struct {
 // quicCounts are the transport's counters; atomics, so that counting never
 // takes a lock on the send paths.
 type quicCounts struct {
+	networkCounts
+	failedHandshakes       atomic.Uint64
+	validated, unvalidated atomic.Uint64
+}
+
+// networkCounts are the counters the network transports share: those of
+// [Stats], and of sessions ended as slow, datagrams replaced in a
+// mailbox and client frames dropped.
+type networkCounts struct {
 	opened, closed                 atomic.Uint64
 	framesIn, bytesIn              atomic.Uint64
 	datagramsOut, datagramBytesOut atomic.Uint64
 	reliableOut, reliableBytesOut  atomic.Uint64
 	droppedDatagrams, droppedRel   atomic.Uint64
 	slow, replaced, droppedInbound atomic.Uint64
-	failedHandshakes               atomic.Uint64
-	validated, unvalidated         atomic.Uint64
+}
+
+// endAll reports a SessionClosed with ReasonTransportClosed for every
+// session of sessions, in session order, marking each gone, empties the
+// map and returns the sessions in that order; the caller holds the
+// transport's mutex.
+func endAll[C any](sessions map[SessionID]C, inbox *memInbox, closed *atomic.Uint64, gone func(C)) []C {
+	ids := slices.Sorted(maps.Keys(sessions))
+	open := make([]C, 0, len(ids))
+	for _, id := range ids {
+		c := sessions[id]
+		gone(c)
+		inbox.push(SessionClosed, id, nil, ReasonTransportClosed)
+		closed.Add(1)
+		open = append(open, c)
+	}
+	clear(sessions)
+	return open
+}
+
+// stats returns the counters of [Stats].
+func (n *networkCounts) stats() Stats {
+	return Stats{
+		Opened:           n.opened.Load(),
+		Closed:           n.closed.Load(),
+		FramesIn:         n.framesIn.Load(),
+		BytesIn:          n.bytesIn.Load(),
+		DatagramsOut:     n.datagramsOut.Load(),
+		DatagramBytesOut: n.datagramBytesOut.Load(),
+		ReliableOut:      n.reliableOut.Load(),
+		ReliableBytesOut: n.reliableBytesOut.Load(),
+		DroppedDatagrams: n.droppedDatagrams.Load(),
+		DroppedReliable:  n.droppedRel.Load(),
+	}
 }
 
 // ListenQUIC listens for QUIC clients on the UDP address addr (for example
@@ -390,14 +432,7 @@ func (q *QUIC) Receive(dst []Inbound) []Inbound {
 	q.inbox.reset()
 	q.epoch++
 	q.mu.Unlock()
-	for _, e := range q.given.events {
-		in := Inbound{Kind: e.kind, Session: e.session, Reason: e.reason}
-		if e.kind == FrameReceived {
-			in.Frame = q.given.data[e.start:e.end:e.end]
-		}
-		dst = append(dst, in)
-	}
-	return dst
+	return q.given.appendTo(dst)
 }
 
 // SendUnreliable implements [Transport]: datagram goes into the session's
@@ -422,27 +457,35 @@ func (q *QUIC) SendUnreliable(s SessionID, datagram []byte) {
 // session's mailbox under one lock, and its writer is woken once. Each is
 // kept or dropped (and counted) as SendUnreliable would.
 func (q *QUIC) SendUnreliableBatch(s SessionID, datagrams []byte, size int) {
-	c := q.session(s)
-	var kept, dropped uint64
-	if c != nil {
+	var dropped uint64
+	if c := q.session(s); c == nil {
+		_, dropped = postAll(datagrams, size, 0, nil)
+	} else {
+		var kept uint64
 		c.mu.Lock()
+		kept, dropped = postAll(datagrams, size, q.cfg.MaxDatagram, c.postLocked)
+		c.mu.Unlock()
+		if kept > 0 {
+			wake(c.dgWake)
+		}
 	}
+	q.n.droppedDatagrams.Add(dropped)
+}
+
+// postAll offers each datagram of a batch, laid out as
+// [BatchSender.SendUnreliableBatch] describes, to post (a session's
+// mailbox, under its lock), and returns how many it kept and how many were
+// dropped: refused by post, shorter than a batch header, longer than
+// maxDatagram, or all of them when post is nil (no such session).
+func postAll(datagrams []byte, size, maxDatagram int, post func([]byte) bool) (kept, dropped uint64) {
 	eachDatagram(datagrams, size, func(d []byte) {
-		if c != nil && len(d) >= BatchHeaderSize && len(d) <= q.cfg.MaxDatagram && c.postLocked(d) {
+		if post != nil && len(d) >= BatchHeaderSize && len(d) <= maxDatagram && post(d) {
 			kept++
 		} else {
 			dropped++
 		}
 	})
-	if c != nil {
-		c.mu.Unlock()
-	}
-	if kept > 0 {
-		wake(c.dgWake)
-	}
-	if dropped > 0 {
-		q.n.droppedDatagrams.Add(dropped)
-	}
+	return kept, dropped
 }
 
 // SendReliable implements [Transport]. A frame shorter than HeaderSize or
@@ -483,21 +526,7 @@ func (q *QUIC) Disconnect(s SessionID, reason string) {
 }
 
 // Stats implements [Transport].
-func (q *QUIC) Stats() Stats {
-	n := &q.n
-	return Stats{
-		Opened:           n.opened.Load(),
-		Closed:           n.closed.Load(),
-		FramesIn:         n.framesIn.Load(),
-		BytesIn:          n.bytesIn.Load(),
-		DatagramsOut:     n.datagramsOut.Load(),
-		DatagramBytesOut: n.datagramBytesOut.Load(),
-		ReliableOut:      n.reliableOut.Load(),
-		ReliableBytesOut: n.reliableBytesOut.Load(),
-		DroppedDatagrams: n.droppedDatagrams.Load(),
-		DroppedReliable:  n.droppedRel.Load(),
-	}
-}
+func (q *QUIC) Stats() Stats { return q.n.stats() }
 
 // Counters returns the QUIC transport's own counters so far.
 func (q *QUIC) Counters() QUICCounters {
@@ -523,17 +552,7 @@ func (q *QUIC) Close() error {
 		return nil
 	}
 	q.closed = true
-	open := make([]*quicConn, 0, len(q.sessions))
-	for _, c := range q.sessions {
-		open = append(open, c)
-	}
-	slices.SortFunc(open, func(a, b *quicConn) int { return cmp.Compare(a.id, b.id) })
-	for _, c := range open {
-		c.gone = true
-		q.inbox.push(SessionClosed, c.id, nil, ReasonTransportClosed)
-		q.n.closed.Add(1)
-	}
-	clear(q.sessions)
+	open := endAll(q.sessions, &q.inbox, &q.n.closed, func(c *quicConn) { c.gone = true })
 	q.mu.Unlock()
 	for _, c := range open {
 		c.beginClose(ReasonTransportClosed, true)

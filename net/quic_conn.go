@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -34,22 +35,69 @@ type quicConn struct {
 	flush     bool      // write what is queued before closing
 	flushBy   time.Time // when flushing gives up
 	reason    string
-	// refused: a Refuse was queued before any Welcome, and the close
-	// carries its code and reason.
-	welcomed     bool
-	refused      bool
-	refuseCode   RefuseCode
-	refuseReason string
+	refusal   refusal
 
 	dgWake   chan struct{} // cap 1: the mailbox has datagrams
 	relWake  chan struct{} // cap 1: the queue has frames, or closing began
 	peerDone chan struct{} // closed when the client's side of the stream ends
 }
 
+// refusal follows a session's reliable frames until its Welcome: a
+// Refuse queued before any Welcome makes the connection close with the
+// refusal's code and reason, so that a client that did not read the frame
+// still learns why it was turned away.
+type refusal struct {
+	welcomed, refused bool
+	code              RefuseCode
+	reason            string
+}
+
+// note looks at one reliable frame queued for the session.
+func (r *refusal) note(frame []byte) {
+	if r.welcomed || r.refused {
+		return
+	}
+	switch t, _ := PeekType(frame); t {
+	case TypeWelcome:
+		r.welcomed = true
+	case TypeRefuse:
+		if f, err := DecodeRefuse(frame); err == nil {
+			r.refused, r.code, r.reason = true, f.Code, string(f.Reason)
+		}
+	}
+}
+
 // mailbox holds the datagrams of one tick, packed into one slice.
 type mailbox struct {
 	tick uint32
 	q    memQueue
+}
+
+// put adds d (a movement batch: its tick is bytes 2..5) to the mailbox: a
+// newer tick's replaces what the mailbox holds, the same tick's joins it,
+// an older one is refused. It reports whether d was kept and how many
+// datagrams it replaced.
+func (m *mailbox) put(d []byte) (kept bool, replaced int) {
+	tick := batchTick(d)
+	if n := len(m.q.ends); n > 0 && tick != m.tick {
+		if int32(tick-m.tick) < 0 { // wrap-safe "older"
+			return false, 0
+		}
+		replaced = n
+		m.q.reset()
+	}
+	m.tick = tick
+	m.q.push(d)
+	return true, replaced
+}
+
+// countReplaced counts datagrams a newer tick's replaced in a mailbox:
+// they are dropped, and counted as such too.
+func countReplaced(replaced, dropped *atomic.Uint64, n int) {
+	if n > 0 {
+		replaced.Add(uint64(n))
+		dropped.Add(uint64(n))
+	}
 }
 
 func newQUICConn(q *QUIC, conn *quic.Conn, stream *quic.Stream) *quicConn {
@@ -93,18 +141,9 @@ func (c *quicConn) postLocked(d []byte) bool {
 	if c.closing {
 		return false
 	}
-	tick := batchTick(d)
-	if n := len(c.slot.q.ends); n > 0 && tick != c.slot.tick {
-		if int32(tick-c.slot.tick) < 0 { // wrap-safe "older"
-			return false
-		}
-		c.q.n.replaced.Add(uint64(n))
-		c.q.n.droppedDatagrams.Add(uint64(n))
-		c.slot.q.reset()
-	}
-	c.slot.tick = tick
-	c.slot.q.push(d)
-	return true
+	kept, replaced := c.slot.put(d)
+	countReplaced(&c.q.n.replaced, &c.q.n.droppedDatagrams, replaced)
+	return kept
 }
 
 type queueResult uint8
@@ -128,16 +167,7 @@ func (c *quicConn) queue(frame []byte) queueResult {
 	}
 	c.rel = AppendStreamFrame(c.rel, frame)
 	c.relFrames++
-	if !c.welcomed && !c.refused {
-		switch t, _ := PeekType(frame); t {
-		case TypeWelcome:
-			c.welcomed = true
-		case TypeRefuse:
-			if r, err := DecodeRefuse(frame); err == nil {
-				c.refused, c.refuseCode, c.refuseReason = true, r.Code, string(r.Reason)
-			}
-		}
-	}
+	c.refusal.note(frame)
 	c.mu.Unlock()
 	wake(c.relWake)
 	return queued
@@ -257,8 +287,8 @@ func (c *quicConn) finish(flush bool, flushBy time.Time, reason string) {
 	}
 	code := closeCodeDisconnect
 	c.mu.Lock()
-	if c.refused {
-		code, reason = closeCodeRefusal+quic.ApplicationErrorCode(c.refuseCode), c.refuseReason
+	if c.refusal.refused {
+		code, reason = closeCodeRefusal+quic.ApplicationErrorCode(c.refusal.code), c.refusal.reason
 	}
 	c.mu.Unlock()
 	c.conn.CloseWithError(code, reason)

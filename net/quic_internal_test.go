@@ -185,12 +185,12 @@ func TestOnlyARefuseBeforeTheWelcomeSetsTheClose(t *testing.T) {
 	refused := newQUICConn(q, nil, nil)
 	require.Equal(t, queued, refused.queue(refuse))
 	require.Equal(t, queued, refused.queue(AppendRefuse(nil, Refuse{Code: RefuseToken, Reason: []byte("later")})))
-	assert.True(t, refused.refused)
-	assert.Equal(t, RefuseBusy, refused.refuseCode, "the first Refuse counts")
-	assert.Equal(t, "busy", refused.refuseReason)
+	assert.True(t, refused.refusal.refused)
+	assert.Equal(t, RefuseBusy, refused.refusal.code, "the first Refuse counts")
+	assert.Equal(t, "busy", refused.refusal.reason)
 
 	welcomed := newQUICConn(q, nil, nil)
 	require.Equal(t, queued, welcomed.queue(AppendWelcome(nil, Welcome{Actor: 1})))
 	require.Equal(t, queued, welcomed.queue(refuse))
-	assert.False(t, welcomed.refused, "after a Welcome a Refuse is just a frame")
+	assert.False(t, welcomed.refusal.refused, "after a Welcome a Refuse is just a frame")
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	stdnet "net"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -152,13 +151,8 @@ type WebSocket struct {
 }
 
 type wsCounts struct {
-	opened, closed                 atomic.Uint64
-	framesIn, bytesIn              atomic.Uint64
-	datagramsOut, datagramBytesOut atomic.Uint64
-	reliableOut, reliableBytesOut  atomic.Uint64
-	droppedDatagrams, droppedRel   atomic.Uint64
-	slow, replaced, droppedInbound atomic.Uint64
-	refused                        atomic.Uint64
+	networkCounts
+	refused atomic.Uint64
 }
 
 // NewWebSocket returns a WebSocket transport with no sessions, to be
@@ -253,16 +247,13 @@ type wsConn struct {
 	writing atomic.Int64 // Unix ns the current write began; 0 when none
 
 	// Guarded by mu.
-	mu           sync.Mutex
-	slot         mailbox // the newest tick's batches not yet written
-	rel          memQueue
-	closing      bool
-	flush        bool
-	reason       string
-	welcomed     bool
-	refused      bool
-	refuseCode   RefuseCode
-	refuseReason string
+	mu      sync.Mutex
+	slot    mailbox // the newest tick's batches not yet written
+	rel     memQueue
+	closing bool
+	flush   bool
+	reason  string
+	refusal refusal
 
 	wake chan struct{} // cap 1: something to write, or closing began
 	done chan struct{} // closed when the writer has closed the connection
@@ -480,8 +471,8 @@ func (c *wsConn) write() {
 		c.slot.q.reset()
 		closing, flush, reason := c.closing, c.flush, c.reason
 		code := wsCloseDisconnect
-		if c.refused {
-			code, reason = wsCloseRefusal+websocket.StatusCode(c.refuseCode), c.refuseReason
+		if c.refusal.refused {
+			code, reason = wsCloseRefusal+websocket.StatusCode(c.refusal.code), c.refusal.reason
 		}
 		c.mu.Unlock()
 		if intact && (!closing || flush) {
@@ -592,24 +583,16 @@ func (t *WebSocket) watchdog() {
 	}
 }
 
-// post puts one batch into the session's mailbox (see [QUIC]'s) and
-// reports whether it was kept; the caller wakes the writer.
+// postLocked puts one batch into the session's mailbox (see
+// mailbox.put), c.mu held, and reports whether it was kept; the caller
+// wakes the writer.
 func (c *wsConn) postLocked(d []byte) bool {
 	if c.closing {
 		return false
 	}
-	tick := batchTick(d)
-	if n := len(c.slot.q.ends); n > 0 && tick != c.slot.tick {
-		if int32(tick-c.slot.tick) < 0 {
-			return false
-		}
-		c.t.n.replaced.Add(uint64(n))
-		c.t.n.droppedDatagrams.Add(uint64(n))
-		c.slot.q.reset()
-	}
-	c.slot.tick = tick
-	c.slot.q.push(d)
-	return true
+	kept, replaced := c.slot.put(d)
+	countReplaced(&c.t.n.replaced, &c.t.n.droppedDatagrams, replaced)
+	return kept
 }
 
 func (t *WebSocket) session(s SessionID) *wsConn {
@@ -626,14 +609,7 @@ func (t *WebSocket) Receive(dst []Inbound) []Inbound {
 	t.inbox.reset()
 	t.epoch++
 	t.mu.Unlock()
-	for _, e := range t.given.events {
-		in := Inbound{Kind: e.kind, Session: e.session, Reason: e.reason}
-		if e.kind == FrameReceived {
-			in.Frame = t.given.data[e.start:e.end:e.end]
-		}
-		dst = append(dst, in)
-	}
-	return dst
+	return t.given.appendTo(dst)
 }
 
 // SendUnreliable implements [Transport]: the batch goes into the session's
@@ -646,27 +622,19 @@ func (t *WebSocket) SendUnreliable(s SessionID, datagram []byte) {
 
 // SendUnreliableBatch implements [BatchSender].
 func (t *WebSocket) SendUnreliableBatch(s SessionID, datagrams []byte, size int) {
-	c := t.session(s)
-	var kept, dropped uint64
-	if c != nil {
+	var dropped uint64
+	if c := t.session(s); c == nil {
+		_, dropped = postAll(datagrams, size, 0, nil)
+	} else {
+		var kept uint64
 		c.mu.Lock()
-	}
-	eachDatagram(datagrams, size, func(d []byte) {
-		if c != nil && len(d) >= BatchHeaderSize && len(d) <= t.cfg.MaxDatagram && c.postLocked(d) {
-			kept++
-		} else {
-			dropped++
-		}
-	})
-	if c != nil {
+		kept, dropped = postAll(datagrams, size, t.cfg.MaxDatagram, c.postLocked)
 		c.mu.Unlock()
+		if kept > 0 {
+			wake(c.wake)
+		}
 	}
-	if kept > 0 {
-		wake(c.wake)
-	}
-	if dropped > 0 {
-		t.n.droppedDatagrams.Add(dropped)
-	}
+	t.n.droppedDatagrams.Add(dropped)
 }
 
 // SendReliable implements [Transport]. A frame shorter than HeaderSize or
@@ -696,16 +664,7 @@ func (t *WebSocket) SendReliable(s SessionID, frame []byte) {
 		return
 	}
 	c.rel.push(frame)
-	if !c.welcomed && !c.refused {
-		switch typ, _ := PeekType(frame); typ {
-		case TypeWelcome:
-			c.welcomed = true
-		case TypeRefuse:
-			if r, err := DecodeRefuse(frame); err == nil {
-				c.refused, c.refuseCode, c.refuseReason = true, r.Code, string(r.Reason)
-			}
-		}
-	}
+	c.refusal.note(frame)
 	c.mu.Unlock()
 	wake(c.wake)
 	t.n.reliableOut.Add(1)
@@ -720,21 +679,7 @@ func (t *WebSocket) Disconnect(s SessionID, reason string) {
 }
 
 // Stats implements [Transport].
-func (t *WebSocket) Stats() Stats {
-	n := &t.n
-	return Stats{
-		Opened:           n.opened.Load(),
-		Closed:           n.closed.Load(),
-		FramesIn:         n.framesIn.Load(),
-		BytesIn:          n.bytesIn.Load(),
-		DatagramsOut:     n.datagramsOut.Load(),
-		DatagramBytesOut: n.datagramBytesOut.Load(),
-		ReliableOut:      n.reliableOut.Load(),
-		ReliableBytesOut: n.reliableBytesOut.Load(),
-		DroppedDatagrams: n.droppedDatagrams.Load(),
-		DroppedReliable:  n.droppedRel.Load(),
-	}
-}
+func (t *WebSocket) Stats() Stats { return t.n.stats() }
 
 // Counters returns the WebSocket transport's own counters so far.
 func (t *WebSocket) Counters() WebSocketCounters {
@@ -759,17 +704,7 @@ func (t *WebSocket) Close() error {
 		return nil
 	}
 	t.closed = true
-	open := make([]*wsConn, 0, len(t.sessions))
-	for _, c := range t.sessions {
-		open = append(open, c)
-	}
-	slices.SortFunc(open, func(a, b *wsConn) int { return cmp.Compare(a.id, b.id) })
-	for _, c := range open {
-		c.gone = true
-		t.inbox.push(SessionClosed, c.id, nil, ReasonTransportClosed)
-		t.n.closed.Add(1)
-	}
-	clear(t.sessions)
+	open := endAll(t.sessions, &t.inbox, &t.n.closed, func(c *wsConn) { c.gone = true })
 	t.mu.Unlock()
 	for _, c := range open {
 		c.beginClose(ReasonTransportClosed, true)
