@@ -51,6 +51,10 @@ type WebSocketConfig struct {
 	// DefaultWebSocketPath. (A WebSocket mounted on a mux of your own serves
 	// whatever path the mux gives it.)
 	Path string
+	// Pages, when set, serves every other path of ListenWebSocket's
+	// server: the game's web page, say, which then opens its WebSocket to
+	// its own origin.
+	Pages http.Handler
 	// TLS, or CertFile and KeyFile (PEM), make ListenWebSocket serve wss://.
 	// Without them it serves plain ws://, for loopback and development, or
 	// behind a proxy that terminates TLS.
@@ -66,7 +70,9 @@ type WebSocketConfig struct {
 	// ReliableQueue, StallTimeout, FlushTimeout, IdleTimeout, MaxFrame and
 	// InboundLimit mean what they mean in [QUICConfig], with the same
 	// defaults. A WebSocket client shows it is alive by any message or
-	// ping; [DialWebSocket] pings at a third of its idle timeout.
+	// ping; [DialWebSocket] pings at a third of its idle timeout. A browser
+	// cannot send pings: a page keeps its session by sending its Move at
+	// least once an IdleTimeout, standing still or not.
 	ReliableQueue int
 	StallTimeout  time.Duration
 	FlushTimeout  time.Duration
@@ -197,6 +203,9 @@ func ListenWebSocket(addr string, cfg WebSocketConfig) (*WebSocket, error) {
 	t := NewWebSocket(cfg)
 	mux := http.NewServeMux()
 	mux.Handle(cfg.Path, t)
+	if cfg.Pages != nil {
+		mux.Handle("/", cfg.Pages)
+	}
 	t.ln = ln
 	t.srv = &http.Server{Handler: mux, ReadHeaderTimeout: cfg.IdleTimeout}
 	go t.srv.Serve(ln) // returns when Close shuts the server

@@ -6,12 +6,14 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/examples/crowd/fleet"
 	"github.com/throng-go/throng/examples/crowd/scenario"
+	"github.com/throng-go/throng/examples/crowd/viewer"
 	"github.com/throng-go/throng/net"
 )
 
@@ -111,7 +113,8 @@ func newServer(cfg config, pop scenario.Population, log *slog.Logger) (*throng.S
 		}
 		opts.Transport, addr = q, q.Addr().String()
 	case transportWS:
-		ws, err := net.ListenWebSocket(cfg.addr, net.WebSocketConfig{})
+		// The viewer page shares the WebSocket's origin (see package viewer).
+		ws, err := net.ListenWebSocket(cfg.addr, net.WebSocketConfig{Pages: viewer.Handler()})
 		if err != nil {
 			return nil, "", fmt.Errorf("crowd: %w", err)
 		}
@@ -137,6 +140,9 @@ func logStart(log *slog.Logger, cfg config, pop scenario.Population, srv *throng
 	if addr != "" {
 		attrs = append(attrs, "addr", addr)
 	}
+	if cfg.transport == transportWS {
+		attrs = append(attrs, "viewer", viewerURL(addr))
+	}
 	attrs = append(attrs, "hz", settings.TickRate, "mode", mode, "workers", settings.Parallelism.Workers(),
 		"interest", cfg.interest, "gomaxprocs", runtime.GOMAXPROCS(0))
 	if pop.Name == "town" {
@@ -159,4 +165,14 @@ func dropTimeAndLevel(groups []string, a slog.Attr) slog.Attr {
 		return slog.Attr{}
 	}
 	return a
+}
+
+// viewerURL is the page a browser opens to watch the crowd: the
+// WebSocket's URL with http and no path.
+func viewerURL(wsURL string) string {
+	u := strings.Replace(wsURL, "ws://", "http://", 1)
+	if i := strings.Index(u[len("http://"):], "/"); i >= 0 {
+		u = u[:len("http://")+i]
+	}
+	return u + "/"
 }

@@ -148,6 +148,8 @@ func TestWebSocketCrowdWelcomesBotsThatHearEachOther(t *testing.T) {
 	require.GreaterOrEqual(t, len(lines), 3, text)
 	assert.Equal(t, "ws", field(lines[0], "transport"), lines[0])
 	assert.True(t, strings.HasPrefix(field(lines[0], "addr"), "ws://127.0.0.1:"), lines[0])
+	viewer := field(lines[0], "viewer")
+	assert.Equal(t, strings.TrimSuffix(strings.Replace(field(lines[0], "addr"), "ws://", "http://", 1), "/throng")+"/", viewer, "the page beside the WebSocket")
 	last := lines[len(lines)-1]
 	require.Equal(t, "summary", field(last, "msg"), text)
 	assert.Equal(t, "6", field(last, "bots_joined"), "every bot was welcomed: %s", text)

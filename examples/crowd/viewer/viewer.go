@@ -1,0 +1,31 @@
+// Package viewer is the crowd example's page for browsers: served beside
+// the server's WebSocket (net.WebSocketConfig.Pages, -transport ws), it
+// joins the crowd as a player that stands still and draws the actors the
+// server relays to it. throng.mjs is the wire format in JavaScript, for a
+// browser game to start from.
+package viewer
+
+import (
+	"embed"
+	"net/http"
+)
+
+//go:embed index.html throng.mjs
+var files embed.FS
+
+// Handler serves the page at "/" and its script at "/throng.mjs".
+func Handler() http.Handler {
+	fs := http.FileServerFS(files)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/", "/index.html":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		case "/throng.mjs":
+			w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		fs.ServeHTTP(w, r)
+	})
+}
