@@ -3,6 +3,7 @@ package net_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -374,4 +375,20 @@ func TestWebSocketOverTLS(t *testing.T) {
 
 	_, err = net.DialWebSocket(context.Background(), ws.URL(), net.ClientConfig{Token: "strict"})
 	assert.ErrorContains(t, err, "certificate", "a client that verifies the certificate refuses a self-signed one")
+}
+
+// TestListenWebSocketServesPagesBesideTheSocket: the Pages handler gets
+// every path but the WebSocket's, so a game's page shares its origin.
+func TestListenWebSocketServesPagesBesideTheSocket(t *testing.T) {
+	pages := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "page "+r.URL.Path) })
+	p, ws := startWebSocket(t, net.WebSocketConfig{Pages: pages})
+	base := strings.TrimSuffix(strings.Replace(ws.URL(), "ws://", "http://", 1), net.DefaultWebSocketPath)
+	res, err := http.Get(base + "/game/index.html")
+	require.NoError(t, err)
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, "page /game/index.html", string(body))
+	c, _ := dialWS(t, p, ws, "page-player", 2, net.ClientConfig{})
+	assert.Equal(t, uint32(2), c.Welcome().Actor, "the WebSocket is still at its path")
 }
