@@ -21,6 +21,14 @@ type Transform struct {
 // MoveInput is the newest movement update a client sent for its actor.
 // Ingest keeps only the update with the highest Seq; Move consumes it and
 // clears Pending.
+//
+// An actor without a client (an NPC, a prop) has no updates to send: a
+// server system moves it by writing its Transform (and Animation), and
+// Move notices. For such an actor MoveInput holds the position, facing,
+// worldOrCell and flags it had when it was last relayed (set at spawn),
+// and Move counts any difference as an accepted update. A system that
+// writes a client-less actor's MoveInput with Pending set drives it as a
+// client would, through Move's validation.
 type MoveInput struct {
 	Seq         uint32
 	X, Y, Z     float32
@@ -58,7 +66,8 @@ type Chunk struct {
 
 // Client ties an actor to the network session that drives it. Every actor
 // carries one; Session 0 marks an actor without a client (props, NPCs),
-// which is relayed to players but receives nothing.
+// which is relayed to players but receives nothing, and which server
+// systems move by writing its Transform (see MoveInput).
 type Client struct {
 	Session uint64
 	// Slot is the server's index of the session's state, so the tick

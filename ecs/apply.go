@@ -212,6 +212,12 @@ func (w *World) applySpawn(op *spawnOp, report *ApplyReport) {
 	key := w.KeyOf(op.spec.Transform)
 	target := w.enterChunk(key, report)
 	var input components.MoveInput
+	if op.spec.Client.Session == 0 {
+		// An actor without a client starts as relayed where it spawns
+		// (its Appear says so): Move relays it once a system moves it.
+		t := &op.spec.Transform
+		input = components.MoveInput{X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, WorldOrCell: t.WorldOrCell, Flags: op.spec.Animation.Flags}
+	}
 	var marker components.InChunk
 	e := w.actorMap.NewEntity(&op.id, &op.spec.Transform, &input, &op.spec.Animation, &op.spec.Client, &marker,
 		ecs.RelIdx(inChunkIndex, target))

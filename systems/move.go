@@ -101,12 +101,26 @@ func (p *Pipeline) moveActor(a int32) {
 			in.ChangedTick = f.Tick
 		}
 		in.Pending = false
+	} else if client.Session == 0 && moved(t, anim, in) {
+		// An actor without a client (an NPC, a prop) moves when a server
+		// system writes its Transform or Animation: its MoveInput holds
+		// what it had when it was last relayed, and a difference is this
+		// tick's update, relayed as an accepted move is.
+		in.X, in.Y, in.Z, in.Yaw, in.WorldOrCell, in.Flags = t.X, t.Y, t.Z, t.Yaw, t.WorldOrCell, anim.Flags
+		in.ChangedTick = f.Tick
 	}
 	setIfChanged(&f.verdict[a], v)
 	f.x[a], f.y[a], f.z[a] = t.X, t.Y, t.Z
 	setIfChanged(&f.changed[a], in.ChangedTick)
 	setIfChanged(&f.crossed[a], p.world.KeyOf(*t) != view.Key)
 	net.PutRecord(f.recordOf(a), net.Record{Actor: id, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, Flags: anim.Flags})
+}
+
+// moved reports whether a client-less actor's Transform or Animation
+// differs from what its MoveInput says was last relayed.
+func moved(t *components.Transform, anim *components.Animation, in *components.MoveInput) bool {
+	return t.X != in.X || t.Y != in.Y || t.Z != in.Z || t.Yaw != in.Yaw ||
+		t.WorldOrCell != in.WorldOrCell || anim.Flags != in.Flags
 }
 
 // setIfChanged stores v at dst unless dst already holds it.
