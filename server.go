@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net"
@@ -165,6 +166,25 @@ func (s *Server) World() *ecs.World { return s.world }
 
 // Transport returns the server's transport.
 func (s *Server) Transport() net.Transport { return s.transport }
+
+// Commands returns the commands of the game's own that clients sent this
+// tick ([net.Client.SendCommand]), in the order they arrived, each with
+// its sender's actor: read them from a system of yours pinned after
+// ingest (scheduler.After(systems.IngestName)), or between ticks. The
+// slice and its payloads are valid until the next tick's ingest. A client
+// may send [systems.MaxCommandsPerTick] a tick; the rest, and commands from
+// a client not yet playing, are dropped and counted in DroppedInputs.
+func (s *Server) Commands() []systems.Command { return s.pipe.Commands() }
+
+// SendEvent queues an event of the game's own (payload, opaque to Throng)
+// on the reliable stream of actor's client, and reports whether it was
+// queued: false for an actor unknown, despawned or without a client. The
+// client reads it from Poll as a Frame of TypeEvent. Any system of yours
+// may call it (serial or parallel, several at once), or your code between
+// ticks.
+func (s *Server) SendEvent(actor components.ActorID, payload []byte) bool {
+	return s.pipe.SendEvent(actor, payload)
+}
 
 // Mem returns the in-memory transport the server made because
 // Options.Transport was nil, or nil if it was given one.

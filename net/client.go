@@ -113,6 +113,8 @@ type ClientStats struct {
 	Malformed        uint64 // frames Poll could not decode and skipped
 	MovesSent        uint64
 	MovesSkipped     uint64 // over the rate limit, not sent
+	CommandsSent     uint64
+	Events           uint64 // of the reliable frames, the game's Events
 	// RecordsPerSecond is the rate of Records over the latest window of at
 	// least one second (0 until the first window closes).
 	RecordsPerSecond float64
@@ -143,6 +145,7 @@ type Client struct {
 	last     Move
 	sentOnce bool
 	moveBuf  []byte
+	frameBuf []byte // SendCommand's
 
 	pollMu  sync.Mutex
 	pollRel memQueue
@@ -162,6 +165,7 @@ type clientCounts struct {
 	datagrams, records, droppedDatagrams atomic.Uint64
 	reliable, corrections, malformed     atomic.Uint64
 	sent, skipped                        atomic.Uint64
+	commands, events                     atomic.Uint64
 }
 
 // Dial connects to the server at addr (host:port, UDP), sends Hello with
@@ -200,11 +204,12 @@ func Dial(ctx context.Context, addr string, cfg ClientConfig) (*Client, error) {
 	}
 	c := &Client{
 		cfg:     cfg,
-		link:    quicLink{conn},
+		link:    nil, // set below: it needs the Client
 		conn:    conn,
 		reader:  NewStreamReader(cfg.MaxFrame),
 		drained: make(chan struct{}, 1),
 	}
+	c.link = quicLink{c}
 	if err := c.handshake(ctx, hello); err != nil {
 		conn.CloseWithError(closeCodeClient, "handshake failed")
 		return nil, err
@@ -391,6 +396,32 @@ func (c *Client) SendMove(m Move) (sent bool, err error) {
 	return true, nil
 }
 
+// SendCommand sends a command of the game's own (payload, which Throng
+// does not read) on the reliable stream: it arrives, in order with the
+// client's other commands, in the tick the server receives it, where the
+// game's systems read it ([throng.Server.Commands]). The payload must keep
+// the frame within MaxFrame (1,022 bytes by default). Once the connection
+// has closed SendCommand returns [Client.Err].
+func (c *Client) SendCommand(payload []byte) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	if err := c.Err(); err != nil {
+		return err
+	}
+	if HeaderSize+len(payload) > c.cfg.MaxFrame {
+		return fmt.Errorf("net: a command of %d bytes is over the frame limit (%d bytes of payload)", len(payload), c.cfg.MaxFrame-HeaderSize)
+	}
+	c.frameBuf = AppendCommand(c.frameBuf[:0], payload)
+	if err := c.link.sendReliable(c.frameBuf); err != nil {
+		if cerr := c.Err(); cerr != nil {
+			return cerr
+		}
+		return fmt.Errorf("net: sending a command: %w", err)
+	}
+	c.n.commands.Add(1)
+	return nil
+}
+
 // moveLimiter paces updates by their earliest allowed time (the generic
 // cell rate algorithm): each update moves next one interval on from the
 // later of next and now, and an update is allowed half an interval before
@@ -459,6 +490,8 @@ func (c *Client) Stats() ClientStats {
 		Malformed:        c.n.malformed.Load(),
 		MovesSent:        c.n.sent.Load(),
 		MovesSkipped:     c.n.skipped.Load(),
+		CommandsSent:     c.n.commands.Load(),
+		Events:           c.n.events.Load(),
 		RecordsPerSecond: rate,
 	}
 }
@@ -497,8 +530,11 @@ func (c *Client) keepReliable(frame []byte) {
 	c.reliable.push(frame)
 	c.mu.Unlock()
 	c.n.reliable.Add(1)
-	if t, _ := PeekType(frame); t == TypeCorrection {
+	switch t, _ := PeekType(frame); t {
+	case TypeCorrection:
 		c.n.corrections.Add(1)
+	case TypeEvent:
+		c.n.events.Add(1)
 	}
 }
 
@@ -590,18 +626,25 @@ func (c *Client) keepDatagram(d []byte) {
 	c.window.roll(time.Now(), total)
 }
 
-// link is a Client's connection as SendMove, Done, Err and Close use it.
+// link is a Client's connection as SendMove, SendCommand, Done, Err and
+// Close use it.
 type link interface {
 	sendMove(frame []byte) error
+	sendReliable(frame []byte) error
 	done() <-chan struct{}
 	err() error // nil while open
 	close()     // the client leaves
 }
 
-// quicLink is a Client's QUIC connection.
-type quicLink struct{ conn *quic.Conn }
+// quicLink is a Client's QUIC connection: moves as datagrams, reliable
+// frames on its stream behind their length prefix.
+type quicLink struct{ c *Client }
 
-func (l quicLink) sendMove(frame []byte) error { return l.conn.SendDatagram(frame) }
-func (l quicLink) done() <-chan struct{}       { return l.conn.Context().Done() }
-func (l quicLink) err() error                  { return connError(l.conn) }
-func (l quicLink) close()                      { l.conn.CloseWithError(closeCodeClient, ReasonClientClosed) }
+func (l quicLink) sendMove(frame []byte) error { return l.c.conn.SendDatagram(frame) }
+func (l quicLink) sendReliable(frame []byte) error {
+	_, err := l.c.stream.Write(AppendStreamFrame(nil, frame))
+	return err
+}
+func (l quicLink) done() <-chan struct{} { return l.c.conn.Context().Done() }
+func (l quicLink) err() error            { return connError(l.c.conn) }
+func (l quicLink) close()                { l.c.conn.CloseWithError(closeCodeClient, ReasonClientClosed) }

@@ -25,11 +25,13 @@ type Type uint8
 const (
 	TypeHello      Type = 0x01 // client -> server: handshake ([Hello])
 	TypeMove       Type = 0x02 // client -> server: movement update ([Move])
+	TypeCommand    Type = 0x03 // client -> server, reliable: a game's own command (opaque payload)
 	TypeWelcome    Type = 0x10 // server -> client, reliable: admitted ([Welcome])
 	TypeAppear     Type = 0x11 // server -> client, reliable: an actor enters view ([Appear])
 	TypeDisappear  Type = 0x12 // server -> client, reliable: an actor leaves view ([Disappear])
 	TypeCorrection Type = 0x13 // server -> client, reliable: rejected move ([Correction])
 	TypeRefuse     Type = 0x14 // server -> client, reliable: turned away ([Refuse])
+	TypeEvent      Type = 0x15 // server -> client, reliable: a game's own event (opaque payload)
 	TypeBatch      Type = 0x20 // server -> client, datagram: movement records ([Batch])
 )
 
@@ -40,6 +42,10 @@ func (t Type) String() string {
 		return "Hello"
 	case TypeMove:
 		return "Move"
+	case TypeCommand:
+		return "Command"
+	case TypeEvent:
+		return "Event"
 	case TypeWelcome:
 		return "Welcome"
 	case TypeAppear:
@@ -194,6 +200,35 @@ type Refuse struct {
 	Reason []byte
 }
 
+// AppendCommand appends a Command frame carrying payload: the header, then
+// the payload's bytes, which Throng never reads. A frame travels whole on
+// the reliable stream, so payload must keep it within the transports'
+// frame limit (DefaultMaxStreamFrame: 1,022 bytes of payload).
+func AppendCommand(dst, payload []byte) []byte {
+	return append(appendHeader(dst, TypeCommand), payload...)
+}
+
+// DecodeCommand returns a Command frame's payload, aliasing b.
+func DecodeCommand(b []byte) ([]byte, error) {
+	if err := checkHeader(b, TypeCommand); err != nil {
+		return nil, err
+	}
+	return b[HeaderSize:], nil
+}
+
+// AppendEvent appends an Event frame carrying payload (see AppendCommand).
+func AppendEvent(dst, payload []byte) []byte {
+	return append(appendHeader(dst, TypeEvent), payload...)
+}
+
+// DecodeEvent returns an Event frame's payload, aliasing b.
+func DecodeEvent(b []byte) ([]byte, error) {
+	if err := checkHeader(b, TypeEvent); err != nil {
+		return nil, err
+	}
+	return b[HeaderSize:], nil
+}
+
 func appendHeader(dst []byte, t Type) []byte {
 	return append(dst, Version, byte(t))
 }
@@ -247,8 +282,8 @@ func PeekType(b []byte) (Type, error) {
 		return 0, ErrVersion
 	}
 	switch t {
-	case TypeHello, TypeMove, TypeWelcome, TypeAppear, TypeDisappear,
-		TypeCorrection, TypeRefuse, TypeBatch:
+	case TypeHello, TypeMove, TypeCommand, TypeWelcome, TypeAppear, TypeDisappear,
+		TypeCorrection, TypeRefuse, TypeEvent, TypeBatch:
 		return t, nil
 	}
 	return 0, ErrUnknownType

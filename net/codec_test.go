@@ -140,6 +140,8 @@ func TestRandomFramesSurviveTheRoundTrip(t *testing.T) {
 			AppendDisappear(nil, Disappear{Actor: r.Uint32()}),
 			AppendCorrection(nil, Correction{Seq: r.Uint32(), X: randF32(r), Y: randF32(r), Z: randF32(r), Yaw: randF32(r), WorldOrCell: r.Uint32()}),
 			AppendRefuse(nil, Refuse{Code: RefuseCode(r.Uint32()), Reason: reason}),
+			AppendCommand(nil, token),
+			AppendEvent(nil, reason),
 			batch,
 		}
 		for _, b := range frames {
@@ -169,6 +171,10 @@ func reencode(t testing.TB, f *Frame) []byte {
 		return AppendCorrection(nil, f.Correction)
 	case TypeRefuse:
 		return AppendRefuse(nil, f.Refuse)
+	case TypeCommand:
+		return AppendCommand(nil, f.Payload)
+	case TypeEvent:
+		return AppendEvent(nil, f.Payload)
 	case TypeBatch:
 		b := AppendBatchHeader(nil, f.Batch.Tick, uint16(f.Batch.Len()))
 		for i := range f.Batch.Len() {

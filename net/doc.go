@@ -79,6 +79,12 @@
 //	  2  1  code (RefuseCode)
 //	  3  1  reason length (<= MaxReasonLen = 255)   4  n  reason (UTF-8)
 //
+//	Command    0x03  client -> server, reliable        2 + len(payload) bytes
+//	  0  1  version       1  1  type       2  n  payload (the game's own)
+//
+//	Event      0x15  server -> client, reliable        2 + len(payload) bytes
+//	  0  1  version       1  1  type       2  n  payload (the game's own)
+//
 //	Batch      0x20  server -> client, datagram        8 + 20*count bytes
 //	  0  1  version       1  1  type
 //	  2  4  tick (uint32, low 32 bits)
@@ -130,6 +136,10 @@
 //     [AppendWelcome] or [AppendRefuse] with [RefuseBusy],
 //     [RefuseProtocol] or [RefuseToken].
 //   - Tell a client who it sees: [AppendAppear], [AppendDisappear].
+//   - Carry the game's own messages, which Throng does not read: a
+//     client's commands ([Client.SendCommand], [AppendCommand],
+//     [DecodeCommand]) and the server's events ([AppendEvent]; a client
+//     reads [Frame.Payload] of a TypeEvent frame).
 //   - Reject a move: [AppendCorrection].
 //   - Encode a sender's record once per tick: [PutRecord] into
 //     buf[i*RecordSize:]; build a recipient's batch:

@@ -14,6 +14,8 @@ type Frame struct {
 	Correction Correction
 	Refuse     Refuse
 	Batch      Batch
+	// Payload is a Command's or an Event's payload.
+	Payload []byte
 }
 
 // Decode decodes any frame into f. On error f.Type is 0 and the error is
@@ -41,6 +43,10 @@ func Decode(b []byte, f *Frame) error {
 		f.Refuse, err = DecodeRefuse(b)
 	case TypeBatch:
 		f.Batch, err = DecodeBatch(b)
+	case TypeCommand:
+		f.Payload, err = DecodeCommand(b)
+	case TypeEvent:
+		f.Payload, err = DecodeEvent(b)
 	}
 	if err != nil {
 		f.Type = 0

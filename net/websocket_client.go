@@ -218,6 +218,8 @@ func (l *wsLink) sendMove(frame []byte) error {
 	return l.conn.Write(ctx, websocket.MessageBinary, frame)
 }
 
+func (l *wsLink) sendReliable(frame []byte) error { return l.sendMove(frame) }
+
 func (l *wsLink) done() <-chan struct{} { return l.finished }
 
 func (l *wsLink) err() error {

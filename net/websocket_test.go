@@ -392,3 +392,58 @@ func TestListenWebSocketServesPagesBesideTheSocket(t *testing.T) {
 	c, _ := dialWS(t, p, ws, "page-player", 2, net.ClientConfig{})
 	assert.Equal(t, uint32(2), c.Welcome().Actor, "the WebSocket is still at its path")
 }
+
+// TestCommandsAndEventsCrossEitherTransport: a client's command reaches
+// the server whole, on the reliable channel, and an event the server sends
+// reaches the client's Poll, over QUIC and over a WebSocket alike.
+func TestCommandsAndEventsCrossEitherTransport(t *testing.T) {
+	for _, transport := range []string{"quic", "ws"} {
+		t.Run(transport, func(t *testing.T) {
+			var (
+				p *pump
+				c *net.Client
+				s net.SessionID
+			)
+			if transport == "quic" {
+				p = startQUIC(t, net.QUICConfig{})
+				c, s = dial(t, p, "cmd", 1, net.ClientConfig{})
+			} else {
+				var ws *net.WebSocket
+				p, ws = startWebSocket(t, net.WebSocketConfig{})
+				c, s = dialWS(t, p, ws, "cmd", 1, net.ClientConfig{})
+			}
+			require.NoError(t, c.SendCommand([]byte("jump")))
+			require.NoError(t, c.SendCommand(nil), "an empty command is a command")
+			commands := func() [][]byte {
+				var got [][]byte
+				for _, e := range p.events() {
+					if typ, _ := net.PeekType(e.Frame); e.Kind == net.FrameReceived && e.Session == s && typ == net.TypeCommand {
+						if payload, err := net.DecodeCommand(e.Frame); err == nil {
+							got = append(got, payload)
+						}
+					}
+				}
+				return got
+			}
+			require.Eventually(t, func() bool { return len(commands()) == 2 }, 5*time.Second, 2*time.Millisecond)
+			assert.Equal(t, [][]byte{[]byte("jump"), {}}, commands())
+			assert.ErrorContains(t, c.SendCommand(make([]byte, 2000)), "over the frame limit")
+
+			p.tr.SendReliable(s, net.AppendEvent(nil, []byte("you jumped")))
+			var events []string
+			deadline := time.Now().Add(5 * time.Second)
+			for len(events) == 0 && time.Now().Before(deadline) {
+				c.Poll(func(f *net.Frame) {
+					if f.Type == net.TypeEvent {
+						events = append(events, string(f.Payload))
+					}
+				})
+				time.Sleep(2 * time.Millisecond)
+			}
+			assert.Equal(t, []string{"you jumped"}, events)
+			st := c.Stats()
+			assert.Equal(t, uint64(2), st.CommandsSent)
+			assert.Equal(t, uint64(1), st.Events)
+		})
+	}
+}

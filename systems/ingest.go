@@ -46,6 +46,9 @@ type sessionIngest struct {
 	kicked  bool       // disconnected by the server; its close is on the way
 	slot    uint32     // index in Pipeline.slots, carried by the actor's Client
 	limiter limiter
+	// The commands it sent in tick cmdTick, against MaxCommandsPerTick.
+	cmdTick uint64
+	cmds    int
 }
 
 // sessionRelay is what the relay writes.
@@ -88,6 +91,8 @@ func (p *Pipeline) RouteInputs(tick uint64) int {
 	// pay, applies each Move frame as it comes (into bucket 0's counters):
 	// routing them first would only add a pass.
 	p.inputsDirect = !p.cfg.Parallel || len(p.sessions) < max(p.cfg.MinActorsToOffload, p.minRouted)
+	clear(p.commands) // their payloads alias what the last Receive gave
+	p.commands = p.commands[:0]
 	p.inbox = p.transport.Receive(p.inbox[:0])
 	routed := 0
 	for i := range p.inbox {
@@ -219,6 +224,8 @@ func (p *Pipeline) frameFrom(id net.SessionID, frame []byte) bool {
 	switch typ {
 	case net.TypeHello:
 		p.hello(id, s, frame)
+	case net.TypeCommand:
+		p.command(id, s, frame)
 	case net.TypeMove:
 		if p.inputsDirect {
 			p.moveFrame(&p.buckets[0], id, s, frame)
@@ -233,6 +240,77 @@ func (p *Pipeline) frameFrom(id net.SessionID, frame []byte) bool {
 		p.stats.Malformed++ // a server-to-client frame type from a client
 	}
 	return false
+}
+
+// Command is a command of the game's own that a client sent
+// ([net.Client.SendCommand]): the sender's actor and session, and the
+// payload, which Throng does not read.
+type Command struct {
+	Actor   components.ActorID
+	Session uint64
+	// Payload aliases the transport's buffer: it is valid until the next
+	// tick's ingest. Copy what you keep longer.
+	Payload []byte
+}
+
+// MaxCommandsPerTick is how many commands one client may send a tick; the
+// rest are dropped and counted in DroppedInputs.
+const MaxCommandsPerTick = 16
+
+// command hands a Command frame to the game's systems, if its session plays
+// and is within MaxCommandsPerTick.
+func (p *Pipeline) command(id net.SessionID, s *session, frame []byte) {
+	payload, err := net.DecodeCommand(frame)
+	if err != nil {
+		p.stats.Malformed++
+		return
+	}
+	if s.state != playing || s.kicked {
+		p.stats.DroppedInputs++ // no actor to speak for (yet)
+		return
+	}
+	if s.cmdTick != p.tick {
+		s.cmdTick, s.cmds = p.tick, 0
+	}
+	if s.cmds >= MaxCommandsPerTick {
+		p.stats.DroppedInputs++
+		return
+	}
+	s.cmds++
+	p.commands = append(p.commands, Command{Actor: s.actor, Session: uint64(id), Payload: payload})
+	p.stats.Commands++
+}
+
+// Commands returns the commands clients sent this tick, in the order they
+// arrived. They are gathered by ingest: read them from a system that runs
+// after it (pinned scheduler.After(IngestName)), or between ticks, on the
+// tick goroutine. The slice and the payloads are valid until the next
+// tick's ingest.
+func (p *Pipeline) Commands() []Command { return p.commands }
+
+// SendEvent queues an event of the game's own (payload, which Throng does
+// not read) on the reliable stream of actor's client, behind what was
+// queued for it before, and reports whether it was queued: false for an
+// actor that is unknown, despawned or has no client. A payload over the
+// transport's frame limit (1,022 bytes by default) is dropped by the
+// transport and counted in its Stats. Systems may call it at the same time
+// (a lock orders them); it reads the world's actor index, so not while the
+// join applies changes (no other system runs then).
+func (p *Pipeline) SendEvent(actor components.ActorID, payload []byte) bool {
+	e, ok := p.world.Entity(actor)
+	if !ok {
+		return false
+	}
+	c := p.clients.Get(e)
+	if c.Session == 0 {
+		return false
+	}
+	p.eventMu.Lock()
+	defer p.eventMu.Unlock()
+	p.eventBuf = net.AppendEvent(p.eventBuf[:0], payload)
+	p.transport.SendReliable(net.SessionID(c.Session), p.eventBuf)
+	p.eventsSent++
+	return true
 }
 
 func (p *Pipeline) hello(id net.SessionID, s *session, frame []byte) {

@@ -2,6 +2,7 @@ package systems
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	ark "github.com/mlange-42/ark/ecs"
@@ -77,6 +78,8 @@ type TickStats struct {
 	Refused         uint64
 	BusyRejections  uint64
 	CorrectionsSent uint64
+	Commands        uint64 // the game's commands handed to its systems (Pipeline.Commands)
+	EventsSent      uint64 // the game's events sent (Pipeline.SendEvent)
 }
 
 // Pipeline runs Throng's tick over one world and one transport: Ingest,
@@ -127,6 +130,10 @@ type Pipeline struct {
 	freeSlots    []uint32
 	closedSlots  []uint32 // freed once this tick's despawns are applied
 	corrections  []*session
+	commands     []Command // this tick's, see Pipeline.Commands
+	eventMu      sync.Mutex
+	eventBuf     []byte // SendEvent's, under eventMu
+	eventsSent   uint64 // under eventMu; into stats at the join
 	inbox        []net.Inbound
 	buckets      []inputBucket // this tick's Move frames by session, see RouteInputs
 	inputsAlone  bool          // ApplyInputs runs on the tick goroutine, every bucket in one unit

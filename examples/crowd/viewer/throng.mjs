@@ -5,8 +5,8 @@
 export const VERSION = 1;
 export const SUBPROTOCOL = "throng.v1";
 export const TYPE = {
-  HELLO: 0x01, MOVE: 0x02,
-  WELCOME: 0x10, APPEAR: 0x11, DISAPPEAR: 0x12, CORRECTION: 0x13, REFUSE: 0x14,
+  HELLO: 0x01, MOVE: 0x02, COMMAND: 0x03,
+  WELCOME: 0x10, APPEAR: 0x11, DISAPPEAR: 0x12, CORRECTION: 0x13, REFUSE: 0x14, EVENT: 0x15,
   BATCH: 0x20,
 };
 const BATCH_HEADER = 8;
@@ -40,6 +40,15 @@ export function encodeMove(m) {
   return b;
 }
 
+// encodeCommand returns a Command frame carrying payload (a Uint8Array of
+// the game's own bytes; the server hands it to the game's systems).
+export function encodeCommand(payload) {
+  const b = new Uint8Array(2 + payload.length);
+  b[0] = VERSION; b[1] = TYPE.COMMAND;
+  b.set(payload, 2);
+  return b;
+}
+
 // decode returns a frame as an object with its type's fields (type is the
 // name: "welcome", "appear", ...), or throws on a frame it cannot read.
 export function decode(buf) {
@@ -68,6 +77,8 @@ export function decode(buf) {
       need(4 + n);
       return { type: "refuse", code: v.getUint8(2), reason: new TextDecoder().decode(new Uint8Array(v.buffer, v.byteOffset + 4, n)) };
     }
+    case TYPE.EVENT:
+      return { type: "event", payload: new Uint8Array(v.buffer, v.byteOffset + 2, v.byteLength - 2) };
     case TYPE.BATCH: {
       if (v.byteLength < BATCH_HEADER) throw new Error("short batch");
       const count = v.getUint16(6, true);

@@ -50,16 +50,21 @@ func TestPageAndScriptAreServed(t *testing.T) {
 // checkScript is run by Node: it decodes the frames given in hex and
 // encodes a Hello and a Move, and prints it all as JSON.
 const checkScript = `
-import { decode, encodeHello, encodeMove } from "./throng.mjs";
+import { decode, encodeHello, encodeMove, encodeCommand } from "./throng.mjs";
 const frames = JSON.parse(process.argv[2]);
 const hex = (b) => Buffer.from(b).toString("hex");
-const decoded = frames.map((h) => { const b = Buffer.from(h, "hex"); return decode(new Uint8Array(b)); });
+const decoded = frames.map((h) => {
+  const f = decode(new Uint8Array(Buffer.from(h, "hex")));
+  if (f.payload) f.payload = new TextDecoder().decode(f.payload);
+  return f;
+});
 let bad = null;
 try { decode(new Uint8Array([1, 0x11, 0, 0])); } catch (e) { bad = String(e.message); }
 console.log(JSON.stringify({
   decoded, bad,
   hello: hex(encodeHello("viewer-7", 3)),
   move: hex(encodeMove({ seq: 9, x: 1.5, y: -2.25, z: 0.5, yaw: 1, worldOrCell: 4, flags: 6 })),
+  command: hex(encodeCommand(new TextEncoder().encode("open door"))),
 }));
 `
 
@@ -92,6 +97,7 @@ func TestScriptReadsAndWritesWhatGoDoes(t *testing.T) {
 		net.AppendCorrection(nil, net.Correction{Seq: 41, X: 1, Y: 1, Z: 0, Yaw: 0, WorldOrCell: 2}),
 		net.AppendRefuse(nil, net.Refuse{Code: net.RefuseBusy, Reason: []byte("server busy")}),
 		batch,
+		net.AppendEvent(nil, []byte("door opened")),
 	}
 	hexes := make([]string, len(frames))
 	for i, f := range frames {
@@ -109,6 +115,7 @@ func TestScriptReadsAndWritesWhatGoDoes(t *testing.T) {
 		Bad     string
 		Hello   string
 		Move    string
+		Command string
 	}
 	require.NoError(t, json.Unmarshal(out, &got), string(out))
 	require.Len(t, got.Decoded, len(frames))
@@ -135,4 +142,6 @@ func TestScriptReadsAndWritesWhatGoDoes(t *testing.T) {
 	assert.Equal(t, hex.EncodeToString(hello), got.Hello)
 	move := net.AppendMove(nil, net.Move{Seq: 9, X: 1.5, Y: -2.25, Z: 0.5, Yaw: 1, WorldOrCell: 4, Flags: 6})
 	assert.Equal(t, hex.EncodeToString(move), got.Move)
+	assert.Equal(t, hex.EncodeToString(net.AppendCommand(nil, []byte("open door"))), got.Command)
+	assert.Equal(t, map[string]any{"type": "event", "payload": "door opened"}, got.Decoded[6])
 }
