@@ -5,6 +5,7 @@
 //	go run ./examples/crowd                                  # 400 bots on one square, 10 s
 //	go run ./examples/crowd -scenario town -players 1000 -duration 0   # until Ctrl-C
 //	go run ./examples/crowd -transport mem                   # in-memory transport, no network
+//	go run ./examples/crowd -transport ws                    # WebSockets, and a page to watch in a browser
 //
 // The server listens on 127.0.0.1 (-addr; port 0 picks a free one) in
 // development mode: a self-signed certificate made at start, and every
@@ -13,6 +14,11 @@
 // (package fleet); each is a net.Client that wanders its part of the
 // scenario (package scenario), sends at most 30 updates a second (10
 // standing still), reads its batches and snaps to corrections.
+//
+// With -transport ws the server speaks WebSockets (net.WebSocket, what
+// browsers use; the bots dial it with net.DialWebSocket) and serves, beside
+// the socket, a page that joins the crowd and draws it (package viewer):
+// the start line gives its address as viewer=http://... .
 //
 // # Bots in a process of their own
 //
