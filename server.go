@@ -176,6 +176,15 @@ func (s *Server) Transport() net.Transport { return s.transport }
 // a client not yet playing, are dropped and counted in DroppedInputs.
 func (s *Server) Commands() []systems.Command { return s.pipe.Commands() }
 
+// Changes returns what this tick's join did to actors, in the order it
+// applied them: each spawned actor (ecs.Spawned: a player admitted this
+// tick, with its session, or an actor your code spawned), each despawned
+// one (ecs.Despawned: a player who left, or one you removed), chunk moves
+// and teleports. Read it from a system of yours pinned after the join
+// (scheduler.After(systems.JoinName)), or between ticks, to set up or
+// clear what your game keeps per player. Valid until the next tick's join.
+func (s *Server) Changes() []ecs.Change { return s.pipe.Changes() }
+
 // SendEvent queues an event of the game's own (payload, opaque to Throng)
 // on the reliable stream of actor's client, and reports whether it was
 // queued: false for an actor unknown, despawned or without a client. The

@@ -189,6 +189,12 @@ func (p *Pipeline) Frame() *Frame { return &p.frame }
 // Stats returns what the last completed tick did.
 func (p *Pipeline) Stats() TickStats { return p.stats }
 
+// Changes returns what this tick's join did to actors (ecs.ApplyReport):
+// spawns (players admitted this tick, NPCs), despawns (players who left,
+// actors removed), chunk moves and teleports, in the order they were
+// applied. Valid until the next tick's join.
+func (p *Pipeline) Changes() []ecs.Change { return p.report.Changes }
+
 // Players returns the number of sessions in play or joining.
 func (p *Pipeline) Players() int { return len(p.sessions) }
 
