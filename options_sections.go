@@ -51,6 +51,15 @@ type ClientLimits struct {
 	// with a reason. Both at least 1. Keys "floodFactor", "floodSeconds".
 	FloodFactor  *int `json:"floodFactor,omitempty"`
 	FloodSeconds *int `json:"floodSeconds,omitempty"`
+	// MaxSpeedUnitsPerSecond is the fastest a client may move its actor, in
+	// world units a second; 0 (the default) sets no limit but the one every
+	// update has, a step shorter than a chunk. Each actor has an allowance
+	// of distance that grows by this speed over time, to at most one
+	// second's worth, and an accepted update spends it: updates that arrive
+	// bunched up (network jitter) pass, a client that moves faster than
+	// this for long, or jumps further than a second's travel at once, is
+	// corrected. Key "maxSpeedUnitsPerSecond"; finite, not negative.
+	MaxSpeedUnitsPerSecond *float32 `json:"maxSpeedUnitsPerSecond,omitempty"`
 }
 
 // Metrics is the "metrics" section: where operators read the figures.
@@ -72,6 +81,7 @@ type ClientSettings struct {
 	StandingUpdatesPerSecond int
 	FloodFactor              int
 	FloodSeconds             int
+	MaxSpeedUnitsPerSecond   float32
 }
 
 func (a Admission) resolve(r *resolver) AdmissionSettings {
@@ -91,6 +101,7 @@ func (c ClientLimits) resolve(r *resolver) ClientSettings {
 		StandingUpdatesPerSecond: r.count("clientLimits.standingUpdatesPerSecond", c.StandingUpdatesPerSecond, DefaultStandingUpdatesPerSecond),
 		FloodFactor:              r.count("clientLimits.floodFactor", c.FloodFactor, DefaultFloodFactor),
 		FloodSeconds:             r.count("clientLimits.floodSeconds", c.FloodSeconds, DefaultFloodSeconds),
+		MaxSpeedUnitsPerSecond:   r.distance("clientLimits.maxSpeedUnitsPerSecond", c.MaxSpeedUnitsPerSecond, 0),
 	}
 	for _, c := range []struct {
 		key string

@@ -413,6 +413,7 @@ func fullOptions() throng.Options {
 			StandingUpdatesPerSecond: new(5),
 			FloodFactor:              new(4),
 			FloodSeconds:             new(3),
+			MaxSpeedUnitsPerSecond:   new(float32(700.5)),
 		},
 		Metrics:    throng.Metrics{Listen: "127.0.0.1:9464"},
 		Connection: throng.Connection{MaxRecordsPerTick: new(120)},
@@ -560,4 +561,17 @@ func TestErrorsAreOptionsErrors(t *testing.T) {
 	var all interface{ Unwrap() []error }
 	require.True(t, errors.As(err, &all))
 	assert.Len(t, all.Unwrap(), 2)
+}
+
+func TestSpeedLimitMustNotBeNegative(t *testing.T) {
+	_, err := loadErr(t, `{"clientLimits": {"maxSpeedUnitsPerSecond": -3}}`)
+	assert.Equal(t, "throng: options: clientLimits.maxSpeedUnitsPerSecond: must not be negative, got -3", err.Error())
+	opts, err := throng.LoadOptions(strings.NewReader(`{"clientLimits": {"maxSpeedUnitsPerSecond": 350}}`))
+	require.NoError(t, err)
+	settings, _, err := opts.Resolve()
+	require.NoError(t, err)
+	assert.Equal(t, float32(350), settings.Clients.MaxSpeedUnitsPerSecond)
+	settings, _, err = throng.Options{}.Resolve()
+	require.NoError(t, err)
+	assert.Zero(t, settings.Clients.MaxSpeedUnitsPerSecond, "off by default")
 }

@@ -91,6 +91,7 @@ func New(opts Options) (*Server, error) {
 			StandingPerSecond: settings.Clients.StandingUpdatesPerSecond,
 			FloodFactor:       settings.Clients.FloodFactor,
 			FloodSeconds:      settings.Clients.FloodSeconds,
+			MaxSpeed:          settings.Clients.MaxSpeedUnitsPerSecond,
 		},
 		Throttle:          throttle,
 		BudgetMicros:      par.TargetTickBudgetMicros,

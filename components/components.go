@@ -36,6 +36,10 @@ type MoveInput struct {
 	WorldOrCell uint32
 	Flags       uint16
 	Pending     bool
+	// Allowance is the distance the actor may still cover as of
+	// ChangedTick, under a speed limit (clientLimits.maxSpeedUnitsPerSecond):
+	// Move's bookkeeping, like ChangedTick.
+	Allowance float32
 
 	// ChangedTick is the tick at which Move last accepted an update for
 	// this actor (0: never), or for a teleport the tick after the join

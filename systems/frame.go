@@ -58,6 +58,7 @@ const (
 	RejectNotFinite
 	RejectTooFar
 	RejectWorldChange
+	RejectTooFast // over Limits.MaxSpeed
 )
 
 // Frame is one tick's snapshot, laid out flat for the parallel phase. The

@@ -411,6 +411,6 @@ func keepInput(in *components.MoveInput, m net.Move) {
 	*in = components.MoveInput{
 		Seq: m.Seq, X: m.X, Y: m.Y, Z: m.Z, Yaw: m.Yaw,
 		WorldOrCell: m.WorldOrCell, Flags: m.Flags, Pending: true,
-		ChangedTick: in.ChangedTick,
+		ChangedTick: in.ChangedTick, Allowance: in.Allowance, // Move's bookkeeping
 	}
 }

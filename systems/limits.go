@@ -13,6 +13,13 @@ type Limits struct {
 	// times MovingPerSecond in each of FloodSeconds consecutive seconds is
 	// disconnected with a reason.
 	FloodFactor, FloodSeconds int
+	// MaxSpeed is the fastest a client may move its actor, in world units a
+	// second (0: no limit but the chunk rule). Move checks it with an
+	// allowance of distance per actor (MoveInput.Allowance) that grows by
+	// MaxSpeed a second, to at most one second's worth, and that each
+	// accepted update spends; an update beyond it is rejected with
+	// RejectTooFast and corrected.
+	MaxSpeed float32
 }
 
 // Allowance is kept in millionths of a second of sending: a moving update

@@ -92,6 +92,9 @@ func (p *Pipeline) moveActor(a int32) {
 	v := NoUpdate
 	if in.Pending {
 		v = validate(t, in, p.cfg.ChunkSize)
+		if v == Accepted && p.cfg.Limits.MaxSpeed > 0 {
+			v = p.spend(t, in, f.Tick)
+		}
 		if v == Accepted {
 			t.X, t.Y, t.Z, t.Yaw = in.X, in.Y, in.Z, in.Yaw
 			// Animation rows are two bytes, 32 a cache line, in table order,
@@ -114,6 +117,27 @@ func (p *Pipeline) moveActor(a int32) {
 	setIfChanged(&f.changed[a], in.ChangedTick)
 	setIfChanged(&f.crossed[a], p.world.KeyOf(*t) != view.Key)
 	net.PutRecord(f.recordOf(a), net.Record{Actor: id, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, Flags: anim.Flags})
+}
+
+// spend checks an update against the speed limit: the actor's allowance
+// (as of its last accepted update, ChangedTick) has grown by MaxSpeed for
+// every tick since, to at most a second's worth, and the step must fit in
+// it. On success the step is spent (the allowance is then as of this
+// tick, which the accepted update makes ChangedTick).
+func (p *Pipeline) spend(t *components.Transform, in *components.MoveInput, tick uint64) Verdict {
+	perTick := p.cfg.Limits.MaxSpeed / float32(p.cfg.TickRate)
+	full := p.cfg.Limits.MaxSpeed // one second's travel
+	allow := full
+	if in.ChangedTick != 0 && in.ChangedTick <= tick {
+		allow = min(in.Allowance+float32(tick-in.ChangedTick)*perTick, full)
+	}
+	dx, dy, dz := in.X-t.X, in.Y-t.Y, in.Z-t.Z
+	step := float32(math.Sqrt(float64(dx*dx + dy*dy + dz*dz)))
+	if step > allow {
+		return RejectTooFast
+	}
+	in.Allowance = allow - step
+	return Accepted
 }
 
 // moved reports whether a client-less actor's Transform or Animation
