@@ -228,8 +228,14 @@ func TestProcessCPUGrowsWithWork(t *testing.T) {
 	if !ok {
 		t.Skip("this system does not report process CPU time")
 	}
-	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); { //nolint:revive // spin on purpose
+	// Spin until the count has grown by 20 ms, or give up after five
+	// seconds: on a loaded machine (the race detector's packages run side
+	// by side) 50 ms of wall time had got this goroutine under 20 ms of CPU.
+	after := before
+	for end := time.Now().Add(5 * time.Second); after-before < 20*time.Millisecond && time.Now().Before(end); {
+		for spin := time.Now().Add(5 * time.Millisecond); time.Now().Before(spin); { //nolint:revive // spin on purpose
+		}
+		after, _ = fleet.ProcessCPU()
 	}
-	after, _ := fleet.ProcessCPU()
-	assert.Greater(t, after-before, 20*time.Millisecond, "50 ms of spinning is counted")
+	assert.GreaterOrEqual(t, after-before, 20*time.Millisecond, "spinning is counted")
 }
