@@ -294,10 +294,10 @@ func TestWebSocketMalformedMessagesEndOnlyTheirSession(t *testing.T) {
 	assert.Equal(t, net.ReasonFrameTooLarge, p.closedOf(t, huge).Reason)
 
 	// A flood between two ticks: the pump's Receive comes every 2 ms, so
-	// a burst written at once mostly lands in one epoch.
+	// a burst of 500 written at once cannot all land three to an epoch.
 	flood := rawWS(t, ws, nil)
 	move := net.AppendMove(nil, net.Move{Seq: 1})
-	for range 50 {
+	for range 500 {
 		require.NoError(t, flood.Write(context.Background(), websocket.MessageBinary, move))
 	}
 	require.Eventually(t, func() bool { return ws.Counters().DroppedInbound > 0 }, 5*time.Second, 2*time.Millisecond,
