@@ -123,11 +123,15 @@ type Options struct {
 	Metrics Metrics `json:"metrics,omitzero"`
 	// Connection is the per-connection budget. Key "connection".
 	Connection Connection `json:"connection,omitzero"`
+	// Network says where the server listens for clients when Transport
+	// is not set: QUIC, a WebSocket, or both. Key "network".
+	Network Network `json:"network,omitzero"`
 
 	// The fields below are set from code, never from a settings file.
 
-	// Transport is what clients connect through. Nil gives the server a
-	// fresh in-memory transport ([net.Mem], see [Server.Mem]), which is for
+	// Transport is what clients connect through. Nil gives the server the
+	// listeners the "network" section names, or, with none, a fresh
+	// in-memory transport ([net.Mem], see [Server.Mem]), which is for
 	// tests, benchmarks and in-process bots.
 	Transport net.Transport `json:"-"`
 	// Protocol is the game's own protocol version; a client whose Hello
@@ -283,6 +287,8 @@ type Settings struct {
 	// MaxRecordsPerTick is connection.maxRecordsPerTick: 0 (no cap) or
 	// the most records one client is sent per tick.
 	MaxRecordsPerTick int
+	// Network is the "network" section, checked.
+	Network Network
 }
 
 // TickPeriod returns the time between two ticks at TickRate, truncated to
@@ -548,6 +554,7 @@ func (o Options) resolve() (Settings, []Adjustment, []*OptionsError) {
 	s.Admission = o.Admission.resolve(&r)
 	s.Clients = o.ClientLimits.resolve(&r)
 	s.MetricsListen = o.Metrics.resolve(&r)
+	s.Network = o.Network.resolve(&r)
 	s.MaxRecordsPerTick = r.count("connection.maxRecordsPerTick", o.Connection.MaxRecordsPerTick, net.MaxRecordsPerBatch)
 	if len(r.errs) > 0 {
 		return Settings{}, nil, r.errs

@@ -3,6 +3,7 @@ package throng
 import (
 	"math"
 	"net/netip"
+	"strconv"
 )
 
 // Defaults of the operational sections.
@@ -153,4 +154,83 @@ type Connection struct {
 	// view needs (benchmarks, LAN). Key "maxRecordsPerTick"; nil means
 	// net.MaxRecordsPerBatch, one datagram per tick.
 	MaxRecordsPerTick *int `json:"maxRecordsPerTick,omitempty"`
+}
+
+// Network is the "network" section: the listeners a server opens when
+// Options.Transport is not set. Neither set means an in-memory transport;
+// both means one server for native clients and browsers (net.Multi).
+type Network struct {
+	// QUIC serves native clients. Key "quic".
+	QUIC *QUICListener `json:"quic,omitempty"`
+	// WebSocket serves browsers. Key "webSocket".
+	WebSocket *WebSocketListener `json:"webSocket,omitempty"`
+}
+
+// QUICListener is network.quic (see net.ListenQUIC).
+type QUICListener struct {
+	// Listen is the UDP host:port, e.g. "0.0.0.0:4433" or ":4433".
+	// Key "listen"; required.
+	Listen string `json:"listen"`
+	// CertFile and KeyFile are the PEM certificate chain and key. Keys
+	// "certFile", "keyFile"; both, or neither with development.
+	CertFile string `json:"certFile,omitempty"`
+	KeyFile  string `json:"keyFile,omitempty"`
+	// Development makes a self-signed certificate at start: loopback and
+	// tests only. Key "development".
+	Development bool `json:"development"`
+}
+
+// WebSocketListener is network.webSocket (see net.ListenWebSocket).
+type WebSocketListener struct {
+	// Listen is the TCP host:port. Key "listen"; required.
+	Listen string `json:"listen"`
+	// Path is where clients connect; "" means net.DefaultWebSocketPath.
+	// Key "path".
+	Path string `json:"path,omitempty"`
+	// OriginPatterns are the web pages' hosts allowed besides the
+	// server's own. Key "originPatterns".
+	OriginPatterns []string `json:"originPatterns,omitempty"`
+	// CertFile and KeyFile serve wss:// (both or neither; without them
+	// ws://, for loopback or behind a proxy that terminates TLS). Keys
+	// "certFile", "keyFile".
+	CertFile string `json:"certFile,omitempty"`
+	KeyFile  string `json:"keyFile,omitempty"`
+}
+
+func (n Network) resolve(r *resolver) Network {
+	if q := n.QUIC; q != nil {
+		listenAddress(r, "network.quic.listen", q.Listen)
+		certPair(r, "network.quic", q.CertFile, q.KeyFile)
+		if q.CertFile == "" && !q.Development {
+			r.fail("network.quic.certFile", "QUIC needs a certificate: give certFile and keyFile, or development: true on loopback")
+		}
+	}
+	if w := n.WebSocket; w != nil {
+		listenAddress(r, "network.webSocket.listen", w.Listen)
+		certPair(r, "network.webSocket", w.CertFile, w.KeyFile)
+		if w.Path != "" && w.Path[0] != '/' {
+			r.fail("network.webSocket.path", "must start with /, got %q", w.Path)
+		}
+	}
+	return n
+}
+
+// listenAddress checks a host:port to listen on (the host may be empty:
+// every interface).
+func listenAddress(r *resolver, key, addr string) {
+	if addr == "" {
+		r.fail(key, "missing: give host:port, for example \"0.0.0.0:4433\"")
+		return
+	}
+	_, port, ok := cutHostPort(addr)
+	if n, err := strconv.Atoi(port); !ok || err != nil || n < 0 || n > 65535 {
+		r.fail(key, "must be host:port with a port from 0 to 65535, got %q", addr)
+	}
+}
+
+// certPair checks that a certificate and its key come together.
+func certPair(r *resolver, section, cert, key string) {
+	if (cert == "") != (key == "") {
+		r.fail(section+".keyFile", "certFile and keyFile come together: give both or neither")
+	}
 }

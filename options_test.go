@@ -417,6 +417,13 @@ func fullOptions() throng.Options {
 		},
 		Metrics:    throng.Metrics{Listen: "127.0.0.1:9464"},
 		Connection: throng.Connection{MaxRecordsPerTick: new(120)},
+		Network: throng.Network{
+			QUIC: &throng.QUICListener{Listen: "0.0.0.0:4433", CertFile: "server.pem", KeyFile: "server.key"},
+			WebSocket: &throng.WebSocketListener{
+				Listen: ":8080", Path: "/play", OriginPatterns: []string{"game.example.com", "*.example.org"},
+				CertFile: "server.pem", KeyFile: "server.key",
+			},
+		},
 	}
 }
 

@@ -65,8 +65,22 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{settings: settings, log: log, transport: opts.Transport}
 	if s.transport == nil {
+		if s.transport, err = listen(settings.Network); err != nil {
+			return nil, err
+		}
+	}
+	if s.transport == nil {
 		s.mem = net.NewMem(net.MemOptions{})
 		s.transport = s.mem
+	}
+	// The transport is the server's from here on: close one it made if
+	// New fails after all.
+	made := opts.Transport == nil
+	fail := func(err error) (*Server, error) {
+		if made {
+			s.transport.Close()
+		}
+		return nil, err
 	}
 	s.world = ecs.NewWorld(settings.ChunkSize)
 	workers := par.WorkerThreads
@@ -100,12 +114,13 @@ func New(opts Options) (*Server, error) {
 		Admit:             opts.Admit,
 	}, s.world, s.transport)
 	if err != nil {
-		return nil, fmt.Errorf("throng: %w", err)
+		s.pool.Close()
+		return fail(fmt.Errorf("throng: %w", err))
 	}
 	if settings.MetricsListen != "" {
 		if s.metrics, err = startMetrics(s, settings.MetricsListen); err != nil {
 			s.pool.Close()
-			return nil, fmt.Errorf("throng: metrics listener: %w", err)
+			return fail(fmt.Errorf("throng: metrics listener: %w", err))
 		}
 	}
 	s.builder = scheduler.NewBuilder()
@@ -325,4 +340,39 @@ func (s *Server) Close() error {
 		s.metrics.close()
 	}
 	return s.transport.Close()
+}
+
+// listen opens the listeners the "network" section names: nil when it
+// names none, one transport, or both behind a net.Multi (QUIC first).
+func listen(n Network) (net.Transport, error) {
+	var ts []net.Transport
+	closeAll := func() {
+		for _, t := range ts {
+			t.Close()
+		}
+	}
+	if q := n.QUIC; q != nil {
+		t, err := net.ListenQUIC(q.Listen, net.QUICConfig{CertFile: q.CertFile, KeyFile: q.KeyFile, Development: q.Development})
+		if err != nil {
+			return nil, fmt.Errorf("throng: network.quic: %w", err)
+		}
+		ts = append(ts, t)
+	}
+	if w := n.WebSocket; w != nil {
+		t, err := net.ListenWebSocket(w.Listen, net.WebSocketConfig{
+			Path: w.Path, OriginPatterns: w.OriginPatterns, CertFile: w.CertFile, KeyFile: w.KeyFile,
+		})
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("throng: network.webSocket: %w", err)
+		}
+		ts = append(ts, t)
+	}
+	switch len(ts) {
+	case 0:
+		return nil, nil
+	case 1:
+		return ts[0], nil
+	}
+	return net.NewMulti(ts...), nil
 }
