@@ -15,6 +15,8 @@ import (
 	"github.com/throng-go/throng/examples/crowd/scenario"
 	"github.com/throng-go/throng/examples/crowd/viewer"
 	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/scheduler"
+	"github.com/throng-go/throng/systems"
 )
 
 // busyRetryFor is how long an in-process bot told "server busy" keeps
@@ -62,6 +64,7 @@ func runCrowd(ctx context.Context, cfg config, out io.Writer) error {
 			Addr: addr, Population: pop, Seed: cfg.seed,
 			Client:       net.ClientConfig{InsecureSkipVerify: true},
 			RetryBusyFor: busyRetryFor,
+			WaveEvery:    waveEvery,
 		})
 		if err != nil {
 			srv.Close()
@@ -127,8 +130,33 @@ func newServer(cfg config, pop scenario.Population, log *slog.Logger) (*throng.S
 		}
 		return nil, "", fmt.Errorf("crowd: %w", err)
 	}
+	if err := srv.AddSystem(&greeter{srv: srv}, scheduler.After(systems.IngestName)); err != nil {
+		srv.Close()
+		return nil, "", fmt.Errorf("crowd: %w", err)
+	}
 	return srv, addr, nil
 }
+
+// waveEvery is how often each in-process bot waves: sends the command
+// "wave", a message of the game's own.
+const waveEvery = time.Second
+
+// greeter is the example's own game logic, a system of its own: every
+// "wave" a player sends, it answers with the event "waved back" to that
+// player (Server.Commands, Server.SendEvent).
+type greeter struct{ srv *throng.Server }
+
+func (g *greeter) Name() string             { return "greeter" }
+func (g *greeter) Access() scheduler.Access { return scheduler.Uses() }
+func (g *greeter) RunSerial(*scheduler.Tick) {
+	for _, c := range g.srv.Commands() {
+		if string(c.Payload) == "wave" {
+			g.srv.SendEvent(c.Actor, wavedBack)
+		}
+	}
+}
+
+var wavedBack = []byte("waved back")
 
 func logStart(log *slog.Logger, cfg config, pop scenario.Population, srv *throng.Server, addr string, nbots int) {
 	settings := srv.Settings()

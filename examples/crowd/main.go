@@ -62,9 +62,17 @@
 //
 // At the end a summary covers the whole run, and says what each system of
 // the tick took over its last second (ingest_ms, prepare_ms, move_ms,
-// relay_ms, join_ms: a tick's time in the system, on the tick goroutine and
-// in its units summed over the cores that ran them; throng.Server's
-// SystemTimes).
+// relay_ms, join_ms, greeter_ms: a tick's time in the system, on the tick
+// goroutine and in its units summed over the cores that ran them;
+// throng.Server's SystemTimes).
+//
+// The example has a little game logic of its own, to show how a game
+// talks to its players: every in-process bot waves once a second (the
+// command "wave", net.Client.SendCommand), and a system of the example's,
+// the greeter, answers each wave with the event "waved back"
+// (Server.Commands, Server.SendEvent). The summary counts them: commands
+// (received by the server), bot_waves and bot_events (sent and received
+// by the bots).
 //
 // # Load test
 //

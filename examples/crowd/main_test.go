@@ -121,6 +121,13 @@ func TestQUICCrowdWelcomesBotsThatHearEachOtherUncorrected(t *testing.T) {
 	assert.Positive(t, number(t, last, "bot_upd/s"), "each bot hears the others: %s", last)
 	assert.Positive(t, number(t, last, "bot_updates_sent/s"), "and sends: %s", last)
 	assert.LessOrEqual(t, number(t, last, "bot_updates_sent/s"), 6*31.0, "within the rate limit: %s", last)
+	// The bots wave once a second; the example's greeter answers each wave.
+	assert.Positive(t, number(t, last, "bot_waves"), last)
+	// (A wave of the last moments may not have reached the server yet.)
+	assert.Positive(t, number(t, last, "commands"), "waves reached the game's system: %s", last)
+	assert.LessOrEqual(t, number(t, last, "commands"), number(t, last, "bot_waves"), last)
+	assert.Positive(t, number(t, last, "bot_events"), "and was answered: %s", last)
+	assert.LessOrEqual(t, number(t, last, "bot_events"), number(t, last, "bot_waves"), last)
 	for _, l := range lines[1 : len(lines)-1] {
 		require.Equal(t, "second", field(l, "msg"), l)
 		for _, k := range []string{"players", "bots", "bot_upd/s", "bot_corrections", "cpu"} {

@@ -150,6 +150,7 @@ func (m *meter) summary(now time.Time) {
 		"stale", st.StaleInputs,
 		"rate_limited", st.RateLimited,
 		"busy_rejections", st.BusyRejections,
+		"commands", st.Commands,
 		"work_ms", ms(r.work.mean()),
 		"p95_ms", ms(r.work.quantile(0.95)),
 		"max_ms", ms(r.work.max),
@@ -169,7 +170,9 @@ func (m *meter) summary(now time.Time) {
 		"bots_joined", bots.Joined,
 		"bot_updates_sent/s", int64(float64(bots.MovesSent)/elapsed.Seconds()),
 		"bot_upd/s", fleet.UpdatesPerBot(bots.Records, bots.Joined, elapsed),
-		"bot_corrections", bots.Corrections)
+		"bot_corrections", bots.Corrections,
+		"bot_waves", bots.Waves,
+		"bot_events", bots.Events)
 	if bots.BusyRetries > 0 {
 		attrs = append(attrs, "busy_retries", bots.BusyRetries)
 	}

@@ -73,6 +73,11 @@ type Config struct {
 	// first dial, as a player's client would. 0 never retries: the first
 	// refusal is final.
 	RetryBusyFor time.Duration
+	// WaveEvery is how often each bot sends the command "wave", a message
+	// of the game's own (net.Client.SendCommand); 0 never. Bot k waves
+	// first (k mod 16)/16 of the interval after it joins, so the waves
+	// spread out.
+	WaveEvery time.Duration
 }
 
 func (c Config) resolved() (Config, error) {
@@ -83,8 +88,8 @@ func (c Config) resolved() (Config, error) {
 		return c, errors.New("fleet: Config.Population has no spawns")
 	case c.First < 0:
 		return c, fmt.Errorf("fleet: Config.First must not be negative, got %d", c.First)
-	case c.Step < 0, c.Drivers < 0, c.DialConcurrency < 0, c.DialTimeout < 0, c.RetryBusyFor < 0:
-		return c, errors.New("fleet: Config.Step, Drivers, DialConcurrency, DialTimeout and RetryBusyFor must not be negative")
+	case c.Step < 0, c.Drivers < 0, c.DialConcurrency < 0, c.DialTimeout < 0, c.RetryBusyFor < 0, c.WaveEvery < 0:
+		return c, errors.New("fleet: Config.Step, Drivers, DialConcurrency, DialTimeout, RetryBusyFor and WaveEvery must not be negative")
 	}
 	if c.Gait == (scenario.Gait{}) {
 		c.Gait = scenario.WanderGait()
@@ -116,6 +121,9 @@ type Totals struct {
 	// Corrections counts corrections received; each snapped its bot to the
 	// server's position.
 	Corrections uint64
+	// Waves counts "wave" commands sent (Config.WaveEvery), Events the
+	// events of the game's own the bots received.
+	Waves, Events uint64
 	// Refusal and Loss are the first refusal's and the first loss's
 	// reasons, "" if none.
 	Refusal, Loss string
@@ -302,7 +310,11 @@ func (f *Fleet) try(ctx context.Context, a *attempt, g *Growth, gmu *sync.Mutex)
 	if err == nil {
 		b := f.cfg.Population.Bot(a.bot, f.cfg.Gait, f.cfg.Seed)
 		b.Welcome(c.Welcome())
-		f.drivers[a.bot%len(f.drivers)].add(&member{bot: b, client: c})
+		m := &member{bot: b, client: c}
+		if f.cfg.WaveEvery > 0 {
+			m.nextWave = time.Now().Add(f.cfg.WaveEvery * time.Duration(a.bot%16) / 16)
+		}
+		f.drivers[a.bot%len(f.drivers)].add(m)
 	}
 	gmu.Lock()
 	defer gmu.Unlock()
@@ -387,9 +399,10 @@ func (f *Fleet) Close() error {
 
 // member is one bot and its connection.
 type member struct {
-	bot    *scenario.Bot
-	client *net.Client
-	lost   bool
+	bot      *scenario.Bot
+	client   *net.Client
+	lost     bool
+	nextWave time.Time // when it next waves (Config.WaveEvery)
 }
 
 // driver steps its share of the bots every step.
@@ -433,6 +446,8 @@ func (d *driver) step(dt time.Duration) {
 	defer d.mu.Unlock()
 	d.tally = Totals{}
 	var loss string
+	now := time.Now()
+	every := d.fleet.cfg.WaveEvery
 	for _, m := range d.members {
 		if m.lost {
 			continue
@@ -451,6 +466,12 @@ func (d *driver) step(dt time.Duration) {
 		default:
 			d.tally.MovesSkipped++
 		}
+		if every > 0 && !m.lost && !now.Before(m.nextWave) {
+			if m.client.SendCommand(wave) == nil {
+				d.tally.Waves++
+			}
+			m.nextWave = now.Add(every)
+		}
 	}
 	f := d.fleet
 	f.mu.Lock()
@@ -461,8 +482,13 @@ func (d *driver) step(dt time.Duration) {
 	f.n.Datagrams += d.tally.Datagrams
 	f.n.Records += d.tally.Records
 	f.n.Corrections += d.tally.Corrections
+	f.n.Waves += d.tally.Waves
+	f.n.Events += d.tally.Events
 	f.mu.Unlock()
 }
+
+// wave is the command a bot sends every Config.WaveEvery.
+var wave = []byte("wave")
 
 func (d *driver) frame(fr *net.Frame) {
 	switch fr.Type {
@@ -472,6 +498,8 @@ func (d *driver) frame(fr *net.Frame) {
 	case net.TypeCorrection:
 		d.cur.bot.Correct(fr.Correction)
 		d.tally.Corrections++
+	case net.TypeEvent:
+		d.tally.Events++
 	}
 }
 
