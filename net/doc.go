@@ -153,7 +153,7 @@
 //     [Transport.SendUnreliable] / [Transport.SendReliable] /
 //     [Transport.Disconnect]; read [Transport.Stats] for metrics. A
 //     transport that also implements [BatchSender] gets a session's
-//     datagrams of a tick in one call (Mem and QUIC do).
+//     datagrams of a tick in one call (Mem, QUIC, WebSocket and Multi do).
 //   - Test or benchmark without sockets: [NewMem], [Mem.Dial],
 //     [MemClient.Send], [MemClient.DrainDatagrams],
 //     [MemClient.DrainReliable], [MemClient.CloseReason];
@@ -161,7 +161,12 @@
 //   - Serve real clients: [ListenQUIC] with [QUICConfig] (CertFile and
 //     KeyFile, or Development), [QUIC.Addr], then pass it as the server's
 //     transport; [QUIC.Counters] for slow clients and replaced datagrams.
-//   - Connect a Go client or bot: [Dial] with [ClientConfig], then
-//     [Client.SendMove], [Client.Poll], [Client.Stats]; a refusal is a
-//     [*RefusedError], a server's disconnect a [*DisconnectedError].
+//   - Serve browsers: [ListenWebSocket] with [WebSocketConfig] (Pages for a
+//     page beside the socket), or [NewWebSocket] on your own HTTP server;
+//     [WebSocket.URL]; [WebSocket.Counters].
+//   - Serve both at once: [NewMulti].
+//   - Connect a Go client or bot: [Dial] (QUIC) or [DialWebSocket] with
+//     [ClientConfig], then [Client.SendMove], [Client.SendCommand],
+//     [Client.Poll], [Client.Stats]; a refusal is a [*RefusedError], a
+//     server's disconnect a [*DisconnectedError].
 package net
