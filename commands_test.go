@@ -44,12 +44,7 @@ func TestCommandsReachTheGamesSystemsAndEventsTheClients(t *testing.T) {
 	e := &echo{srv: srv}
 	require.NoError(t, srv.AddSystem(e, scheduler.After(systems.IngestName)))
 
-	a, b := srv.Mem().Dial(), srv.Mem().Dial()
-	for i, c := range []*net.MemClient{a, b} {
-		hello, err := net.AppendHello(nil, net.Hello{Token: []byte{'a' + byte(i)}})
-		require.NoError(t, err)
-		require.NoError(t, c.Send(hello))
-	}
+	a, b := dialTwo(t, srv)
 	require.NoError(t, a.Send(net.AppendCommand(nil, []byte("too early"))), "before a's Welcome")
 	srv.Tick()
 	assert.Empty(t, e.seen, "a command from a client not yet playing reaches no system")
@@ -129,12 +124,7 @@ func TestChangesTellTheGameWhoJoinedAndWhoLeft(t *testing.T) {
 	defer srv.Close()
 	r := &roster{srv: srv, playing: map[uint64]components.ActorID{}}
 	require.NoError(t, srv.AddSystem(r, scheduler.After(systems.JoinName)))
-	a, b := srv.Mem().Dial(), srv.Mem().Dial()
-	for i, c := range []*net.MemClient{a, b} {
-		hello, err := net.AppendHello(nil, net.Hello{Token: []byte{'a' + byte(i)}})
-		require.NoError(t, err)
-		require.NoError(t, c.Send(hello))
-	}
+	a, _ := dialTwo(t, srv)
 	npc := srv.World().Spawn(ecs.ActorSpec{})
 	srv.Tick()
 	require.Len(t, r.playing, 2, "both players, not the NPC")
@@ -152,4 +142,17 @@ func TestChangesTellTheGameWhoJoinedAndWhoLeft(t *testing.T) {
 	assert.Len(t, r.playing, 1)
 	srv.Tick()
 	assert.Empty(t, srv.Changes(), "a quiet tick changes nothing")
+}
+
+// dialTwo connects two in-memory clients, "a" and "b", and sends their
+// Hellos; the next tick admits them.
+func dialTwo(t *testing.T, srv *throng.Server) (a, b *net.MemClient) {
+	t.Helper()
+	a, b = srv.Mem().Dial(), srv.Mem().Dial()
+	for i, c := range []*net.MemClient{a, b} {
+		hello, err := net.AppendHello(nil, net.Hello{Token: []byte{'a' + byte(i)}})
+		require.NoError(t, err)
+		require.NoError(t, c.Send(hello))
+	}
+	return a, b
 }

@@ -209,12 +209,7 @@ func AppendCommand(dst, payload []byte) []byte {
 }
 
 // DecodeCommand returns a Command frame's payload, aliasing b.
-func DecodeCommand(b []byte) ([]byte, error) {
-	if err := checkHeader(b, TypeCommand); err != nil {
-		return nil, err
-	}
-	return b[HeaderSize:], nil
-}
+func DecodeCommand(b []byte) ([]byte, error) { return decodePayload(b, TypeCommand) }
 
 // AppendEvent appends an Event frame carrying payload (see AppendCommand).
 func AppendEvent(dst, payload []byte) []byte {
@@ -222,8 +217,11 @@ func AppendEvent(dst, payload []byte) []byte {
 }
 
 // DecodeEvent returns an Event frame's payload, aliasing b.
-func DecodeEvent(b []byte) ([]byte, error) {
-	if err := checkHeader(b, TypeEvent); err != nil {
+func DecodeEvent(b []byte) ([]byte, error) { return decodePayload(b, TypeEvent) }
+
+// decodePayload returns what follows the header of a frame of type t.
+func decodePayload(b []byte, t Type) ([]byte, error) {
+	if err := checkHeader(b, t); err != nil {
 		return nil, err
 	}
 	return b[HeaderSize:], nil
