@@ -91,6 +91,8 @@ func TestCommandsReachTheGamesSystemsAndEventsTheClients(t *testing.T) {
 	assert.Equal(t, before+4, srv.Stats().DroppedInputs, "the rest are dropped and counted")
 
 	assert.False(t, srv.SendEvent(components.ActorID{ID: 999}, []byte("x")), "no such actor")
+	assert.Equal(t, uint64(3+systems.MaxCommandsPerTick), srv.Stats().Commands, "handed to the game's systems")
+	assert.Equal(t, uint64(3+systems.MaxCommandsPerTick), srv.Stats().EventsSent, "one answer each")
 }
 
 // roster is a game's system after the join: it keeps who is playing from

@@ -205,7 +205,7 @@ func TestPrometheusListenerServesTheFigures(t *testing.T) {
 	assert.Contains(t, text, "throng_actors 2")
 	assert.Contains(t, text, "throng_relays 1")
 	for _, name := range []string{"throng_tick_rate_hertz", "throng_work_p95_seconds", "throng_busy_rejections_total",
-		"throng_dropped_inputs_total", "throng_bytes_per_second", "throng_players"} {
+		"throng_dropped_inputs_total", "throng_bytes_per_second", "throng_players", "throng_commands_total", "throng_events_sent_total"} {
 		assert.True(t, strings.Contains(text, "\n"+name+" "), "missing %s", name)
 	}
 }

@@ -85,6 +85,8 @@ func startMetrics(s *Server, addr string) (*metricsServer, error) {
 	counter("malformed_frames_total", "Frames that could not be decoded.", func(st Stats) float64 { return float64(st.Malformed) })
 	counter("rejected_updates_total", "Updates rejected by validation.", func(st Stats) float64 { return float64(st.Rejected) })
 	counter("corrections_total", "Corrections sent to clients.", func(st Stats) float64 { return float64(st.CorrectionsSent) })
+	counter("commands_total", "Commands of the game's own handed to its systems.", func(st Stats) float64 { return float64(st.Commands) })
+	counter("events_sent_total", "Events of the game's own sent to clients.", func(st Stats) float64 { return float64(st.EventsSent) })
 	reg.MustRegister(&systemCollector{s: s,
 		serial: prometheus.NewDesc("throng_system_serial_seconds",
 			"Time per tick a system spent on the tick goroutine (its run, or its Plan), averaged over the last second.",

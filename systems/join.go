@@ -25,9 +25,6 @@ func (p *Pipeline) Join() {
 	st.Parallel = start.Sub(p.parallelAt)
 	st.DatagramsOut, st.BytesOut, st.Owed = 0, 0, 0
 	st.Relays, st.Throttled, st.Busy = 0, 0, 0
-	p.eventMu.Lock()
-	st.EventsSent = p.eventsSent
-	p.eventMu.Unlock()
 	for i := range p.shardRelays {
 		st.Relays += p.shardRelays[i]
 		st.Throttled += p.shardThrottled[i]

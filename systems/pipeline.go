@@ -133,7 +133,7 @@ type Pipeline struct {
 	commands     []Command // this tick's, see Pipeline.Commands
 	eventMu      sync.Mutex
 	eventBuf     []byte // SendEvent's, under eventMu
-	eventsSent   uint64 // under eventMu; into stats at the join
+	eventsSent   uint64 // under eventMu; into Stats
 	inbox        []net.Inbound
 	buckets      []inputBucket // this tick's Move frames by session, see RouteInputs
 	inputsAlone  bool          // ApplyInputs runs on the tick goroutine, every bucket in one unit
@@ -187,7 +187,13 @@ func (p *Pipeline) SetBusy(busy bool) { p.busy = busy }
 func (p *Pipeline) Frame() *Frame { return &p.frame }
 
 // Stats returns what the last completed tick did.
-func (p *Pipeline) Stats() TickStats { return p.stats }
+func (p *Pipeline) Stats() TickStats {
+	st := p.stats
+	p.eventMu.Lock()
+	st.EventsSent = p.eventsSent // systems after the join send events too
+	p.eventMu.Unlock()
+	return st
+}
 
 // Changes returns what this tick's join did to actors (ecs.ApplyReport):
 // spawns (players admitted this tick, NPCs), despawns (players who left,
