@@ -118,9 +118,10 @@ func (w *World) requery() {
 	// A touched ID stands for whichever chunk holds it now: the one
 	// touched may have been let go since, and its entity (or, removed,
 	// its ID) given to a new chunk, over Applies with no Snapshot between
-	// them. An entity parked has no actors, one removed no tables.
+	// them. A slot whose entity was let go (parked or removed) is not
+	// live until a chunk takes it again.
 	for _, id := range w.touched {
-		if c := &w.chunkSlots[id]; c.live && w.world.Alive(c.entity) {
+		if c := &w.chunkSlots[id]; c.live {
 			w.appendViews(c.filter.Query())
 		}
 	}

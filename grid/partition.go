@@ -66,9 +66,16 @@ const signBit = 1 << 31
 
 func packView(k AreaKey, index int32) view {
 	return view{
-		hi: uint64(k.WorldOrCell)<<32 | uint64(uint32(k.Y)^signBit),
+		hi: RowOrder(k.WorldOrCell, k.Y),
 		lo: uint64(uint32(k.X)^signBit)<<32 | uint64(uint32(index)),
 	}
+}
+
+// RowOrder packs a row of chunks (worldOrCell, then Y) into one integer
+// that orders rows as [Less] does, Y's sign bit flipped so that negative
+// rows come first: comparing two rows is then one comparison.
+func RowOrder(worldOrCell uint32, y int32) uint64 {
+	return uint64(worldOrCell)<<32 | uint64(uint32(y)^signBit)
 }
 
 func (v view) key() AreaKey {

@@ -469,7 +469,9 @@ func (q *QUIC) SendUnreliableBatch(s SessionID, datagrams []byte, size int) {
 			wake(c.dgWake)
 		}
 	}
-	q.n.droppedDatagrams.Add(dropped)
+	if dropped > 0 { // the relay's send path touches no shared counter
+		q.n.droppedDatagrams.Add(dropped)
+	}
 }
 
 // postAll offers each datagram of a batch, laid out as

@@ -643,7 +643,9 @@ func (t *WebSocket) SendUnreliableBatch(s SessionID, datagrams []byte, size int)
 			wake(c.wake)
 		}
 	}
-	t.n.droppedDatagrams.Add(dropped)
+	if dropped > 0 { // the relay's send path touches no shared counter
+		t.n.droppedDatagrams.Add(dropped)
+	}
 }
 
 // SendReliable implements [Transport]. A frame shorter than HeaderSize or

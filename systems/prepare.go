@@ -192,7 +192,7 @@ func (f *Frame) linkStencils() {
 		if g := f.viewGroup[v]; len(f.byKey) == 0 || f.byKey[len(f.byKey)-1] != g {
 			f.byKey = append(f.byKey, g)
 			gr := &f.groups[g]
-			f.sorted = append(f.sorted, stencilKey{row: rowOf(gr.key.WorldOrCell, gr.key.Y), x: gr.key.X, cellsLo: gr.cellsLo, cellsHi: gr.cellsHi})
+			f.sorted = append(f.sorted, stencilKey{row: grid.RowOrder(gr.key.WorldOrCell, gr.key.Y), x: gr.key.X, cellsLo: gr.cellsLo, cellsHi: gr.cellsHi})
 		}
 	}
 	f.nbrCells = f.nbrCells[:0]
@@ -213,7 +213,7 @@ func (f *Frame) linkStencils() {
 		for dy := range int32(3) {
 			// Y and X wrap as int32 at the edges of the key space, as the
 			// keys' own order (grid.Less) has them.
-			row := rowOf(gr.key.WorldOrCell, gr.key.Y+dy-1)
+			row := grid.RowOrder(gr.key.WorldOrCell, gr.key.Y+dy-1)
 			i := cursor[dy]
 			for i < len(sorted) && (sorted[i].row < row || sorted[i].row == row && sorted[i].x < me.x-1) {
 				i++
@@ -236,18 +236,11 @@ func (f *Frame) linkStencils() {
 }
 
 // stencilKey is an occupied chunk as linkStencils walks them, in key
-// order: its row (worldOrCell and Y, packed so that rows compare as
-// grid.Less orders them), its X and its cells.
+// order: its row (grid.RowOrder), its X and its cells.
 type stencilKey struct {
 	row              uint64
 	x                int32
 	cellsLo, cellsHi int32
-}
-
-// rowOf packs a chunk row so that comparing packed rows as unsigned
-// integers orders them by worldOrCell, then Y (signed).
-func rowOf(worldOrCell uint32, y int32) uint64 {
-	return uint64(worldOrCell)<<32 | uint64(uint32(y)^1<<31)
 }
 
 // stencilCells returns the cells of g's 3x3 stencil in canonical order, as
