@@ -55,6 +55,9 @@ func newOneByOne() oneByOne {
 func newStageWith(t *testing.T, opts throng.Options, spawns []components.Transform, setup func(*throng.Server)) *stage {
 	t.Helper()
 	st := &stage{t: t, spawns: spawns}
+	if opts.Admission.JoinAppearsPerTick == nil {
+		opts.Admission.JoinAppearsPerTick = new(0) // every player joins in the first tick
+	}
 	opts.Admit = func(h net.Hello) (components.Transform, error) {
 		var i int
 		if _, err := fmt.Sscanf(string(h.Token), "p%d", &i); err != nil || i >= len(spawns) {

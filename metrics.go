@@ -190,7 +190,7 @@ func (s *Server) closeSecond(st systems.TickStats, now time.Time) SecondStats {
 			"over_budget", roundTo(sum.OverBudget, 3), "players", sum.Players,
 			"bytes_per_s", int64(sum.BytesPerSecond), "busy_rejections", sum.BusyRejections,
 			"dropped_inputs", sum.DroppedInputs, "corrections", sum.Corrections,
-			"admitting", sum.Admitting, "pressure", st.Pressure, "owed", st.Owed)
+			"admitting", sum.Admitting, "pressure", st.Pressure, "owed", st.Owed, "waiting", st.Waiting)
 	}
 	return sum
 }

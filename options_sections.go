@@ -11,6 +11,10 @@ const (
 	// DefaultBusyShare: new players are turned away while the p95 of work
 	// per tick over the last second is above 90% of the tick period.
 	DefaultBusyShare = 0.9
+	// DefaultJoinAppearsPerTick: the players joining in one tick may cost
+	// at most 30,000 appears (see Admission.JoinAppearsPerTick): 173 into
+	// an empty world, 5 into a crowd of 3,000.
+	DefaultJoinAppearsPerTick = 30_000
 	// DefaultMovingUpdatesPerSecond and DefaultStandingUpdatesPerSecond are
 	// the most movement updates a client may send while moving and while
 	// standing still; the excess is dropped and counted.
@@ -35,6 +39,17 @@ type Admission struct {
 	// with "server busy". Above 0, at most 1. Key "busyShare"; nil means
 	// [DefaultBusyShare].
 	BusyShare *float64 `json:"busyShare,omitempty"`
+	// JoinAppearsPerTick bounds the players let in in one tick by what
+	// their joins cost: k players joining n already there cost about
+	// 2kn + k^2 appears (each is told of the others and they of it), and
+	// a tick admits the most players (at least one) whose appears stay
+	// within this. A player who says Hello past it waits its turn, first
+	// come first served (Stats' Waiting), so that a crowd arriving at once
+	// joins over several ticks while those already in keep their rate,
+	// where a thousand joining in one tick cost a tick of hundreds of
+	// milliseconds. 0 lets everyone in at once. Key "joinAppearsPerTick";
+	// nil means [DefaultJoinAppearsPerTick].
+	JoinAppearsPerTick *int `json:"joinAppearsPerTick,omitempty"`
 }
 
 // ClientLimits is the "clientLimits" section: how much a client may send.
@@ -72,8 +87,9 @@ type Metrics struct {
 
 // AdmissionSettings is [Admission] resolved.
 type AdmissionSettings struct {
-	Enabled   bool
-	BusyShare float64
+	Enabled            bool
+	BusyShare          float64
+	JoinAppearsPerTick int
 }
 
 // ClientSettings is [ClientLimits] resolved.
@@ -86,7 +102,8 @@ type ClientSettings struct {
 }
 
 func (a Admission) resolve(r *resolver) AdmissionSettings {
-	s := AdmissionSettings{Enabled: on(a.Enabled, true), BusyShare: DefaultBusyShare}
+	s := AdmissionSettings{Enabled: on(a.Enabled, true), BusyShare: DefaultBusyShare,
+		JoinAppearsPerTick: r.count("admission.joinAppearsPerTick", a.JoinAppearsPerTick, DefaultJoinAppearsPerTick)}
 	if a.BusyShare != nil {
 		s.BusyShare = *a.BusyShare
 		if f := s.BusyShare; math.IsNaN(f) || f <= 0 || f > 1 {

@@ -71,7 +71,7 @@ func TestZeroOptionsResolveToDocumentedDefaults(t *testing.T) {
 			MaxThrottleSkipTicks:    8,
 			MetricsLogIntervalTicks: 0,
 		},
-		Admission: throng.AdmissionSettings{Enabled: true, BusyShare: 0.9},
+		Admission: throng.AdmissionSettings{Enabled: true, BusyShare: 0.9, JoinAppearsPerTick: 30_000},
 		Clients: throng.ClientSettings{
 			MovingUpdatesPerSecond: 30, StandingUpdatesPerSecond: 10, FloodFactor: 10, FloodSeconds: 2,
 		},
@@ -407,7 +407,7 @@ func fullOptions() throng.Options {
 			MaxThrottleSkipTicks:    new(6),
 			MetricsLogIntervalTicks: 600,
 		},
-		Admission: throng.Admission{Enabled: new(false), BusyShare: new(0.75)},
+		Admission: throng.Admission{Enabled: new(false), BusyShare: new(0.75), JoinAppearsPerTick: new(5000)},
 		ClientLimits: throng.ClientLimits{
 			MovingUpdatesPerSecond:   new(20),
 			StandingUpdatesPerSecond: new(5),

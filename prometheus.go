@@ -58,6 +58,7 @@ func startMetrics(s *Server, addr string) (*metricsServer, error) {
 	gauge("pooled_units", "Work units run on pool workers in the last tick.", func(st Stats) float64 { return float64(st.Pooled) })
 	gauge("relays", "Movement records relayed in the last tick.", func(st Stats) float64 { return float64(st.Relays) })
 	gauge("throttled", "Pairs held back by adaptive throttling in the last tick.", func(st Stats) float64 { return float64(st.Throttled) })
+	gauge("joins_waiting", "Players whose Hello waits for its turn to join (admission.joinAppearsPerTick).", func(st Stats) float64 { return float64(st.Waiting) })
 	gauge("pressure_level", "Highest cluster throttle pressure in the last tick.", func(st Stats) float64 { return float64(st.Pressure) })
 	gauge("owed_records", "Records owed to clients under the per-connection budget.", func(st Stats) float64 { return float64(st.Owed) })
 	gauge("parallel_seconds", "Wall time of the parallel phase of the last tick.", func(st Stats) float64 { return st.Parallel.Seconds() })

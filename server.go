@@ -110,6 +110,7 @@ func New(opts Options) (*Server, error) {
 		Throttle:          throttle,
 		BudgetMicros:      par.TargetTickBudgetMicros,
 		MaxRecordsPerTick: settings.MaxRecordsPerTick,
+		JoinAppears:       settings.Admission.JoinAppearsPerTick,
 		Protocol:          opts.Protocol,
 		Admit:             opts.Admit,
 	}, s.world, s.transport)
@@ -308,6 +309,7 @@ func (s *Server) RunTicks(ctx context.Context, each func(systems.TickStats, time
 		if now := time.Now(); now.After(next) {
 			missed := now.Sub(next) / period
 			next = next.Add(missed * period)
+			s.pipe.Skip(uint64(missed))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package systems
 
 import (
+	"math"
 	"unsafe"
 
 	ark "github.com/mlange-42/ark/ecs"
@@ -16,6 +17,7 @@ type sessionState uint8
 
 const (
 	awaitingHello sessionState = iota // connected, no Hello yet
+	waiting                           // Hello accepted, waiting for its turn to join (Config.JoinAppears)
 	joining                           // actor spawn queued, applied in the join
 	playing                           // actor in the world
 )
@@ -86,6 +88,8 @@ func (p *Pipeline) Ingest(tick uint64) {
 // come and routes none.
 func (p *Pipeline) RouteInputs(tick uint64) int {
 	p.tick = tick
+	p.elapsed += 1 + p.skipped
+	p.skipped = 0
 	p.buckets = resizeSlice(p.buckets, max(p.cfg.Shards.ShardsPerCluster, 1))
 	// A server that runs inline, or has too few players for the pool to
 	// pay, applies each Move frame as it comes (into bucket 0's counters):
@@ -93,6 +97,8 @@ func (p *Pipeline) RouteInputs(tick uint64) int {
 	p.inputsDirect = !p.cfg.Parallel || len(p.sessions) < max(p.cfg.MinActorsToOffload, p.minRouted)
 	clear(p.commands) // their payloads alias what the last Receive gave
 	p.commands = p.commands[:0]
+	p.joins, p.joinCap = 0, p.joinsThisTick()
+	p.admitWaiting()
 	p.inbox = p.transport.Receive(p.inbox[:0])
 	routed := 0
 	for i := range p.inbox {
@@ -199,7 +205,7 @@ func (p *Pipeline) closeSession(id net.SessionID) {
 	if !ok {
 		return
 	}
-	if s.state != awaitingHello {
+	if s.state != awaitingHello && s.state != waiting {
 		p.world.Despawn(s.actor)
 	}
 	delete(p.sessions, id)
@@ -332,14 +338,89 @@ func (p *Pipeline) hello(id net.SessionID, s *session, frame []byte) {
 		p.refuse(id, net.RefuseProtocol, "protocol mismatch: this server speaks a different game protocol version")
 		return
 	}
+	if p.joinCap > 0 && (p.joins >= p.joinCap || p.waitHead < len(p.waiting)) {
+		p.wait(id, s, h)
+		return
+	}
+	p.admit(id, s, h)
+}
+
+// admit asks the game's Admit where h's actor spawns and queues the spawn,
+// or refuses the session with Admit's error.
+func (p *Pipeline) admit(id net.SessionID, s *session, h net.Hello) {
 	spawn, err := p.cfg.Admit(h)
 	if err != nil {
 		p.refuse(id, net.RefuseToken, err.Error())
 		return
 	}
+	p.joins++
 	s.actor = p.world.Spawn(ecs.ActorSpec{Transform: spawn, Client: components.Client{Session: uint64(id), Slot: s.slot}})
 	s.state = joining
 }
+
+// joinsThisTick returns how many Hellos this tick may admit: the most
+// players k whose joins into the last tick's n actors cost at most
+// Config.JoinAppears appears, 2kn + k^2 (each newcomer is told of the n and
+// of the other newcomers, and they of it), and at least one; 0 when
+// JoinAppears sets no limit. Into a crowd of 3,000 the default budget lets
+// 5 in a tick, and 3,000 arriving at once are all in after about ten
+// seconds at 30 Hz instead of after one tick of a second and more.
+func (p *Pipeline) joinsThisTick() int {
+	if p.cfg.JoinAppears <= 0 {
+		return 0
+	}
+	n := float64(p.frame.Len())
+	return max(1, int(math.Sqrt(n*n+float64(p.cfg.JoinAppears))-n))
+}
+
+// waitingHello is a Hello whose session waits for its turn to join.
+type waitingHello struct {
+	id       net.SessionID
+	protocol uint16
+	token    []byte // a copy: the frame's bytes last one tick
+}
+
+// wait puts session id's Hello at the back of the line: this tick's joins
+// are used up, or others came first.
+func (p *Pipeline) wait(id net.SessionID, s *session, h net.Hello) {
+	n := len(p.waiting)
+	if n < cap(p.waiting) {
+		p.waiting = p.waiting[:n+1] // keeps the token buffer of the entry reused
+	} else {
+		p.waiting = append(p.waiting, waitingHello{})
+	}
+	w := &p.waiting[n]
+	w.id, w.protocol, w.token = id, h.Protocol, append(w.token[:0], h.Token...)
+	s.state = waiting
+}
+
+// admitWaiting lets in the sessions waiting their turn, first come first
+// served, as far as this tick's joins allow. A session that left while it
+// waited is skipped; while admission control turns new players away, those
+// waiting are turned away too: they are newcomers all the same.
+func (p *Pipeline) admitWaiting() {
+	for p.waitHead < len(p.waiting) && p.joins < p.joinCap {
+		w := &p.waiting[p.waitHead]
+		p.waitHead++
+		s := p.sessions[w.id]
+		if s == nil || s.state != waiting || s.kicked {
+			continue
+		}
+		if p.busy {
+			p.stats.BusyRejections++
+			p.refuse(w.id, net.RefuseBusy, BusyReason)
+			continue
+		}
+		p.admit(w.id, s, net.Hello{Protocol: w.protocol, Token: w.token})
+	}
+	if p.waitHead == len(p.waiting) {
+		p.waiting, p.waitHead = p.waiting[:0], 0
+	}
+}
+
+// Waiting returns the number of sessions whose Hello waits for its turn to
+// join (Config.JoinAppears); some may have left since.
+func (p *Pipeline) Waiting() int { return len(p.waiting) - p.waitHead }
 
 // BusyReason is what a client turned away by admission control reads.
 const BusyReason = "server busy, try again shortly"
@@ -375,7 +456,7 @@ func (p *Pipeline) moveFrame(bk *inputBucket, id net.SessionID, s *session, fram
 	}
 	in := p.inputs.Get(s.entity)
 	standing := m.X == in.X && m.Y == in.Y && m.Z == in.Z
-	keep, flood := s.limiter.admit(&p.cfg.Limits, p.cfg.TickRate, p.tick, standing)
+	keep, flood := s.limiter.admit(&p.cfg.Limits, p.cfg.TickRate, p.elapsed, standing)
 	if flood != "" {
 		bk.kicked++
 		s.kicked = true

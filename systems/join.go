@@ -34,6 +34,7 @@ func (p *Pipeline) Join() {
 		st.Owed += int(p.shardOwed[i])
 	}
 	st.Pressure = p.observeLoads(st.Parallel, st.Busy)
+	st.Waiting = p.Waiting()
 	defer func() { st.JoinTime = time.Since(start) }()
 	for i := range p.units {
 		p.owedRoom = max(p.owedRoom, p.scratch[i].owedRoom)

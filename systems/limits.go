@@ -24,15 +24,19 @@ type Limits struct {
 
 // Allowance is kept in millionths of a second of sending: a moving update
 // costs 1e6/MovingPerSecond, a standing one 1e6/StandingPerSecond, and every
-// tick refills 1e6/tickRate, so a client sending exactly at its limit
-// neither gains nor loses. Half a second of burst absorbs network jitter.
+// tick period of time refills 1e6/tickRate, so a client sending exactly at
+// its limit neither gains nor loses. Half a second of burst absorbs network
+// jitter.
 const (
 	allowanceSecond = 1_000_000
 	allowanceBurst  = allowanceSecond / 2
 )
 
-// limiter is one session's rate limiter, advanced by ticks (not wall time),
-// so the same inputs drop the same updates on any machine.
+// limiter is one session's rate limiter, advanced by the server's clock in
+// tick periods (Pipeline.Skip): one a tick, and the periods a server
+// running behind skipped. So an honest client sending at its limit is never
+// counted over it because the server ticked slowly, and ticks driven one
+// after another (tests, benchmarks) drop the same updates on any machine.
 type limiter struct {
 	allowance   int64
 	refilled    uint64 // tick of the last refill

@@ -44,6 +44,12 @@ type Config struct {
 	// MaxRecordsPerTick caps the records one client is sent per tick; the
 	// rest are owed (interest.Backlog). 0 means no cap.
 	MaxRecordsPerTick int
+	// JoinAppears bounds the Hellos admitted in one tick by the appears
+	// their joins cost (see joinsThisTick); the rest wait their turn,
+	// first come first served, so that a crowd arriving at once joins over
+	// several ticks instead of in one tick of hundreds of milliseconds.
+	// 0 means no limit.
+	JoinAppears int
 	// Admit decides whether a Hello is let in and where its actor spawns.
 	// A non-nil error refuses the session with the error's text. Nil
 	// admits everyone at the origin of worldOrCell 0.
@@ -66,6 +72,7 @@ type TickStats struct {
 	Throttled       int64 // pairs not sent this tick because of throttling
 	Owed            int   // records owed to clients after this tick's cuts
 	Pressure        int   // highest cluster pressure level this tick
+	Waiting         int   // sessions waiting their turn to join (Config.JoinAppears)
 	Parallel        time.Duration
 	JoinTime        time.Duration
 	Busy            time.Duration // summed Move and Relay unit time
@@ -119,6 +126,7 @@ type Pipeline struct {
 	shardBytes     []int64
 	longest        uint64 // longest period any pair can get
 	owedRoom       int    // the most senders any unit's backlog round has had room for
+	pressedSpread  int    // the longest spread pressure gives a recipient (see aimFor)
 	inline         bool
 	tick           uint64
 	busy           bool
@@ -135,6 +143,12 @@ type Pipeline struct {
 	eventBuf     []byte // SendEvent's, under eventMu
 	eventsSent   uint64 // under eventMu; into Stats
 	inbox        []net.Inbound
+	waiting      []waitingHello // Hellos waiting for their turn, from waitHead on
+	waitHead     int
+	joins        int           // Hellos admitted this tick
+	joinCap      int           // the most this tick may admit (joinsThisTick); 0: no limit
+	elapsed      uint64        // tick periods of time so far: ticks run and periods skipped (Skip)
+	skipped      uint64        // periods skipped since the last tick, for elapsed
 	buckets      []inputBucket // this tick's Move frames by session, see RouteInputs
 	inputsAlone  bool          // ApplyInputs runs on the tick goroutine, every bucket in one unit
 	inputsDirect bool          // RouteInputs applies Move frames as they come
@@ -176,8 +190,15 @@ func New(cfg Config, world *ecs.World, transport net.Transport) (*Pipeline, erro
 	p.longest = uint64(max(p.tiers.Longest(), cfg.Throttle.MaxLevel()+1))
 	p.frame.due.setPeriods(&p.tiers)
 	p.bands = bandsOf(&p.tiers)
+	p.pressedSpread = pressedSpread(&p.tiers)
 	return p, nil
 }
+
+// Skip tells the pipeline that the server skipped n tick periods without
+// a tick (it fell behind its rate): the clients' rate limits count time in
+// tick periods, and a client sending at its limit sent through those
+// periods too.
+func (p *Pipeline) Skip(n uint64) { p.skipped += n }
 
 // SetBusy tells Ingest whether admission control is turning new sessions
 // away (the server decides from its work per tick).

@@ -29,6 +29,7 @@ func (j *relayJob) RunUnit(i int) {
 	var total, throttled, bytes int64
 	var datagrams, owed int32
 	level := p.relayLevel(sh.Level)
+	sc.aim = p.aimFor(sh.Level)
 	for a := sh.Lo; a < sh.Hi; a++ {
 		if f.session[a] == 0 {
 			f.relays[a] = 0
@@ -106,13 +107,63 @@ func (p *Pipeline) periods(distSq float32, level uint8) (interestPeriod, period 
 // throttle period (1 + level) only counts where it is longer; below that,
 // pressure changes nothing the relay sends, and the relay keeps its
 // lists instead of deciding far cells pair by pair.
+//
+// Under the per-connection budget the level is always 0: pressure tightens
+// the budget instead (recordBudget), which the spreads follow on the due
+// lists. Far pairs decided one by one would cost more than the lists the
+// throttle made the relay leave, so a throttled tick would cost more than
+// the same tick unthrottled, and the pressure that cost fed would never
+// come down.
 func (p *Pipeline) relayLevel(level uint8) uint8 {
 	th := &p.cfg.Throttle
+	if p.cfg.MaxRecordsPerTick > 0 {
+		return 0
+	}
 	if level > 0 && !p.throttleEveryReach && th.FarPeriod(level) <= p.tiers.PeriodSq(th.DistanceSq()) {
 		return 0
 	}
 	return level
 }
+
+// aimFor is the number of records a tick that the spreads of recipients
+// in a cluster at pressure level aim at: MaxRecordsPerTick unpressed, then
+// less by an equal step a level, to budgetFloorNum/budgetFloorDen of it at
+// the highest level. A recipient whose due records pass its aim takes a
+// longer spread (adjustSpread), as far as pressedSpread, so a cluster under
+// pressure sends each recipient fewer records, farthest first (a spread
+// stretches every period alike, and far pairs have the longest), and its
+// relay reads shorter base lists: the work shed is the records not sent,
+// and the relay stays on its lists. 0 (no budget) stays 0.
+func (p *Pipeline) aimFor(level uint8) int {
+	budget := p.cfg.MaxRecordsPerTick
+	top := int(p.cfg.Throttle.MaxLevel())
+	if budget <= 0 || level == 0 || top == 0 {
+		return budget
+	}
+	shed := budget * (budgetFloorDen - budgetFloorNum) * min(int(level), top) / (budgetFloorDen * top)
+	return max(budget-shed, 1)
+}
+
+// pressedSpread returns the longest spread pressure may give a recipient:
+// the largest spread step whose base lists exist (its periods stretched by
+// it stay below 256, see dueLists.plan). Past it the relay would decide
+// pairs one by one, which costs more than it sheds.
+func pressedSpread(tiers *interest.Tiers) int {
+	most := 1
+	for _, s := range spreadSteps {
+		if int(s)*int(max(tiers.Longest(), 1)) <= 255 {
+			most = int(s)
+		}
+	}
+	return most
+}
+
+// At the highest pressure a client's spread aims at budgetFloorNum/
+// budgetFloorDen of MaxRecordsPerTick (a quarter: with the default budget
+// 14 records a tick, 420 a second at 30 Hz): the nearest players still
+// move smoothly. Past that the server slows its tick rate instead (see the
+// server's dilation).
+const budgetFloorNum, budgetFloorDen = 1, 4
 
 // gather builds recipient r's batch: the record of every sender in r's 3x3
 // stencil that is due this tick (not r itself, changed within the pair's
@@ -163,7 +214,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	}
 	sc.batch = w.finish()
 	if s != nil && budget > 0 {
-		s.adjustSpread(int(w.count), budget)
+		s.adjustSpread(int(w.count), budget, sc.aim, p.pressedSpread)
 		if int(w.count) > budget {
 			if s.spread > spread && !sc.retry {
 				// The spread jumped: choose again at the new one, which
@@ -812,6 +863,7 @@ type relayScratch struct {
 	bwant   [256]uint8 // per tier period: the residue gatherBase wants at its stretched period
 	runs    []int32    // per stencil position of the recipient cell: see uniformRuns
 	retry   bool       // gather is choosing again after a jump of the spread
+	aim     int        // the records a tick its recipients' spreads aim at (aimFor its cluster's pressure)
 	// For recipients over their budget (gatherOwed), one at a time: the
 	// backlog's working memory, the senders offered and those Take chose.
 	backlog  interest.Scratch
@@ -1216,14 +1268,25 @@ func stretch(period, spread uint8) uint8 {
 // Spreads take the values of spreadSteps (a spread "one less" is the step
 // below), so that a crowd's clients share a few spreads and the due lists
 // built for them (plan) cover them all.
-func (s *session) adjustSpread(due, budget int) {
+//
+// Under pressure the spread aims lower (aim, below budget: see aimFor):
+// records due past the aim but within the budget lengthen the spread the
+// same way, but only up to most (pressedSpread), and are sent, not owed;
+// the release then waits for the records to fit the aim.
+func (s *session) adjustSpread(due, budget, aim, most int) {
 	spread := max(int(s.spread), 1)
 	switch {
 	case due > budget:
 		s.calm = 0
 		target := max(spread+1, (spread*due*8+budget*7-1)/(budget*7))
 		spread = stepAtLeast(target)
-	case spread > 1 && due*spread < budget*3/4*stepBelow(spread):
+	case due > aim && spread < most:
+		s.calm = 0
+		target := max(spread+1, (spread*due*8+aim*7-1)/(aim*7))
+		spread = min(stepAtLeast(target), most)
+	case due > aim:
+		s.calm = 0
+	case spread > 1 && due*spread < aim*3/4*stepBelow(spread):
 		if s.calm++; s.calm >= spreadReleaseTicks {
 			s.calm = 0
 			spread = stepBelow(spread)
@@ -1321,7 +1384,7 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttle
 		sc.offered = append(sc.offered, a)
 	})
 	if owed { // the fast path did not run: adjust the spread here
-		s.adjustSpread(due, p.cfg.MaxRecordsPerTick)
+		s.adjustSpread(due, p.cfg.MaxRecordsPerTick, sc.aim, p.pressedSpread)
 	}
 	sc.taken = s.backlog.Take(p.cfg.MaxRecordsPerTick, sc.taken[:0])
 	// Take returns its picks in offer order: keep those offers, in place.

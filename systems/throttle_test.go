@@ -275,9 +275,10 @@ func TestEveryOwedSenderArrivesWithinTheBoundAndNearOnesMoreOften(t *testing.T) 
 // its lists where the throttle lengthens no period: at levels whose
 // throttle period no pair past the throttle distance is below
 // (relayLevel), and for classes whose periods are all at least it. With
-// and without the per-connection budget (spreads, base lists).
+// Under the per-connection budget pressure holds no pair back (see
+// TestPressureUnderTheBudgetSendsFewerRecordsAndStarvesNoOne).
 func TestThrottleLeavesWhatItCannotLengthenToTheLists(t *testing.T) {
-	for _, budget := range []int{0, 20} {
+	for _, budget := range []int{0} {
 		t.Run(fmt.Sprintf("budget=%d", budget), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(21, 22))
 			spawns := append(oneChunkCrowd(rng, 150), oneChunkCrowd(rng, 150)...)
@@ -317,4 +318,90 @@ func TestThrottleLeavesWhatItCannotLengthenToTheLists(t *testing.T) {
 			assert.GreaterOrEqual(t, len(levels), 4, "pressure rose through several levels: %v", levels)
 		})
 	}
+}
+
+// TestPressureUnderTheBudgetSendsFewerRecordsAndStarvesNoOne: one chunk of
+// 300 players, each sent at most 40 records a tick. Overloaded, the relay
+// sheds records (each client's spread aims below its budget, see aimFor)
+// instead of holding far pairs back one by one: fewer records than the
+// same crowd unpressed, every recipient still hears every sender within
+// the wait bound of its spread, nobody is owed anything, and once the
+// load is gone the pressure comes back down and the records come back.
+func TestPressureUnderTheBudgetSendsFewerRecordsAndStarvesNoOne(t *testing.T) {
+	const players, budget = 300, 40
+	rng := rand.New(rand.NewPCG(5, 6))
+	spawns := oneChunkCrowd(rng, players)
+	thr, err := interest.NewThrottle(4096, 8)
+	require.NoError(t, err)
+	cfg := Config{Throttle: thr, BudgetMicros: 8000, Tiers: defaultTiers(t), MaxRecordsPerTick: budget}
+	calm, pressed := newRig(t, cfg, spawns), newRig(t, cfg, spawns)
+	overload(pressed, true)
+	const warm, window = 60, 240
+	records := func(r *rig, heard map[int]map[uint32]int) (n int) {
+		for _, h := range heard {
+			for _, c := range h {
+				n += c
+			}
+		}
+		return n
+	}
+	for range warm {
+		calm.stand()
+		pressed.stand()
+	}
+	require.Equal(t, int(thr.MaxLevel()), pressed.p.Stats().Pressure, "the overload pressed the cluster to the top")
+	last := make([]map[uint32]int, players) // recipient -> sender -> tick last heard
+	for i := range last {
+		last[i] = map[uint32]int{}
+	}
+	worst, calmRecords, pressedRecords := 0, 0, 0
+	for k := 1; k <= window; k++ {
+		calmRecords += records(calm, calm.stand())
+		heard := pressed.stand()
+		pressedRecords += records(pressed, heard)
+		for r, h := range heard {
+			require.LessOrEqual(t, len(h), budget, "tick %d: recipient %d over its budget", k, r)
+			for id := range h {
+				worst = max(worst, k-last[r][id])
+				last[r][id] = k
+			}
+		}
+		require.Zero(t, pressed.p.Stats().Owed, "tick %d: pressure owes nothing, it sends less", k)
+		require.Zero(t, pressed.p.Stats().Throttled, "tick %d: and holds no pair back one by one", k)
+	}
+	for r := range players {
+		for i, id := range pressed.actors {
+			if i == r {
+				continue
+			}
+			require.Contains(t, last[r], id, "recipient %d never heard sender %d in %d ticks", r, i, window)
+			worst = max(worst, window+1-last[r][id])
+		}
+	}
+	assert.Less(t, pressedRecords, calmRecords*3/4, "pressure sheds records: %d pressed, %d calm", pressedRecords, calmRecords)
+	// A pair's period is at most the longest tier period times the
+	// longest spread pressure gives (pressedSpread), and it sends once in
+	// every such window.
+	tiers := defaultTiers(t)
+	bound := int(tiers.Longest()) * pressedSpread(&tiers)
+	assert.LessOrEqual(t, worst, bound, "longest wait, ticks")
+	t.Logf("records a tick: calm %d, pressed %d; longest wait %d ticks (bound %d)", calmRecords/window, pressedRecords/window, worst, bound)
+
+	overload(pressed, false)
+	for range 8 * (interest.DefaultReleaseTicks + 2) {
+		pressed.stand()
+	}
+	assert.Zero(t, pressed.p.Stats().Pressure, "the load gone, the pressure comes down")
+	for range len(spreadSteps) * (spreadReleaseTicks + 2) { // a step down each spreadReleaseTicks calm ticks
+		pressed.stand()
+	}
+	after := records(pressed, pressed.stand())
+	now := records(calm, calm.stand())
+	// Spreads come down a step at a time while the step below would fit
+	// three quarters of the budget, so a client that came down from a long
+	// spread may rest a step above one that rose to its spread: within a
+	// step (a quarter) of the calm crowd's records, and far above the
+	// pressed ones.
+	assert.Greater(t, after, now*2/3, "and the records come back: %d calm, %d after", now, after)
+	assert.Greater(t, after, 3*pressedRecords/window, "far above the pressed records")
 }

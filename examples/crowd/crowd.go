@@ -97,16 +97,9 @@ func runCrowd(ctx context.Context, cfg config, out io.Writer) error {
 // token at pop's spawns. On QUIC it returns the address it listens on, on
 // WebSocket the URL clients dial.
 func newServer(cfg config, pop scenario.Population, log *slog.Logger) (*throng.Server, string, error) {
-	opts := throng.Options{
-		TickRate: new(cfg.hz),
-		Parallelism: throng.Parallelism{
-			Enabled:            new(!cfg.inline),
-			WorkerThreads:      cfg.workers,
-			InterestManagement: new(cfg.interest),
-		},
-		Admit:  pop.AdmitAny,
-		Logger: log,
-	}
+	opts := cfg.serverOptions()
+	opts.Admit = pop.AdmitAny
+	opts.Logger = log
 	addr := ""
 	switch cfg.transport {
 	case transportQUIC:
@@ -137,6 +130,27 @@ func newServer(cfg config, pop scenario.Population, log *slog.Logger) (*throng.S
 	return srv, addr, nil
 }
 
+// serverOptions returns the settings file's options (the defaults without
+// -config) with the flags of the command line over them: a flag given
+// overrides the file, a flag left at its default does not.
+func (c config) serverOptions() throng.Options {
+	opts := c.options
+	if c.set["hz"] || opts.TickRate == nil {
+		opts.TickRate = new(c.hz)
+	}
+	par := &opts.Parallelism
+	if c.set["inline"] {
+		par.Enabled = new(!c.inline)
+	}
+	if c.set["workers"] {
+		par.WorkerThreads = c.workers
+	}
+	if c.set["interest"] {
+		par.InterestManagement = new(c.interest)
+	}
+	return opts
+}
+
 // waveEvery is how often each in-process bot waves: sends the command
 // "wave", a message of the game's own.
 const waveEvery = time.Second
@@ -161,7 +175,7 @@ var wavedBack = []byte("waved back")
 func logStart(log *slog.Logger, cfg config, pop scenario.Population, srv *throng.Server, addr string, nbots int) {
 	settings := srv.Settings()
 	mode := "parallel"
-	if cfg.inline {
+	if !settings.Parallelism.Enabled {
 		mode = "inline"
 	}
 	attrs := []any{"scenario", pop.Name, "players", len(pop.Spawns), "bots", nbots, "transport", cfg.transport}
@@ -172,7 +186,7 @@ func logStart(log *slog.Logger, cfg config, pop scenario.Population, srv *throng
 		attrs = append(attrs, "viewer", viewerURL(addr))
 	}
 	attrs = append(attrs, "hz", settings.TickRate, "mode", mode, "workers", settings.Parallelism.Workers(),
-		"interest", cfg.interest, "gomaxprocs", runtime.GOMAXPROCS(0))
+		"interest", settings.Parallelism.InterestManagement, "throttling", settings.Parallelism.AdaptiveThrottling, "gomaxprocs", runtime.GOMAXPROCS(0))
 	if pop.Name == "town" {
 		attrs = append(attrs, "hub_relay_share", fmt.Sprintf("%.1f%%", 100*pop.RelayWork().Share(scenario.RegionHub)))
 	}

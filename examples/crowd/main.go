@@ -48,6 +48,8 @@
 //	                 -interest=false shows it at work
 //	pressure         highest throttle pressure of a cluster in the second
 //	owed             records cut by the per-connection budget, owed to a later tick
+//	waiting          players whose Hello waits for its turn to join (at most
+//	                 admission.joinAppearsPerTick)
 //	out              movement bytes handed to the transport a second
 //	busy_rejections  new players turned away as "server busy"
 //	dropped_inputs   updates not applied: over the rate limit, stale, or early
@@ -114,12 +116,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/examples/crowd/scenario"
 )
 
@@ -136,6 +140,7 @@ Each second a line (key=value) gives the server's figures over the second:
                    interest tiers 0 even when over budget; see -interest=false)
   pressure         highest throttle pressure of a cluster
   owed             records cut by the per-connection budget, owed to a later tick
+  waiting          players waiting their turn to join (admission.joinAppearsPerTick)
   out              movement bytes handed to the transport a second
   busy_rejections  new players turned away as "server busy"
   dropped_inputs   updates not applied: over the rate limit, stale, or early
@@ -174,6 +179,14 @@ type config struct {
 	ramp   []int // steps of the load test; none runs the crowd
 	hold   time.Duration
 	settle time.Duration
+
+	// options is the settings file -config names (throng.LoadOptionsFile),
+	// the zero value without one; set names the flags given on the command
+	// line, which override the file.
+	options throng.Options
+	set     map[string]bool
+
+	cpuProfile string // file for a CPU profile of the run; "" for none
 }
 
 // The transports -transport names.
@@ -206,15 +219,24 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	ramp := fs.String("ramp", "", "load test: bot counts to step through, ascending, e.g. 50,100,200,400,800")
 	fs.DurationVar(&c.hold, "hold", 5*time.Second, "load test: how long each step is measured")
 	fs.DurationVar(&c.settle, "settle", time.Second, "load test: wait after a step's bots joined, before measuring")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (server and bots) to this file, for go tool pprof")
+	configFile := fs.String("config", "", "settings file (JSON, the keys of throng.Options) the server starts from; -hz, -workers, -inline and -interest given on the command line override it")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
+	}
+	c.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
+	if *configFile != "" {
+		opts, err := throng.LoadOptionsFile(*configFile)
+		if err != nil {
+			return config{}, fmt.Errorf("crowd: -config: %w", err)
+		}
+		c.options = opts
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("crowd: unexpected arguments %q", fs.Args())
 	}
-	durationSet := false
-	fs.Visit(func(f *flag.Flag) { durationSet = durationSet || f.Name == "duration" })
-	if c.bots == 0 && !durationSet {
+	if c.bots == 0 && !c.set["duration"] {
 		c.duration = 0 // a server for other processes' bots runs until stopped
 	}
 	var err error
@@ -279,10 +301,32 @@ func main() {
 		ctx, cancel = context.WithTimeout(ctx, cfg.duration)
 		defer cancel()
 	}
+	if cfg.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(cfg.cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer stopProfile()
+	}
 	if err := run(ctx, cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// startCPUProfile profiles the process into the file at path until the
+// returned function is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("crowd: -cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("crowd: -cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // run runs the load test when cfg asks for one, else the crowd until ctx

@@ -110,6 +110,7 @@ func (m *meter) tick(st systems.TickStats, work time.Duration) {
 		"throttled/tick", w.throttled / w.ticks,
 		"pressure", w.pressure,
 		"owed", st.Owed,
+		"waiting", st.Waiting,
 		"out", rate(float64(w.moveBytes) / secs),
 		"busy_rejections", st.BusyRejections - w.base.BusyRejections,
 		"dropped_inputs", dropped(st) - dropped(w.base),

@@ -56,9 +56,9 @@ func largestHeld(steps []rampStep, target int) int {
 
 const rampColumns = "%6s %8s %6s %7s %11s %10s %6s %6s %7s  %s\n"
 
-func writeRampHeader(w io.Writer, cfg config) {
+func writeRampHeader(w io.Writer, cfg config, hz int) {
 	fmt.Fprintf(w, "ramp: %s, target %d Hz, held = at least %.1f Hz (%.0f%%) with every bot in; each step: %v settle, %v measured; gomaxprocs %d\n",
-		cfg.scenario, cfg.hz, heldShare*float64(cfg.hz), 100*heldShare, cfg.settle, cfg.hold, runtime.GOMAXPROCS(0))
+		cfg.scenario, hz, heldShare*float64(hz), 100*heldShare, cfg.settle, cfg.hold, runtime.GOMAXPROCS(0))
 	fmt.Fprintln(w, "cpu% is this process (server and bots together) in % of one core; tick% the server tick's share of it, other% the rest (bots, both QUIC stacks, runtime)")
 	fmt.Fprintf(w, rampColumns, "bots", "players", "hz", "p95_ms", "out/s", "upd/bot/s", "cpu%", "tick%", "other%", "held")
 }
@@ -137,7 +137,8 @@ func runRamp(ctx context.Context, cfg config, out io.Writer) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = srv.RunTicks(ticking, rec.add) }) // its one error, a bad schedule, cannot happen here: crowd adds no systems
 
-	writeRampHeader(out, cfg)
+	hz := srv.Settings().TickRate
+	writeRampHeader(out, cfg, hz)
 	var steps []rampStep
 	for _, n := range cfg.ramp {
 		g := fl.Grow(ctx, n)
@@ -152,9 +153,9 @@ func runRamp(ctx context.Context, cfg config, out io.Writer) error {
 		s.missing = max(n-fl.Totals().Active(), 0)
 		s.why = whyMissing(g, fl.Totals())
 		s.retries = g.BusyRetries
-		writeRampRow(out, s, cfg.hz)
+		writeRampRow(out, s, hz)
 		steps = append(steps, s)
-		if !s.held(cfg.hz) {
+		if !s.held(hz) {
 			break
 		}
 	}
@@ -162,7 +163,7 @@ func runRamp(ctx context.Context, cfg config, out io.Writer) error {
 	stopTicking()
 	wg.Wait()
 	err = srv.Close()
-	writeRampEnd(out, steps, cfg.hz)
+	writeRampEnd(out, steps, hz)
 	return err
 }
 

@@ -27,7 +27,7 @@ func TestRampRowsSayWhatEachStepHeld(t *testing.T) {
 		{bots: 400, players: 400, hz: 28.4, p95: 40 * time.Millisecond, out: 900, perBot: 300, cpu: -1, tick: -1},
 	}
 	var out bytes.Buffer
-	writeRampHeader(&out, config{scenario: "square", hz: 30, hold: 5 * time.Second, settle: time.Second})
+	writeRampHeader(&out, config{scenario: "square", hz: 30, hold: 5 * time.Second, settle: time.Second}, 30)
 	for _, s := range steps {
 		writeRampRow(&out, s, 30)
 	}
