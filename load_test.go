@@ -46,6 +46,7 @@ func TestBusyServerTurnsNewPlayersAwayAndKeepsItsOwn(t *testing.T) {
 		st.move(1, 200, 100+float32(k), 0)
 		tick := st.tick()
 		require.Len(t, st.senders(0, tick), 1, "players already in keep receiving while the server is loaded")
+		require.Zero(t, st.srv.Stats().Pressure, "tick %d: no pressure for a cost throttling cannot shed (a game system's)", tick)
 	}
 	require.False(t, st.srv.Stats().Second.Admitting, "a second of slow ticks closes admission")
 

@@ -359,7 +359,7 @@ func (p *Pipeline) admit(id net.SessionID, s *session, h net.Hello) {
 }
 
 // joinsThisTick returns how many Hellos this tick may admit: the most
-// players k whose joins into the last tick's n actors cost at most
+// players k whose joins into the world's n actors cost at most
 // Config.JoinAppears appears, 2kn + k^2 (each newcomer is told of the n and
 // of the other newcomers, and they of it), and at least one; 0 when
 // JoinAppears sets no limit. Into a crowd of 3,000 the default budget lets
@@ -369,7 +369,7 @@ func (p *Pipeline) joinsThisTick() int {
 	if p.cfg.JoinAppears <= 0 {
 		return 0
 	}
-	n := float64(p.frame.Len())
+	n := float64(p.world.Len())
 	return max(1, int(math.Sqrt(n*n+float64(p.cfg.JoinAppears))-n))
 }
 

@@ -92,3 +92,32 @@ func TestRoutedInputsAreAppliedAsDirectOnes(t *testing.T) {
 		assert.Positive(t, n, "the walk must produce %s", what)
 	}
 }
+
+// TestAnHonestClientIsNeverLimitedBecauseTheServerTickedSlowly: a client
+// sends 30 updates a second, its limit, to a server that runs at half its
+// rate (every other tick period skipped: Skip), so two updates arrive
+// every tick. The limit counts time, not ticks: none is dropped. The same
+// client against a server that counted ticks (no Skip) is limited, which
+// is what the test would catch.
+func TestAnHonestClientIsNeverLimitedBecauseTheServerTickedSlowly(t *testing.T) {
+	spawns := []components.Transform{{X: 100, Y: 100}, {X: 300, Y: 100}}
+	cfg := Config{Limits: Limits{MovingPerSecond: 30, StandingPerSecond: 10, FloodFactor: 10, FloodSeconds: 2}}
+	limited := func(skip bool) uint64 {
+		r := newRig(t, cfg, spawns)
+		for k := range 150 { // ten seconds at half of 30 Hz
+			if skip {
+				r.p.Skip(1) // the period the slow tick before this one overran
+			}
+			for range 2 {
+				r.seq[0]++
+				x := 100 + float32(r.seq[0])
+				require.NoError(t, r.clients[0].Send(net.AppendMove(nil, net.Move{Seq: r.seq[0], X: x, Y: 100})))
+			}
+			r.step()
+			require.Zero(t, r.p.Stats().Kicked, "tick %d", k)
+		}
+		return r.p.Stats().RateLimited
+	}
+	assert.Zero(t, limited(true), "updates dropped from a client at its limit")
+	assert.Positive(t, limited(false), "counted in ticks, the same client is over its limit")
+}

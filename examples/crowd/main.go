@@ -224,8 +224,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
-	c.set = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
+	fs.Visit(func(f *flag.Flag) {
+		if c.set == nil {
+			c.set = map[string]bool{}
+		}
+		c.set[f.Name] = true
+	})
 	if *configFile != "" {
 		opts, err := throng.LoadOptionsFile(*configFile)
 		if err != nil {

@@ -1,0 +1,146 @@
+package throng_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/throng-go/throng"
+	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/scheduler"
+	"github.com/throng-go/throng/systems"
+)
+
+// TestAJoinStormIsAdmittedInTurnsWithinItsAppearBudget: 600 players say
+// Hello in the same tick to a server with 200 in already. They are let in
+// a few a tick, first come first served, each tick's joins costing at most
+// admission.joinAppearsPerTick appears (the rest wait, and Stats says how
+// many); none is refused, and all are in within the ticks that budget
+// allows.
+func TestAJoinStormIsAdmittedInTurnsWithinItsAppearBudget(t *testing.T) {
+	const first, storm, budget = 200, 600, 20_000
+	srv, err := throng.New(throng.Options{Admission: throng.Admission{JoinAppearsPerTick: new(budget)}})
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	mem := srv.Mem()
+	hello := func(i int) *net.MemClient {
+		c := mem.Dial()
+		frame, err := net.AppendHello(nil, net.Hello{Token: fmt.Appendf(nil, "p%d", i)})
+		require.NoError(t, err)
+		require.NoError(t, c.Send(frame))
+		return c
+	}
+	var clients []*net.MemClient
+	for i := range first {
+		clients = append(clients, hello(i))
+	}
+	for srv.Tick(); srv.Stats().Waiting > 0; srv.Tick() {
+	}
+	require.Equal(t, first, srv.World().Len())
+	for i := range storm {
+		clients = append(clients, hello(first+i))
+	}
+	ticks, admittedFirst := 0, -1
+	for {
+		before := srv.World().Len()
+		st := srv.Tick()
+		ticks++
+		joined := srv.World().Len() - before
+		if admittedFirst < 0 {
+			admittedFirst = joined
+		}
+		// k joining n cost 2kn + k^2 appears; one join always passes.
+		assert.LessOrEqual(t, 2*joined*before+joined*joined, max(budget, 2*before+1), "tick %d: %d joined %d", ticks, joined, before)
+		assert.Equal(t, first+storm-srv.World().Len(), st.Waiting, "tick %d: Stats counts who waits", ticks)
+		if st.Waiting == 0 {
+			break
+		}
+		require.Less(t, ticks, storm, "the storm never drained")
+	}
+	assert.Less(t, admittedFirst, storm/4, "the storm did not join in one tick")
+	assert.Equal(t, first+storm, srv.World().Len(), "everyone is in")
+	assert.Zero(t, srv.Stats().BusyRejections+srv.Stats().Refused, "and nobody was refused")
+	for i, c := range clients {
+		welcomed := false
+		c.DrainReliable(func(f []byte) {
+			if _, err := net.DecodeWelcome(f); err == nil {
+				welcomed = true
+			}
+		})
+		require.True(t, welcomed, "player %d got no Welcome", i)
+	}
+	t.Logf("%d joined in %d ticks, %d in the first", storm, ticks, admittedFirst)
+}
+
+// TestASlowGameSlowsTheServerEvenlyAndItRecovers: a game system that takes
+// 50 ms of a 33 ms tick cannot be shed, so the server does not throttle
+// for it: pressure stays at 0, the tick rate falls to what the system
+// allows (about 20 Hz) without stalling, and climbs back to 30 Hz when the
+// load goes. A client sending its 30 updates a second through all of it
+// is never counted over its limit, though the server ticked slower.
+func TestASlowGameSlowsTheServerEvenlyAndItRecovers(t *testing.T) {
+	srv, err := throng.New(throng.Options{TickRate: new(30)})
+	require.NoError(t, err)
+	load := &slowdown{}
+	require.NoError(t, srv.AddSystem(load, scheduler.After(systems.JoinName)))
+	mem := srv.Mem()
+	client := mem.Dial()
+	frame, err := net.AppendHello(nil, net.Hello{Token: []byte("p0")})
+	require.NoError(t, err)
+	require.NoError(t, client.Send(frame))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	type sample struct {
+		at       time.Duration
+		pressure int
+	}
+	samples := make(chan sample, 4096)
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		done <- srv.RunTicks(ctx, func(st systems.TickStats, _ time.Duration) {
+			samples <- sample{time.Since(start), st.Pressure}
+		})
+	}()
+	// The client: 30 moves a second by its own clock, as a game client
+	// would, whatever the server's rate.
+	sent := 0
+	send := func(until time.Duration) {
+		for time.Since(start) < until {
+			sent++
+			require.NoError(t, client.Send(net.AppendMove(nil, net.Move{Seq: uint32(sent), X: float32(sent), Y: 1})))
+			time.Sleep(time.Second / 30)
+			client.DrainDatagrams(func([]byte) {})
+			client.DrainReliable(func([]byte) {})
+		}
+	}
+	send(500 * time.Millisecond)
+	load.delay.Store(int64(50 * time.Millisecond))
+	send(2500 * time.Millisecond)
+	load.delay.Store(0)
+	send(4 * time.Second)
+	cancel()
+	require.NoError(t, <-done)
+	close(samples)
+	var slow, after, highest int
+	for s := range samples {
+		highest = max(highest, s.pressure)
+		switch {
+		case s.at > time.Second && s.at <= 2500*time.Millisecond:
+			slow++
+		case s.at > 3*time.Second:
+			after++
+		}
+	}
+	srv.Close()
+	assert.Zero(t, highest, "no pressure for a cost throttling cannot shed")
+	// 1.5 s at 50 ms a tick is 30 ticks; at the full rate it would be 45.
+	assert.Greater(t, slow, 10, "the server slowed, it did not stall")
+	assert.Less(t, slow, 40, "the slow system slowed the ticks")
+	assert.Greater(t, after, 20, "the rate climbed back once the load went (30 ticks in the last second at 30 Hz)")
+	assert.Zero(t, srv.Stats().RateLimited, "%d updates sent at the limit, none counted over it", sent)
+}
