@@ -15,6 +15,9 @@ import (
 // the tick rate. It counts what it does in the fleet's terms, so the meter
 // reads both kinds of bots alike.
 type memCrowd struct {
+	mem      *net.Mem
+	pop      scenario.Population
+	seed     uint64
 	bots     []*scenario.Bot
 	clients  []*net.MemClient
 	welcomed []bool
@@ -31,28 +34,46 @@ type memCrowd struct {
 }
 
 // newMemCrowd connects n bots of pop to mem, bot i with [scenario.Token](i):
-// each dials and sends its Hello; the server admits them all on its next
-// tick.
+// each dials and sends its Hello; the server admits them on its next ticks
+// (a few a tick while a crowd arrives: admission.joinAppearsPerTick).
 func newMemCrowd(mem *net.Mem, pop scenario.Population, n int, seed uint64) (*memCrowd, error) {
-	c := &memCrowd{
-		bots:     make([]*scenario.Bot, n),
-		clients:  make([]*net.MemClient, n),
-		welcomed: make([]bool, n),
-	}
+	c := &memCrowd{mem: mem, pop: pop, seed: seed}
 	c.onReliable = c.reliable
 	c.onDatagram = c.datagram
-	for i := range n {
-		c.bots[i] = pop.Bot(i, scenario.WanderGait(), seed)
-		c.clients[i] = mem.Dial()
-		hello, err := net.AppendHello(c.frame[:0], net.Hello{Token: scenario.Token(i)})
-		if err != nil {
-			return nil, err
-		}
-		if err := c.clients[i].Send(hello); err != nil {
-			return nil, err
-		}
+	if err := c.grow(n); err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// grow connects bots until there are n (of pop's spawns at most).
+func (c *memCrowd) grow(n int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.bots); i < min(n, len(c.pop.Spawns)); i++ {
+		client := c.mem.Dial()
+		hello, err := net.AppendHello(c.frame[:0], net.Hello{Token: scenario.Token(i)})
+		if err != nil {
+			return err
+		}
+		if err := client.Send(hello); err != nil {
+			return err
+		}
+		c.bots = append(c.bots, c.pop.Bot(i, scenario.WanderGait(), c.seed))
+		c.clients = append(c.clients, client)
+		c.welcomed = append(c.welcomed, false)
+	}
+	return nil
+}
+
+// Grow is grow for the load test, which grows QUIC fleets alike: the
+// Hellos are sent at once, and the server's ticks let the bots in, so the
+// growth says nothing of who joined (Totals does).
+func (c *memCrowd) Grow(_ context.Context, n int) fleet.Growth {
+	if err := c.grow(n); err != nil {
+		return fleet.Growth{Failure: err}
+	}
+	return fleet.Growth{}
 }
 
 // Totals returns what the bots did so far.

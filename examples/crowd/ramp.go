@@ -99,8 +99,10 @@ func percent(p float64) string {
 	return fmt.Sprintf("%.0f", p)
 }
 
-// runRamp is the load test: a QUIC server ticking at cfg.hz on its own
-// goroutine and a fleet of in-process QUIC bots, grown step by step. Each
+// runRamp is the load test: a server ticking at its rate on its own
+// goroutine and in-process bots on cfg's transport (QUIC or WebSocket
+// fleets, or the in-memory crowd: the server's whole session path without
+// a network stack), grown step by step. Each
 // step connects the new bots, waits cfg.settle, measures cfg.hold and
 // prints a row; the ramp stops after the first step not held, or when ctx
 // ends.
@@ -118,40 +120,55 @@ func runRamp(ctx context.Context, cfg config, out io.Writer) error {
 		return fmt.Errorf("crowd: %w", err)
 	}
 	pop = shuffled(pop, cfg.seed)
-	cfg.transport = transportQUIC
 	srv, addr, err := newServer(cfg, pop, newLogger(out))
 	if err != nil {
 		return err
 	}
-	fl, err := fleet.Start(fleet.Config{
-		Addr: addr, Population: pop, Seed: cfg.seed,
-		Client:       net.ClientConfig{InsecureSkipVerify: true},
-		RetryBusyFor: busyRetryFor,
-	})
-	if err != nil {
-		srv.Close()
-		return fmt.Errorf("crowd: %w", err)
+	var (
+		bots rampBots
+		wg   sync.WaitGroup
+	)
+	stepping, stopStepping := context.WithCancel(context.Background())
+	defer stopStepping()
+	if cfg.transport == transportMem {
+		mc, err := newMemCrowd(srv.Mem(), pop, 0, cfg.seed)
+		if err != nil {
+			srv.Close()
+			return fmt.Errorf("crowd: %w", err)
+		}
+		bots = mc
+		wg.Go(func() { mc.run(stepping, srv.Settings().TickPeriod()) })
+	} else {
+		fl, err := fleet.Start(fleet.Config{
+			Addr: addr, Population: pop, Seed: cfg.seed,
+			Client:       net.ClientConfig{InsecureSkipVerify: true},
+			RetryBusyFor: busyRetryFor,
+		})
+		if err != nil {
+			srv.Close()
+			return fmt.Errorf("crowd: %w", err)
+		}
+		bots = fl
 	}
 	var rec recorder
 	ticking, stopTicking := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
 	wg.Go(func() { _ = srv.RunTicks(ticking, rec.add) }) // its one error, a bad schedule, cannot happen here: crowd adds no systems
 
 	hz := srv.Settings().TickRate
 	writeRampHeader(out, cfg, hz)
 	var steps []rampStep
 	for _, n := range cfg.ramp {
-		g := fl.Grow(ctx, n)
-		if !sleep(ctx, cfg.settle) {
+		g := bots.Grow(ctx, n)
+		if !sleep(ctx, cfg.settle) || !joined(ctx, srv) {
 			break
 		}
-		s, ok := measure(ctx, srv, fl, &rec, cfg.hold)
+		s, ok := measure(ctx, srv, bots, &rec, cfg.hold)
 		if !ok {
 			break
 		}
 		s.bots = n
-		s.missing = max(n-fl.Totals().Active(), 0)
-		s.why = whyMissing(g, fl.Totals())
+		s.missing = max(n-bots.Totals().Active(), 0)
+		s.why = whyMissing(g, bots.Totals())
 		s.retries = g.BusyRetries
 		writeRampRow(out, s, hz)
 		steps = append(steps, s)
@@ -159,12 +176,36 @@ func runRamp(ctx context.Context, cfg config, out io.Writer) error {
 			break
 		}
 	}
-	fl.Close()
+	bots.Close()
+	stopStepping()
 	stopTicking()
 	wg.Wait()
 	err = srv.Close()
 	writeRampEnd(out, steps, hz)
 	return err
+}
+
+// joinWait is the longest the load test waits, after a step's settle, for
+// the players still waiting their turn to join (admission.joinAppearsPerTick).
+const joinWait = time.Minute
+
+// joined waits until no player waits its turn to join, or joinWait has
+// passed; false if ctx ended first.
+func joined(ctx context.Context, srv *throng.Server) bool {
+	for deadline := time.Now().Add(joinWait); srv.Stats().Waiting > 0 && time.Now().Before(deadline); {
+		if !sleep(ctx, 100*time.Millisecond) {
+			return false
+		}
+	}
+	return true
+}
+
+// rampBots is the load test's bots: a QUIC or WebSocket fleet, or the
+// in-memory crowd.
+type rampBots interface {
+	Grow(ctx context.Context, n int) fleet.Growth
+	Totals() fleet.Totals
+	Close() error
 }
 
 // whyMissing gives the first reason a bot is not in: refused, failed to
@@ -182,7 +223,7 @@ func whyMissing(g fleet.Growth, t fleet.Totals) string {
 // measure watches the server and the bots for hold and returns the step's
 // figures (bots, missing and why left to the caller); false if ctx ended
 // first.
-func measure(ctx context.Context, srv *throng.Server, fl *fleet.Fleet, rec *recorder, hold time.Duration) (rampStep, bool) {
+func measure(ctx context.Context, srv *throng.Server, fl rampBots, rec *recorder, hold time.Duration) (rampStep, bool) {
 	bytesOut := func() uint64 {
 		s := srv.Transport().Stats()
 		return s.DatagramBytesOut + s.ReliableBytesOut

@@ -60,7 +60,19 @@ func TestRampRowsSayWhatEachStepHeld(t *testing.T) {
 // players, rates that are rates, and an end line that agrees with the rows.
 func TestShortRampOnQUICPrintsARowPerStep(t *testing.T) {
 	t.Parallel()
-	cfg, err := parseFlags([]string{"-ramp", "5,10", "-hold", "1s", "-settle", "200ms"}, io.Discard)
+	testShortRamp(t, "quic")
+}
+
+// TestShortRampInMemoryPrintsARowPerStep is the same ramp on the
+// in-memory transport: the server's whole session path, bots that decode
+// what they receive, no network stack.
+func TestShortRampInMemoryPrintsARowPerStep(t *testing.T) {
+	t.Parallel()
+	testShortRamp(t, "mem")
+}
+
+func testShortRamp(t *testing.T, transport string) {
+	cfg, err := parseFlags([]string{"-ramp", "5,10", "-hold", "1s", "-settle", "200ms", "-transport", transport}, io.Discard)
 	require.NoError(t, err)
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), cfg, &out))
