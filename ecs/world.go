@@ -266,6 +266,17 @@ func (w *World) ChunkEntity(key grid.AreaKey) (ecs.Entity, bool) {
 	return c.entity, ok
 }
 
+// ActorsAround returns the number of actors in the 3x3 chunk stencil of
+// key: those an actor in chunk key can see, and that can see it. Spawns
+// and moves still queued are not counted.
+func (w *World) ActorsAround(key grid.AreaKey) int {
+	n := 0
+	for _, k := range grid.Stencil(key) {
+		n += int(w.chunks[k].actors)
+	}
+	return n
+}
+
 // Spawn queues a new actor and returns its ActorID at once. IDs count up
 // from 1 in call order and are never reused. The actor exists in the Ark
 // world (and [World.Entity] finds it) only after the next [World.Apply].

@@ -1,7 +1,6 @@
 package systems
 
 import (
-	"math"
 	"unsafe"
 
 	ark "github.com/mlange-42/ark/ecs"
@@ -97,7 +96,7 @@ func (p *Pipeline) RouteInputs(tick uint64) int {
 	p.inputsDirect = !p.cfg.Parallel || len(p.sessions) < max(p.cfg.MinActorsToOffload, p.minRouted)
 	clear(p.commands) // their payloads alias what the last Receive gave
 	p.commands = p.commands[:0]
-	p.joins, p.joinCap = 0, p.joinsThisTick()
+	p.joins, p.joinSpent = 0, 0
 	p.admitWaiting()
 	p.inbox = p.transport.Receive(p.inbox[:0])
 	routed := 0
@@ -338,84 +337,78 @@ func (p *Pipeline) hello(id net.SessionID, s *session, frame []byte) {
 		p.refuse(id, net.RefuseProtocol, "protocol mismatch: this server speaks a different game protocol version")
 		return
 	}
-	if p.joinCap > 0 && (p.joins >= p.joinCap || p.waitHead < len(p.waiting)) {
-		p.wait(id, s, h)
-		return
-	}
-	p.admit(id, s, h)
-}
-
-// admit asks the game's Admit where h's actor spawns and queues the spawn,
-// or refuses the session with Admit's error.
-func (p *Pipeline) admit(id net.SessionID, s *session, h net.Hello) {
 	spawn, err := p.cfg.Admit(h)
 	if err != nil {
 		p.refuse(id, net.RefuseToken, err.Error())
 		return
 	}
+	if p.cfg.JoinAppears > 0 && (p.waitHead < len(p.waiting) || !p.joinFits(spawn)) {
+		p.wait(id, s, spawn)
+		return
+	}
+	p.join(id, s, spawn)
+}
+
+// joinFits reports whether a player spawning at spawn may join this tick,
+// and if so counts its cost: the first of a tick always may, the others
+// while the appears of the tick's joins stay within Config.JoinAppears. A
+// join costs about twice the actors around its spawn (the newcomer is told
+// of each, and each of it), plus twice the players that joined before it
+// this tick, counted as if all had come to the same place. Into a crowd
+// of 3,000 the default budget lets 5 in a tick, and 3,000 arriving at once
+// are all in after about ten seconds at 30 Hz, instead of in one tick of
+// a second and more; spread over a world, hundreds join in a tick.
+func (p *Pipeline) joinFits(spawn components.Transform) bool {
+	cost := 2 * (p.world.ActorsAround(p.world.KeyOf(spawn)) + p.joins)
+	if p.joins > 0 && p.joinSpent+cost > p.cfg.JoinAppears {
+		return false
+	}
+	p.joinSpent += cost
+	return true
+}
+
+// join queues the spawn of session id's actor at spawn.
+func (p *Pipeline) join(id net.SessionID, s *session, spawn components.Transform) {
 	p.joins++
 	s.actor = p.world.Spawn(ecs.ActorSpec{Transform: spawn, Client: components.Client{Session: uint64(id), Slot: s.slot}})
 	s.state = joining
 }
 
-// joinsThisTick returns how many Hellos this tick may admit: the most
-// players k whose joins into the world's n actors cost at most
-// Config.JoinAppears appears, 2kn + k^2 (each newcomer is told of the n and
-// of the other newcomers, and they of it), and at least one; 0 when
-// JoinAppears sets no limit. Into a crowd of 3,000 the default budget lets
-// 5 in a tick, and 3,000 arriving at once are all in after about ten
-// seconds at 30 Hz instead of after one tick of a second and more.
-func (p *Pipeline) joinsThisTick() int {
-	if p.cfg.JoinAppears <= 0 {
-		return 0
-	}
-	n := float64(p.world.Len())
-	return max(1, int(math.Sqrt(n*n+float64(p.cfg.JoinAppears))-n))
-}
-
-// waitingHello is a Hello whose session waits for its turn to join.
+// waitingHello is a session waiting for its turn to join, with the spawn
+// the game's Admit gave it (Admit runs once, when the Hello comes: a token
+// it refuses is refused at once).
 type waitingHello struct {
-	id       net.SessionID
-	protocol uint16
-	token    []byte // a copy: the frame's bytes last one tick
+	id    net.SessionID
+	spawn components.Transform
 }
 
-// wait puts session id's Hello at the back of the line: this tick's joins
-// are used up, or others came first.
-func (p *Pipeline) wait(id net.SessionID, s *session, h net.Hello) {
-	n := len(p.waiting)
-	if n < cap(p.waiting) {
-		p.waiting = p.waiting[:n+1] // keeps the token buffer of the entry reused
-	} else {
-		p.waiting = append(p.waiting, waitingHello{})
-	}
-	w := &p.waiting[n]
-	w.id, w.protocol, w.token = id, h.Protocol, append(w.token[:0], h.Token...)
+// wait puts session id at the back of the line: this tick's joins are
+// used up, or others came first.
+func (p *Pipeline) wait(id net.SessionID, s *session, spawn components.Transform) {
+	p.waiting = append(p.waiting, waitingHello{id: id, spawn: spawn})
 	s.state = waiting
 }
 
 // admitWaiting lets in the sessions waiting their turn, first come first
-// served, as far as this tick's joins allow. A session that left while it
-// waited is skipped; while admission control turns new players away, those
-// waiting are turned away too: they are newcomers all the same.
+// served, as far as this tick's joins allow (joinFits). A session that left
+// while it waited is skipped; while admission control turns new players
+// away, those waiting are turned away too: they are newcomers all the same.
 func (p *Pipeline) admitWaiting() {
-	for p.waitHead < len(p.waiting) && p.joins < p.joinCap {
+	for ; p.waitHead < len(p.waiting); p.waitHead++ {
 		w := &p.waiting[p.waitHead]
-		p.waitHead++
 		s := p.sessions[w.id]
-		if s == nil || s.state != waiting || s.kicked {
-			continue
-		}
-		if p.busy {
+		switch {
+		case s == nil || s.state != waiting || s.kicked:
+		case p.busy:
 			p.stats.BusyRejections++
 			p.refuse(w.id, net.RefuseBusy, BusyReason)
-			continue
+		case !p.joinFits(w.spawn):
+			return
+		default:
+			p.join(w.id, s, w.spawn)
 		}
-		p.admit(w.id, s, net.Hello{Protocol: w.protocol, Token: w.token})
 	}
-	if p.waitHead == len(p.waiting) {
-		p.waiting, p.waitHead = p.waiting[:0], 0
-	}
+	p.waiting, p.waitHead = p.waiting[:0], 0
 }
 
 // Waiting returns the number of sessions whose Hello waits for its turn to

@@ -45,7 +45,7 @@ type Config struct {
 	// rest are owed (interest.Backlog). 0 means no cap.
 	MaxRecordsPerTick int
 	// JoinAppears bounds the Hellos admitted in one tick by the appears
-	// their joins cost (see joinsThisTick); the rest wait their turn,
+	// their joins cost (see joinFits); the rest wait their turn,
 	// first come first served, so that a crowd arriving at once joins over
 	// several ticks instead of in one tick of hundreds of milliseconds.
 	// 0 means no limit.
@@ -146,7 +146,7 @@ type Pipeline struct {
 	waiting      []waitingHello // Hellos waiting for their turn, from waitHead on
 	waitHead     int
 	joins        int           // Hellos admitted this tick
-	joinCap      int           // the most this tick may admit (joinsThisTick); 0: no limit
+	joinSpent    int           // the appears this tick's joins cost (joinFits)
 	elapsed      uint64        // tick periods of time so far: ticks run and periods skipped (Skip)
 	skipped      uint64        // periods skipped since the last tick, for elapsed
 	buckets      []inputBucket // this tick's Move frames by session, see RouteInputs
