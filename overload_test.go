@@ -82,8 +82,10 @@ func TestAJoinStormIsAdmittedInTurnsWithinItsAppearBudget(t *testing.T) {
 // 50 ms of a 33 ms tick cannot be shed, so the server does not throttle
 // for it: pressure stays at 0, the tick rate falls to what the system
 // allows (about 20 Hz) without stalling, and climbs back to 30 Hz when the
-// load goes. A client sending its 30 updates a second through all of it
-// is never counted over its limit, though the server ticked slower.
+// load goes. The client is told the rate while the server is slowed (a
+// Rate frame a second), and told when it is back. A client sending its 30
+// updates a second through all of it is never counted over its limit,
+// though the server ticked slower.
 func TestASlowGameSlowsTheServerEvenlyAndItRecovers(t *testing.T) {
 	srv, err := throng.New(throng.Options{TickRate: new(30)})
 	require.NoError(t, err)
@@ -111,20 +113,25 @@ func TestASlowGameSlowsTheServerEvenlyAndItRecovers(t *testing.T) {
 	// The client: 30 moves a second by its own clock, as a game client
 	// would, whatever the server's rate.
 	sent := 0
+	var rates []net.Rate // what the server told the client of its rate
 	send := func(until time.Duration) {
 		for time.Since(start) < until {
 			sent++
 			require.NoError(t, client.Send(net.AppendMove(nil, net.Move{Seq: uint32(sent), X: float32(sent), Y: 1})))
 			time.Sleep(time.Second / 30)
 			client.DrainDatagrams(func([]byte) {})
-			client.DrainReliable(func([]byte) {})
+			client.DrainReliable(func(f []byte) {
+				if r, err := net.DecodeRate(f); err == nil {
+					rates = append(rates, r)
+				}
+			})
 		}
 	}
 	send(500 * time.Millisecond)
 	load.delay.Store(int64(50 * time.Millisecond))
 	send(2500 * time.Millisecond)
 	load.delay.Store(0)
-	send(4 * time.Second)
+	send(4500 * time.Millisecond)
 	cancel()
 	require.NoError(t, <-done)
 	close(samples)
@@ -145,4 +152,11 @@ func TestASlowGameSlowsTheServerEvenlyAndItRecovers(t *testing.T) {
 	assert.Less(t, slow, 40, "the slow system slowed the ticks")
 	assert.Greater(t, after, 20, "the rate climbed back once the load went (30 ticks in the last second at 30 Hz)")
 	assert.Zero(t, srv.Stats().RateLimited, "%d updates sent at the limit, none counted over it", sent)
+	require.GreaterOrEqual(t, len(rates), 2, "the server told the client its rate while slowed, and when back: %v", rates)
+	slowed := rates[0]
+	assert.EqualValues(t, 30, slowed.Nominal)
+	assert.Less(t, slowed.Hz(), 28.5, "told while slowed: %v", rates)
+	assert.Greater(t, slowed.Hz(), 5.0, "and what it ticked at: %v", rates)
+	back := rates[len(rates)-1]
+	assert.EqualValues(t, 3000, back.Centihertz, "then told the nominal rate once it was back: %v", rates)
 }

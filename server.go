@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/throng-go/throng/components"
@@ -267,7 +268,10 @@ func (s *Server) Run(ctx context.Context) error {
 // Run it leaves the server open. Ticks are scheduled on a fixed grid
 // (start + n*period), so a slow tick delays the next one but does not
 // shift the ones after it; if the server falls more than a tick behind it
-// skips the missed slots instead of running a burst.
+// skips the missed slots instead of running a burst: a server that cannot
+// keep its rate slows evenly, and tells its clients the rate it ticks at
+// once a second while it is below 95% of the nominal one (a net.Rate
+// frame; net.Client.Rate), and once more when it is back.
 // parallelism.workerWakeAheadMicros before each tick it wakes the worker
 // pool ([Server.WakeWorkers]), so that the workers are running when the
 // tick's parallel phases begin.
@@ -290,6 +294,9 @@ func (s *Server) RunTicks(ctx context.Context, each func(systems.TickStats, time
 		}
 	}
 	next := time.Now()
+	// The rate over each second of wall time, told to the clients while
+	// the server is slowed (see systems.Pipeline.TellRate).
+	second, ticks := next, 0
 	for {
 		if ahead > 0 {
 			if time.Until(next) > ahead && !waitUntil(next.Add(-ahead)) {
@@ -304,6 +311,11 @@ func (s *Server) RunTicks(ctx context.Context, each func(systems.TickStats, time
 		st := s.Tick()
 		if each != nil {
 			each(st, time.Since(began))
+		}
+		ticks++
+		if d := time.Since(second); d >= time.Second {
+			s.pipe.TellRate(uint16(min(math.Round(100*float64(ticks)/d.Seconds()), math.MaxUint16)))
+			second, ticks = time.Now(), 0
 		}
 		next = next.Add(period)
 		if now := time.Now(); now.After(next) {

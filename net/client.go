@@ -157,6 +157,7 @@ type Client struct {
 	datagrams [][]byte // waiting for Poll; quic-go's buffers, not copied
 	window    rateWindow
 	drained   chan struct{} // cap 1: Poll took the reliable queue
+	rate      Rate          // the server's latest Rate frame; zero before one
 
 	n clientCounts
 }
@@ -353,6 +354,19 @@ func connError(conn *quic.Conn) error {
 // Welcome returns the server's Welcome: the client's actor and spawn.
 func (c *Client) Welcome() Welcome { return c.welcome }
 
+// Rate returns the rate the server ticks at now: the latest [Rate] frame
+// it sent (a server that falls behind its tick rate says so once a second,
+// and once more when it is back), or the Welcome's tick rate before any.
+// The Rate frames are also queued for Poll like every reliable frame.
+func (c *Client) Rate() Rate {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rate.Nominal == 0 {
+		return Rate{Nominal: c.welcome.TickRate, Centihertz: c.welcome.TickRate * 100}
+	}
+	return c.rate
+}
+
 // Done is closed when the connection has closed; [Client.Err] then says
 // why.
 func (c *Client) Done() <-chan struct{} { return c.link.done() }
@@ -528,6 +542,9 @@ func (c *Client) Close() error {
 func (c *Client) keepReliable(frame []byte) {
 	c.mu.Lock()
 	c.reliable.push(frame)
+	if r, err := DecodeRate(frame); err == nil {
+		c.rate = r
+	}
 	c.mu.Unlock()
 	c.n.reliable.Add(1)
 	switch t, _ := PeekType(frame); t {

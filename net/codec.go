@@ -32,6 +32,7 @@ const (
 	TypeCorrection Type = 0x13 // server -> client, reliable: rejected move ([Correction])
 	TypeRefuse     Type = 0x14 // server -> client, reliable: turned away ([Refuse])
 	TypeEvent      Type = 0x15 // server -> client, reliable: a game's own event (opaque payload)
+	TypeRate       Type = 0x16 // server -> client, reliable: the rate the server ticks at now ([Rate])
 	TypeBatch      Type = 0x20 // server -> client, datagram: movement records ([Batch])
 )
 
@@ -56,6 +57,8 @@ func (t Type) String() string {
 		return "Correction"
 	case TypeRefuse:
 		return "Refuse"
+	case TypeRate:
+		return "Rate"
 	case TypeBatch:
 		return "Batch"
 	}
@@ -111,6 +114,7 @@ const (
 	AppearSize     = HeaderSize + 4 + 4*4 + 4 + 2
 	DisappearSize  = HeaderSize + 4
 	CorrectionSize = HeaderSize + 4 + 4*4 + 4
+	RateSize       = HeaderSize + 2 + 2
 )
 
 // MaxTokenLen is the longest token a [Hello] carries, in bytes.
@@ -281,7 +285,7 @@ func PeekType(b []byte) (Type, error) {
 	}
 	switch t {
 	case TypeHello, TypeMove, TypeCommand, TypeWelcome, TypeAppear, TypeDisappear,
-		TypeCorrection, TypeRefuse, TypeEvent, TypeBatch:
+		TypeCorrection, TypeRefuse, TypeEvent, TypeRate, TypeBatch:
 		return t, nil
 	}
 	return 0, ErrUnknownType
@@ -422,6 +426,39 @@ func DecodeDisappear(b []byte) (Disappear, error) {
 		return Disappear{}, err
 	}
 	return Disappear{Actor: binary.LittleEndian.Uint32(b[2:])}, nil
+}
+
+// Rate tells a client the rate the server ticks at now. A server that
+// cannot keep its tick rate slows evenly instead of stalling (every tick
+// a little later, the game's time with it), and says so: once a second
+// while its rate is off the nominal one, and once more when it is back. A
+// client paces its own updates and interpolation by it; the rate limits
+// count time, so a client that keeps sending at its own rate is never
+// dropped for it.
+type Rate struct {
+	// Nominal is the configured tick rate, in Hz (Welcome's TickRate).
+	Nominal uint16
+	// Centihertz is the rate over the last second, in hundredths of a Hz:
+	// 3000 is 30 Hz, 1850 is 18.5 Hz.
+	Centihertz uint16
+}
+
+// Hz returns the current rate in Hz.
+func (r Rate) Hz() float64 { return float64(r.Centihertz) / 100 }
+
+// AppendRate appends r as a Rate frame of RateSize bytes.
+func AppendRate(dst []byte, r Rate) []byte {
+	dst = appendHeader(dst, TypeRate)
+	dst = binary.LittleEndian.AppendUint16(dst, r.Nominal)
+	return binary.LittleEndian.AppendUint16(dst, r.Centihertz)
+}
+
+// DecodeRate decodes a Rate frame.
+func DecodeRate(b []byte) (Rate, error) {
+	if err := checkFixed(b, TypeRate, RateSize); err != nil {
+		return Rate{}, err
+	}
+	return Rate{Nominal: binary.LittleEndian.Uint16(b[2:]), Centihertz: binary.LittleEndian.Uint16(b[4:])}, nil
 }
 
 // AppendCorrection appends c as a Correction frame of CorrectionSize bytes.

@@ -142,6 +142,7 @@ func TestRandomFramesSurviveTheRoundTrip(t *testing.T) {
 			AppendRefuse(nil, Refuse{Code: RefuseCode(r.Uint32()), Reason: reason}),
 			AppendCommand(nil, token),
 			AppendEvent(nil, reason),
+			AppendRate(nil, Rate{Nominal: uint16(r.Uint32()), Centihertz: uint16(r.Uint32())}),
 			batch,
 		}
 		for _, b := range frames {
@@ -175,6 +176,8 @@ func reencode(t testing.TB, f *Frame) []byte {
 		return AppendCommand(nil, f.Payload)
 	case TypeEvent:
 		return AppendEvent(nil, f.Payload)
+	case TypeRate:
+		return AppendRate(nil, f.Rate)
 	case TypeBatch:
 		b := AppendBatchHeader(nil, f.Batch.Tick, uint16(f.Batch.Len()))
 		for i := range f.Batch.Len() {

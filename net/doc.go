@@ -85,6 +85,10 @@
 //	Event      0x15  server -> client, reliable        2 + len(payload) bytes
 //	  0  1  version       1  1  type       2  n  payload (the game's own)
 //
+//	Rate       0x16  server -> client, reliable        6 bytes
+//	  0  1  version       1  1  type
+//	  2  2  nominal tick rate (Hz)   4  2  rate over the last second (1/100 Hz)
+//
 //	Batch      0x20  server -> client, datagram        8 + 20*count bytes
 //	  0  1  version       1  1  type
 //	  2  4  tick (uint32, low 32 bits)

@@ -13,6 +13,7 @@ type Frame struct {
 	Disappear  Disappear
 	Correction Correction
 	Refuse     Refuse
+	Rate       Rate
 	Batch      Batch
 	// Payload is a Command's or an Event's payload.
 	Payload []byte
@@ -41,6 +42,8 @@ func Decode(b []byte, f *Frame) error {
 		f.Correction, err = DecodeCorrection(b)
 	case TypeRefuse:
 		f.Refuse, err = DecodeRefuse(b)
+	case TypeRate:
+		f.Rate, err = DecodeRate(b)
 	case TypeBatch:
 		f.Batch, err = DecodeBatch(b)
 	case TypeCommand:

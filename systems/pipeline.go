@@ -147,6 +147,7 @@ type Pipeline struct {
 	waitHead     int
 	joins        int           // Hellos admitted this tick
 	joinSpent    int           // the appears this tick's joins cost (joinFits)
+	rateTold     uint16        // the slowed rate (centihertz) last told the clients; 0 while at the nominal rate
 	elapsed      uint64        // tick periods of time so far: ticks run and periods skipped (Skip)
 	skipped      uint64        // periods skipped since the last tick, for elapsed
 	buckets      []inputBucket // this tick's Move frames by session, see RouteInputs
@@ -199,6 +200,36 @@ func New(cfg Config, world *ecs.World, transport net.Transport) (*Pipeline, erro
 // tick periods, and a client sending at its limit sent through those
 // periods too.
 func (p *Pipeline) Skip(n uint64) { p.skipped += n }
+
+// slowedShare is the share of the nominal tick rate below which a server
+// counts as slowed and tells its clients the rate it ticks at (TellRate).
+const slowedShare = 0.95
+
+// TellRate tells every playing client the rate the server ticked at over
+// the last second (centihertz, hundredths of a Hz), in a Rate frame, while
+// that is below slowedShare of the nominal rate; once it is back, it tells
+// them the nominal rate once. A client admitted while the server is slowed
+// gets the latest rate right after its Welcome. The server calls it once a
+// second.
+func (p *Pipeline) TellRate(centihertz uint16) {
+	nominal := uint16(min(p.cfg.TickRate*100, 0xffff))
+	slowed := float64(centihertz) < slowedShare*float64(nominal)
+	if !slowed && p.rateTold == 0 {
+		return
+	}
+	p.rateTold = 0
+	if slowed {
+		p.rateTold = max(centihertz, 1)
+	} else {
+		centihertz = nominal
+	}
+	p.out = net.AppendRate(p.out[:0], net.Rate{Nominal: uint16(p.cfg.TickRate), Centihertz: centihertz})
+	for id, s := range p.sessions {
+		if s.state == playing && !s.kicked {
+			p.transport.SendReliable(id, p.out)
+		}
+	}
+}
 
 // SetBusy tells Ingest whether admission control is turning new sessions
 // away (the server decides from its work per tick).

@@ -156,6 +156,10 @@ func (p *Pipeline) welcome(a *changedActor) {
 		X: ap.X, Y: ap.Y, Z: ap.Z, Yaw: ap.Yaw, WorldOrCell: ap.WorldOrCell,
 	})
 	p.transport.SendReliable(net.SessionID(a.session), p.out)
+	if p.rateTold != 0 { // the server is slowed: the newcomer hears it at once
+		p.out = net.AppendRate(p.out[:0], net.Rate{Nominal: uint16(p.cfg.TickRate), Centihertz: p.rateTold})
+		p.transport.SendReliable(net.SessionID(a.session), p.out)
+	}
 }
 
 // pairsOf visits every actor whose visibility with changed actor i may have

@@ -6,7 +6,7 @@ export const VERSION = 1;
 export const SUBPROTOCOL = "throng.v1";
 export const TYPE = {
   HELLO: 0x01, MOVE: 0x02, COMMAND: 0x03,
-  WELCOME: 0x10, APPEAR: 0x11, DISAPPEAR: 0x12, CORRECTION: 0x13, REFUSE: 0x14, EVENT: 0x15,
+  WELCOME: 0x10, APPEAR: 0x11, DISAPPEAR: 0x12, CORRECTION: 0x13, REFUSE: 0x14, EVENT: 0x15, RATE: 0x16,
   BATCH: 0x20,
 };
 const BATCH_HEADER = 8;
@@ -79,6 +79,9 @@ export function decode(buf) {
     }
     case TYPE.EVENT:
       return { type: "event", payload: new Uint8Array(v.buffer, v.byteOffset + 2, v.byteLength - 2) };
+    case TYPE.RATE:
+      need(6);
+      return { type: "rate", nominal: v.getUint16(2, true), hz: v.getUint16(4, true) / 100 };
     case TYPE.BATCH: {
       if (v.byteLength < BATCH_HEADER) throw new Error("short batch");
       const count = v.getUint16(6, true);

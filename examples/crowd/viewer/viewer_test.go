@@ -98,6 +98,7 @@ func TestScriptReadsAndWritesWhatGoDoes(t *testing.T) {
 		net.AppendRefuse(nil, net.Refuse{Code: net.RefuseBusy, Reason: []byte("server busy")}),
 		batch,
 		net.AppendEvent(nil, []byte("door opened")),
+		net.AppendRate(nil, net.Rate{Nominal: 30, Centihertz: 1850}),
 	}
 	hexes := make([]string, len(frames))
 	for i, f := range frames {
@@ -135,6 +136,7 @@ func TestScriptReadsAndWritesWhatGoDoes(t *testing.T) {
 	assert.InDelta(t, math.Pi/2, first["yaw"], 1e-9, "yaw comes back in radians")
 	assert.Equal(t, 3.0, first["flags"])
 	assert.Equal(t, 4096.0, records[1].(map[string]any)["y"])
+	assert.Equal(t, map[string]any{"type": "rate", "nominal": 30.0, "hz": 18.5}, got.Decoded[7])
 	assert.True(t, strings.Contains(got.Bad, "28"), "a short Appear is refused: %q", got.Bad)
 
 	hello, err := net.AppendHello(nil, net.Hello{Protocol: 3, Token: []byte("viewer-7")})
