@@ -76,6 +76,7 @@ func (m tickMode) options() throng.Options {
 			WorkerThreads:          m.workers,
 			AdaptiveThrottling:     new(m.throttled),
 			TargetTickBudgetMicros: m.throttleBudget(),
+			ThrottleWorkShare:      m.throttleWorkShare(),
 		},
 		Connection: connection,
 	}
@@ -90,6 +91,16 @@ func (m tickMode) throttleBudget() *int {
 		return nil
 	}
 	return new(1)
+}
+
+// throttleWorkShare lets full pressure act on ticks far shorter than the
+// period (a millionth of it), as throttleBudget does; nil (the default)
+// otherwise.
+func (m tickMode) throttleWorkShare() *float64 {
+	if !m.throttled {
+		return nil
+	}
+	return new(1e-6)
 }
 
 // benchCrowd is a server on a count-only in-memory transport with one

@@ -59,6 +59,9 @@ const (
 	// microseconds, for the parallel phase; adaptive throttling acts when a
 	// cluster's share of it is overshot.
 	DefaultTargetTickBudgetMicros = 8000
+	// DefaultThrottleWorkShare: adaptive throttling acts only while ticks,
+	// smoothed, take more than 70% of the tick period.
+	DefaultThrottleWorkShare = 0.7
 	// DefaultWorkerWakeAheadMicros is how long before each tick [Server.Run]
 	// wakes the worker pool: 1 ms, enough for a worker thread to be woken
 	// even on a busy virtual machine (a few hundred microseconds measured
@@ -224,6 +227,12 @@ type Parallelism struct {
 	// phase, in microseconds; at least 1. Key "targetTickBudgetMicros"; nil
 	// means [DefaultTargetTickBudgetMicros].
 	TargetTickBudgetMicros *int `json:"targetTickBudgetMicros,omitempty"`
+	// ThrottleWorkShare is the share of the tick period that whole ticks,
+	// smoothed, must take for adaptive throttling to act: below it the
+	// server keeps its rate with room to spare, and shedding relays would
+	// take updates from players for nothing. Above 0, at most 1. Key
+	// "throttleWorkShare"; nil means [DefaultThrottleWorkShare].
+	ThrottleWorkShare *float64 `json:"throttleWorkShare,omitempty"`
 	// ThrottleDistanceUnits: pairs closer than this are never throttled.
 	// Key "throttleDistanceUnits"; nil means [DefaultThrottleDistanceUnits].
 	ThrottleDistanceUnits *float32 `json:"throttleDistanceUnits,omitempty"`
@@ -336,7 +345,9 @@ type ParallelSettings struct {
 	AdaptiveThrottling bool
 	// TargetTickBudgetMicros is at least 1.
 	TargetTickBudgetMicros int
-	ThrottleDistanceUnits  float32
+	// ThrottleWorkShare is above 0 and at most 1.
+	ThrottleWorkShare     float64
+	ThrottleDistanceUnits float32
 	// MaxThrottleSkipTicks is 1 to [MaxSkipTicks].
 	MaxThrottleSkipTicks int
 	// MetricsLogIntervalTicks is 0 (off) or the interval in ticks.
@@ -585,6 +596,13 @@ func (p Parallelism) resolve(r *resolver) ParallelSettings {
 	}
 	if p.TargetTickBudgetMicros != nil && *p.TargetTickBudgetMicros == 0 {
 		r.fail(at+"targetTickBudgetMicros", "must be at least 1 microsecond, got 0")
+	}
+	s.ThrottleWorkShare = DefaultThrottleWorkShare
+	if p.ThrottleWorkShare != nil {
+		s.ThrottleWorkShare = *p.ThrottleWorkShare
+		if f := s.ThrottleWorkShare; math.IsNaN(f) || f <= 0 || f > 1 {
+			r.fail(at+"throttleWorkShare", "must be above 0 and at most 1, got %v", f)
+		}
 	}
 	s.WorkerThreads = r.clamp(at+"workerThreads", s.WorkerThreads, 0, MaxWorkerThreads,
 		"", "the most worker threads a server runs")

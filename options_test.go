@@ -67,6 +67,7 @@ func TestZeroOptionsResolveToDocumentedDefaults(t *testing.T) {
 			},
 			AdaptiveThrottling:      true,
 			TargetTickBudgetMicros:  8000,
+			ThrottleWorkShare:       0.7,
 			ThrottleDistanceUnits:   4096,
 			MaxThrottleSkipTicks:    8,
 			MetricsLogIntervalTicks: 0,
@@ -273,6 +274,9 @@ func TestOutOfRangeValuesAreErrors(t *testing.T) {
 		{`{"chunkSize": 0}`, "chunkSize: must be a positive finite number, got 0"},
 		{`{"chunkSize": -4096}`, "chunkSize: must be a positive finite number, got -4096"},
 		{`{"parallelism": {"targetTickBudgetMicros": 0}}`, "parallelism.targetTickBudgetMicros: must be at least 1 microsecond, got 0"},
+		{`{"parallelism": {"throttleWorkShare": 0}}`, "parallelism.throttleWorkShare: must be above 0 and at most 1, got 0"},
+		{`{"parallelism": {"throttleWorkShare": 1.5}}`, "parallelism.throttleWorkShare: must be above 0 and at most 1, got 1.5"},
+		{`{"admission": {"joinAppearsPerTick": -1}}`, "admission.joinAppearsPerTick: must not be negative, got -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.doc, func(t *testing.T) {
@@ -403,6 +407,7 @@ func fullOptions() throng.Options {
 			},
 			AdaptiveThrottling:      new(false),
 			TargetTickBudgetMicros:  new(5000),
+			ThrottleWorkShare:       new(0.5),
 			ThrottleDistanceUnits:   new(float32(6144)),
 			MaxThrottleSkipTicks:    new(6),
 			MetricsLogIntervalTicks: 600,

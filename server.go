@@ -110,6 +110,7 @@ func New(opts Options) (*Server, error) {
 		},
 		Throttle:          throttle,
 		BudgetMicros:      par.TargetTickBudgetMicros,
+		PressWorkShare:    par.ThrottleWorkShare,
 		MaxRecordsPerTick: settings.MaxRecordsPerTick,
 		JoinAppears:       settings.Admission.JoinAppearsPerTick,
 		Protocol:          opts.Protocol,
@@ -248,6 +249,7 @@ func (s *Server) Tick() systems.TickStats {
 	s.times = sched.Times(s.times[:0])
 	s.meter.addTimes(s.times)
 	now := time.Now()
+	s.pipe.ObserveWork(now.Sub(start))
 	st := s.pipe.Stats()
 	s.record(st, run.Pooled, now.Sub(start), now)
 	return st

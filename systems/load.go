@@ -22,7 +22,18 @@ type clusterLoads struct {
 	// whatever its share, so a preempted unit on a busy machine cannot
 	// throttle a small crowd.
 	phase interest.EWMA
+	// work is the smoothed wall time of whole ticks, in microseconds
+	// (Pipeline.ObserveWork): while it is within Config.PressWorkShare of the tick
+	// period, the tick keeps its rate and no cluster is pressed either,
+	// however long its relay phase.
+	work interest.EWMA
 }
+
+// pressShare is the share of the tick period that ticks must take,
+// smoothed, for pressure to rise when Config.PressWorkShare is 0: below it the server keeps its rate with
+// room to spare, and shedding relays would take updates from players for
+// nothing.
+const pressShare = 0.7
 
 type clusterLoad struct {
 	cost     interest.EWMA
@@ -63,9 +74,14 @@ func (l *clusterLoads) levelsFor(f *Frame) {
 // pressure. A cluster's cost is its shards' summed time, scaled so that the
 // clusters together account for the parallel phase's wall time; its share
 // of the budget is the budget times its share of the actors. While the
-// parallel phase, smoothed, is over the budget, a cluster costing more
-// than its share, smoothed, gains a level of pressure; while the phase is
-// within budget, every cluster calms down.
+// parallel phase, smoothed, is over the budget and whole ticks, smoothed,
+// take more than Config.PressWorkShare of the tick period, a cluster costing more
+// than its share, smoothed, gains a level of pressure; otherwise every
+// cluster calms down. So pressure rises only for what it can shed, the
+// relay's work, and only when that work threatens the tick rate: a slow
+// system of the game's own lengthens ticks but not the relay phase, and
+// a relay phase over its budget in ticks with room to spare costs no one
+// their rate.
 func (p *Pipeline) observeLoads(wall, busy time.Duration) (highest int) {
 	l := &p.loads
 	f := &p.frame
@@ -87,6 +103,7 @@ func (p *Pipeline) observeLoads(wall, busy time.Duration) (highest int) {
 		l.phase.Alpha = interest.DefaultAlpha
 	}
 	phase := float64(wall)
+	work := p.loads.work.Value()
 	for i, c := range f.clusters {
 		load := l.byKey[c.Lowest]
 		cost := float64(l.costs[i]) * scale
@@ -94,11 +111,17 @@ func (p *Pipeline) observeLoads(wall, busy time.Duration) (highest int) {
 			extra := float64(l.extra(c.Lowest))
 			cost += extra
 			phase += extra
+			work += extra / float64(time.Microsecond)
 		}
 		load.cost.Observe(cost / float64(time.Microsecond))
 	}
 	l.phase.Observe(phase / float64(time.Microsecond))
-	over := l.phase.Value() > float64(p.cfg.BudgetMicros)
+	period := 1e6 / float64(max(p.cfg.TickRate, 1))
+	share := p.cfg.PressWorkShare
+	if !(share > 0) {
+		share = pressShare
+	}
+	over := l.phase.Value() > float64(p.cfg.BudgetMicros) && work > share*period
 	for i, c := range f.clusters {
 		load := l.byKey[c.Lowest]
 		smoothed := load.cost.Value()
@@ -116,4 +139,14 @@ func (p *Pipeline) observeLoads(wall, busy time.Duration) (highest int) {
 		}
 	}
 	return highest
+}
+
+// ObserveWork tells the pipeline how long the last tick took, start to end:
+// pressure rises only while ticks, smoothed, take more than
+// Config.PressWorkShare of the tick period (see observeLoads). The server calls it after each tick.
+func (p *Pipeline) ObserveWork(d time.Duration) {
+	if p.loads.work.Alpha == 0 {
+		p.loads.work.Alpha = interest.DefaultAlpha
+	}
+	p.loads.work.Observe(float64(d) / float64(time.Microsecond))
 }

@@ -41,6 +41,10 @@ type Config struct {
 	// against.
 	Throttle     interest.Throttle
 	BudgetMicros int
+	// PressWorkShare is the share of the tick period whole ticks must
+	// take, smoothed, for pressure to rise (see ObserveWork); 0 means
+	// pressShare.
+	PressWorkShare float64
 	// MaxRecordsPerTick caps the records one client is sent per tick; the
 	// rest are owed (interest.Backlog). 0 means no cap.
 	MaxRecordsPerTick int
