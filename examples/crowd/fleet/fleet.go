@@ -24,7 +24,7 @@ const (
 	// moving limit of 30 updates a second.
 	DefaultStep = time.Second / 30
 	// DefaultDialConcurrency is how many dials [Fleet.Grow] has in flight.
-	DefaultDialConcurrency = 16
+	DefaultDialConcurrency = 64
 	// DefaultDialTimeout bounds one dial, Welcome included.
 	DefaultDialTimeout = 10 * time.Second
 	// BusyRetryDelay is how long a bot refused with net.RefuseBusy waits
