@@ -160,3 +160,41 @@ func TestASlowGameSlowsTheServerEvenlyAndItRecovers(t *testing.T) {
 	back := rates[len(rates)-1]
 	assert.EqualValues(t, 3000, back.Centihertz, "then told the nominal rate once it was back: %v", rates)
 }
+
+// TestTheLineStandsStillWhileTheServerIsBusy: players waiting their turn
+// to join are not turned away because the server got busy (its own joins
+// may be why); the line stops while admission is closed and moves on once
+// it reopens, and every player is in at the end.
+func TestTheLineStandsStillWhileTheServerIsBusy(t *testing.T) {
+	const players = 45
+	srv, err := throng.New(throng.Options{TickRate: new(30), Admission: throng.Admission{JoinAppearsPerTick: new(1)}})
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	load := &slowdown{}
+	require.NoError(t, srv.AddSystem(load, scheduler.After(systems.JoinName)))
+	for i := range players {
+		c := srv.Mem().Dial()
+		frame, err := net.AppendHello(nil, net.Hello{Token: fmt.Appendf(nil, "p%d", i)})
+		require.NoError(t, err)
+		require.NoError(t, c.Send(frame))
+	}
+	load.delay.Store(int64(40 * time.Millisecond)) // over 90% of the 33.3 ms tick
+	for k := 0; k < 30 || srv.Stats().Second.Admitting; k++ {
+		require.Less(t, k, 90, "admission never closed")
+		srv.Tick() // one joins a tick while a second of slow ticks passes
+	}
+	waiting := srv.Stats().Waiting
+	require.Positive(t, waiting, "some still wait when admission closes")
+	in := srv.World().Len()
+	for range 10 {
+		srv.Tick()
+	}
+	assert.Equal(t, in, srv.World().Len(), "nobody joins while the server is busy")
+	assert.Equal(t, waiting, srv.Stats().Waiting, "and nobody waiting is turned away")
+	load.delay.Store(0)
+	for k := 0; k < 200 && srv.Stats().Waiting > 0; k++ {
+		srv.Tick()
+	}
+	assert.Equal(t, players, srv.World().Len(), "the line moved on once admission reopened")
+	assert.Zero(t, srv.Stats().BusyRejections)
+}

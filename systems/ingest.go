@@ -380,29 +380,36 @@ func (p *Pipeline) join(id net.SessionID, s *session, spawn components.Transform
 type waitingHello struct {
 	id    net.SessionID
 	spawn components.Transform
+	since uint64 // Pipeline.elapsed when it came
 }
 
 // wait puts session id at the back of the line: this tick's joins are
 // used up, or others came first.
 func (p *Pipeline) wait(id net.SessionID, s *session, spawn components.Transform) {
-	p.waiting = append(p.waiting, waitingHello{id: id, spawn: spawn})
+	p.waiting = append(p.waiting, waitingHello{id: id, spawn: spawn, since: p.elapsed})
 	s.state = waiting
 }
 
+// maxJoinWaitSeconds is how long a session may wait its turn while
+// admission control turns new players away before it is turned away too.
+const maxJoinWaitSeconds = 10
+
 // admitWaiting lets in the sessions waiting their turn, first come first
 // served, as far as this tick's joins allow (joinFits). A session that left
-// while it waited is skipped; while admission control turns new players
-// away, those waiting are turned away too: they are newcomers all the same.
+// while it waited is skipped. While admission control turns new players
+// away the line stands still, so the joins' own cost cannot turn away the
+// players it paces; one that has waited maxJoinWaitSeconds by then is
+// turned away with "server busy", as a newcomer would be.
 func (p *Pipeline) admitWaiting() {
 	for ; p.waitHead < len(p.waiting); p.waitHead++ {
 		w := &p.waiting[p.waitHead]
 		s := p.sessions[w.id]
 		switch {
 		case s == nil || s.state != waiting || s.kicked:
-		case p.busy:
+		case p.busy && p.elapsed-w.since >= uint64(maxJoinWaitSeconds*max(p.cfg.TickRate, 1)):
 			p.stats.BusyRejections++
 			p.refuse(w.id, net.RefuseBusy, BusyReason)
-		case !p.joinFits(w.spawn):
+		case p.busy, !p.joinFits(w.spawn):
 			return
 		default:
 			p.join(w.id, s, w.spawn)

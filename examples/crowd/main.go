@@ -41,11 +41,10 @@
 //	actors clusters biggest units
 //	                 the last tick's crowd and how it was cut into work units
 //	relays/tick      movement records relayed, averaged over the second
-//	throttled/tick   relays held back by adaptive throttling: 0 unless the
-//	                 server is over budget, and with the default interest
-//	                 tiers 0 even then (pairs beyond the throttle distance
-//	                 are already spaced as far apart as throttling would);
-//	                 -interest=false shows it at work
+//	throttled/tick   far pairs held back by adaptive throttling; 0 under the
+//	                 per-connection budget (the default), where pressure
+//	                 sends each client fewer records instead (relays/tick
+//	                 falls)
 //	pressure         highest throttle pressure of a cluster in the second
 //	owed             records cut by the per-connection budget, owed to a later tick
 //	waiting          players whose Hello waits for its turn to join (at most
@@ -138,8 +137,8 @@ Each second a line (key=value) gives the server's figures over the second:
   players          clients connected now
   actors clusters biggest units   the last tick's crowd and its work units
   relays/tick      movement records relayed, per tick
-  throttled/tick   relays held back by adaptive throttling (with the default
-                   interest tiers 0 even when over budget; see -interest=false)
+  throttled/tick   far pairs held back by adaptive throttling (0 under the
+                   per-connection budget: pressure lowers relays/tick instead)
   pressure         highest throttle pressure of a cluster
   owed             records cut by the per-connection budget, owed to a later tick
   waiting          players waiting their turn to join (admission.joinAppearsPerTick)
