@@ -43,7 +43,7 @@ type MemOptions struct {
 // lock (so the relay's workers can send to different clients at once): a
 // send finds its session by index and bumps the session's counters, which
 // sit alone on one cache line; only outside CountOnly mode does it also
-// take the one client's lock, to queue a copy. In steady state (buffers
+// take one lock of the session's, to queue a copy. In steady state (buffers
 // grown, clients drained or CountOnly) Receive, SendUnreliable,
 // SendReliable and MemClient.Send allocate nothing; in CountOnly mode the
 // server's sends never allocate.
@@ -59,8 +59,10 @@ type MemOptions struct {
 // still grow just after a close that overlapped sends.
 //
 // Lock order: a MemClient's drain lock, then the Mem's lock, then a
-// MemClient's lock. The server's sends take only the client's lock, and
-// none in CountOnly mode.
+// session slot's datagram lock, then a MemClient's lock (never both of
+// the last two at once on a send). The server's datagram sends take only
+// the slot's lock, its reliable sends only the client's, and none in
+// CountOnly mode.
 type Mem struct {
 	// Read by every server send and written only by NewMem and Dial, so
 	// they stay cached on every core; the padding keeps the fields that
@@ -112,7 +114,15 @@ type memSlot struct {
 	client                   atomic.Pointer[MemClient]
 	datagrams, datagramBytes atomic.Uint64
 	frames, frameBytes       atomic.Uint64
-	_                        [slotSize - 40]byte
+	// The datagrams sent and not yet drained, outside CountOnly mode,
+	// under dmu: beside the counters, so that handing a recipient its
+	// tick touches this pair of lines and the queue's bytes, and not the
+	// MemClient. closed is set, under dmu, as the session closes: a send
+	// that finds it set drops.
+	dmu    sync.Mutex
+	closed bool
+	queue  memQueue
+	_      [slotSize - 104]byte
 }
 
 // counts returns what the slot's session was sent.
@@ -226,7 +236,7 @@ func (m *Mem) Dial() *MemClient {
 	defer m.mu.Unlock()
 	if m.closed {
 		// A slot of its own, never published: its counts stay zero.
-		return &MemClient{mem: m, slot: new(memSlot), closed: true, reason: ReasonTransportClosed}
+		return &MemClient{mem: m, slot: &memSlot{closed: true}, closed: true, reason: ReasonTransportClosed}
 	}
 	m.last++
 	c := &MemClient{mem: m, session: m.last, slot: m.slotFor(m.last)}
@@ -257,15 +267,13 @@ func (m *Mem) SendUnreliable(s SessionID, datagram []byte) {
 		m.droppedDatagrams.Add(1)
 		return
 	}
-	m.deliver(c, &slot.datagrams, &slot.datagramBytes, &m.droppedDatagrams, 1, len(datagram), func() {
-		c.datagrams.push(datagram)
-	})
+	m.deliverDatagrams(slot, datagram, len(datagram))
 }
 
 // SendUnreliableBatch implements [BatchSender]. A batch of datagrams that
-// are all deliverable is queued under one lock of the client and counted
-// once: a relay hands over each recipient's tick in one call, which costs
-// about what building it did, not a lock and a count per datagram. A batch
+// are all deliverable is queued under one lock and counted once: a relay
+// hands over each recipient's tick in one call, touching the session's
+// slot and the queue's bytes, not a lock and a count per datagram. A batch
 // with one to drop is SendUnreliable on each datagram.
 func (m *Mem) SendUnreliableBatch(s SessionID, datagrams []byte, size int) {
 	if size < 1 || size > len(datagrams) {
@@ -273,14 +281,32 @@ func (m *Mem) SendUnreliableBatch(s SessionID, datagrams []byte, size int) {
 	}
 	if size > 0 && size <= m.maxDatagram {
 		if slot, c := m.open(s); c != nil {
-			n := (len(datagrams) + size - 1) / size
-			m.deliver(c, &slot.datagrams, &slot.datagramBytes, &m.droppedDatagrams, n, len(datagrams), func() {
-				eachDatagram(datagrams, size, c.datagrams.push)
-			})
+			m.deliverDatagrams(slot, datagrams, size)
 			return
 		}
 	}
 	eachDatagram(datagrams, size, func(d []byte) { m.SendUnreliable(s, d) })
+}
+
+// deliverDatagrams counts datagrams (cut every size bytes) to the session
+// of slot and, outside CountOnly mode, queues them under the slot's lock;
+// to a session closed since the lookup they are counted as dropped
+// instead.
+func (m *Mem) deliverDatagrams(slot *memSlot, datagrams []byte, size int) {
+	n := uint64((len(datagrams) + size - 1) / size)
+	if !m.countOnly {
+		slot.dmu.Lock()
+		defer slot.dmu.Unlock()
+		if slot.closed { // closed since the lookup
+			m.droppedDatagrams.Add(n)
+			return
+		}
+		for off := 0; off < len(datagrams); off += size {
+			slot.queue.push(datagrams[off:min(off+size, len(datagrams))])
+		}
+	}
+	slot.datagrams.Add(n)
+	slot.datagramBytes.Add(uint64(len(datagrams)))
 }
 
 // SendReliable implements [Transport]. A frame shorter than HeaderSize,
@@ -292,26 +318,26 @@ func (m *Mem) SendReliable(s SessionID, frame []byte) {
 		m.droppedReliable.Add(1)
 		return
 	}
-	m.deliver(c, &slot.frames, &slot.frameBytes, &m.droppedReliable, 1, len(frame), func() { c.reliable.push(frame) })
+	m.deliver(c, &slot.frames, &slot.frameBytes, &m.droppedReliable, len(frame), func() { c.reliable.push(frame) })
 }
 
-// deliver counts a server send of n frames, size bytes in all, to open
-// client c in count and bytes and, outside CountOnly mode, queues them
-// with queue under the client's lock; a send to a client closed since the
-// lookup is counted in dropped instead.
-func (m *Mem) deliver(c *MemClient, count, bytes, dropped *atomic.Uint64, n, size int, queue func()) {
+// deliver counts a server send of size bytes to open client c in count
+// and bytes and, outside CountOnly mode, queues it with queue under the
+// client's lock; a send to a client closed since the lookup is counted in
+// dropped instead.
+func (m *Mem) deliver(c *MemClient, count, bytes, dropped *atomic.Uint64, size int, queue func()) {
 	if m.countOnly {
-		count.Add(uint64(n))
+		count.Add(1)
 		bytes.Add(uint64(size))
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed { // closed since the lookup
-		dropped.Add(uint64(n))
+		dropped.Add(1)
 		return
 	}
-	count.Add(uint64(n))
+	count.Add(1)
 	bytes.Add(uint64(size))
 	queue()
 }
@@ -378,6 +404,9 @@ func (m *Mem) Close() error {
 func (m *Mem) closeLocked(c *MemClient, reason string) {
 	delete(m.clients, c.session)
 	c.slot.client.Store(nil)
+	c.slot.dmu.Lock()
+	c.slot.closed = true
+	c.slot.dmu.Unlock()
 	c.mu.Lock()
 	c.closed = true
 	c.reason = reason
@@ -400,15 +429,13 @@ type MemClient struct {
 	slot    *memSlot // the session's counters, bumped by the server's sends
 
 	// Guarded by mu; closed and reason change only with mem.mu held too.
-	// The fields a send touches come first, on as few cache lines as may
-	// be: a relay hands every recipient its tick from another core.
-	mu        sync.Mutex
-	closed    bool
-	datagrams memQueue
-	reliable  memQueue
-	reason    string
+	// The datagrams wait in the slot (memSlot.queue).
+	mu       sync.Mutex
+	closed   bool
+	reason   string
+	reliable memQueue
 	// last is the latest datagram drained, copied by the drain rather than
-	// by every send (LastDatagram); guarded by mu.
+	// by every send (LastDatagram); guarded by the slot's dmu.
 	last []byte
 
 	// drainMu serializes the Drain methods and guards the queues they
@@ -506,13 +533,14 @@ func (c *MemClient) CloseReason() (string, bool) {
 func (c *MemClient) DrainDatagrams(fn func(datagram []byte)) int {
 	c.drainMu.Lock()
 	defer c.drainMu.Unlock()
-	c.mu.Lock()
-	c.datagrams, c.drainingDgrm = c.drainingDgrm, c.datagrams
-	c.datagrams.reset()
+	sl := c.slot
+	sl.dmu.Lock()
+	sl.queue, c.drainingDgrm = c.drainingDgrm, sl.queue
+	sl.queue.reset()
 	if d, ok := c.drainingDgrm.latest(); ok {
 		c.last = append(c.last[:0], d...)
 	}
-	c.mu.Unlock()
+	sl.dmu.Unlock()
 	return c.drainingDgrm.each(fn)
 }
 
@@ -542,9 +570,9 @@ func (c *MemClient) Received() MemClientStats {
 // to dst; it appends nothing before the first. CountOnly mode keeps no
 // bytes, so there it always returns dst unchanged.
 func (c *MemClient) LastDatagram(dst []byte) []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if d, ok := c.datagrams.latest(); ok {
+	c.slot.dmu.Lock()
+	defer c.slot.dmu.Unlock()
+	if d, ok := c.slot.queue.latest(); ok {
 		return append(dst, d...)
 	}
 	return append(dst, c.last...)
