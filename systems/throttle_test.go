@@ -405,3 +405,59 @@ func TestPressureUnderTheBudgetSendsFewerRecordsAndStarvesNoOne(t *testing.T) {
 	assert.Greater(t, after, now*2/3, "and the records come back: %d calm, %d after", now, after)
 	assert.Greater(t, after, 3*pressedRecords/window, "far above the pressed records")
 }
+
+// TestPressedTicksFollowThePlainRule checks the relay under full pressure,
+// with the per-connection budget on, against a plain reading of the rules:
+// a recipient whose spread s held through the tick, and who is owed
+// nothing, is sent exactly the senders of its stencil (one chunk here)
+// whose pair phase is due at their tier period stretched by s. Pressure
+// changes which spread a client has, never the rule its records follow.
+func TestPressedTicksFollowThePlainRule(t *testing.T) {
+	const players, budget = 300, 40
+	rng := rand.New(rand.NewPCG(9, 10))
+	spawns := oneChunkCrowd(rng, players)
+	thr, err := interest.NewThrottle(4096, 8)
+	require.NoError(t, err)
+	tiers := defaultTiers(t)
+	r := newRig(t, Config{Throttle: thr, BudgetMicros: 8000, Tiers: tiers, MaxRecordsPerTick: budget}, spawns)
+	overload(r, true)
+	for range 60 {
+		r.stand()
+	}
+	require.Equal(t, int(thr.MaxLevel()), r.p.Stats().Pressure)
+	sessions := make([]*session, players)
+	for i, c := range r.clients {
+		sessions[i] = r.p.sessions[c.Session()]
+	}
+	checked, spreads := 0, map[uint8]bool{}
+	for range 40 {
+		before := make([]uint8, players)
+		for i, s := range sessions {
+			before[i] = max(s.spread, 1)
+		}
+		heard := r.stand()
+		tick := r.tick
+		for i, s := range sessions {
+			if max(s.spread, 1) != before[i] || s.backlog.Owed() > 0 {
+				continue // the spread moved this tick: the records are those of one of the two
+			}
+			want := map[uint32]int{}
+			for j := range spawns {
+				if j == i {
+					continue
+				}
+				dx, dy := spawns[j].X-spawns[i].X, spawns[j].Y-spawns[i].Y
+				period := stretch(tiers.PeriodSq(dx*dx+dy*dy), before[i])
+				if interest.Sends(interest.Phase(r.actors[j], r.actors[i]), tick, period) {
+					want[r.actors[j]] = 1
+				}
+			}
+			require.Equal(t, want, heard[i], "tick %d, recipient %d at spread %d", tick, i, before[i])
+			checked++
+			spreads[before[i]] = true
+		}
+	}
+	assert.Greater(t, checked, players*30, "recipients checked")
+	assert.NotContains(t, spreads, uint8(1), "every pressed recipient had a spread")
+	t.Logf("%d recipient ticks checked at spreads %v", checked, spreads)
+}
