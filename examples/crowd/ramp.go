@@ -57,9 +57,10 @@ func largestHeld(steps []rampStep, target int) int {
 const rampColumns = "%6s %8s %6s %7s %11s %10s %6s %6s %7s  %s\n"
 
 func writeRampHeader(w io.Writer, cfg config, hz int) {
-	fmt.Fprintf(w, "ramp: %s, target %d Hz, held = at least %.1f Hz (%.0f%%) with every bot in; each step: %v settle, %v measured; gomaxprocs %d\n",
-		cfg.scenario, hz, heldShare*float64(hz), 100*heldShare, cfg.settle, cfg.hold, runtime.GOMAXPROCS(0))
-	fmt.Fprintln(w, "cpu% is this process (server and bots together) in % of one core; tick% the server tick's share of it, other% the rest (bots, both QUIC stacks, runtime)")
+	fmt.Fprintf(w, "ramp: %s over %s, target %d Hz, held = at least %.1f Hz (%.0f%%) with every bot in; each step: %v settle, %v measured; gomaxprocs %d\n",
+		cfg.scenario, cfg.transport, hz, heldShare*float64(hz), 100*heldShare, cfg.settle, cfg.hold, runtime.GOMAXPROCS(0))
+	stacks := map[string]string{transportQUIC: "both QUIC stacks", transportWS: "both WebSocket stacks", transportMem: "the in-memory handoff"}[cfg.transport]
+	fmt.Fprintf(w, "cpu%% is this process (server and bots together) in %% of one core; tick%% the server tick's share of it, other%% the rest (bots, %s, runtime)\n", stacks)
 	fmt.Fprintf(w, rampColumns, "bots", "players", "hz", "p95_ms", "out/s", "upd/bot/s", "cpu%", "tick%", "other%", "held")
 }
 

@@ -27,14 +27,15 @@ func TestRampRowsSayWhatEachStepHeld(t *testing.T) {
 		{bots: 400, players: 400, hz: 28.4, p95: 40 * time.Millisecond, out: 900, perBot: 300, cpu: -1, tick: -1},
 	}
 	var out bytes.Buffer
-	writeRampHeader(&out, config{scenario: "square", hz: 30, hold: 5 * time.Second, settle: time.Second}, 30)
+	writeRampHeader(&out, config{scenario: "square", transport: transportQUIC, hz: 30, hold: 5 * time.Second, settle: time.Second}, 30)
 	for _, s := range steps {
 		writeRampRow(&out, s, 30)
 	}
 	writeRampEnd(&out, steps, 30)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Len(t, lines, 3+len(steps)+1, out.String())
-	assert.Contains(t, lines[0], "target 30 Hz, held = at least 28.5 Hz (95%)")
+	assert.Contains(t, lines[0], "square over quic, target 30 Hz, held = at least 28.5 Hz (95%)")
+	assert.Contains(t, lines[1], "both QUIC stacks")
 	assert.Equal(t, []string{"bots", "players", "hz", "p95_ms", "out/s", "upd/bot/s", "cpu%", "tick%", "other%", "held"}, strings.Fields(lines[2]))
 	help := helpText(t)
 	for _, column := range strings.Fields(lines[2]) {
