@@ -381,7 +381,7 @@ func (p ParallelSettings) WakeAhead() time.Duration {
 // the end of the relay. Four a worker bound that tail to a quarter of a
 // core's share: square/1000 -12%, square/2000 -15% a tick on the
 // development VM while one of its two cores ran slow, no change while
-// both ran alike (BenchmarkTick, README "Performance"). Eight or sixteen
+// both ran alike (BenchmarkTick, docs/performance.md). Eight or sixteen
 // a worker were slower than four.
 func (p ParallelSettings) ShardsPerCluster(workers int) int {
 	if p.MaxShardsPerCluster > 0 {
