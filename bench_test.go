@@ -18,7 +18,7 @@ import (
 )
 
 // tickMode is one way of running the tick: the modes every performance
-// claim is measured in (DESIGN.md, "Benchmarks"). inline+interest against
+// claim is measured in (docs/performance.md). inline+interest against
 // parallel+interest is the parallel switch with the shipped interest
 // management on; inline against parallel the same without it.
 // inline+interest+budget is the shipped defaults on one core: on a machine
@@ -194,7 +194,7 @@ func (c *benchCrowd) tick() {
 	c.srv.Tick()
 }
 
-// BenchmarkTick measures one full tick of the scenarios in DESIGN.md: every
+// BenchmarkTick measures one full tick of the design's scenarios: every
 // actor sends one Move through the in-memory transport, the server decodes
 // them, runs Move and Relay (inline or on the pool) and hands every batch
 // back to the transport. One op is one tick including the bots' sends;

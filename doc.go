@@ -19,7 +19,7 @@
 // default. [Options.Resolve] turns it into [Settings], the plain validated
 // values a server runs with, and lists each documented clamp it applied as
 // an [Adjustment] for the start-up log. [Parallelism] is the "parallelism"
-// section (key names of the SkyMP offload); [InterestTier] is one step of
+// section; [InterestTier] is one step of
 // the interest table and [CrowdTiers] a ready-made table.
 //
 // The server: [New] builds a [Server] from Options: an ECS world

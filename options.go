@@ -11,6 +11,7 @@ import (
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/grid"
+	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net"
 )
 
@@ -24,19 +25,17 @@ const (
 	MaxTickRate = 240
 
 	// DefaultChunkSize is the edge of a chunk in world units when chunkSize
-	// is not set: one Skyrim exterior cell, 4096 units.
+	// is not set: 4096 units.
 	DefaultChunkSize = grid.DefaultChunkSize
 
 	// MaxWorkerThreads caps parallelism.workerThreads, set or automatic.
 	MaxWorkerThreads = 64
 
 	// DefaultMinActorsToOffload is the actor count from which the Move and
-	// Relay phases go to the worker pool; below it they run inline because
-	// the fork/join barrier and two cores sharing caches cost more than they
-	// save. Measured with BenchmarkTick on the 2-core CI machine class
-	// (square scenario, benchstat, n=6): parallel was 6% slower than inline
-	// at 250 actors and 20% faster at 400 (40% at 1000), so the break-even
-	// lies near 300 — the same figure the SkyMP offload found on 32 cores.
+	// Relay phases go to the worker pool; below it they run inline, because
+	// for smaller crowds the fork/join barrier and the cores' shared caches
+	// cost more than the second core saves (the break-even BenchmarkTick
+	// finds; docs/performance.md).
 	DefaultMinActorsToOffload = 300
 	// DefaultMinClusterActors: clusters with fewer actors are swept up
 	// inline instead of getting their own work unit.
@@ -50,11 +49,11 @@ const (
 	DefaultClusterSeparationChunks = 4
 
 	// DefaultInterestFullRateUnits: recipients closer than this get every
-	// update; about half a chunk.
-	DefaultInterestFullRateUnits = 2048
+	// update; half a chunk.
+	DefaultInterestFullRateUnits = interest.DefaultFullRateUnits
 	// DefaultMaxInterestSkipTicks is the longest interest period: a distant
 	// pair is sent at least once every 4 ticks.
-	DefaultMaxInterestSkipTicks = 4
+	DefaultMaxInterestSkipTicks = interest.DefaultMaxSkip
 	// DefaultTargetTickBudgetMicros is the wall-clock target, in
 	// microseconds, for the parallel phase; adaptive throttling acts when a
 	// cluster's share of it is overshot.
@@ -63,21 +62,18 @@ const (
 	// smoothed, take more than 70% of the tick period.
 	DefaultThrottleWorkShare = 0.7
 	// DefaultWorkerWakeAheadMicros is how long before each tick [Server.Run]
-	// wakes the worker pool: 1 ms, enough for a worker thread to be woken
-	// even on a busy virtual machine (a few hundred microseconds measured
-	// on the development VM).
+	// wakes the worker pool: 1 ms, longer than a sleeping thread takes to
+	// wake even on a busy virtual machine.
 	DefaultWorkerWakeAheadMicros = 1000
-	// DefaultThrottleDistanceUnits: pairs closer than this are never
-	// throttled; one chunk.
-	DefaultThrottleDistanceUnits = 4096
-	// DefaultMaxThrottleSkipTicks is the longest throttle period: 8, not the
-	// SkyMP offload's 3. Throttle and interest periods combine by the
-	// larger, and with the default tiers every pair beyond the throttle
-	// distance already has an interest period of 3 or 4, so a cap of 3
-	// would let pressure rise without shedding a single relay. At 8, an
-	// overloaded cluster's far pairs go down to one update in 8 ticks while
-	// pairs closer than throttleDistanceUnits keep every update.
-	DefaultMaxThrottleSkipTicks = 8
+	// DefaultThrottleDistanceUnits: without a per-connection budget, pairs
+	// closer than this are never throttled; one chunk.
+	DefaultThrottleDistanceUnits = interest.DefaultThrottleDistanceUnits
+	// DefaultMaxThrottleSkipTicks is the longest throttle period, and one
+	// more than the highest pressure level. Throttle and interest periods
+	// combine by the larger, and with the default tiers every pair beyond
+	// the throttle distance already has an interest period of 3 or 4, so
+	// the cap must be above 4 for pressure to shed anything there.
+	DefaultMaxThrottleSkipTicks = interest.DefaultMaxThrottleSkip
 	// MaxSkipTicks is the longest period any interest tier, interest
 	// ceiling or throttle ceiling may ask for (one second at [MaxTickRate]);
 	// longer periods are lowered to it, so a pair is never silent for long.
@@ -148,8 +144,8 @@ type Options struct {
 	Logger *slog.Logger `json:"-"`
 }
 
-// Parallelism is the "parallelism" section of [Options]. It keeps the key
-// names of the SkyMP offload so its operators find the same knobs. As in
+// Parallelism is the "parallelism" section of [Options]: how the tick uses
+// the cores, interest management and adaptive throttling. As in
 // Options, nil pointers and zero plain fields mean the defaults; counts must
 // not be negative and distances must be finite and not negative.
 type Parallelism struct {
@@ -260,21 +256,18 @@ type InterestTier struct {
 	Period int `json:"period"`
 }
 
-// CrowdTiers returns the distance tiers a studio measured at 200 players
-// (shared/seeds/003): every update nearby, a third as often from 60 m, a
-// fifth from 100 m and a tenth beyond that. The post gives no distance for
-// "beyond that"; CrowdTiers starts it at 140 m, the next step of 40 m.
-//
-// Throng knows units, not metres: unitsPerMetre converts. In Skyrim-like
-// worlds, where the default 4096-unit chunk is one exterior cell, about 70
-// units make a metre, and CrowdTiers(70) is 4200 -> 1/3, 7000 -> 1/5,
-// 9800 -> 1/10, all within the 3x3 stencil's reach.
+// CrowdTiers returns [interest.CrowdSteps] as settings: every update
+// nearby, a third as often from 60 m, a fifth from 100 m and a tenth from
+// 140 m. Throng knows units, not metres: unitsPerMetre converts (about 70
+// where a 4096-unit chunk is 58.5 m, which puts the bands at 4200, 7000
+// and 9800 units, all within the 3x3 stencil's reach).
 func CrowdTiers(unitsPerMetre float32) []InterestTier {
-	return []InterestTier{
-		{BeyondUnits: 60 * unitsPerMetre, Period: 3},
-		{BeyondUnits: 100 * unitsPerMetre, Period: 5},
-		{BeyondUnits: 140 * unitsPerMetre, Period: 10},
+	steps := interest.CrowdSteps(unitsPerMetre)
+	tiers := make([]InterestTier, len(steps))
+	for i, s := range steps {
+		tiers[i] = InterestTier{BeyondUnits: s.BeyondUnits, Period: int(s.Period)}
 	}
+	return tiers
 }
 
 // Settings is [Options] resolved: every default filled in, every value

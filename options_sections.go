@@ -4,6 +4,8 @@ import (
 	"math"
 	"net/netip"
 	"strconv"
+
+	"github.com/throng-go/throng/net"
 )
 
 // Defaults of the operational sections.
@@ -18,8 +20,10 @@ const (
 	// DefaultMovingUpdatesPerSecond and DefaultStandingUpdatesPerSecond are
 	// the most movement updates a client may send while moving and while
 	// standing still; the excess is dropped and counted.
-	DefaultMovingUpdatesPerSecond   = 30
-	DefaultStandingUpdatesPerSecond = 10
+	// The same constants pace net.Client, so that a Go client's own limit
+	// is never above the server's.
+	DefaultMovingUpdatesPerSecond   = net.DefaultMovingUpdatesPerSecond
+	DefaultStandingUpdatesPerSecond = net.DefaultStandingUpdatesPerSecond
 	// DefaultFloodFactor and DefaultFloodSeconds: a client sending more than
 	// FloodFactor times the moving limit for FloodSeconds seconds in a row
 	// is disconnected.

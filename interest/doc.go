@@ -11,7 +11,7 @@
 // # Outline
 //
 //   - Interest tiers: a [Tiers] table of [Step] rows, built once by
-//     [NewTiers] from [DefaultSteps] or [StudioSteps] (or your own rows).
+//     [NewTiers] from [DefaultSteps] or [CrowdSteps] (or your own rows).
 //     [Tiers.PeriodSq] maps a pair's squared distance to its period.
 //   - Send rule: a pair sends when (phase + tick) mod period == 0 ([Sends]),
 //     with phase = [Phase](sender, recipient) over stable actor ids. A
@@ -26,16 +26,16 @@
 //
 // # Units
 //
-// Distances are world units (DESIGN.md's chunk is 4096 of them) and are
+// Distances are world units (a default chunk is 4096 of them) and are
 // passed squared, as dx*dx + dy*dy (+ dz*dz), so the relay never takes a
-// square root. [StudioSteps] takes the metre-based tiers of shared/seeds/003
-// with a units-per-metre factor; [BethesdaUnitsPerMetre] is Skyrim's 70.
+// square root. [CrowdSteps] takes metre-based tiers with the game's units
+// per metre.
 //
 // # Task -> API
 //
 //   - Build the default tiers: [NewTiers]([DefaultSteps](2048, 4), 4).
 //   - Build the 60 m / 100 m / beyond tiers:
-//     [NewTiers]([StudioSteps]([BethesdaUnitsPerMetre]), 10).
+//     [NewTiers]([CrowdSteps](unitsPerMetre), 10).
 //   - Switch interest management off: use the zero [Tiers].
 //   - Period of a pair: [Tiers.PeriodSq].
 //   - Phase of a pair: [Phase].

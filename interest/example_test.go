@@ -24,14 +24,15 @@ func ExampleTiers() {
 	// 20000 units: period 4
 }
 
-// The studio's metre-based tiers in a Skyrim world (70 units per metre).
-func ExampleStudioSteps() {
-	tiers, err := interest.NewTiers(interest.StudioSteps(interest.BethesdaUnitsPerMetre), 10)
+// Metre-based crowd tiers in a world of 70 units a metre.
+func ExampleCrowdSteps() {
+	const unitsPerMetre = 70
+	tiers, err := interest.NewTiers(interest.CrowdSteps(unitsPerMetre), 10)
 	if err != nil {
 		panic(err)
 	}
 	for _, m := range []float32{40, 60, 100, 150} {
-		d := m * interest.BethesdaUnitsPerMetre
+		d := m * unitsPerMetre
 		fmt.Printf("%3.0f m: one update in %d ticks\n", m, tiers.PeriodSq(d*d))
 	}
 	// Output:

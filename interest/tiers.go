@@ -19,17 +19,9 @@ const DefaultFullRateUnits = 2048
 // DefaultMaxSkip is maxInterestSkipTicks when a server does not configure it.
 const DefaultMaxSkip = 4
 
-// BethesdaUnitsPerMetre converts metres to the world units of Bethesda's
-// engines (Skyrim, where SkyMP runs): one unit is about 1.43 cm, so a
-// 4096-unit chunk is about 58.5 m. Pass it to [StudioSteps] for such a world;
-// a game whose units are metres passes 1.
-const BethesdaUnitsPerMetre = 70
-
-// StudioTenthBeyondMetres is where [StudioSteps] starts the one-in-ten band.
-// The studio's write-up (shared/seeds/003) says "a third at 60 m, a fifth at
-// 100 m, a tenth beyond that" without naming the last distance; 140 m is our
-// assumption, continuing its 40 m spacing.
-const StudioTenthBeyondMetres = 140
+// CrowdTenthBeyondMetres is where [CrowdSteps] starts the one-in-ten band:
+// 40 m past the one-in-five band, as that band is 40 m past the one-in-three.
+const CrowdTenthBeyondMetres = 140
 
 // Step is one row of an interest table: pairs at least BeyondUnits apart
 // (and closer than the next step) are updated once every Period ticks.
@@ -195,7 +187,7 @@ func (t *Tiers) Periods(dst []uint8) []uint8 {
 	return dst
 }
 
-// DefaultSteps returns DESIGN.md's default table: full rate closer than
+// DefaultSteps returns the default table: full rate closer than
 // fullRateUnits, then periods 2, 3, 4 ... from each further multiple of
 // fullRateUnits, up to maxSkip. With the defaults (2048, 4): period 1 below
 // 2048 units, 2 from 2048, 3 from 4096, 4 from 6144 on.
@@ -214,16 +206,17 @@ func DefaultSteps(fullRateUnits float32, maxSkip int) []Step {
 	return steps
 }
 
-// StudioSteps returns the player tiers a game studio reported holding 200
-// players at 30 Hz with (shared/seeds/003): full rate closer than 60 m, one
-// update in 3 from 60 m, one in 5 from 100 m, one in 10 from
-// [StudioTenthBeyondMetres]. unitsPerMetre converts to world units
-// ([BethesdaUnitsPerMetre] for a Skyrim world, 1 for a world in metres).
-// Build it with a maxPeriod of at least 10, or the last bands are capped.
-func StudioSteps(unitsPerMetre float32) []Step {
+// CrowdSteps returns tiers for a dense crowd of players, in metres: full
+// rate closer than 60 m, one update in 3 from 60 m, one in 5 from 100 m,
+// one in 10 from [CrowdTenthBeyondMetres]. Tiers of this shape held a
+// crowd of 200 players at 30 Hz. unitsPerMetre converts to the game's
+// world units (1 for a world in metres; about 70 where a 4096-unit chunk
+// is 58.5 m). Build it with a maxPeriod of at least 10, or the last bands
+// are capped.
+func CrowdSteps(unitsPerMetre float32) []Step {
 	return []Step{
 		{BeyondUnits: 60 * unitsPerMetre, Period: 3},
 		{BeyondUnits: 100 * unitsPerMetre, Period: 5},
-		{BeyondUnits: StudioTenthBeyondMetres * unitsPerMetre, Period: 10},
+		{BeyondUnits: CrowdTenthBeyondMetres * unitsPerMetre, Period: 10},
 	}
 }

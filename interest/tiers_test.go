@@ -75,9 +75,12 @@ func TestDisabledInterestIsFullRateEverywhere(t *testing.T) {
 	}
 }
 
-func TestStudioPresetMatchesSeedTiers(t *testing.T) {
-	for _, upm := range []float32{interest.BethesdaUnitsPerMetre, 1, 100} {
-		tiers, err := interest.NewTiers(interest.StudioSteps(upm), 10)
+// unitsPerMetre is a world where a 4096-unit chunk is 58.5 m.
+const unitsPerMetre = 70
+
+func TestCrowdPresetMatchesItsMetres(t *testing.T) {
+	for _, upm := range []float32{unitsPerMetre, 1, 100} {
+		tiers, err := interest.NewTiers(interest.CrowdSteps(upm), 10)
 		require.NoError(t, err)
 		cases := []struct {
 			metres float32
@@ -86,14 +89,14 @@ func TestStudioPresetMatchesSeedTiers(t *testing.T) {
 			{0, 1}, {30, 1}, {59.9, 1},
 			{60, 3}, {80, 3}, {99.9, 3},
 			{100, 5}, {139.9, 5},
-			{interest.StudioTenthBeyondMetres, 10}, {500, 10},
+			{interest.CrowdTenthBeyondMetres, 10}, {500, 10},
 		}
 		for _, c := range cases {
 			assert.Equal(t, c.want, tiers.PeriodSq(sq(c.metres*upm)), "%v m at %v units/m", c.metres, upm)
 		}
 	}
-	// With Bethesda units the bands start at 4200, 7000 and 9800 units.
-	tiers, err := interest.NewTiers(interest.StudioSteps(interest.BethesdaUnitsPerMetre), 10)
+	// At 70 units a metre the bands start at 4200, 7000 and 9800 units.
+	tiers, err := interest.NewTiers(interest.CrowdSteps(unitsPerMetre), 10)
 	require.NoError(t, err)
 	assert.Equal(t, uint8(1), tiers.PeriodSq(sq(4199)))
 	assert.Equal(t, uint8(3), tiers.PeriodSq(sq(4200)))
@@ -102,7 +105,7 @@ func TestStudioPresetMatchesSeedTiers(t *testing.T) {
 }
 
 func TestPeriodsAreCappedByMaxPeriod(t *testing.T) {
-	tiers, err := interest.NewTiers(interest.StudioSteps(1), 4)
+	tiers, err := interest.NewTiers(interest.CrowdSteps(1), 4)
 	require.NoError(t, err)
 	assert.Equal(t, uint8(1), tiers.PeriodSq(sq(10)))
 	assert.Equal(t, uint8(3), tiers.PeriodSq(sq(60)))
@@ -241,7 +244,7 @@ func TestNewTiersRejectsMalformedSteps(t *testing.T) {
 	}
 }
 
-// DESIGN.md: with the default tiers, 400 actors spread uniformly over one
+// The design: with the default tiers, 400 actors spread uniformly over one
 // 4096 x 4096 chunk give about 118,000 relays per tick averaged over a
 // window, against 159,600 without interest management.
 func TestDefaultTiersRelayAboutThreeQuartersOfSquare(t *testing.T) {
@@ -283,7 +286,7 @@ func TestSpanAgreesWithPeriodSqInsideIt(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	for _, steps := range [][]interest.Step{
 		interest.DefaultSteps(2048, 4),
-		interest.StudioSteps(70),
+		interest.CrowdSteps(70),
 		{{BeyondUnits: 100, Period: 2}, {BeyondUnits: 101, Period: 2}, {BeyondUnits: 5000, Period: 9}},
 		nil,
 	} {
@@ -311,9 +314,9 @@ func TestSpanAgreesWithPeriodSqInsideIt(t *testing.T) {
 }
 
 func TestPeriodsListsEveryPeriodTheTableGives(t *testing.T) {
-	studio, err := interest.NewTiers(interest.StudioSteps(interest.BethesdaUnitsPerMetre), 10)
+	studio, err := interest.NewTiers(interest.CrowdSteps(unitsPerMetre), 10)
 	require.NoError(t, err)
-	capped, err := interest.NewTiers(interest.StudioSteps(interest.BethesdaUnitsPerMetre), 5)
+	capped, err := interest.NewTiers(interest.CrowdSteps(unitsPerMetre), 5)
 	require.NoError(t, err)
 	var off interest.Tiers
 	assert.Equal(t, []uint8{1, 2, 3, 4}, defaultTiers(t).Periods(nil))

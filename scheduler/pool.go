@@ -334,7 +334,7 @@ func (p *Pool) run(job Job, units []Unit) (RunStats, *UnitPanic) {
 	// them to wake. Those that have started are waited for until they have
 	// left the drain loop, not only until the last unit is done: a worker
 	// still inside the loop when Run returns would claim units of the next
-	// batch with this one's job (the SkyMP barrier bug).
+	// batch with this one's job.
 	revoked := 0
 	for _, w := range p.crew[:helpers] {
 		if w.state.CompareAndSwap(called, idle) {

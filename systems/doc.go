@@ -1,5 +1,5 @@
 // Package systems is the tick pipeline: the built-in systems every Throng
-// server runs, in this order (see DESIGN.md, "The tick"):
+// server runs, in this order:
 //
 //	Ingest  (serial;   drain the transport: sessions, Hello -> queued spawn,
 //	        parallel   newest MoveInput per actor by sequence number; in a

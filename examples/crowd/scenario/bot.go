@@ -10,7 +10,7 @@ import (
 	"github.com/throng-go/throng/net"
 )
 
-// Rates at which a bot sends updates: DESIGN.md's client limits.
+// Rates at which a bot sends updates: the server's default client limits.
 const (
 	MovingUpdatesPerSecond   = 30
 	StandingUpdatesPerSecond = 10
@@ -41,7 +41,7 @@ type Gait struct {
 }
 
 // WanderGait is a player idling in a crowd: walking pace (300 units a
-// second, about 4 m/s in a Skyrim-scale world) for 2 to 8 s, then a 1 to 4 s
+// second, about 4 m/s at 70 units a metre) for 2 to 8 s, then a 1 to 4 s
 // stop.
 func WanderGait() Gait {
 	return Gait{Speed: 300, MinWalk: 2 * time.Second, MaxWalk: 8 * time.Second, MinStand: time.Second, MaxStand: 4 * time.Second}

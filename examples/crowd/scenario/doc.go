@@ -1,6 +1,6 @@
 // Package scenario builds the populations and the bots of the crowd example
 // and of the tick benchmarks (bench_test.go at the module root): the three
-// scenarios of DESIGN.md's "Benchmarks" section, each a deterministic
+// scenarios every performance figure is measured on, each a deterministic
 // function of (players, seed), and a bot that wanders the way players do.
 //
 // It sits in examples/, above the framework: it imports components, grid and

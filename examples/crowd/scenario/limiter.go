@@ -2,8 +2,8 @@ package scenario
 
 import "time"
 
-// SendLimiter spaces a client's movement updates the way DESIGN.md asks of
-// every client: at most a moving rate a second while moving (30) and a
+// SendLimiter spaces a client's movement updates the way a Throng server's
+// default client limits ask of every client: at most a moving rate a second while moving (30) and a
 // standing rate while standing still (10).
 //
 // Both limits hold in two senses: two updates are never closer than one

@@ -39,7 +39,7 @@ func TestSquareFillsOneChunkSoEveryoneSeesEveryone(t *testing.T) {
 		require.Equal(t, grid.AreaKey{}, keyOf(s.Transform))
 		require.True(t, s.Area.contains(s.Transform.X, s.Transform.Y))
 	}
-	assert.Equal(t, int64(400*399), p.RelayWork().Total, "DESIGN.md: 159,600 relays without interest")
+	assert.Equal(t, int64(400*399), p.RelayWork().Total, "159,600 relays without interest")
 }
 
 func TestWorldSpreadsOverSixtyFourBySixtyFourChunks(t *testing.T) {
@@ -56,7 +56,7 @@ func TestWorldSpreadsOverSixtyFourBySixtyFourChunks(t *testing.T) {
 	assert.InDelta(t, 9*10000.0/(64*64), perActor, 3, "each actor sees about nine chunks' worth of others")
 }
 
-// TestTownHubHoldsSeventyPercentOfRelayWork pins DESIGN.md's "realistic
+// TestTownHubHoldsSeventyPercentOfRelayWork pins the design's "realistic
 // population": the hub holds about 70% of the relay work, and the parts
 // never see each other, so every part's work is its own k(k-1).
 func TestTownHubHoldsSeventyPercentOfRelayWork(t *testing.T) {
