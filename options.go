@@ -187,8 +187,7 @@ type Parallelism struct {
 	// busy VM) to wake, and the tick goroutine works alone meanwhile. The
 	// workers that the last tick used poll from then until the tick's
 	// first parallel phase calls them: about this much CPU time per worker
-	// and tick (6% of a core at 60 Hz with the default), at most twice it,
-	// then they sleep as before. 0 lets them sleep. Key
+	// and tick, at most twice it, then they sleep as before. 0 lets them sleep. Key
 	// "workerWakeAheadMicros"; nil means [DefaultWorkerWakeAheadMicros].
 	WorkerWakeAheadMicros *int `json:"workerWakeAheadMicros,omitempty"`
 
@@ -368,14 +367,11 @@ func (p ParallelSettings) WakeAhead() time.Duration {
 //
 // Each goroutine of the pool runs its home block of shards, then takes the
 // cheapest shards left in the others', so a tick ends when the last shard
-// does: with two shards a worker (and, then, a shared queue), one
-// core a third slower than the other (a cloud VM's noisy neighbour, an
-// efficiency core) left the fast one idle for most of a shard's length at
-// the end of the relay. Four a worker bound that tail to a quarter of a
-// core's share: square/1000 -12%, square/2000 -15% a tick on the
-// development VM while one of its two cores ran slow, no change while
-// both ran alike (BenchmarkTick, docs/performance.md). Eight or sixteen
-// a worker were slower than four.
+// does: where one core is slower than another (a cloud machine's noisy
+// neighbour, an efficiency core), the fast one waits at the end of the
+// relay for up to one shard. Four a worker bound that tail to a quarter
+// of a core's share; more shards cost more in handoffs than they save
+// (docs/performance.md).
 func (p ParallelSettings) ShardsPerCluster(workers int) int {
 	if p.MaxShardsPerCluster > 0 {
 		return p.MaxShardsPerCluster

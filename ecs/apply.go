@@ -289,13 +289,12 @@ func (w *World) newChunk(key grid.AreaKey) ecs.Entity {
 
 // park lets an empty chunk's entity go: it loses its Chunk component and
 // waits, with its Ark tables (empty) and its slot's filter, for the next
-// chunk created. Removing it instead made that chunk a new entity, whose
-// first actor made Ark build a table for the new relation target and
-// World a filter for it: a dozen allocations a chunk, and in a town whose
-// crowd keeps more chunks than the budget of empty ones, a few hundred
-// every thousand ticks (profiled). A chunk entity with components of a
-// user's besides Chunk is removed, as before: a later chunk must not
-// inherit them.
+// chunk created. Removing it would make that chunk a new entity, whose
+// first actor makes Ark build a table for the new relation target and
+// World a filter for it: a dozen allocations a chunk, which a crowd that
+// keeps more chunks than the budget of empty ones would pay all along. A
+// chunk entity with components of a user's besides Chunk is removed: a
+// later chunk must not inherit them.
 func (w *World) park(chunk ecs.Entity) {
 	c := &w.chunkSlots[chunk.ID()]
 	c.gen++

@@ -95,11 +95,11 @@ const requeryShare = 4
 // shapes: only the tables of the chunks they touched changed (their rows,
 // maybe their column buffers; tables came and went only there), so it
 // drops those chunks' views and queries their tables again, each chunk by
-// its relation target, and keeps every other view as it is. In a world of
-// 10,000 roamers over 4,000 chunks about 50 actors change chunk a tick
-// (counted), touching two chunks each, and the join's Snapshot, which queried every table, was a fifth of
-// the serial tick (0.8 ms; profiled). The order is the same as a full
-// query's: orderViews does not depend on the order of w.views.
+// its relation target, and keeps every other view as it is: in a roaming
+// world a few dozen actors change chunk a tick out of thousands of chunks,
+// and querying every table again would make the snapshot grow with the
+// map instead of with the change. The order is the same as a full query's:
+// orderViews does not depend on the order of w.views.
 func (w *World) requery() {
 	// Drop the touched chunks' views, each by moving the last view into
 	// its place: orderViews does not depend on the views' order, and a
@@ -210,8 +210,8 @@ func (w *World) orderViews() {
 // up in one copy. Every chunk moves at most once, and only those from the
 // first removed or new one on are renumbered. So a new chunk costs
 // O(log n) comparisons and a linear copy and renumbering, instead of the
-// O(n log n) comparisons of a full sort (about 0.5 ms for 4,000 chunks),
-// and while a crowd is still discovering its map that is every other tick.
+// O(n log n) comparisons of a full sort, and while a crowd is still
+// discovering its map that is every other tick.
 // Only the first ranking, merging every chunk into an empty order, sorts
 // them all.
 func (w *World) rankChunks() {

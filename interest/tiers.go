@@ -106,12 +106,10 @@ func NewTiers(steps []Step, maxPeriod int) (Tiers, error) {
 //
 // It is a binary search over the fixed table: three float comparisons, no
 // square root, no division, no bounds checks, no allocation; it inlines.
-// The search takes no branch. Measured where it matters, in the relay
-// (world/10000 with interest, 6 runs interleaved), that makes a tick 7%
-// faster than the branching form; measured alone (BenchmarkPeriodSq, with
-// 4,096 distances or with a million) the branching form is faster. The
-// relay's loop has other work to overlap with the search, and loses it
-// all on a mispredicted branch; re-measure end to end before changing it.
+// The search takes no branch: the relay's loop has other work to overlap
+// with it and loses all of it on a mispredicted branch, so a branching
+// form that wins alone (BenchmarkPeriodSq) loses in the tick. Measure end
+// to end (BenchmarkTick) before changing it.
 func (t *Tiers) PeriodSq(distSq float32) uint8 { return t.extraSq(distSq) + 1 }
 
 // extraSq returns the period minus one.

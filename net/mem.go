@@ -103,9 +103,9 @@ const cacheLine = 64
 // sends to different sessions on different cores never write the same
 // line. A pair, not one line: the L2's adjacent-line prefetcher fetches
 // lines in 128-byte pairs, so with one line a slot the core sending to
-// session s kept taking session s^1's line from the core sending to that
-// one (the relay's shards hold sessions in cell order, not by number):
-// square/1000 parallel+interest busy -2.6%, with the budget -6.3% (n=8).
+// session s would keep taking session s^1's line from the core sending to
+// that one (the relay's shards hold sessions in cell order, not by
+// number).
 // A session keeps its slot after it closes, so that Stats still counts
 // what it was sent.
 type memSlot struct {

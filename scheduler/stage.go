@@ -82,14 +82,10 @@ func (j *stageJob) owner(i int) int {
 // hundreds of microseconds to wake (on a busy virtual machine): a stage
 // whose serial lead-in (a serial system, or its systems' Plans) has been
 // longer than that keeps the workers that the batches before it used
-// awake through it ([Pool.Prewake]), when a later stage will use the pool.
-// At square/2000 with the per-connection budget, whose relay Plan built
-// the due lists for ~200 us on the calling goroutine (before it ran them
-// as passes on the pool, see Tick.Parallel), the relay batch had started
-// on the calling goroutine alone: its wall time went from 1,419 to 1,200 us in one run
-// of the development VM; when its workers wake quickly the gain is within
-// the noise. The cost: the workers poll instead of sleeping through such
-// lead-ins.
+// awake through it ([Pool.Prewake]), when a later stage will use the pool:
+// otherwise the next batch would start on the calling goroutine alone while
+// the workers wake. The cost: the workers poll instead of sleeping through
+// such lead-ins.
 func (s *Schedule) Run(pool *Pool, t *Tick) RunStats {
 	for i := range s.stages {
 		for _, m := range s.stages[i].members {

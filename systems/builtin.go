@@ -78,8 +78,7 @@ func (s *ingestSystem) RunUnit(i int) {
 // minInputsToOffload is the fewest players whose Move frames are applied
 // on the pool. A frame costs tens of nanoseconds (more when its MoveInput
 // row was last written on another core); below a couple of thousand the
-// extra pool run costs about what splitting them saves (measured:
-// square/1000 with interest 6% slower on the pool, world/10000 15% faster).
+// extra pool run costs about what splitting them saves.
 const minInputsToOffload = 2048
 
 // inputKeySalt keeps the input buckets' keys apart from the shards' in the

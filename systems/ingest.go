@@ -27,10 +27,9 @@ const (
 // Each half starts its own pair of cache lines (the L2 fetches lines in
 // 128-byte pairs) and the session's size is a whole number of pairs, so
 // that Go's size class, whose objects start on page-aligned spans, puts
-// every session on pair boundaries: at its natural 288 bytes, every other
-// session shared a line with its neighbour's relay fields, and each budget
-// relay took the next session's ingest line from the tick goroutine's core
-// (square/1000 parallel+interest+budget -9%, its serial part -29%, n=12).
+// every session on pair boundaries: otherwise a session would share a line
+// with its neighbour's relay fields, and each budget relay would take the
+// next session's ingest line from the tick goroutine's core.
 type session struct {
 	sessionIngest
 	_ [(linePair - unsafe.Sizeof(sessionIngest{})%linePair) % linePair]byte
@@ -128,8 +127,8 @@ func (p *Pipeline) ApplyInputs(b int) {
 			// Ask for the row of the frame inputsAhead on: the rows lie
 			// in the tables of their actors' chunks, not in session
 			// order, and finding and touching each (Ark's entity index,
-			// the table's column, the row) was a chain of misses the CPU
-			// could not see coming: at world/10000, ApplyInputs -20%.
+			// the table's column, the row) is a chain of misses the CPU
+			// cannot see coming.
 			if s := bk.moves[j].s; s.state == playing {
 				claimLines(unsafe.Slice(p.inputs.Get(s.entity), 1))
 			}

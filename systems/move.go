@@ -24,8 +24,7 @@ func (j *moveJob) RunUnit(i int) {
 		// What Move writes for its shard, every core read in the last
 		// relay: the lines are shared, and each store would wait for the
 		// other cores' copies to be invalidated, one line after another.
-		// Asked for at once, the invalidations overlap (square/1000, Move
-		// on the tick goroutine alone: about 110 -> 85 us).
+		// Asked for at once, the invalidations overlap.
 		claimLines(f.x[sh.Lo:sh.Hi])
 		claimLines(f.y[sh.Lo:sh.Hi])
 		claimLines(f.z[sh.Lo:sh.Hi])
@@ -36,25 +35,22 @@ func (j *moveJob) RunUnit(i int) {
 		// The rows of the actor moveAhead places on, asked for now: a
 		// shard's actors are in cell order, their rows in the table's, so
 		// each row is a miss the CPU cannot predict, and its MoveInput was
-		// just written by ingest on the tick goroutine's core: square/400
-		// parallel+interest -16%, busy -13% (n=15).
+		// just written by ingest on the tick goroutine's core.
 		if pa := a + moveAhead; usePrefetchW && pa < sh.Hi {
 			v := &f.views[f.view[pa]]
 			r := f.row[pa]
 			claimLines(v.Inputs[r : r+1])
 			claimLines(v.Transforms[r : r+1])
 			// Its Animation row is read for the record and rarely
-			// written: in a sparse world, a table's rows are a miss each
-			// (world/10000 parallel+interest: the flags' load was half
-			// of Move's time in profiles; busy -4.7%, n=10).
+			// written: in a sparse world, a table's rows are a miss each,
+			// and unasked for, the flags' load would dominate Move.
 			readLines(v.Animations[r : r+1])
 			if f.view[pa] != f.view[pa-1] {
 				// The first actor of another table: its ids and clients,
 				// only read, are not where the last actor's were. In a
 				// sparse world each table has a few actors and these
-				// were a miss each (world/10000 parallel+interest: Move's
-				// time about a quarter less in profiles); in a crowd's one
-				// table they were not.
+				// would be a miss each; in a crowd's one table they are
+				// not.
 				readLines(v.IDs[r : r+1])
 				readLines(v.Clients[r : r+1])
 			}

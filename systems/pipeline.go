@@ -342,10 +342,9 @@ func (p *Pipeline) BeginRelay(t *scheduler.Tick) {
 }
 
 // minParallelDueWork is the least work, in actors times sets, for which
-// the due lists are built on the pool. A pool pass costs about 10 us of
-// handoff and tail on two cores: the lists of 400 players with the default
-// tiers (four sets, 15 us) took 19 us there, those of 1,000 went from 33
-// to 29 us (BenchmarkBeginRelay).
+// the due lists are built on the pool: below it a pool pass's handoff and
+// tail cost more than the second core saves (BenchmarkBeginRelay finds the
+// break-even).
 const minParallelDueWork = 3000
 
 // dueKeySalt keeps the due lists' units (one per set, keyed by its period

@@ -85,14 +85,9 @@ const maxCellActors = 45
 //
 // Finer cells leave fewer pairs to the cells that straddle an interest
 // band's edge; coarser ones cost less a recipient (fewer cells to visit,
-// longer block copies). With the default tiers (full rate within half a
-// chunk), square crowds, relays identical, inline modes (the steadier on
-// the development VM): 4 x 4 and 5 x 5 tie at 250 actors with interest
-// (4 x 4 is 7% faster without); at 400, 5 x 5 is 9% faster than 4 x 4
-// with interest, and 4 x 4 was 16 to 28% faster than 8 x 8 in every mode;
-// at 1,000, 5 x 5 against 8 x 8 is 5% faster with interest, 10% without
-// and 17% with the budget; at 2,000, 7 x 7 and 8 x 8 tie, while 5 x 5 (80
-// a cell, past the bit sets) is 2.5 times slower with interest.
+// longer block copies). The steps are where BenchmarkTick's square crowds
+// found the balance with the default tiers (docs/performance.md); past
+// maxCellActors a cell no longer fits the bit sets.
 func cellsPerSide(n int) int {
 	switch {
 	case n < 24:
@@ -199,10 +194,9 @@ func (f *Frame) linkStencils() {
 	// Visiting the chunks in key order, the first chunk of each stencil row
 	// (worldOrCell, Y+dy, X-1) only moves forward: one cursor per row walks
 	// the key-sorted chunks once in all, where a search per chunk and row
-	// cost a third of Prepare in a 4,096-chunk world. The walk reads the
-	// chunks' keys and cells from sorted, in key order, rather than from
-	// each group (BenchmarkFramePrepare, world: linkStencils about 140 ->
-	// 95 us, profiled; Prepare 303 -> 272 us).
+	// would cost a third of Prepare in a world of thousands of chunks. The
+	// walk reads the chunks' keys and cells from sorted, in key order,
+	// rather than from each group, whose memory is scattered.
 	var cursor [3]int
 	sorted := f.sorted
 	for gi, g := range f.byKey {

@@ -530,15 +530,14 @@ type picker struct {
 // beyondEdge returns the bit set of the senders (at most maskActors, bit i
 // for the i-th) at a squared distance of at least edge from (rx, ry, rz).
 // Where the CPU has AVX2, eight senders an instruction (beyondEdge8, the
-// same float32 steps): a cell of 16 in 5.8 ns against 21 one by one
-// (BenchmarkBeyondEdge, and with -tags purego), square/400 with interest
-// 5% faster inline and 10% in parallel, square/1000 15% (40 a cell).
+// same float32 steps; BenchmarkBeyondEdge compares it with the loop that
+// -tags purego builds).
 func beyondEdge(xs, ys, zs []float32, rx, ry, rz, edge float32) uint64 {
 	if n := len(xs); useAVX2 && n > 0 {
 		// Whole groups of eight, reading past the last sender into the
 		// slices' capacity (the frame's other actors, or spare room, which
 		// nothing writes during the relay) where there is room, and
-		// dropping those bits: no sender one by one (square/400 -6%).
+		// dropping those bits: no sender one by one.
 		if up := (n + 7) &^ 7; cap(xs) >= up && cap(ys) >= up && cap(zs) >= up {
 			return beyondEdge8(&xs[0], &ys[0], &zs[0], up, rx, ry, rz, edge) & (^uint64(0) >> (64 - n))
 		}
