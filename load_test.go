@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -208,6 +209,16 @@ func TestPrometheusListenerServesTheFigures(t *testing.T) {
 	for _, name := range []string{"throng_tick_rate_hertz", "throng_work_p95_seconds", "throng_busy_rejections_total",
 		"throng_dropped_inputs_total", "throng_bytes_per_second", "throng_players", "throng_commands_total", "throng_events_sent_total"} {
 		assert.True(t, strings.Contains(text, "\n"+name+" "), "missing %s", name)
+	}
+	assert.Contains(t, text, "# TYPE throng_actors gauge\n")
+	assert.Contains(t, text, "# TYPE throng_commands_total counter\n")
+	assert.Equal(t, "text/plain; version=0.0.4; charset=utf-8", resp.Header.Get("Content-Type"))
+	// Every line is a comment or a sample that Prometheus' text format reads.
+	sample := regexp.MustCompile(`^throng_[a-z0-9_]+(\{system="[^"\\]*"\})? (NaN|[+-]Inf|-?[0-9.e+-]+)$`)
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		if !strings.HasPrefix(line, "# HELP ") && !strings.HasPrefix(line, "# TYPE ") {
+			assert.Regexp(t, sample, line)
+		}
 	}
 }
 
