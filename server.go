@@ -221,9 +221,6 @@ func (s *Server) Mem() *net.Mem { return s.mem }
 // Settings returns the resolved settings the server runs with.
 func (s *Server) Settings() Settings { return s.settings }
 
-// Frame returns the last tick's frame, for tests and tools.
-func (s *Server) Frame() *systems.Frame { return s.pipe.Frame() }
-
 // Stats returns what the last tick did and the last full second's summary.
 // It is safe to call from any goroutine.
 func (s *Server) Stats() Stats {

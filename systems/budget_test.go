@@ -207,7 +207,7 @@ func (s *beginRelayOnly) Plan(t *scheduler.Tick, units []scheduler.Unit) []sched
 		s.p.scratch[i].spreads = s.census[i]
 	}
 	s.p.inline = s.inline
-	s.p.BeginRelay(t)
+	s.p.beginRelay(t)
 	return units
 }
 func (s *beginRelayOnly) RunUnit(int) {}

@@ -53,7 +53,7 @@ func (s *ingestSystem) Access() scheduler.Access {
 // one unit for them all when the tick has few Move frames or runs inline.
 func (s *ingestSystem) Plan(t *scheduler.Tick, units []scheduler.Unit) []scheduler.Unit {
 	p := s.p
-	moves := p.RouteInputs(t.Number)
+	moves := p.routeInputs(t.Number)
 	p.inputsAlone = moves < max(p.cfg.MinActorsToOffload, p.minRouted) // none when parallelism is off
 	if p.inputsAlone {
 		return append(units, scheduler.Unit{})
@@ -67,11 +67,11 @@ func (s *ingestSystem) Plan(t *scheduler.Tick, units []scheduler.Unit) []schedul
 // RunUnit applies input bucket i, or all of them in order.
 func (s *ingestSystem) RunUnit(i int) {
 	if !s.p.inputsAlone {
-		s.p.ApplyInputs(i)
+		s.p.applyInputs(i)
 		return
 	}
 	for b := range s.p.buckets {
-		s.p.ApplyInputs(b)
+		s.p.applyInputs(b)
 	}
 }
 
@@ -92,7 +92,7 @@ func (s *prepareSystem) Access() scheduler.Access {
 	return scheduler.Uses(scheduler.WriteResource(FrameResource), scheduler.Structural())
 }
 func (s *prepareSystem) RunSerial(t *scheduler.Tick) {
-	s.p.Prepare(t.Number)
+	s.p.prepare(t.Number)
 	s.p.world.Guard()
 	s.p.parallelAt = time.Now()
 }
@@ -118,7 +118,7 @@ func (s *relaySystem) Access() scheduler.Access {
 		scheduler.WriteResource(FrameResource))
 }
 func (s *relaySystem) Plan(t *scheduler.Tick, units []scheduler.Unit) []scheduler.Unit {
-	s.p.BeginRelay(t)
+	s.p.beginRelay(t)
 	return s.p.plan(units, relayKeySalt)
 }
 
@@ -136,7 +136,7 @@ func (s *joinSystem) Access() scheduler.Access {
 }
 func (s *joinSystem) RunSerial(*scheduler.Tick) {
 	s.p.world.Release()
-	s.p.Join()
+	s.p.join()
 }
 
 // plan returns this tick's units: one per shard, or a single unit that

@@ -28,11 +28,14 @@
 //
 // Under load: clients are rate limited and flooders disconnected in Ingest
 // ([Limits]); admission control refuses new sessions while the server says
-// it is busy ([Pipeline.SetBusy], [BusyReason]); each cluster's smoothed
-// cost drives its throttle pressure, which spaces far pairs
-// ([Config.Throttle]); and the per-connection budget
-// ([Config.MaxRecordsPerTick]) cuts a recipient's batch, keeping what does
-// not fit owed in the session's interest.Backlog.
+// it is busy ([Pipeline.SetBusy], [BusyReason]); joins are paced by the
+// appears they cost ([Config.JoinAppears]); each cluster's smoothed cost,
+// while ticks threaten the rate, drives its pressure, which tightens its
+// clients' budgets ([Config.Throttle], [Pipeline.ObserveWork]); the
+// per-connection budget ([Config.MaxRecordsPerTick]) cuts a recipient's
+// batch, keeping what does not fit owed in the session's
+// interest.Backlog; and a server that falls behind its rate tells its
+// clients ([Pipeline.TellRate], [Pipeline.Skip]).
 //
 // Visibility (Appear / Disappear) is derived from the changes one Apply made
 // (spawns, despawns, chunk moves, teleports), not from per-pair state: its
@@ -48,6 +51,9 @@
 //   - Build the pipeline: [New] with a [Config], a world and a transport.
 //   - Register it with a scheduler: [Pipeline.Systems]; pin your own
 //     systems with the names [IngestName] ... [JoinName].
-//   - See what a tick did: [Pipeline.Stats] ([TickStats]), the layout of
-//     its work: [Pipeline.Frame] ([Frame.Shards], [Frame.Clusters]).
+//   - See what a tick did: [Pipeline.Stats] ([TickStats]).
+//
+// The pipeline's steps (ingest, prepare, the relay's setup, join) are
+// unexported: they run only as the systems [Pipeline.Systems] returns,
+// in the schedule's order, under the world's guard.
 package systems

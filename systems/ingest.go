@@ -61,7 +61,7 @@ type sessionRelay struct {
 // linePair is what the L2 fetches at once: two cache lines.
 const linePair = 128
 
-// Ingest drains the transport: opens and closes sessions, admits Hello
+// ingest drains the transport: opens and closes sessions, admits Hello
 // frames (queuing the actor's spawn), and keeps each actor's newest
 // MoveInput by sequence number. A session can only ever drive its own actor:
 // Move frames carry no actor id, the session decides which actor they move.
@@ -69,22 +69,22 @@ const linePair = 128
 // counted; none of them stops the tick. Runs on the tick goroutine; the
 // ingest system does the same in two steps, the Move frames' share on the
 // pool (RouteInputs, ApplyInputs).
-func (p *Pipeline) Ingest(tick uint64) {
-	p.RouteInputs(tick)
+func (p *Pipeline) ingest(tick uint64) {
+	p.routeInputs(tick)
 	for b := range p.buckets {
-		p.ApplyInputs(b)
+		p.applyInputs(b)
 	}
 	p.mergeInputs()
 }
 
-// RouteInputs is Ingest's serial step: it receives, handles session events
+// routeInputs is ingest's serial step: it receives, handles session events
 // and Hellos in order, and hands each Move frame to the input bucket of
 // its session (by slot range), where ApplyInputs finds it: a session's
 // frames stay in one bucket, in the order they came. It returns the
 // number of Move frames routed. With parallelism off, or fewer sessions
 // than minActorsToOffload and minInputsToOffload, it applies them as they
 // come and routes none.
-func (p *Pipeline) RouteInputs(tick uint64) int {
+func (p *Pipeline) routeInputs(tick uint64) int {
 	p.tick = tick
 	p.elapsed += 1 + p.skipped
 	p.skipped = 0
@@ -116,11 +116,11 @@ func (p *Pipeline) RouteInputs(tick uint64) int {
 	return routed
 }
 
-// ApplyInputs keeps the updates of the Move frames in input bucket b (see
+// applyInputs keeps the updates of the Move frames in input bucket b (see
 // moveFrame). Buckets hold different sessions, so they may be applied at
 // the same time on different goroutines: each touches only its sessions,
 // their actors' MoveInput rows and its own counters.
-func (p *Pipeline) ApplyInputs(b int) {
+func (p *Pipeline) applyInputs(b int) {
 	bk := &p.buckets[b]
 	for i := range bk.moves {
 		if j := i + inputsAhead; j < len(bk.moves) && usePrefetchW {
@@ -345,7 +345,7 @@ func (p *Pipeline) hello(id net.SessionID, s *session, frame []byte) {
 		p.wait(id, s, spawn)
 		return
 	}
-	p.join(id, s, spawn)
+	p.spawnPlayer(id, s, spawn)
 }
 
 // joinFits reports whether a player spawning at spawn may join this tick,
@@ -366,8 +366,8 @@ func (p *Pipeline) joinFits(spawn components.Transform) bool {
 	return true
 }
 
-// join queues the spawn of session id's actor at spawn.
-func (p *Pipeline) join(id net.SessionID, s *session, spawn components.Transform) {
+// spawnPlayer queues the spawn of session id's actor at spawn.
+func (p *Pipeline) spawnPlayer(id net.SessionID, s *session, spawn components.Transform) {
 	p.joins++
 	s.actor = p.world.Spawn(ecs.ActorSpec{Transform: spawn, Client: components.Client{Session: uint64(id), Slot: s.slot}})
 	s.state = joining
@@ -411,7 +411,7 @@ func (p *Pipeline) admitWaiting() {
 		case p.busy, !p.joinFits(w.spawn):
 			return
 		default:
-			p.join(w.id, s, w.spawn)
+			p.spawnPlayer(w.id, s, w.spawn)
 		}
 	}
 	p.waiting, p.waitHead = p.waiting[:0], 0

@@ -7,7 +7,7 @@ import (
 	"github.com/throng-go/throng/net"
 )
 
-// Join is the serial end of the tick: it queues the chunk moves Move found,
+// join is the serial end of the tick: it queues the chunk moves Move found,
 // applies every queued structural change (ecs.World.Apply), then tells
 // clients who appeared and disappeared from their view, and sums up the
 // tick. Runs on the tick goroutine, after the world's guard is released.
@@ -18,7 +18,7 @@ import (
 // from one unit, in order, so every client's stream is the same on any
 // worker count, and the serial join never carries the N^2 volume, which
 // would make it the tick's ceiling however many cores relay.
-func (p *Pipeline) Join() {
+func (p *Pipeline) join() {
 	start := time.Now()
 	f := &p.frame
 	st := &p.stats

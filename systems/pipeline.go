@@ -239,9 +239,6 @@ func (p *Pipeline) TellRate(centihertz uint16) {
 // away (the server decides from its work per tick).
 func (p *Pipeline) SetBusy(busy bool) { p.busy = busy }
 
-// Frame returns the current tick's frame (valid until the next Prepare).
-func (p *Pipeline) Frame() *Frame { return &p.frame }
-
 // Stats returns what the last completed tick did.
 func (p *Pipeline) Stats() TickStats {
 	st := p.stats
@@ -260,11 +257,11 @@ func (p *Pipeline) Changes() []ecs.Change { return p.report.Changes }
 // Players returns the number of sessions in play or joining.
 func (p *Pipeline) Players() int { return len(p.sessions) }
 
-// Prepare snapshots the world for tick (see [Frame.Prepare]) and plans the
+// prepare snapshots the world for tick (see Frame.prepare) and plans the
 // units of Move and Relay.
-func (p *Pipeline) Prepare(tick uint64) {
+func (p *Pipeline) prepare(tick uint64) {
 	p.mergeInputs()
-	p.frame.Prepare(p.world, tick, p.cfg.Shards)
+	p.frame.prepare(p.world, tick, p.cfg.Shards)
 	p.clock.Set(tick)
 	p.units = p.units[:0]
 	for _, sh := range p.frame.shards {
@@ -296,14 +293,14 @@ func (p *Pipeline) Prepare(tick uint64) {
 	p.stats.Units = len(p.units)
 }
 
-// BeginRelay prepares the Relay phase once Move is done, on the tick
+// beginRelay prepares the Relay phase once Move is done, on the tick
 // goroutine: it sends this tick's corrections (so a corrected client reads
 // its correction before the tick's movement), then computes each cell's
 // box around its actors' new positions and builds the due lists: a unit a
 // set (dueJob), run with t.Parallel (on the pool, when the relay system's
 // Plan calls it) when there is enough to build and the tick is not run
 // inline.
-func (p *Pipeline) BeginRelay(t *scheduler.Tick) {
+func (p *Pipeline) beginRelay(t *scheduler.Tick) {
 	p.stats.Corrections = 0
 	p.sendCorrections()
 	// The spreads of clients over their budget, whose periods get lists
@@ -366,16 +363,3 @@ func (j *dueJob) RunUnit(u int) {
 // SetShardsPerCluster sets the most shards one cluster is cut into, from
 // the next Prepare on (the server sets it from the pool size each tick).
 func (p *Pipeline) SetShardsPerCluster(n int) { p.cfg.Shards.ShardsPerCluster = n }
-
-// Inline reports whether this tick's Move and Relay run inline.
-func (p *Pipeline) Inline() bool { return p.inline }
-
-// Units returns the work units Prepare planned; Move and Relay run one job
-// unit per entry.
-func (p *Pipeline) Units() []scheduler.Unit { return p.units }
-
-// MoveJob is the Move phase: unit i validates and moves shard i's senders.
-func (p *Pipeline) MoveJob() scheduler.Job { return &p.move }
-
-// RelayJob is the Relay phase: unit i builds shard i's recipients' batches.
-func (p *Pipeline) RelayJob() scheduler.Job { return &p.relay }

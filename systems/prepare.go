@@ -21,11 +21,11 @@ type ShardPlan struct {
 	ShardsPerCluster int
 }
 
-// Prepare snapshots the world into f for tick: chunk views, the cluster
+// prepare snapshots the world into f for tick: chunk views, the cluster
 // partition, the canonical actor order with positions and ids, each chunk's
 // occupied stencil, and the shards. It runs on the tick goroutine and
 // allocates nothing once the population has been seen.
-func (f *Frame) Prepare(w *ecs.World, tick uint64, plan ShardPlan) {
+func (f *Frame) prepare(w *ecs.World, tick uint64, plan ShardPlan) {
 	f.Tick = tick
 	f.views = w.Snapshot(f.views)
 	f.keys = f.keys[:0]

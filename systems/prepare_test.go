@@ -8,7 +8,7 @@ import (
 	"github.com/throng-go/throng/ecs"
 )
 
-// BenchmarkFramePrepare measures Frame.Prepare, the serial step that lays
+// BenchmarkFramePrepare measures Frame.prepare, the serial step that lays
 // the tick out (snapshot, clusters, cells, stencils, shards), for a world
 // of 10,000 actors over 64 x 64 chunks (the world scenario's density: most
 // chunks hold a few actors) and for 1,000 in one chunk. Nothing changes
@@ -34,12 +34,12 @@ func BenchmarkFramePrepare(b *testing.B) {
 			w.Apply(nil)
 			plan := ShardPlan{Separation: 4, MinClusterActors: 64, MinShardActors: 32, ShardsPerCluster: 4}
 			var f Frame
-			f.Prepare(w, 1, plan)
+			f.prepare(w, 1, plan)
 			b.ReportAllocs()
 			tick := uint64(1)
 			for b.Loop() {
 				tick++
-				f.Prepare(w, tick, plan)
+				f.prepare(w, tick, plan)
 			}
 			b.ReportMetric(float64(len(f.groups)), "chunks")
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "us/op")

@@ -77,22 +77,22 @@ func (r *rig) step() {
 	r.tick++
 	p := r.p
 	if r.routeInputs {
-		r.routed += p.RouteInputs(r.tick)
+		r.routed += p.routeInputs(r.tick)
 		var wg sync.WaitGroup
 		for b := range p.buckets {
-			wg.Go(func() { p.ApplyInputs(b) })
+			wg.Go(func() { p.applyInputs(b) })
 		}
 		wg.Wait()
 	} else {
-		p.Ingest(r.tick)
+		p.ingest(r.tick)
 	}
-	p.Prepare(r.tick)
+	p.prepare(r.tick)
 	p.world.Guard()
 	p.parallelAt = time.Now()
 	for i := range p.frame.shards {
 		p.move.RunUnit(i)
 	}
-	p.BeginRelay(&scheduler.Tick{Number: r.tick})
+	p.beginRelay(&scheduler.Tick{Number: r.tick})
 	if r.beforeRelay != nil {
 		r.beforeRelay()
 	}
@@ -103,7 +103,7 @@ func (r *rig) step() {
 		r.afterRelay()
 	}
 	p.world.Release()
-	p.Join()
+	p.join()
 }
 
 // standStep sends an update in place for every player and ticks.
