@@ -1,0 +1,160 @@
+package systems
+
+import (
+	"encoding/binary"
+	"math/bits"
+
+	"github.com/throng-go/throng/net"
+)
+
+// batchOut writes a recipient's batch: datagrams of at most
+// MaxRecordsPerBatch records, each behind its header. Its buffer has room
+// for every record the recipient could get (Frame.reserve), so writing
+// never allocates.
+type batchOut struct {
+	buf     []byte
+	records []byte
+	n, head int
+	left    int   // room in the current datagram
+	count   int32 // records written
+	tick    uint32
+}
+
+// newBatchOut starts writing into buf, whose capacity Frame.reserve made
+// large enough for every record the recipient could get.
+func newBatchOut(buf, records []byte, tick uint64) batchOut {
+	return batchOut{buf: buf[:cap(buf)], records: records, tick: uint32(tick)}
+}
+
+// open starts a new datagram once the current one is full. It is outlined
+// so that one stays small enough to inline.
+func (w *batchOut) open() {
+	if w.count > 0 {
+		net.SetBatchCount(w.buf[w.head:], net.MaxRecordsPerBatch)
+	}
+	w.head = w.n
+	net.AppendBatchHeader(w.buf[w.n:w.n], w.tick, 0) // writes in place: the capacity is there
+	w.n += net.BatchHeaderSize
+	w.left = net.MaxRecordsPerBatch
+}
+
+// write appends the records of the chosen senders (with AVX2 one 32-byte
+// move a record where there is room: roomFor32).
+func (w *batchOut) write(sel []int32) {
+	for len(sel) > 0 {
+		if w.left == 0 {
+			w.open()
+		}
+		k := min(len(sel), w.left)
+		if w.roomFor32(k) {
+			copyRecordsAt(&w.buf[w.n], &w.records[0], &sel[0], k)
+		} else {
+			n, buf, recs := w.n, w.buf, w.records
+			for _, a := range sel[:k] {
+				o := int(a) * net.RecordSize
+				copyRecord(buf[n:n+net.RecordSize], recs[o:o+net.RecordSize])
+				n += net.RecordSize
+			}
+		}
+		w.wrote(k)
+		sel = sel[k:]
+	}
+}
+
+// recordOverrun is how far past a record copyRecords reads and writes.
+const recordOverrun = 32 - net.RecordSize
+
+// roomFor32 reports whether the next k records may be copied with one
+// 32-byte move each (copyRecords, copyRecordsAt): the CPU has AVX2, and
+// the batch and the records have room for the moves' overrun.
+func (w *batchOut) roomFor32(k int) bool {
+	return useAVX2 && cap(w.buf) >= w.n+k*net.RecordSize+recordOverrun && cap(w.records) >= len(w.records)+recordOverrun
+}
+
+// wrote counts k records just written at w.n.
+func (w *batchOut) wrote(k int) {
+	w.n += k * net.RecordSize
+	w.left -= k
+	w.count += int32(k)
+}
+
+// writeSet appends the records of senders lo+i for the set bits i of set,
+// ascending: with AVX2 one 32-byte move a record where there is room
+// (roomFor32).
+func (w *batchOut) writeSet(set uint64, lo int32) {
+	for set != 0 {
+		if w.left == 0 {
+			w.open()
+		}
+		k := min(bits.OnesCount64(set), w.left)
+		if w.roomFor32(k) {
+			set = copyRecords(&w.buf[w.n], &w.records[0], set, int(lo), k)
+		} else {
+			n, buf, recs := w.n, w.buf, w.records
+			for range k {
+				o := (int(lo) + bits.TrailingZeros64(set)) * net.RecordSize
+				copyRecord(buf[n:n+net.RecordSize], recs[o:o+net.RecordSize])
+				n += net.RecordSize
+				set &= set - 1
+			}
+		}
+		w.wrote(k)
+	}
+}
+
+// one appends sender a's record.
+func (w *batchOut) one(a int32) {
+	if w.left == 0 {
+		w.open()
+	}
+	o := int(a) * net.RecordSize
+	copyRecord(w.buf[w.n:w.n+net.RecordSize], w.records[o:o+net.RecordSize])
+	w.n += net.RecordSize
+	w.left--
+	w.count++
+}
+
+// block appends records lo to hi-1 of packed, if any.
+func (w *batchOut) block(packed []byte, lo, hi int32) {
+	if hi > lo {
+		w.run(packed[lo*net.RecordSize : hi*net.RecordSize])
+	}
+}
+
+// run appends records packed back to back, a datagram at a time.
+func (w *batchOut) run(recs []byte) {
+	for len(recs) > 0 {
+		if w.left == 0 {
+			w.open()
+		}
+		k := min(len(recs)/net.RecordSize, w.left)
+		n := copy(w.buf[w.n:], recs[:k*net.RecordSize])
+		w.n += n
+		w.left -= k
+		w.count += int32(k)
+		recs = recs[n:]
+	}
+}
+
+// copyRecord copies one record as three register moves. A copy of a
+// [net.RecordSize]byte array would do the same work through a call to
+// runtime.memmove (the compiler cannot rule out overlap), and that call
+// and the spills around it were a quarter of the relay's time.
+func copyRecord(dst, src []byte) {
+	_, _ = dst[19], src[19]
+	binary.LittleEndian.PutUint64(dst, binary.LittleEndian.Uint64(src))
+	binary.LittleEndian.PutUint64(dst[8:], binary.LittleEndian.Uint64(src[8:]))
+	binary.LittleEndian.PutUint32(dst[16:], binary.LittleEndian.Uint32(src[16:]))
+}
+
+// copyRecord moves exactly 20 bytes: this fails to compile if the record size changes.
+var _ [net.RecordSize - 20]struct{}
+var _ [20 - net.RecordSize]struct{}
+
+// finish writes the last datagram's record count and returns the batch.
+func (w *batchOut) finish() []byte {
+	if w.count > 0 {
+		net.SetBatchCount(w.buf[w.head:], int((w.count-1)%net.MaxRecordsPerBatch+1))
+	}
+	return w.buf[:w.n]
+}
