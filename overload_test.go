@@ -87,7 +87,8 @@ func TestAJoinStormIsAdmittedInTurnsWithinItsAppearBudget(t *testing.T) {
 // updates a second through all of it is never counted over its limit,
 // though the server ticked slower.
 func TestASlowGameSlowsTheServerEvenlyAndItRecovers(t *testing.T) {
-	srv, err := throng.New(throng.Options{TickRate: new(30)})
+	// Admission stays open, so that a player can join the slowed server.
+	srv, err := throng.New(throng.Options{TickRate: new(30), Admission: throng.Admission{Enabled: new(false)}})
 	require.NoError(t, err)
 	load := &slowdown{}
 	require.NoError(t, srv.AddSystem(load, scheduler.After(systems.JoinName)))
@@ -129,7 +130,28 @@ func TestASlowGameSlowsTheServerEvenlyAndItRecovers(t *testing.T) {
 	}
 	send(500 * time.Millisecond)
 	load.delay.Store(int64(50 * time.Millisecond))
+	send(2200 * time.Millisecond)
+	// A player who joins the slowed server hears its rate right after its
+	// Welcome.
+	late := mem.Dial()
+	frame, err = net.AppendHello(nil, net.Hello{Token: []byte("p1")})
+	require.NoError(t, err)
+	require.NoError(t, late.Send(frame))
 	send(2500 * time.Millisecond)
+	var lateFrames []net.Type
+	var lateRate net.Rate
+	late.DrainReliable(func(f []byte) {
+		var fr net.Frame
+		if net.Decode(f, &fr) == nil {
+			lateFrames = append(lateFrames, fr.Type)
+			if fr.Type == net.TypeRate {
+				lateRate = fr.Rate
+			}
+		}
+	})
+	require.GreaterOrEqual(t, len(lateFrames), 2, "the late player's frames: %v", lateFrames)
+	assert.Equal(t, []net.Type{net.TypeWelcome, net.TypeRate}, lateFrames[:2], "Welcome, then the rate")
+	assert.Less(t, lateRate.Hz(), 28.5, "the slowed rate: %v", lateRate)
 	load.delay.Store(0)
 	send(4500 * time.Millisecond)
 	cancel()
