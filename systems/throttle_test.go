@@ -327,13 +327,20 @@ func TestThrottleLeavesWhatItCannotLengthenToTheLists(t *testing.T) {
 // same crowd unpressed, every recipient still hears every sender within
 // the wait bound of its spread, nobody is owed anything, and once the
 // load is gone the pressure comes back down and the records come back.
-func TestPressureUnderTheBudgetSendsFewerRecordsAndStarvesNoOne(t *testing.T) {
-	const players, budget = 300, 40
-	rng := rand.New(rand.NewPCG(5, 6))
-	spawns := oneChunkCrowd(rng, players)
+// budgetedCrowd is a crowd of 300 in one chunk, each client sent at most
+// 40 records a tick, with adaptive throttling as shipped (throttle
+// distance one chunk, 8 levels): the spawns and the pipeline's Config.
+func budgetedCrowd(t *testing.T, seed uint64) ([]components.Transform, Config) {
+	t.Helper()
 	thr, err := interest.NewThrottle(4096, 8)
 	require.NoError(t, err)
-	cfg := Config{Throttle: thr, BudgetMicros: 8000, Tiers: defaultTiers(t), MaxRecordsPerTick: budget}
+	spawns := oneChunkCrowd(rand.New(rand.NewPCG(seed, seed+1)), 300)
+	return spawns, Config{Throttle: thr, BudgetMicros: 8000, Tiers: defaultTiers(t), MaxRecordsPerTick: 40}
+}
+
+func TestPressureUnderTheBudgetSendsFewerRecordsAndStarvesNoOne(t *testing.T) {
+	spawns, cfg := budgetedCrowd(t, 5)
+	players, budget, thr := len(spawns), cfg.MaxRecordsPerTick, cfg.Throttle
 	calm, pressed := newRig(t, cfg, spawns), newRig(t, cfg, spawns)
 	overload(pressed, true)
 	const warm, window = 60, 240
@@ -413,13 +420,9 @@ func TestPressureUnderTheBudgetSendsFewerRecordsAndStarvesNoOne(t *testing.T) {
 // whose pair phase is due at their tier period stretched by s. Pressure
 // changes which spread a client has, never the rule its records follow.
 func TestPressedTicksFollowThePlainRule(t *testing.T) {
-	const players, budget = 300, 40
-	rng := rand.New(rand.NewPCG(9, 10))
-	spawns := oneChunkCrowd(rng, players)
-	thr, err := interest.NewThrottle(4096, 8)
-	require.NoError(t, err)
-	tiers := defaultTiers(t)
-	r := newRig(t, Config{Throttle: thr, BudgetMicros: 8000, Tiers: tiers, MaxRecordsPerTick: budget}, spawns)
+	spawns, cfg := budgetedCrowd(t, 9)
+	players, thr, tiers := len(spawns), cfg.Throttle, cfg.Tiers
+	r := newRig(t, cfg, spawns)
 	overload(r, true)
 	for range 60 {
 		r.stand()
