@@ -6,9 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"maps"
 	stdnet "net"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -229,52 +227,6 @@ type quicCounts struct {
 	validated, unvalidated atomic.Uint64
 }
 
-// networkCounts are the counters the network transports share: those of
-// [Stats], and of sessions ended as slow, datagrams replaced in a
-// mailbox and client frames dropped.
-type networkCounts struct {
-	opened, closed                 atomic.Uint64
-	framesIn, bytesIn              atomic.Uint64
-	datagramsOut, datagramBytesOut atomic.Uint64
-	reliableOut, reliableBytesOut  atomic.Uint64
-	droppedDatagrams, droppedRel   atomic.Uint64
-	slow, replaced, droppedInbound atomic.Uint64
-}
-
-// endAll reports a SessionClosed with ReasonTransportClosed for every
-// session of sessions, in session order, marking each gone, empties the
-// map and returns the sessions in that order; the caller holds the
-// transport's mutex.
-func endAll[C any](sessions map[SessionID]C, inbox *memInbox, closed *atomic.Uint64, gone func(C)) []C {
-	ids := slices.Sorted(maps.Keys(sessions))
-	open := make([]C, 0, len(ids))
-	for _, id := range ids {
-		c := sessions[id]
-		gone(c)
-		inbox.push(SessionClosed, id, nil, ReasonTransportClosed)
-		closed.Add(1)
-		open = append(open, c)
-	}
-	clear(sessions)
-	return open
-}
-
-// stats returns the counters of [Stats].
-func (n *networkCounts) stats() Stats {
-	return Stats{
-		Opened:           n.opened.Load(),
-		Closed:           n.closed.Load(),
-		FramesIn:         n.framesIn.Load(),
-		BytesIn:          n.bytesIn.Load(),
-		DatagramsOut:     n.datagramsOut.Load(),
-		DatagramBytesOut: n.datagramBytesOut.Load(),
-		ReliableOut:      n.reliableOut.Load(),
-		ReliableBytesOut: n.reliableBytesOut.Load(),
-		DroppedDatagrams: n.droppedDatagrams.Load(),
-		DroppedReliable:  n.droppedRel.Load(),
-	}
-}
-
 // ListenQUIC listens for QUIC clients on the UDP address addr (for example
 // "127.0.0.1:4433"; port 0 picks a free port, see [QUIC.Addr]) and returns
 // the running transport. It fails when cfg gives no certificate or the
@@ -329,54 +281,6 @@ func ListenQUIC(addr string, cfg QUICConfig) (*QUIC, error) {
 
 // Addr returns the UDP address the transport listens on.
 func (q *QUIC) Addr() stdnet.Addr { return q.ln.Addr() }
-
-func (q *QUIC) acceptLoop() {
-	defer q.wg.Done()
-	for {
-		conn, err := q.ln.Accept(q.ctx)
-		if err != nil {
-			return
-		}
-		q.wg.Add(1)
-		go q.handshake(conn)
-	}
-}
-
-// handshake waits for the client's reliable stream and opens the session.
-func (q *QUIC) handshake(conn *quic.Conn) {
-	defer q.wg.Done()
-	if !conn.ConnectionState().SupportsDatagrams.Remote {
-		q.n.failedHandshakes.Add(1)
-		conn.CloseWithError(closeCodeNoSession, "QUIC datagrams are required")
-		return
-	}
-	ctx, cancel := context.WithTimeout(q.ctx, q.cfg.HandshakeTimeout)
-	stream, err := conn.AcceptStream(ctx)
-	cancel()
-	if err != nil {
-		q.n.failedHandshakes.Add(1)
-		conn.CloseWithError(closeCodeNoSession, "no reliable stream opened")
-		return
-	}
-	c := newQUICConn(q, conn, stream)
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
-		conn.CloseWithError(closeCodeDisconnect, ReasonTransportClosed)
-		return
-	}
-	q.last++
-	c.id = q.last
-	q.sessions[c.id] = c
-	q.inbox.push(SessionOpened, c.id, nil, "")
-	q.n.opened.Add(1)
-	q.wg.Add(4)
-	q.mu.Unlock()
-	go c.readStream()
-	go c.readDatagrams()
-	go c.writeStream()
-	go c.writeDatagrams()
-}
 
 // session returns the open session s, or nil.
 func (q *QUIC) session(s SessionID) *quicConn {

@@ -1,0 +1,241 @@
+package systems
+
+import (
+	"github.com/throng-go/throng/interest"
+)
+
+// aimFor is the number of records a tick that the spreads of recipients
+// in a cluster at pressure level aim at: MaxRecordsPerTick unpressed, then
+// less by an equal step a level, to budgetFloorNum/budgetFloorDen of it at
+// the highest level. A recipient whose due records pass its aim takes a
+// longer spread (adjustSpread), as far as pressedSpread, so a cluster under
+// pressure sends each recipient fewer records, farthest first (a spread
+// stretches every period alike, and far pairs have the longest), and its
+// relay reads shorter base lists: the work shed is the records not sent,
+// and the relay stays on its lists. 0 (no budget) stays 0.
+func (p *Pipeline) aimFor(level uint8) int {
+	budget := p.cfg.MaxRecordsPerTick
+	top := int(p.cfg.Throttle.MaxLevel())
+	if budget <= 0 || level == 0 || top == 0 {
+		return budget
+	}
+	shed := budget * (budgetFloorDen - budgetFloorNum) * min(int(level), top) / (budgetFloorDen * top)
+	return max(budget-shed, 1)
+}
+
+// pressedSpread returns the longest spread pressure may give a recipient:
+// the largest spread step whose base lists exist (its periods stretched by
+// it stay below 256, see dueLists.plan). Past it the relay would decide
+// pairs one by one, which costs more than it sheds.
+func pressedSpread(tiers *interest.Tiers) int {
+	most := 1
+	for _, s := range spreadSteps {
+		if int(s)*int(max(tiers.Longest(), 1)) <= 255 {
+			most = int(s)
+		}
+	}
+	return most
+}
+
+// At the highest pressure a client's spread aims at budgetFloorNum/
+// budgetFloorDen of MaxRecordsPerTick (a quarter: with the default budget
+// 14 records a tick, 420 a second at 30 Hz): the nearest players still
+// move smoothly. Past that the server slows its tick rate instead (see the
+// server's dilation).
+const budgetFloorNum, budgetFloorDen = 1, 4
+
+// stretch multiplies a period by a recipient's spread, capped at 255.
+func stretch(period, spread uint8) uint8 {
+	return uint8(min(int(period)*int(spread), 255))
+}
+
+// adjustSpread keeps a recipient's due records near its per-connection
+// budget. The spread multiplies every pair period of the recipient (closer
+// senders keep proportionally more updates), so the records due fall in
+// proportion to it: on a tick when more records were due than the budget,
+// it jumps to the spread at which they would fill seven eighths of it (one
+// more at least; at most 255, where every stretched period has reached its
+// cap of 255); it falls a step after 30 ticks in a row in which the
+// records due, at the step below, would have fitted in three quarters of
+// the budget. The backlog absorbs the ticks between, so the cut is owed,
+// not lost, and the backlog's slow path stays the exception instead of
+// running every tick for every crowded recipient. (Rising by one a tick, a
+// crowd of 2,000 arriving at once took seconds of the slow path to settle.)
+//
+// Spreads take the values of spreadSteps (a spread "one less" is the step
+// below), so that a crowd's clients share a few spreads and the due lists
+// built for them (plan) cover them all.
+//
+// Under pressure the spread aims lower (aim, below budget: see aimFor):
+// records due past the aim but within the budget lengthen the spread the
+// same way, but only up to most (pressedSpread), and are sent, not owed;
+// the release then waits for the records to fit the aim.
+func (s *session) adjustSpread(due, budget, aim, most int) {
+	spread := max(int(s.spread), 1)
+	switch {
+	case due > budget:
+		s.calm = 0
+		target := max(spread+1, (spread*due*8+budget*7-1)/(budget*7))
+		spread = stepAtLeast(target)
+	case due > aim && spread < most:
+		s.calm = 0
+		target := max(spread+1, (spread*due*8+aim*7-1)/(aim*7))
+		spread = min(stepAtLeast(target), most)
+	case due > aim:
+		s.calm = 0
+	case spread > 1 && due*spread < aim*3/4*stepBelow(spread):
+		if s.calm++; s.calm >= spreadReleaseTicks {
+			s.calm = 0
+			spread = stepBelow(spread)
+		}
+	default:
+		s.calm = 0
+	}
+	s.spread = uint8(spread)
+}
+
+// spreadSteps are the spreads a client may have: every value to 6, then
+// about a quarter apart, to 255.
+var spreadSteps = [...]uint8{1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128, 160, 192, 255}
+
+// stepAtLeast returns the smallest spread step of at least v (255 beyond).
+func stepAtLeast(v int) int {
+	for _, s := range spreadSteps {
+		if int(s) >= v {
+			return int(s)
+		}
+	}
+	return 255
+}
+
+// stepBelow returns the spread step below v (1 for 1).
+func stepBelow(v int) int {
+	below := 1
+	for _, s := range spreadSteps {
+		if int(s) >= v {
+			break
+		}
+		below = int(s)
+	}
+	return below
+}
+
+// spreadReleaseTicks is how many calm ticks lower a recipient's spread.
+const spreadReleaseTicks = 30
+
+// gatherBase writes the senders due to recipient r, whose spread has
+// base lists (dueLists.based): from each cell of its stencil, the senders
+// of its base list (due at some multiple of the spread: a candidate), each
+// checked at the pair's own stretched period, tier period times spread:
+// changed within it, and on its phase. The tier period is the cell class's
+// when the cell is in one band, else the pair's distance decides.
+func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32, sc *relayScratch) {
+	f := &p.frame
+	due := &f.due
+	tick := f.Tick
+	rhalf := interest.RecipientHalf(f.id[r])
+	slot := due.baseListSlot(spread, rhalf)
+	// Per tier period: the residue a sender's half must have modulo the
+	// stretched period (as dueLists.recipientSlot, without the slot).
+	for _, tp := range due.tierPeriods {
+		period := tp * spread
+		sc.bwant[tp] = uint8(due.wantResidue(period, tickDue(period, tick), rhalf))
+	}
+	// The base lists of one slot for consecutive cells lie back to back:
+	// each run of consecutive cells in the stencil is one range of
+	// candidates, and a candidate's cell gives its stencil position.
+	for i := 0; i < len(cells); {
+		j := i + 1
+		for j < len(cells) && cells[j] == cells[j-1]+1 {
+			j++
+		}
+		first := cells[i]
+		lo, hi := due.lists(first, cells[j-1], slot)
+		classes := sc.classes[i:j]
+		i = j
+		cands := due.picks[lo:hi]
+		sc.growSel(len(cands))
+		w.write(sc.sel[:p.chooseBased(sc.sel, cands, classes, first, r, spread, &sc.bwant)])
+	}
+}
+
+// chooseBased writes to sel the candidates of a run of base lists (cands,
+// from cells first, first+1, ... whose classes are classes) due to
+// recipient r at its spread, in order, and returns how many (see
+// gatherBase). Each candidate is decided without a branch the CPU could
+// mispredict: its tier period is its cell class's near one, or the far
+// one at or past the class's edge (a one-band class's edge is +Inf, a
+// missing class's 0, whose periods are 0: then the tier table decides,
+// behind the one branch, which such cells, rare in a crowd, leave
+// predicted). Whether a candidate is due is a coin toss, and without a
+// branch the loads of one candidate's data do not wait for the last
+// one's decision.
+func (p *Pipeline) chooseBased(sel, cands []int32, classes []cellClass, first, r int32, spread uint8, want *[256]uint8) int {
+	f := &p.frame
+	due := &f.due
+	tick := f.Tick
+	rx, ry, rz := f.x[r], f.y[r], f.z[r]
+	sel = sel[:len(cands)]
+	m := 0
+	for _, a := range cands {
+		class := classes[f.cellIdx[a]-first]
+		dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
+		d := dx*dx + dy*dy + dz*dz
+		beyond := uint8(b2i(d >= class.edge)) // a flag, not a branch
+		tp := class.near ^ (class.near^class.far)&-beyond
+		if tp == 0 { // a cell without a class (a few senders): rare, so the branch is predicted
+			tp = p.tiers.PeriodSq(d)
+		}
+		period := tp * spread                       // no cap: based spreads keep their stretched periods under 256
+		res := due.residueAbove1(f.half[a], period) // a based spread is at least 5
+		sel[m] = a
+		m += b2i(f.changed[a]+uint64(period) > tick) & b2i(uint8(res) == want[tp]) & b2i(a != r)
+	}
+	return m
+}
+
+// gatherOwed builds recipient r's batch under the per-connection budget:
+// every sender in view is offered to the recipient's backlog (due or still
+// owed), the backlog picks at most MaxRecordsPerTick by accumulated
+// priority (closer and longer-waiting senders first), and the picks are
+// written in canonical order. What is cut stays owed, not lost.
+func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttled *int64, sc *relayScratch) int32 {
+	f := &p.frame
+	longest := uint8(min(p.longest*uint64(spread), 255))
+	owed := s.backlog.Owed() > 0
+	senders := f.stencilSenders(&f.groups[f.group[r]])
+	sc.reserveOwed(senders)
+	s.backlog.Reserve(senders)
+	s.backlog.Use(&sc.backlog) // one scratch per unit, not per recipient
+	sc.offered = sc.offered[:0]
+	due := 0
+	p.visit(r, level, spread, func(a int32, _, period uint8, isDue, thr bool) {
+		if thr {
+			*throttled++
+		}
+		if isDue {
+			due++
+		}
+		if !isDue && !owed {
+			return
+		}
+		s.backlog.Offer(f.id[a], interest.Weight(period, longest), isDue)
+		sc.offered = append(sc.offered, a)
+	})
+	if owed { // the fast path did not run: adjust the spread here
+		s.adjustSpread(due, p.cfg.MaxRecordsPerTick, sc.aim, p.pressedSpread)
+	}
+	sc.taken = s.backlog.Take(p.cfg.MaxRecordsPerTick, sc.taken[:0])
+	// Take returns its picks in offer order: keep those offers, in place.
+	chosen := sc.offered[:0]
+	for _, a := range sc.offered {
+		if len(chosen) < len(sc.taken) && f.id[a] == sc.taken[len(chosen)] {
+			chosen = append(chosen, a)
+		}
+	}
+	w := newBatchOut(reserve(sc.batch, senders), f.records, f.Tick)
+	w.write(chosen)
+	sc.batch = w.finish()
+	f.relays[r] = w.count
+	return w.count
+}
