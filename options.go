@@ -9,6 +9,7 @@ import (
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/systems"
 )
 
 // Defaults and limits of [Options]. A key left out of a settings file (a nil
@@ -56,7 +57,7 @@ const (
 	DefaultTargetTickBudgetMicros = 8000
 	// DefaultThrottleWorkShare: adaptive throttling acts only while ticks,
 	// smoothed, take more than 70% of the tick period.
-	DefaultThrottleWorkShare = 0.7
+	DefaultThrottleWorkShare = systems.DefaultPressWorkShare
 	// DefaultWorkerWakeAheadMicros is how long before each tick [Server.Run]
 	// wakes the worker pool: 1 ms, longer than a sleeping thread takes to
 	// wake even on a busy virtual machine.

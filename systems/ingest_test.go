@@ -121,3 +121,40 @@ func TestAnHonestClientIsNeverLimitedBecauseTheServerTickedSlowly(t *testing.T) 
 	assert.Zero(t, limited(true), "updates dropped from a client at its limit")
 	assert.Positive(t, limited(false), "counted in ticks, the same client is over its limit")
 }
+
+// TestAPlayerWaitingWhileTheServerIsBusyIsRefusedAfterTenSeconds: a
+// player waiting its turn to join is not turned away because the server
+// became busy; the line stands still, and only once it has waited ten
+// seconds of ticks is it refused with the busy reason, as a newcomer
+// would be.
+func TestAPlayerWaitingWhileTheServerIsBusyIsRefusedAfterTenSeconds(t *testing.T) {
+	r := newRig(t, Config{}, []components.Transform{{X: 100, Y: 100}})
+	r.p.cfg.JoinAppears = 1 // one join a tick here
+	mem := r.p.transport.(*net.Mem)
+	hello, err := net.AppendHello(nil, net.Hello{Token: []byte("p0")})
+	require.NoError(t, err)
+	first, second := mem.Dial(), mem.Dial()
+	require.NoError(t, first.Send(hello))
+	require.NoError(t, second.Send(hello))
+	r.step()
+	require.Equal(t, 2, r.p.world.Len(), "the first newcomer joins")
+	require.Equal(t, 1, r.p.Waiting(), "the second waits its turn")
+	r.p.SetBusy(true)
+	for k := 1; k < 10*30; k++ { // TickRate 30: ten seconds of ticks, less one
+		r.step()
+		require.Equal(t, 1, r.p.Waiting(), "tick %d: the line stands still", k)
+	}
+	require.Zero(t, r.p.Stats().BusyRejections)
+	r.step()
+	assert.Zero(t, r.p.Waiting())
+	assert.EqualValues(t, 1, r.p.Stats().BusyRejections)
+	assert.Equal(t, 2, r.p.world.Len(), "and never joined")
+	var refused net.Refuse
+	second.DrainReliable(func(f []byte) {
+		if rf, err := net.DecodeRefuse(f); err == nil {
+			refused = rf
+		}
+	})
+	assert.Equal(t, net.RefuseBusy, refused.Code)
+	assert.Equal(t, BusyReason, string(refused.Reason))
+}

@@ -39,34 +39,35 @@ const (
 // after another (tests, benchmarks) drop the same updates on any machine.
 type limiter struct {
 	allowance   int64
-	refilled    uint64 // tick of the last refill
-	windowStart uint64 // first tick of the current one-second window
+	refilled    uint64 // the clock (tick periods) at the last refill
+	windowStart uint64 // the clock at the start of the current one-second window
 	windowCount int    // updates received in it
 	strikes     int    // consecutive windows over the flood limit
 }
 
-// admit reports whether an update received at tick may be kept, and
-// whether the client is flooding and must go (with the reason).
-func (l *limiter) admit(lim *Limits, tickRate int, tick uint64, standing bool) (keep bool, flood string) {
+// admit reports whether an update received at now (the server's clock in
+// tick periods) may be kept, and whether the client is flooding and must
+// go (with the reason).
+func (l *limiter) admit(lim *Limits, tickRate int, now uint64, standing bool) (keep bool, flood string) {
 	if lim.MovingPerSecond <= 0 {
 		return true, ""
 	}
 	rate := uint64(max(tickRate, 1))
 	if l.refilled == 0 {
-		l.allowance, l.refilled, l.windowStart = allowanceBurst, tick, tick
+		l.allowance, l.refilled, l.windowStart = allowanceBurst, now, now
 	}
-	if tick > l.refilled {
-		l.allowance = min(l.allowance+int64(tick-l.refilled)*allowanceSecond/int64(rate), allowanceBurst)
-		l.refilled = tick
+	if now > l.refilled {
+		l.allowance = min(l.allowance+int64(now-l.refilled)*allowanceSecond/int64(rate), allowanceBurst)
+		l.refilled = now
 	}
-	if tick >= l.windowStart+rate {
+	if now >= l.windowStart+rate {
 		floodLimit := lim.FloodFactor * lim.MovingPerSecond
 		if lim.FloodFactor > 0 && l.windowCount > floodLimit {
 			l.strikes++
 		} else {
 			l.strikes = 0
 		}
-		l.windowStart, l.windowCount = tick, 0
+		l.windowStart, l.windowCount = now, 0
 	}
 	l.windowCount++
 	if lim.FloodSeconds > 0 && l.strikes >= lim.FloodSeconds {

@@ -23,17 +23,17 @@ type clusterLoads struct {
 	// throttle a small crowd.
 	phase interest.EWMA
 	// work is the smoothed wall time of whole ticks, in microseconds
-	// (Pipeline.ObserveWork): while it is within Config.PressWorkShare of the tick
-	// period, the tick keeps its rate and no cluster is pressed either,
-	// however long its relay phase.
+	// (Pipeline.ObserveWork): while it is within Config.PressWorkShare of
+	// the tick period, the tick keeps its rate and no cluster is pressed
+	// either, however long its relay phase.
 	work interest.EWMA
 }
 
-// pressShare is the share of the tick period that ticks must take,
-// smoothed, for pressure to rise when Config.PressWorkShare is 0: below it the server keeps its rate with
-// room to spare, and shedding relays would take updates from players for
-// nothing.
-const pressShare = 0.7
+// DefaultPressWorkShare is the share of the tick period that ticks must
+// take, smoothed, for pressure to rise when Config.PressWorkShare is 0:
+// below it the server keeps its rate with room to spare, and shedding
+// relays would take updates from players for nothing.
+const DefaultPressWorkShare = 0.7
 
 type clusterLoad struct {
 	cost     interest.EWMA
@@ -75,8 +75,9 @@ func (l *clusterLoads) levelsFor(f *Frame) {
 // clusters together account for the parallel phase's wall time; its share
 // of the budget is the budget times its share of the actors. While the
 // parallel phase, smoothed, is over the budget and whole ticks, smoothed,
-// take more than Config.PressWorkShare of the tick period, a cluster costing more
-// than its share, smoothed, gains a level of pressure; otherwise every
+// take more than Config.PressWorkShare of the tick period, a cluster
+// costing more than its share, smoothed, gains a level of pressure;
+// otherwise every
 // cluster calms down. So pressure rises only for what it can shed, the
 // relay's work, and only when that work threatens the tick rate: a slow
 // system of the game's own lengthens ticks but not the relay phase, and
@@ -103,7 +104,7 @@ func (p *Pipeline) observeLoads(wall, busy time.Duration) (highest int) {
 		l.phase.Alpha = interest.DefaultAlpha
 	}
 	phase := float64(wall)
-	work := p.loads.work.Value()
+	work := l.work.Value()
 	for i, c := range f.clusters {
 		load := l.byKey[c.Lowest]
 		cost := float64(l.costs[i]) * scale
@@ -119,7 +120,7 @@ func (p *Pipeline) observeLoads(wall, busy time.Duration) (highest int) {
 	period := 1e6 / float64(max(p.cfg.TickRate, 1))
 	share := p.cfg.PressWorkShare
 	if !(share > 0) {
-		share = pressShare
+		share = DefaultPressWorkShare
 	}
 	over := l.phase.Value() > float64(p.cfg.BudgetMicros) && work > share*period
 	for i, c := range f.clusters {
@@ -143,7 +144,8 @@ func (p *Pipeline) observeLoads(wall, busy time.Duration) (highest int) {
 
 // ObserveWork tells the pipeline how long the last tick took, start to end:
 // pressure rises only while ticks, smoothed, take more than
-// Config.PressWorkShare of the tick period (see observeLoads). The server calls it after each tick.
+// Config.PressWorkShare of the tick period (see observeLoads). The server
+// calls it after each tick.
 func (p *Pipeline) ObserveWork(d time.Duration) {
 	if p.loads.work.Alpha == 0 {
 		p.loads.work.Alpha = interest.DefaultAlpha

@@ -43,7 +43,7 @@ type Config struct {
 	BudgetMicros int
 	// PressWorkShare is the share of the tick period whole ticks must
 	// take, smoothed, for pressure to rise (see ObserveWork); 0 means
-	// pressShare.
+	// DefaultPressWorkShare.
 	PressWorkShare float64
 	// MaxRecordsPerTick caps the records one client is sent per tick; the
 	// rest are owed (interest.Backlog). 0 means no cap.
