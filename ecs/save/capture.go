@@ -1,0 +1,290 @@
+package save
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	ark "github.com/mlange-42/ark/ecs"
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/grid"
+)
+
+// ErrBusy is returned by [Saver.Begin] while the last save is still being
+// written.
+var ErrBusy = errors.New("save: the last save is still being written")
+
+// Saver takes saves of one [ecs.World]: [Saver.Begin] plans a picture of
+// the world at a tick boundary, [Saver.CopyUnit] copies its columns (the
+// freeze: the units may run on several goroutines at once), and
+// [Saver.Write] hands the picture to a goroutine that writes it while the
+// world ticks on. One save is written at a time.
+//
+// What a save keeps: every actor without a client (props, NPCs, whatever
+// the game spawned), each with its ActorID, Transform and Animation and
+// its components of the registered [Type]s, and the next ActorID, so that
+// IDs are never reused. What it does not keep is runtime state: players'
+// actors (their sessions end with the process), pending inputs
+// (MoveInput), sessions and send counters, interest phases and owed
+// records; a loaded actor starts as a freshly spawned one does.
+type Saver struct {
+	world *ecs.World
+	types []Type
+	file  []fileType // the type table: builtinTypes, then types
+
+	views []ecs.ChunkView
+	first map[ark.Entity]int32 // view index by the view's first entity
+
+	busy atomic.Bool
+	pic  picture
+	// arenaHint is the arena size the next picture is expected to need:
+	// the last one's and a quarter more, allocated and touched after the
+	// last write so that the freeze does not grow it.
+	arenaHint int
+}
+
+// picture is one save's capture: each table's columns copied into arena.
+type picture struct {
+	tick      uint64
+	nextID    uint32
+	chunkSize float32
+	tables    []tablePic
+	cols      []colPic
+	units     []unitPic
+	arena     []byte
+}
+
+// tablePic is one chunk table of the picture.
+type tablePic struct {
+	key                grid.AreaKey
+	rows               int
+	colStart, colEnd   int // its columns in picture.cols
+	clientCol          int // the column of its Client rows
+	players            int // rows with a session, counted by the writer
+	unit               int
+	encodedAt, encoded int // its coded columns' bytes in the unit's buffer
+}
+
+// colPic is one column of one table: where Ark keeps it and where the
+// picture keeps its copy. A plain column is copied into the arena; a coded
+// one is encoded into its unit's buffer.
+type colPic struct {
+	typ    int // index in the type table; clientColumn for the Client rows
+	src    unsafe.Pointer
+	stride int // bytes a value in Ark's column
+	off    int // plain: arena offset
+	start  int // coded: offsets in the unit's buffer
+	end    int
+}
+
+// clientColumn marks the column of Client rows: copied to tell players
+// from other actors, never written.
+const clientColumn = -1
+
+// unitPic is a run of tables copied by one CopyUnit call.
+type unitPic struct {
+	first, last int // tables [first, last)
+	cost        float64
+	coded       []byte
+}
+
+// NewSaver returns a Saver of w that keeps, besides Throng's own columns,
+// the components of types. It fails if a type is invalid ([Type.Err]) or
+// two share a name.
+func NewSaver(w *ecs.World, types []Type) (*Saver, error) {
+	s := &Saver{world: w, first: make(map[ark.Entity]int32)}
+	for _, b := range builtinTypes {
+		s.file = append(s.file, fileType{name: b.name, version: b.version, size: b.size, layout: b.layout})
+	}
+	seen := map[string]bool{}
+	for _, t := range types {
+		if t.err != nil {
+			return nil, t.err
+		}
+		if seen[t.name] {
+			return nil, fmt.Errorf("save: type %q registered twice", t.name)
+		}
+		seen[t.name] = true
+		s.types = append(s.types, t)
+		size := t.size
+		if t.coded() {
+			size = 0
+		}
+		s.file = append(s.file, fileType{name: t.name, version: t.version, size: size, layout: t.layout})
+	}
+	return s, nil
+}
+
+// unitBytes is about how many bytes of columns one copy unit takes: small
+// enough that the units of a large world spread over the cores, large
+// enough that a unit's overhead is small beside its copying.
+const unitBytes = 256 << 10
+
+// Begin plans a picture of the world as it stands, at a tick boundary
+// (between ticks, on the goroutine that ticks), and returns the number of
+// copy units. tick is the tick the picture follows. It returns ErrBusy
+// while the last save is being written. The world must not change until
+// every unit has run.
+func (s *Saver) Begin(tick uint64) (int, error) {
+	if !s.busy.CompareAndSwap(false, true) {
+		return 0, ErrBusy
+	}
+	p := &s.pic
+	p.tick, p.nextID, p.chunkSize = tick, s.world.NextID(), s.world.ChunkSize()
+	s.views = s.world.Snapshot(s.views[:0])
+	clear(s.first)
+	for i, v := range s.views {
+		s.first[v.Entities[0]] = int32(i)
+	}
+	p.tables = p.tables[:0]
+	p.cols = p.cols[:0]
+	for _, v := range s.views {
+		t := tablePic{key: v.Key, rows: v.Len(), colStart: len(p.cols)}
+		p.cols = append(p.cols,
+			colPic{typ: colID, src: unsafe.Pointer(&v.IDs[0]), stride: 4},
+			colPic{typ: colTransform, src: unsafe.Pointer(&v.Transforms[0]), stride: 20},
+			colPic{typ: colAnimation, src: unsafe.Pointer(&v.Animations[0]), stride: 2},
+			colPic{typ: clientColumn, src: unsafe.Pointer(&v.Clients[0]), stride: int(unsafe.Sizeof(components.Client{}))},
+		)
+		t.clientCol = len(p.cols) - 1
+		t.colEnd = len(p.cols)
+		p.tables = append(p.tables, t)
+	}
+	// The game's columns, table by table: a table's columns stay together
+	// when each type's tables are visited in turn, because they are
+	// appended per type and then gathered below.
+	extra := p.cols[len(p.cols):]
+	for ti, t := range s.types {
+		typ := builtinColumns + ti
+		stride := int(t.typ.Size())
+		t.columns(s.world.Ark(), func(entities []ark.Entity, base unsafe.Pointer) {
+			if i, ok := s.first[entities[0]]; ok {
+				extra = append(extra, colPic{typ: typ, src: base, stride: stride, off: int(i)})
+			}
+		})
+	}
+	s.gather(extra)
+	return s.plan(), nil
+}
+
+// gather moves the game's columns (extra, each with its table's index in
+// off) to sit after their tables' own columns, in type order.
+func (s *Saver) gather(extra []colPic) {
+	p := &s.pic
+	if len(extra) == 0 {
+		return
+	}
+	game := append([]colPic(nil), extra...)
+	counts := make([]int, len(p.tables))
+	for _, c := range game {
+		counts[c.off]++
+	}
+	cols := make([]colPic, 0, len(p.cols)+len(game))
+	next := make([]int, len(p.tables))
+	for i := range p.tables {
+		t := &p.tables[i]
+		start := len(cols)
+		cols = append(cols, p.cols[t.colStart:t.colEnd]...)
+		t.clientCol = start + (t.clientCol - t.colStart)
+		t.colStart = start
+		next[i] = len(cols)
+		cols = cols[:len(cols)+counts[i]]
+		t.colEnd = len(cols)
+	}
+	for _, c := range game { // in type order per table, as visited
+		i := c.off
+		cols[next[i]] = c
+		next[i]++
+	}
+	p.cols = cols
+}
+
+// plan lays the plain columns out in the arena and cuts the tables into
+// units, largest first within the pool's ranking by cost.
+func (s *Saver) plan() int {
+	p := &s.pic
+	off := 0
+	for i := range p.tables {
+		t := &p.tables[i]
+		for c := t.colStart; c < t.colEnd; c++ {
+			col := &p.cols[c]
+			if col.typ >= builtinColumns && s.types[col.typ-builtinColumns].coded() {
+				continue
+			}
+			col.off = off
+			off += t.rows * col.stride
+		}
+	}
+	if cap(p.arena) < off {
+		p.arena = make([]byte, off, max(off, s.arenaHint))
+	}
+	p.arena = p.arena[:off]
+	p.units = p.units[:0]
+	u := unitPic{}
+	bytes := 0
+	for i := range p.tables {
+		t := &p.tables[i]
+		t.unit = len(p.units)
+		for c := t.colStart; c < t.colEnd; c++ {
+			bytes += t.rows * p.cols[c].stride
+		}
+		if bytes >= unitBytes || i == len(p.tables)-1 {
+			u.last, u.cost = i+1, float64(bytes)
+			p.units = append(p.units, u)
+			u = unitPic{first: i + 1}
+			bytes = 0
+		}
+	}
+	for i := range p.units {
+		p.units[i].coded = p.units[i].coded[:0]
+	}
+	return len(p.units)
+}
+
+// UnitCost returns unit i's estimated cost, in bytes to copy.
+func (s *Saver) UnitCost(i int) float64 { return s.pic.units[i].cost }
+
+// CopyUnit copies unit i's columns into the picture: plain ones as bytes,
+// coded ones encoded. Units may run at once on different goroutines.
+func (s *Saver) CopyUnit(i int) {
+	p := &s.pic
+	u := &p.units[i]
+	for ti := u.first; ti < u.last; ti++ {
+		t := &p.tables[ti]
+		t.encodedAt = len(u.coded)
+		for c := t.colStart; c < t.colEnd; c++ {
+			col := &p.cols[c]
+			n := t.rows * col.stride
+			if col.typ < builtinColumns || !s.types[col.typ-builtinColumns].coded() {
+				copy(p.arena[col.off:col.off+n], unsafe.Slice((*byte)(col.src), n))
+				continue
+			}
+			encode := s.types[col.typ-builtinColumns].encode
+			col.start = len(u.coded)
+			for r := range t.rows {
+				at := len(u.coded)
+				u.coded = append(u.coded, 0, 0, 0, 0)
+				u.coded = encode(u.coded, unsafe.Add(col.src, r*col.stride))
+				binary.LittleEndian.PutUint32(u.coded[at:], uint32(len(u.coded)-at-4))
+			}
+			col.end = len(u.coded)
+		}
+		t.encoded = len(u.coded)
+	}
+}
+
+// Actors returns the number of actors in the picture Begin planned,
+// players included.
+func (s *Saver) Actors() int {
+	n := 0
+	for _, t := range s.pic.tables {
+		n += t.rows
+	}
+	return n
+}
+
+// Abort drops the picture Begin planned, without writing it.
+func (s *Saver) Abort() { s.busy.Store(false) }

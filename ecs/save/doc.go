@@ -1,0 +1,24 @@
+// Package save writes a Throng world to disk and reads it back: the
+// actors the game spawned (props, NPCs, the world's own objects), with
+// their Transform, Animation and the game's own components registered as
+// a [Type].
+//
+// A save is a picture of one tick boundary, taken in two steps so that
+// the world barely stops. The freeze ([Saver.Begin], then
+// [Saver.CopyUnit] for each unit, on the server's worker pool) copies the
+// component columns of every chunk table into one buffer, sized and
+// touched after the save before; the rest ([Saver.Write]: encoding,
+// checksums, writing, fsync) runs on a goroutine of its own while the
+// world ticks on.
+//
+// A save directory holds save files and a MANIFEST naming the latest
+// complete one. Each file is written to a temporary name, fsynced,
+// renamed and the directory fsynced; only then is the manifest replaced
+// the same way. A crash at any moment leaves the manifest naming a
+// complete save. Every part of a file carries a CRC32C, and [Read] checks
+// all of them before anything is restored: a damaged file is refused with
+// a [*FormatError] naming the part, and nothing of it is loaded.
+//
+// Byte order: plain types are saved as their bytes in memory, which is
+// little endian on every platform Go supports Throng on (amd64, arm64).
+package save

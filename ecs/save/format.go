@@ -1,0 +1,124 @@
+package save
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math"
+)
+
+// The file format, version 1. Every number is little endian.
+//
+//	header      magic "THRONGSV", version u32, tick u64, nextID u32,
+//	            chunkSize f32, types u32, blocks u32, actors u64,
+//	            CRC32C of the bytes before it u32
+//	type table  per type: name length u8, name, version u32, size u32
+//	            (0: coded), layout length u16, layout; then the CRC32C of
+//	            the table u32
+//	blocks      per chunk table: worldOrCell u32, x i32, y i32, rows u32,
+//	            columns u16, per column its type's index u16, payload
+//	            length u64; the payload; the CRC32C of the block's header
+//	            and payload u32. A plain column is rows values of its
+//	            type's size; a coded one is rows of (length u32, bytes).
+//	trailer     magic "THRONGEN", blocks u32, CRC32C of the whole file
+//	            before it u32
+//
+// The first three types of every file are Throng's own (builtinTypes); a
+// block's first three columns are theirs.
+const (
+	magic    = "THRONGSV"
+	endMagic = "THRONGEN"
+	// Version is the format version this build writes. It reads every
+	// version from 1 up to it.
+	Version = 1
+
+	headerSize      = 8 + 4 + 8 + 4 + 4 + 4 + 4 + 8 + 4
+	trailerSize     = 8 + 4 + 4
+	blockHeadFixed  = 4 + 4 + 4 + 4 + 2 + 8
+	builtinPrefix   = "throng."
+	maxBlockColumns = 1 << 12
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// builtin describes one of Throng's own columns in the type table.
+type builtin struct {
+	name    string
+	version uint32
+	size    int
+	layout  string
+}
+
+// builtinTypes are the columns of every actor that a save keeps, in the
+// order of every block: its ActorID, Transform and Animation.
+var builtinTypes = [...]builtin{
+	{"throng.ActorID", 1, 4, "{ID@0:uint32}"},
+	{"throng.Transform", 1, 20, "{X@0:float32,Y@4:float32,Z@8:float32,Yaw@12:float32,WorldOrCell@16:uint32}"},
+	{"throng.Animation", 1, 2, "{Flags@0:uint16}"},
+}
+
+const (
+	colID = iota
+	colTransform
+	colAnimation
+	builtinColumns
+)
+
+// header is a file's first section.
+type header struct {
+	version   uint32
+	tick      uint64
+	nextID    uint32
+	chunkSize float32
+	types     uint32
+	blocks    uint32
+	actors    uint64
+}
+
+func (h *header) append(dst []byte) []byte {
+	start := len(dst)
+	dst = append(dst, magic...)
+	dst = binary.LittleEndian.AppendUint32(dst, h.version)
+	dst = binary.LittleEndian.AppendUint64(dst, h.tick)
+	dst = binary.LittleEndian.AppendUint32(dst, h.nextID)
+	dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(h.chunkSize))
+	dst = binary.LittleEndian.AppendUint32(dst, h.types)
+	dst = binary.LittleEndian.AppendUint32(dst, h.blocks)
+	dst = binary.LittleEndian.AppendUint64(dst, h.actors)
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+}
+
+// fileType is a type table entry.
+type fileType struct {
+	name    string
+	version uint32
+	size    int
+	layout  string
+}
+
+func appendTypes(dst []byte, types []fileType) []byte {
+	start := len(dst)
+	for _, t := range types {
+		dst = append(dst, byte(len(t.name)))
+		dst = append(dst, t.name...)
+		dst = binary.LittleEndian.AppendUint32(dst, t.version)
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(t.size))
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(len(t.layout)))
+		dst = append(dst, t.layout...)
+	}
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+}
+
+// FormatError is a save file Throng cannot read: its path, the part where
+// reading stopped (the header, the type table, a block by number and
+// chunk, the trailer, or the manifest) and what is wrong there. Nothing of
+// such a file is loaded.
+type FormatError struct {
+	Path string
+	Part string
+	What string
+}
+
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("save: %s: %s: %s", e.Path, e.Part, e.What)
+}

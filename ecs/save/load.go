@@ -1,0 +1,354 @@
+package save
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"os"
+	"path/filepath"
+	"unsafe"
+
+	ark "github.com/mlange-42/ark/ecs"
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/grid"
+)
+
+// File is a save read into memory, every checksum checked.
+type File struct {
+	path   string
+	header header
+	types  []fileType
+	blocks []block
+}
+
+// block is one chunk table of a File.
+type block struct {
+	key     grid.AreaKey
+	rows    int
+	columns []uint16
+	payload []byte
+}
+
+// Path returns the file read.
+func (f *File) Path() string { return f.path }
+
+// Tick returns the tick boundary the save pictures.
+func (f *File) Tick() uint64 { return f.header.tick }
+
+// Actors returns the number of actors in the save.
+func (f *File) Actors() int { return int(f.header.actors) }
+
+// ChunkSize returns the chunk size of the world that saved the file.
+func (f *File) ChunkSize() float32 { return f.header.chunkSize }
+
+// Read reads a save: path is a save directory, whose manifest names its
+// latest save, or a save file. It checks the whole file (magic, version,
+// every block's checksum, the trailer) before returning it, and returns a
+// [*FormatError] naming the part that is wrong if anything is.
+func Read(path string) (*File, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("save: %w", err)
+	}
+	if st.IsDir() {
+		m, err := readManifest(path)
+		if err != nil {
+			return nil, err
+		}
+		file := filepath.Join(path, m.file)
+		f, err := readFile(file)
+		if err == nil && f.header.tick != m.tick {
+			err = &FormatError{Path: file, Part: "header", What: fmt.Sprintf("tick %d, the manifest says %d", f.header.tick, m.tick)}
+		}
+		return f, err
+	}
+	return readFile(path)
+}
+
+// reader walks a file's bytes.
+type reader struct {
+	data []byte
+	at   int
+}
+
+func (r *reader) take(n int) ([]byte, bool) {
+	if n < 0 || len(r.data)-r.at < n {
+		return nil, false
+	}
+	b := r.data[r.at : r.at+n]
+	r.at += n
+	return b, true
+}
+
+func readFile(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("save: %w", err)
+	}
+	bad := func(part, format string, args ...any) (*File, error) {
+		return nil, &FormatError{Path: path, Part: part, What: fmt.Sprintf(format, args...)}
+	}
+	f := &File{path: path}
+	r := &reader{data: data}
+	// The header.
+	hb, ok := r.take(headerSize)
+	if !ok {
+		return bad("header", "truncated: the file is %d bytes, a header alone is %d", len(data), headerSize)
+	}
+	if string(hb[:8]) != magic {
+		return bad("header", "not a Throng save (magic %q)", hb[:8])
+	}
+	le := binary.LittleEndian
+	h := &f.header
+	h.version = le.Uint32(hb[8:])
+	if h.version == 0 || h.version > Version {
+		return bad("header", "format version %d; this build reads versions 1 to %d", h.version, Version)
+	}
+	if got, want := crc32.Checksum(hb[:headerSize-4], castagnoli), le.Uint32(hb[headerSize-4:]); got != want {
+		return bad("header", "checksum mismatch (stored %08x, computed %08x)", want, got)
+	}
+	h.tick = le.Uint64(hb[12:])
+	h.nextID = le.Uint32(hb[20:])
+	h.chunkSize = math.Float32frombits(le.Uint32(hb[24:]))
+	h.types = le.Uint32(hb[28:])
+	h.blocks = le.Uint32(hb[32:])
+	h.actors = le.Uint64(hb[36:])
+	if !(h.chunkSize > 0) || math.IsInf(float64(h.chunkSize), 1) {
+		return bad("header", "chunk size %v is not positive and finite", h.chunkSize)
+	}
+	if h.types < builtinColumns || h.types > maxBlockColumns {
+		return bad("header", "%d types (at least %d, at most %d)", h.types, builtinColumns, maxBlockColumns)
+	}
+	// The type table.
+	start := r.at
+	for i := range int(h.types) {
+		var t fileType
+		nb, ok := r.take(1)
+		var name, rest, layout []byte
+		if ok {
+			name, ok = r.take(int(nb[0]))
+		}
+		if ok {
+			rest, ok = r.take(10)
+		}
+		if ok {
+			layout, ok = r.take(int(le.Uint16(rest[8:])))
+		}
+		if !ok {
+			return bad("type table", "truncated in type %d", i)
+		}
+		t.name, t.version, t.size, t.layout = string(name), le.Uint32(rest), int(le.Uint32(rest[4:])), string(layout)
+		f.types = append(f.types, t)
+	}
+	table := data[start:r.at]
+	cb, ok := r.take(4)
+	if !ok {
+		return bad("type table", "truncated before its checksum")
+	}
+	if got, want := crc32.Checksum(table, castagnoli), le.Uint32(cb); got != want {
+		return bad("type table", "checksum mismatch (stored %08x, computed %08x)", want, got)
+	}
+	for i, b := range builtinTypes {
+		if t := f.types[i]; t.name != b.name || t.version != b.version || t.size != b.size {
+			return bad("type table", "type %d is %q version %d size %d, not Throng's %q version %d size %d",
+				i, t.name, t.version, t.size, b.name, b.version, b.size)
+		}
+	}
+	// The blocks.
+	var actors uint64
+	for i := range int(h.blocks) {
+		part := fmt.Sprintf("block %d", i)
+		start := r.at
+		head, ok := r.take(blockHeadFixed - 8)
+		if !ok {
+			return bad(part, "truncated in its header")
+		}
+		b := block{key: grid.AreaKey{WorldOrCell: le.Uint32(head), X: int32(le.Uint32(head[4:])), Y: int32(le.Uint32(head[8:]))},
+			rows: int(le.Uint32(head[12:]))}
+		part = fmt.Sprintf("block %d (chunk %d/%d/%d)", i, b.key.WorldOrCell, b.key.X, b.key.Y)
+		ncols := int(le.Uint16(head[16:]))
+		cols, ok := r.take(2 * ncols)
+		var lb []byte
+		if ok {
+			lb, ok = r.take(8)
+		}
+		if !ok {
+			return bad(part, "truncated in its header")
+		}
+		n := le.Uint64(lb)
+		if n > uint64(len(data)) {
+			return bad(part, "payload of %d bytes in a file of %d", n, len(data))
+		}
+		payload, ok := r.take(int(n))
+		var sum []byte
+		if ok {
+			sum, ok = r.take(4)
+		}
+		if !ok {
+			return bad(part, "truncated: the file ends inside it")
+		}
+		if got, want := crc32.Checksum(data[start:r.at-4], castagnoli), le.Uint32(sum); got != want {
+			return bad(part, "checksum mismatch (stored %08x, computed %08x)", want, got)
+		}
+		b.payload = payload
+		for c := range ncols {
+			b.columns = append(b.columns, le.Uint16(cols[2*c:]))
+		}
+		if err := f.checkBlock(&b); err != "" {
+			return bad(part, "%s", err)
+		}
+		actors += uint64(b.rows)
+		f.blocks = append(f.blocks, b)
+	}
+	// The trailer.
+	tail, ok := r.take(trailerSize)
+	if !ok {
+		return bad("trailer", "truncated: the file ends before its trailer")
+	}
+	if string(tail[:8]) != endMagic || le.Uint32(tail[8:]) != h.blocks {
+		return bad("trailer", "does not close %d blocks", h.blocks)
+	}
+	if got, want := crc32.Checksum(data[:r.at-4], castagnoli), le.Uint32(tail[12:]); got != want {
+		return bad("trailer", "file checksum mismatch (stored %08x, computed %08x)", want, got)
+	}
+	if r.at != len(data) {
+		return bad("trailer", "%d bytes after the end", len(data)-r.at)
+	}
+	if actors != h.actors {
+		return bad("header", "says %d actors, the blocks hold %d", h.actors, actors)
+	}
+	return f, nil
+}
+
+// checkBlock checks that b's columns are known types, Throng's own first,
+// and that its payload holds exactly its rows; it returns what is wrong.
+func (f *File) checkBlock(b *block) string {
+	if len(b.columns) < builtinColumns {
+		return fmt.Sprintf("%d columns, fewer than Throng's own %d", len(b.columns), builtinColumns)
+	}
+	need := 0
+	data := b.payload
+	for c, typ := range b.columns {
+		if c < builtinColumns && int(typ) != c || c >= builtinColumns && int(typ) < builtinColumns {
+			return fmt.Sprintf("column %d is of type %d, out of place", c, typ)
+		}
+		if int(typ) >= len(f.types) {
+			return fmt.Sprintf("column %d is of type %d; the table has %d", c, typ, len(f.types))
+		}
+		if size := f.types[typ].size; size > 0 {
+			need = b.rows * size
+			if len(data) < need {
+				return fmt.Sprintf("column %d (%s) is cut short", c, f.types[typ].name)
+			}
+			data = data[need:]
+			continue
+		}
+		for r := 0; r < b.rows; r++ {
+			if len(data) < 4 || len(data)-4 < int(binary.LittleEndian.Uint32(data)) {
+				return fmt.Sprintf("column %d (%s) is cut short at row %d", c, f.types[typ].name, r)
+			}
+			data = data[4+int(binary.LittleEndian.Uint32(data)):]
+		}
+	}
+	if len(data) != 0 {
+		return fmt.Sprintf("%d bytes after its columns", len(data))
+	}
+	return ""
+}
+
+// Restore places the file's actors in w, which must hold no actors yet
+// (a server's world before its first tick), with their components of
+// types, which must include every type of the game's that the file holds,
+// with the same version and layout. It checks all of that before placing
+// anything; a codec's Decode error stops it halfway, so restore into a
+// world you can throw away.
+func (f *File) Restore(w *ecs.World, types []Type) error {
+	if w.Len() != 0 {
+		return fmt.Errorf("save: restore into a world that already has %d actors", w.Len())
+	}
+	if w.ChunkSize() != f.header.chunkSize {
+		return fmt.Errorf("save: %s was saved with chunks of %v units, this world's are %v", f.path, f.header.chunkSize, w.ChunkSize())
+	}
+	// The game's types by file index.
+	game := make([]*Type, len(f.types))
+	ids := make([]ark.ID, len(f.types))
+	for i := builtinColumns; i < len(f.types); i++ {
+		ft := f.types[i]
+		for j := range types {
+			if types[j].name == ft.name {
+				game[i] = &types[j]
+			}
+		}
+		t := game[i]
+		switch {
+		case t == nil:
+			return fmt.Errorf("save: %s holds components of type %q, which the game has not registered", f.path, ft.name)
+		case t.err != nil:
+			return t.err
+		case t.version != ft.version:
+			return fmt.Errorf("save: %s holds %q version %d; the game registers version %d", f.path, ft.name, ft.version, t.version)
+		case t.coded() != (ft.size == 0), !t.coded() && (t.size != ft.size || t.layout != ft.layout):
+			return fmt.Errorf("save: %s holds %q version %d laid out as %s (%d bytes); the game's is %s (%d bytes): bump its version",
+				f.path, ft.name, ft.version, ft.layout, ft.size, t.layout, t.size)
+		}
+		ids[i] = ark.TypeID(w.Ark(), t.typ)
+	}
+	le := binary.LittleEndian
+	var extra []ark.ID
+	var at []int
+	for bi := range f.blocks {
+		b := &f.blocks[bi]
+		extra = extra[:0]
+		for _, typ := range b.columns[builtinColumns:] {
+			extra = append(extra, ids[typ])
+		}
+		// Each column's start in the payload.
+		at = at[:0]
+		off := 0
+		for _, typ := range b.columns {
+			at = append(at, off)
+			if size := f.types[typ].size; size > 0 {
+				off += b.rows * size
+				continue
+			}
+			for range b.rows {
+				off += 4 + int(le.Uint32(b.payload[off:]))
+			}
+		}
+		u := w.Ark().Unsafe()
+		for r := range b.rows {
+			p := b.payload
+			id := components.ActorID{ID: le.Uint32(p[at[colID]+4*r:])}
+			tb := p[at[colTransform]+20*r:]
+			spec := ecs.ActorSpec{
+				Transform: components.Transform{
+					X: math.Float32frombits(le.Uint32(tb)), Y: math.Float32frombits(le.Uint32(tb[4:])),
+					Z: math.Float32frombits(le.Uint32(tb[8:])), Yaw: math.Float32frombits(le.Uint32(tb[12:])),
+					WorldOrCell: le.Uint32(tb[16:]),
+				},
+				Animation: components.Animation{Flags: le.Uint16(p[at[colAnimation]+2*r:])},
+			}
+			e, err := w.Restore(id, spec, extra)
+			if err != nil {
+				return fmt.Errorf("save: %s: %w", f.path, err)
+			}
+			for c := builtinColumns; c < len(b.columns); c++ {
+				t := game[b.columns[c]]
+				dst := u.Get(e, ids[b.columns[c]])
+				if !t.coded() {
+					copy(unsafe.Slice((*byte)(dst), t.size), p[at[c]+t.size*r:])
+					continue
+				}
+				n := int(le.Uint32(p[at[c]:]))
+				if err := t.decode(p[at[c]+4:at[c]+4+n], dst); err != nil {
+					return fmt.Errorf("save: %s: actor %d: decoding %q: %w", f.path, id.ID, t.name, err)
+				}
+				at[c] += 4 + n
+			}
+		}
+	}
+	w.ReserveIDs(f.header.nextID)
+	return nil
+}
