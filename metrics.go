@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/throng-go/throng/ecs/save"
 	"github.com/throng-go/throng/scheduler"
 	"github.com/throng-go/throng/systems"
 )
@@ -21,6 +22,20 @@ type Stats struct {
 	Work time.Duration
 	// Second summarises the last full second.
 	Second SecondStats
+	// Saves counts the world saves (Server.Save) and describes the latest.
+	Saves SaveStats
+}
+
+// SaveStats counts world saves and describes the latest one written.
+type SaveStats struct {
+	// Started and Written count saves begun and saves durable on disk;
+	// Failed counts those whose write failed (logged).
+	Started, Written, Failed uint64
+	// Freeze is the latest save's pause of the tick goroutine; Write its
+	// background time (encoding, checksums, writing, fsync); Bytes its
+	// file's size.
+	Freeze, Write time.Duration
+	Bytes         int64
 }
 
 // Speedup is the last tick's summed Move and Relay time over the parallel
@@ -84,6 +99,26 @@ type meter struct {
 	mu        sync.Mutex
 	published Stats
 	systems   []SystemWork // the last full second's, per tick
+	saves     SaveStats    // guarded by mu: the save goroutines write it
+}
+
+func (m *meter) saveStarted(freeze time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.saves.Started++
+	m.saves.Freeze = freeze
+}
+
+func (m *meter) saveFinished(res save.Result, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		m.saves.Failed++
+		return
+	}
+	m.saves.Written++
+	m.saves.Write = res.Write
+	m.saves.Bytes = res.Bytes
 }
 
 // addTimes adds one tick's system times to the second's.
@@ -129,6 +164,7 @@ func (s *Server) record(st systems.TickStats, pooled int, work time.Duration, no
 		m.mu.Unlock()
 	}
 	m.mu.Lock()
+	out.Saves = m.saves
 	m.published = out
 	m.mu.Unlock()
 	if every := s.settings.Parallelism.MetricsLogIntervalTicks; every > 0 && st.Tick%uint64(every) == 0 {
@@ -190,9 +226,22 @@ func (s *Server) closeSecond(st systems.TickStats, now time.Time) SecondStats {
 			"over_budget", roundTo(sum.OverBudget, 3), "players", sum.Players,
 			"bytes_per_s", int64(sum.BytesPerSecond), "busy_rejections", sum.BusyRejections,
 			"dropped_inputs", sum.DroppedInputs, "corrections", sum.Corrections,
-			"admitting", sum.Admitting, "pressure", st.Pressure, "owed", st.Owed, "waiting", st.Waiting)
+			"admitting", sum.Admitting, "pressure", st.Pressure, "owed", st.Owed, "waiting", st.Waiting,
+			"saves", m.savesWritten(), "save_freeze_ms", ms(m.saveFreeze()))
 	}
 	return sum
+}
+
+func (m *meter) savesWritten() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.saves.Written
+}
+
+func (m *meter) saveFreeze() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.saves.Freeze
 }
 
 func ms(d time.Duration) float64 { return roundTo(float64(d)/float64(time.Millisecond), 3) }

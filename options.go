@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs/save"
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net"
@@ -122,6 +123,14 @@ type Options struct {
 	// Network says where the server listens for clients when Transport
 	// is not set: QUIC, a WebSocket, or both. Key "network".
 	Network Network `json:"network,omitzero"`
+	// Persistence says where and how often the world is saved. Key
+	// "persistence".
+	Persistence Persistence `json:"persistence,omitzero"`
+	// LoadFrom is a save to start from: a save directory (its latest
+	// save) or a save file. The server's world starts as the save left
+	// it, before the first tick; a save that cannot be read whole fails
+	// New. Key "loadFrom"; empty starts an empty world.
+	LoadFrom string `json:"loadFrom,omitempty"`
 
 	// The fields below are set from code, never from a settings file.
 
@@ -137,6 +146,10 @@ type Options struct {
 	// spawns; a non-nil error refuses the client with the error's text. Nil
 	// admits everyone at the origin of worldOrCell 0.
 	Admit func(hello net.Hello) (components.Transform, error) `json:"-"`
+	// SavedTypes are the components of the game's own that saves keep
+	// (save.Plain, save.Coded); a save holding a type not listed here
+	// cannot be loaded.
+	SavedTypes []save.Type `json:"-"`
 	// Logger receives the metrics lines; nil means slog.Default().
 	Logger *slog.Logger `json:"-"`
 }
@@ -287,6 +300,10 @@ type Settings struct {
 	MaxRecordsPerTick int
 	// Network is the "network" section, checked.
 	Network Network
+	// Persistence is the resolved "persistence" section.
+	Persistence PersistenceSettings
+	// LoadFrom is the save the world starts from, or "".
+	LoadFrom string
 }
 
 // TickPeriod returns the time between two ticks at TickRate, truncated to

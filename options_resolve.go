@@ -186,6 +186,8 @@ func (o Options) resolve() (Settings, []Adjustment, []*OptionsError) {
 	s.Clients = o.ClientLimits.resolve(&r)
 	s.MetricsListen = o.Metrics.resolve(&r)
 	s.Network = o.Network.resolve(&r)
+	s.Persistence = o.Persistence.resolve(&r)
+	s.LoadFrom = o.LoadFrom
 	s.MaxRecordsPerTick = r.count("connection.maxRecordsPerTick", o.Connection.MaxRecordsPerTick, net.MaxRecordsPerBatch)
 	if len(r.errs) > 0 {
 		return Settings{}, nil, r.errs

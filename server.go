@@ -9,6 +9,7 @@ import (
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/ecs/save"
 	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net"
 	"github.com/throng-go/throng/scheduler"
@@ -36,6 +37,11 @@ type Server struct {
 	times     []scheduler.SystemTime // the last tick's, for the meter
 	meter     meter
 	metrics   *metricsServer
+	saver     *save.Saver
+	saveJob   saveJob
+	saveUnits []scheduler.Unit
+	lastSave  *PendingSave
+	nextSave  time.Time // when the next periodic save is due
 }
 
 // New validates opts (see [Options.Resolve]) and builds a server. Clamps
@@ -119,6 +125,17 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		s.pool.Close()
 		return fail(fmt.Errorf("throng: %w", err))
+	}
+	if s.saver, err = save.NewSaver(s.world, opts.SavedTypes); err != nil {
+		s.pool.Close()
+		return fail(fmt.Errorf("throng: %w", err))
+	}
+	s.saveJob.saver = s.saver
+	if settings.LoadFrom != "" {
+		if err := s.load(settings.LoadFrom, opts.SavedTypes); err != nil {
+			s.pool.Close()
+			return fail(err)
+		}
 	}
 	if settings.MetricsListen != "" {
 		if s.metrics, err = startMetrics(s, settings.MetricsListen); err != nil {
@@ -259,7 +276,27 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	defer s.Close()
-	return s.RunTicks(ctx, nil)
+	err := s.RunTicks(ctx, nil)
+	s.finalSave()
+	return err
+}
+
+// finalSave saves the world as Run stops, when persistence.dir is set,
+// and waits for every save to be written.
+func (s *Server) finalSave() {
+	if s.lastSave != nil {
+		s.lastSave.Wait()
+	}
+	if s.settings.Persistence.Dir == "" {
+		return
+	}
+	p, err := s.Save("")
+	if err == nil {
+		_, err = p.Wait()
+	}
+	if err != nil {
+		s.log.Error("throng: the save on stopping failed", "err", err)
+	}
 }
 
 // RunTicks ticks at the configured rate until ctx is done, and calls each,
@@ -312,6 +349,7 @@ func (s *Server) RunTicks(ctx context.Context, each func(systems.TickStats, time
 			each(st, time.Since(began))
 		}
 		ticks++
+		s.saveIfDue()
 		if d := time.Since(second); d >= time.Second {
 			s.pipe.TellRate(uint16(min(math.Round(100*float64(ticks)/d.Seconds()), math.MaxUint16)))
 			second, ticks = time.Now(), 0
@@ -322,6 +360,34 @@ func (s *Server) RunTicks(ctx context.Context, each func(systems.TickStats, time
 			next = next.Add(missed * period)
 			s.pipe.Skip(uint64(missed))
 		}
+	}
+}
+
+// saveIfDue starts a periodic save when persistence.everySeconds have
+// passed since the last one began (and it is written).
+func (s *Server) saveIfDue() {
+	per := s.settings.Persistence
+	if per.Dir == "" || per.Every <= 0 {
+		return
+	}
+	now := time.Now()
+	if s.nextSave.IsZero() {
+		s.nextSave = now.Add(per.Every)
+		return
+	}
+	if now.Before(s.nextSave) {
+		return
+	}
+	if s.lastSave != nil {
+		select {
+		case <-s.lastSave.Done():
+		default:
+			return // still writing: try again after the next tick
+		}
+	}
+	s.nextSave = now.Add(per.Every)
+	if _, err := s.Save(""); err != nil {
+		s.log.Error("throng: periodic save", "err", err)
 	}
 }
 

@@ -1,0 +1,147 @@
+package throng
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/throng-go/throng/ecs/save"
+	"github.com/throng-go/throng/scheduler"
+)
+
+// Defaults of the "persistence" section.
+const (
+	// DefaultSaveEverySeconds: with persistence.dir set, the world is
+	// saved every five minutes.
+	DefaultSaveEverySeconds = 300
+	// DefaultSavesKept: the three newest saves are kept; older ones are
+	// removed once a newer one is durable.
+	DefaultSavesKept = 3
+)
+
+// Persistence is the "persistence" section: where and how often the
+// world is saved (package ecs/save says what a save holds and how it
+// survives a crash).
+type Persistence struct {
+	// Dir is the save directory. Empty (the default) saves nothing
+	// unless the program calls [Server.Save]. Key "dir".
+	Dir string `json:"dir,omitempty"`
+	// EverySeconds is the time between periodic saves while [Server.Run]
+	// or [Server.RunTicks] ticks; 0 saves only when the program asks and
+	// when Run stops. Key "everySeconds"; nil means
+	// [DefaultSaveEverySeconds].
+	EverySeconds *float64 `json:"everySeconds,omitempty"`
+	// Keep is how many saves the directory keeps, at least 1. Key
+	// "keep"; nil means [DefaultSavesKept].
+	Keep *int `json:"keep,omitempty"`
+}
+
+// PersistenceSettings is [Persistence] resolved.
+type PersistenceSettings struct {
+	Dir   string
+	Every time.Duration // 0: no periodic saves
+	Keep  int
+}
+
+func (p Persistence) resolve(r *resolver) PersistenceSettings {
+	s := PersistenceSettings{Dir: p.Dir, Every: DefaultSaveEverySeconds * time.Second, Keep: DefaultSavesKept}
+	if p.EverySeconds != nil {
+		v := *p.EverySeconds
+		if !(v >= 0) || v > 1e9 {
+			r.fail("persistence.everySeconds", "must be 0 to 1e9 seconds, got %v", v)
+		}
+		s.Every = time.Duration(v * float64(time.Second))
+	}
+	if p.Keep != nil {
+		if s.Keep = *p.Keep; s.Keep < 1 {
+			r.fail("persistence.keep", "must be at least 1, got %d", s.Keep)
+		}
+	}
+	return s
+}
+
+// SaveReport is what one finished save did: the freeze the tick
+// goroutine spent copying the world, and what the background write took.
+type SaveReport struct {
+	save.Result
+	Freeze time.Duration
+}
+
+// PendingSave is a save whose picture is taken and which is being written
+// in the background.
+type PendingSave struct {
+	pending *save.Pending
+	freeze  time.Duration
+}
+
+// Wait blocks until the save is written (or failed).
+func (p *PendingSave) Wait() (SaveReport, error) {
+	res, err := p.pending.Wait()
+	return SaveReport{Result: res, Freeze: p.freeze}, err
+}
+
+// Done is closed once the save is written or failed.
+func (p *PendingSave) Done() <-chan struct{} { return p.pending.Done() }
+
+// saveJob runs a save's copy units on the pool.
+type saveJob struct{ saver *save.Saver }
+
+func (j *saveJob) RunUnit(i int) { j.saver.CopyUnit(i) }
+
+// Save takes a picture of the world at this tick boundary into dir
+// (persistence.dir when dir is ""), and writes it in the background while
+// the world ticks on: the tick goroutine and the worker pool only copy
+// the component columns (the freeze), and the next tick does not wait
+// for the write. Call it between ticks, from the goroutine that ticks
+// (RunTicks' each, or your own loop); Run and RunTicks call it every
+// persistence.everySeconds themselves. It fails while the last save is
+// still being written, and with no directory to save to.
+func (s *Server) Save(dir string) (*PendingSave, error) {
+	if dir == "" {
+		dir = s.settings.Persistence.Dir
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("throng: save: no directory (set persistence.dir)")
+	}
+	start := time.Now()
+	n, err := s.saver.Begin(s.tick)
+	if err != nil {
+		return nil, fmt.Errorf("throng: %w", err)
+	}
+	units := s.saveUnits[:0]
+	for i := range n {
+		units = append(units, scheduler.Unit{Cost: s.saver.UnitCost(i)})
+	}
+	s.saveUnits = units
+	if s.settings.Parallelism.Enabled && n > 1 {
+		s.pool.Run(&s.saveJob, units)
+	} else {
+		scheduler.RunInline(&s.saveJob, n)
+	}
+	freeze := time.Since(start)
+	p := &PendingSave{pending: s.saver.Write(dir, s.settings.Persistence.Keep), freeze: freeze}
+	s.lastSave = p
+	s.meter.saveStarted(freeze)
+	go func() {
+		res, err := p.pending.Wait()
+		if err != nil {
+			s.log.Error("throng: save failed", "err", err)
+		}
+		s.meter.saveFinished(res, err)
+	}()
+	return p, nil
+}
+
+// load restores the save at path into the server's world, before its
+// first tick.
+func (s *Server) load(path string, types []save.Type) error {
+	f, err := save.Read(path)
+	if err != nil {
+		return fmt.Errorf("throng: loadFrom: %w", err)
+	}
+	if err := f.Restore(s.world, types); err != nil {
+		return fmt.Errorf("throng: loadFrom: %w", err)
+	}
+	s.tick = f.Tick()
+	s.log.Info("throng: world loaded", "file", f.Path(), "tick", f.Tick(), "actors", f.Actors())
+	return nil
+}

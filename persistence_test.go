@@ -1,0 +1,158 @@
+package throng_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	ark "github.com/mlange-42/ark/ecs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/throng-go/throng"
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/ecs/save"
+	"github.com/throng-go/throng/net"
+)
+
+// Crate is a component of a game's own, kept by saves.
+type Crate struct {
+	Contents uint32
+	Open     bool
+}
+
+var savedTypes = []save.Type{save.Plain[Crate]("test.crate", 1)}
+
+// propsServer is a server whose world holds 200 props near the origin,
+// half of them crates, after one tick.
+func propsServer(t *testing.T, opts throng.Options) *throng.Server {
+	t.Helper()
+	opts.SavedTypes = savedTypes
+	opts.Admit = func(net.Hello) (components.Transform, error) { return components.Transform{X: 500, Y: 500}, nil }
+	srv, err := throng.New(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	if opts.LoadFrom != "" {
+		return srv
+	}
+	w := srv.World()
+	var ids []components.ActorID
+	for i := range 200 {
+		ids = append(ids, w.Spawn(ecs.ActorSpec{
+			Transform: components.Transform{X: float32(i%20) * 150, Y: float32(i/20) * 150, Yaw: float32(i)},
+			Animation: components.Animation{Flags: uint16(i % 5)},
+		}))
+	}
+	w.Apply(nil)
+	crates := ark.NewMap[Crate](w.Ark())
+	for i, id := range ids {
+		if i%2 == 0 {
+			e, _ := w.Entity(id)
+			crates.Add(e, &Crate{Contents: uint32(i)})
+		}
+	}
+	srv.Tick()
+	return srv
+}
+
+// appears joins a player to srv and returns the Appear records its first
+// ticks bring, in order.
+func appears(t *testing.T, srv *throng.Server) []net.Appear {
+	t.Helper()
+	c := srv.Mem().Dial()
+	hello, err := net.AppendHello(nil, net.Hello{Token: []byte("visitor")})
+	require.NoError(t, err)
+	require.NoError(t, c.Send(hello))
+	var got []net.Appear
+	var f net.Frame
+	for range 5 {
+		srv.Tick()
+		c.DrainReliable(func(b []byte) {
+			require.NoError(t, net.Decode(b, &f))
+			if f.Type == net.TypeAppear {
+				got = append(got, f.Appear)
+			}
+		})
+	}
+	return got
+}
+
+// TestALoadedServerShowsClientsTheSameWorld: a player joining a server
+// started from a save is told of the same actors, where they stood, as
+// one joining the server that saved; the game's components come back.
+func TestALoadedServerShowsClientsTheSameWorld(t *testing.T) {
+	dir := t.TempDir()
+	orig := propsServer(t, throng.Options{})
+	p, err := orig.Save(dir)
+	require.NoError(t, err)
+	rep, err := p.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, 200, rep.Actors)
+	assert.Positive(t, rep.Bytes)
+	want := appears(t, orig)
+	require.Len(t, want, 200)
+
+	loaded := propsServer(t, throng.Options{LoadFrom: dir})
+	assert.Equal(t, 200, loaded.World().Len())
+	assert.Equal(t, want, appears(t, loaded))
+
+	crates := ark.NewMap[Crate](loaded.World().Ark())
+	for i := range 200 {
+		e, ok := loaded.World().Entity(components.ActorID{ID: uint32(i + 1)})
+		require.True(t, ok)
+		assert.Equal(t, i%2 == 0, crates.Has(e), "prop %d", i)
+		if i%2 == 0 {
+			assert.Equal(t, uint32(i), crates.Get(e).Contents)
+		}
+	}
+	// IDs go on from the save's: the visitor of the loaded server took
+	// 201, the next spawn takes 202.
+	id := loaded.World().Spawn(ecs.ActorSpec{})
+	assert.Equal(t, uint32(202), id.ID, "the loaded visitor took 201")
+}
+
+// TestLoadFromADamagedSaveFailsNew: a server is not started from half a
+// world.
+func TestLoadFromADamagedSaveFailsNew(t *testing.T) {
+	dir := t.TempDir()
+	orig := propsServer(t, throng.Options{})
+	p, err := orig.Save(dir)
+	require.NoError(t, err)
+	rep, err := p.Wait()
+	require.NoError(t, err)
+	data, err := os.ReadFile(rep.Path)
+	require.NoError(t, err)
+	data[len(data)/2] ^= 0x40
+	require.NoError(t, os.WriteFile(rep.Path, data, 0o644))
+	_, err = throng.New(throng.Options{LoadFrom: dir, SavedTypes: savedTypes})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "checksum mismatch")
+
+	_, err = throng.New(throng.Options{LoadFrom: filepath.Join(dir, "nothing-here")})
+	assert.ErrorContains(t, err, "loadFrom")
+}
+
+// TestRunSavesPeriodicallyAndOnStopping: with persistence set, Run saves
+// every everySeconds and once more as it stops, and the directory keeps
+// the newest saves.
+func TestRunSavesPeriodicallyAndOnStopping(t *testing.T) {
+	dir := t.TempDir()
+	every, keep := 0.2, 2
+	srv := propsServer(t, throng.Options{Persistence: throng.Persistence{Dir: dir, EverySeconds: &every, Keep: &keep}})
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	require.NoError(t, srv.Run(ctx))
+	st := srv.Stats().Saves
+	assert.GreaterOrEqual(t, st.Written, uint64(3), "about one save every 0.2 s over 1.5 s")
+	assert.Zero(t, st.Failed)
+	names, err := filepath.Glob(filepath.Join(dir, "world-*.save"))
+	require.NoError(t, err)
+	assert.Len(t, names, keep)
+	f, err := save.Read(dir)
+	require.NoError(t, err)
+	assert.Equal(t, 200, f.Actors())
+	assert.Equal(t, filepath.Base(names[len(names)-1]), filepath.Base(f.Path()), "the manifest names the newest")
+}
