@@ -178,6 +178,10 @@ func (w *World) applyMove(op *moveOp, report *ApplyReport) {
 		w.touch(w.chunks[from].entity)
 		w.changeChunk(rec.entity, target)
 		w.leaveChunk(from)
+		if rec.client {
+			w.addClients(to, 1)
+			w.addClients(from, -1)
+		}
 		rec.key = to
 		w.actors[op.id] = rec
 	} else if !op.teleport {
@@ -221,7 +225,11 @@ func (w *World) applySpawn(op *spawnOp, report *ApplyReport) {
 	var marker components.InChunk
 	e := w.actorMap.NewEntity(&op.id, &op.spec.Transform, &input, &op.spec.Animation, &op.spec.Client, &marker,
 		ecs.RelIdx(inChunkIndex, target))
-	w.actors[op.id] = actorRecord{entity: e, key: key}
+	client := op.spec.Client.Session != 0
+	w.actors[op.id] = actorRecord{entity: e, key: key, client: client}
+	if client {
+		w.addClients(key, 1)
+	}
 	report.Changes = append(report.Changes, Change{
 		ID: op.id, Entity: e, Kind: Spawned, From: key, To: key, Session: op.spec.Client.Session,
 	})
@@ -238,6 +246,9 @@ func (w *World) applyDespawn(id components.ActorID, report *ApplyReport) {
 	w.world.RemoveEntity(rec.entity)
 	delete(w.actors, id)
 	w.leaveChunk(rec.key)
+	if rec.client {
+		w.addClients(rec.key, -1)
+	}
 	report.Changes = append(report.Changes, Change{
 		ID: id, Entity: rec.entity, Kind: Despawned, From: rec.key, To: rec.key, Session: session,
 	})

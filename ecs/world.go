@@ -145,12 +145,14 @@ type rankedChunk struct {
 type actorRecord struct {
 	entity ecs.Entity
 	key    grid.AreaKey
+	client bool // spawned with a session
 }
 
 type chunkRecord struct {
-	entity ecs.Entity
-	actors int32
-	listed bool // in World.emptyChunks
+	entity  ecs.Entity
+	actors  int32
+	clients int32 // actors spawned with a session
+	listed  bool  // in World.emptyChunks
 	// emptiedIn is the Apply (World.applies) in which the chunk last
 	// became empty; meaningful while actors is 0.
 	emptiedIn uint64
@@ -275,6 +277,18 @@ func (w *World) ActorsAround(key grid.AreaKey) int {
 		n += int(w.chunks[k].actors)
 	}
 	return n
+}
+
+// ClientsIn returns how many actors in chunk key were spawned with a
+// client (a session): 0 for a chunk of props and NPCs only, or none.
+func (w *World) ClientsIn(key grid.AreaKey) int { return int(w.chunks[key].clients) }
+
+// addClients counts n more actors with a client in chunk key, which holds
+// at least one actor.
+func (w *World) addClients(key grid.AreaKey, n int32) {
+	c := w.chunks[key]
+	c.clients += n
+	w.chunks[key] = c
 }
 
 // Spawn queues a new actor and returns its ActorID at once. IDs count up

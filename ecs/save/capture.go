@@ -35,8 +35,8 @@ type Saver struct {
 	types []Type
 	file  []fileType // the type table: builtinTypes, then types
 
+	ids   []ark.ID // the types' Ark IDs
 	views []ecs.ChunkView
-	first map[ark.Entity]int32 // view index by the view's first entity
 
 	busy atomic.Bool
 	pic  picture
@@ -95,7 +95,7 @@ type unitPic struct {
 // the components of types. It fails if a type is invalid ([Type.Err]) or
 // two share a name.
 func NewSaver(w *ecs.World, types []Type) (*Saver, error) {
-	s := &Saver{world: w, first: make(map[ark.Entity]int32)}
+	s := &Saver{world: w}
 	for _, b := range builtinTypes {
 		s.file = append(s.file, fileType{name: b.name, version: b.version, size: b.size, layout: b.layout})
 	}
@@ -109,6 +109,7 @@ func NewSaver(w *ecs.World, types []Type) (*Saver, error) {
 		}
 		seen[t.name] = true
 		s.types = append(s.types, t)
+		s.ids = append(s.ids, ark.TypeID(w.Ark(), t.typ))
 		size := t.size
 		if t.coded() {
 			size = 0
@@ -135,71 +136,34 @@ func (s *Saver) Begin(tick uint64) (int, error) {
 	p := &s.pic
 	p.tick, p.nextID, p.chunkSize = tick, s.world.NextID(), s.world.ChunkSize()
 	s.views = s.world.Snapshot(s.views[:0])
-	clear(s.first)
-	for i, v := range s.views {
-		s.first[v.Entities[0]] = int32(i)
-	}
 	p.tables = p.tables[:0]
 	p.cols = p.cols[:0]
+	u := s.world.Ark().Unsafe()
 	for _, v := range s.views {
-		t := tablePic{key: v.Key, rows: v.Len(), colStart: len(p.cols)}
+		t := tablePic{key: v.Key, rows: v.Len(), colStart: len(p.cols), clientCol: -1}
 		p.cols = append(p.cols,
 			colPic{typ: colID, src: unsafe.Pointer(&v.IDs[0]), stride: 4},
 			colPic{typ: colTransform, src: unsafe.Pointer(&v.Transforms[0]), stride: 20},
 			colPic{typ: colAnimation, src: unsafe.Pointer(&v.Animations[0]), stride: 2},
-			colPic{typ: clientColumn, src: unsafe.Pointer(&v.Clients[0]), stride: int(unsafe.Sizeof(components.Client{}))},
 		)
-		t.clientCol = len(p.cols) - 1
+		if s.world.ClientsIn(v.Key) > 0 {
+			// Only a chunk with players needs its Client rows, to leave
+			// the players out.
+			t.clientCol = len(p.cols)
+			p.cols = append(p.cols, colPic{typ: clientColumn, src: unsafe.Pointer(&v.Clients[0]), stride: int(unsafe.Sizeof(components.Client{}))})
+		}
+		// The game's columns: an Ark table keeps each component's values
+		// in one array, so the first row's address is the column's.
+		first := v.Entities[0]
+		for ti, id := range s.ids {
+			if u.Has(first, id) {
+				p.cols = append(p.cols, colPic{typ: builtinColumns + ti, src: u.Get(first, id), stride: int(s.types[ti].typ.Size())})
+			}
+		}
 		t.colEnd = len(p.cols)
 		p.tables = append(p.tables, t)
 	}
-	// The game's columns, table by table: a table's columns stay together
-	// when each type's tables are visited in turn, because they are
-	// appended per type and then gathered below.
-	extra := p.cols[len(p.cols):]
-	for ti, t := range s.types {
-		typ := builtinColumns + ti
-		stride := int(t.typ.Size())
-		t.columns(s.world.Ark(), func(entities []ark.Entity, base unsafe.Pointer) {
-			if i, ok := s.first[entities[0]]; ok {
-				extra = append(extra, colPic{typ: typ, src: base, stride: stride, off: int(i)})
-			}
-		})
-	}
-	s.gather(extra)
 	return s.plan(), nil
-}
-
-// gather moves the game's columns (extra, each with its table's index in
-// off) to sit after their tables' own columns, in type order.
-func (s *Saver) gather(extra []colPic) {
-	p := &s.pic
-	if len(extra) == 0 {
-		return
-	}
-	game := append([]colPic(nil), extra...)
-	counts := make([]int, len(p.tables))
-	for _, c := range game {
-		counts[c.off]++
-	}
-	cols := make([]colPic, 0, len(p.cols)+len(game))
-	next := make([]int, len(p.tables))
-	for i := range p.tables {
-		t := &p.tables[i]
-		start := len(cols)
-		cols = append(cols, p.cols[t.colStart:t.colEnd]...)
-		t.clientCol = start + (t.clientCol - t.colStart)
-		t.colStart = start
-		next[i] = len(cols)
-		cols = cols[:len(cols)+counts[i]]
-		t.colEnd = len(cols)
-	}
-	for _, c := range game { // in type order per table, as visited
-		i := c.off
-		cols[next[i]] = c
-		next[i]++
-	}
-	p.cols = cols
 }
 
 // plan lays the plain columns out in the arena and cuts the tables into

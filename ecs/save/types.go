@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"strings"
 	"unsafe"
-
-	ark "github.com/mlange-42/ark/ecs"
 )
 
 // Type is a component of the game's own that saves keep, registered under
@@ -21,10 +19,6 @@ type Type struct {
 	size    int    // bytes a value in the file; 0 for a coded type
 	layout  string // the plain type's fields, for the type table
 	err     error  // why the type cannot be saved, reported at registration
-
-	// columns calls visit with every Ark table of actors holding the
-	// component: the table's entities and the address of its first value.
-	columns func(w *ark.World, visit func(entities []ark.Entity, base unsafe.Pointer))
 	// encode appends the coded value at p to dst; decode sets it from src.
 	encode func(dst []byte, p unsafe.Pointer) []byte
 	decode func(src []byte, p unsafe.Pointer) error
@@ -93,15 +87,6 @@ func typeOf[T any](name string, version uint32) Type {
 		t.err = fmt.Errorf("save: type name %q: must be 1 to %d bytes", name, maxNameLen)
 	case strings.HasPrefix(name, builtinPrefix):
 		t.err = fmt.Errorf("save: type name %q: the prefix %q is Throng's own", name, builtinPrefix)
-	}
-	t.columns = func(w *ark.World, visit func([]ark.Entity, unsafe.Pointer)) {
-		q := ark.NewFilter1[T](w).Query()
-		for q.NextTable() {
-			col := q.GetColumns()
-			if len(col) > 0 {
-				visit(q.Entities(), unsafe.Pointer(&col[0]))
-			}
-		}
 	}
 	return t
 }

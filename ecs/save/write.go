@@ -102,8 +102,7 @@ func (s *Saver) write(dir string, keep int) (Result, error) {
 	for i := range p.tables {
 		t := &p.tables[i]
 		t.players = 0
-		clients := unsafe.Slice((*components.Client)(unsafe.Pointer(&p.arena[p.cols[t.clientCol].off])), t.rows)
-		for _, c := range clients {
+		for _, c := range p.clients(t) {
 			if c.Session != 0 {
 				t.players++
 			}
@@ -167,7 +166,7 @@ func (s *Saver) writeBlock(fw *fileWriter, t *tablePic, head, scratch []byte) ([
 	keep := t.rows - t.players
 	var clients []components.Client
 	if t.players > 0 {
-		clients = unsafe.Slice((*components.Client)(unsafe.Pointer(&p.arena[p.cols[t.clientCol].off])), t.rows)
+		clients = p.clients(t)
 	}
 	// The columns' bytes, with the players' rows left out.
 	scratch = scratch[:0]
@@ -217,6 +216,15 @@ func (s *Saver) writeBlock(fw *fileWriter, t *tablePic, head, scratch []byte) ([
 	fw.write(scratch)
 	fw.write(binary.LittleEndian.AppendUint32(head[:0], crc))
 	return head, scratch
+}
+
+// clients returns the copy of t's Client rows, or nil when its chunk had
+// no players.
+func (p *picture) clients(t *tablePic) []components.Client {
+	if t.clientCol < 0 {
+		return nil
+	}
+	return unsafe.Slice((*components.Client)(unsafe.Pointer(&p.arena[p.cols[t.clientCol].off])), t.rows)
 }
 
 // syncDir fsyncs a directory, making the renames in it durable.
