@@ -220,6 +220,45 @@ func TestPrometheusListenerServesTheFigures(t *testing.T) {
 			assert.Regexp(t, sample, line)
 		}
 	}
+
+	// The saves' series are there, at 0, before any save.
+	saves := []string{"throng_saves_total", "throng_save_failures_total", "throng_save_freeze_seconds",
+		"throng_save_write_seconds", "throng_save_bytes"}
+	for _, name := range saves {
+		assert.Contains(t, text, "\n"+name+" 0\n", "%s before any save", name)
+		assert.Contains(t, text, "# HELP "+name+" ")
+	}
+	assert.Contains(t, text, "# TYPE throng_saves_total counter\n")
+	assert.Contains(t, text, "# TYPE throng_save_failures_total counter\n")
+	assert.Contains(t, text, "# TYPE throng_save_freeze_seconds gauge\n")
+	assert.Contains(t, text, "# TYPE throng_save_write_seconds gauge\n")
+	assert.Contains(t, text, "# TYPE throng_save_bytes gauge\n")
+
+	// A save written shows on the page once a tick has published it.
+	p, err := st.srv.Save(t.TempDir())
+	require.NoError(t, err)
+	rep, err := p.Wait()
+	require.NoError(t, err)
+	st.tick() // the save is counted once Wait returns; a tick publishes it
+	resp, err = http.Get("http://" + st.srv.MetricsAddr() + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err = io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	text = string(body)
+	assert.Contains(t, text, "\nthrong_saves_total 1\n")
+	assert.Contains(t, text, "\nthrong_save_failures_total 0\n")
+	assert.Contains(t, text, fmt.Sprintf("\nthrong_save_bytes %v\n", float64(rep.Bytes)))
+	for _, name := range []string{"throng_save_freeze_seconds", "throng_save_write_seconds"} {
+		var seconds float64
+		for line := range strings.Lines(text) {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
+				_, err := fmt.Sscan(v, &seconds)
+				require.NoError(t, err)
+			}
+		}
+		assert.Positive(t, seconds, "%s: the latest save's", name)
+	}
 }
 
 func TestSystemTimesSayWhatEachSystemTook(t *testing.T) {

@@ -77,6 +77,7 @@ func TestZeroOptionsResolveToDocumentedDefaults(t *testing.T) {
 			MovingUpdatesPerSecond: 30, StandingUpdatesPerSecond: 10, FloodFactor: 10, FloodSeconds: 2,
 		},
 		MaxRecordsPerTick: 57,
+		Persistence:       throng.PersistenceSettings{Every: 300 * time.Second, Keep: 3},
 	}, s)
 }
 
@@ -429,6 +430,8 @@ func fullOptions() throng.Options {
 				CertFile: "server.pem", KeyFile: "server.key",
 			},
 		},
+		Persistence: throng.Persistence{Dir: "saves", EverySeconds: new(120.5), Keep: new(5)},
+		LoadFrom:    "saves",
 	}
 }
 

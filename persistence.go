@@ -69,18 +69,20 @@ type SaveReport struct {
 // PendingSave is a save whose picture is taken and which is being written
 // in the background.
 type PendingSave struct {
-	pending *save.Pending
-	freeze  time.Duration
+	done   chan struct{}
+	report SaveReport
+	err    error
 }
 
-// Wait blocks until the save is written (or failed).
+// Wait blocks until the save is written (or failed); by then
+// [Server.Stats] counts it.
 func (p *PendingSave) Wait() (SaveReport, error) {
-	res, err := p.pending.Wait()
-	return SaveReport{Result: res, Freeze: p.freeze}, err
+	<-p.done
+	return p.report, p.err
 }
 
 // Done is closed once the save is written or failed.
-func (p *PendingSave) Done() <-chan struct{} { return p.pending.Done() }
+func (p *PendingSave) Done() <-chan struct{} { return p.done }
 
 // saveJob runs a save's copy units on the pool.
 type saveJob struct{ saver *save.Saver }
@@ -118,18 +120,25 @@ func (s *Server) Save(dir string) (*PendingSave, error) {
 		scheduler.RunInline(&s.saveJob, n)
 	}
 	freeze := time.Since(start)
-	p := &PendingSave{pending: s.saver.Write(dir, s.settings.Persistence.Keep), freeze: freeze}
+	writing := s.saver.Write(dir, s.settings.Persistence.Keep)
+	p := &PendingSave{done: make(chan struct{})}
 	s.lastSave = p
 	s.meter.saveStarted(freeze)
 	go func() {
-		res, err := p.pending.Wait()
+		defer close(p.done)
+		res, err := writing.Wait()
 		if err != nil {
 			s.log.Error("throng: save failed", "err", err)
 		}
 		s.meter.saveFinished(res, err)
+		p.report, p.err = SaveReport{Result: res, Freeze: freeze}, err
 	}()
 	return p, nil
 }
+
+// LastSave returns the latest save begun (Server.Save, or a periodic one),
+// written or still being written, or nil before the first.
+func (s *Server) LastSave() *PendingSave { return s.lastSave }
 
 // load restores the save at path into the server's world, before its
 // first tick.

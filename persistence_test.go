@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,4 +156,11 @@ func TestRunSavesPeriodicallyAndOnStopping(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 200, f.Actors())
 	assert.Equal(t, filepath.Base(names[len(names)-1]), filepath.Base(f.Path()), "the manifest names the newest")
+}
+
+func TestBadPersistenceSettingsAreErrors(t *testing.T) {
+	_, err := throng.LoadOptions(strings.NewReader(`{"persistence": {"keep": 0, "everySeconds": -1}}`))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "persistence.keep: must be at least 1, got 0")
+	assert.Contains(t, err.Error(), "persistence.everySeconds: must be 0 to 1e9 seconds, got -1")
 }

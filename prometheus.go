@@ -69,6 +69,11 @@ var metrics = []metric{
 	{"corrections_total", "Corrections sent to clients.", "counter", func(st Stats) float64 { return float64(st.CorrectionsSent) }},
 	{"commands_total", "Commands of the game's own handed to its systems.", "counter", func(st Stats) float64 { return float64(st.Commands) }},
 	{"events_sent_total", "Events of the game's own sent to clients.", "counter", func(st Stats) float64 { return float64(st.EventsSent) }},
+	{"saves_total", "World saves written to disk.", "counter", func(st Stats) float64 { return float64(st.Saves.Written) }},
+	{"save_failures_total", "World saves whose write failed.", "counter", func(st Stats) float64 { return float64(st.Saves.Failed) }},
+	{"save_freeze_seconds", "Time the latest save paused the tick to copy the world.", "gauge", func(st Stats) float64 { return st.Saves.Freeze.Seconds() }},
+	{"save_write_seconds", "Time the latest save written took in the background: encoding, checksums, writing, fsync.", "gauge", func(st Stats) float64 { return st.Saves.Write.Seconds() }},
+	{"save_bytes", "Size of the latest save file written.", "gauge", func(st Stats) float64 { return float64(st.Saves.Bytes) }},
 }
 
 // writeMetrics writes the page: every series of metrics, then each

@@ -411,9 +411,12 @@ func (s *Server) MetricsAddr() string {
 	return s.metrics.Addr()
 }
 
-// Close stops the worker pool and the metrics listener and closes the
-// transport.
+// Close waits for a save being written, stops the worker pool and the
+// metrics listener and closes the transport.
 func (s *Server) Close() error {
+	if s.lastSave != nil {
+		s.lastSave.Wait()
+	}
 	s.pool.Close()
 	if s.metrics != nil {
 		s.metrics.close()

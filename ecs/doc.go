@@ -34,6 +34,8 @@
 //   - Look up an actor: [World.Entity], [World.Key], [World.Len].
 //   - Look up a chunk: [World.ChunkEntity], [World.Chunks], [World.KeyOf].
 //   - Own components, systems and queries: [World.Ark] with Ark's API.
+//   - Load a saved actor before the first tick: [World.Restore],
+//     [World.ReserveIDs] (package ecs/save does both from a save file).
 //
 // # Lifecycle of a tick
 //

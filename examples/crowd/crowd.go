@@ -30,8 +30,9 @@ type botSide interface {
 }
 
 // runCrowd starts the server and the bots, ticks until ctx is done, and
-// writes the start line, the per-second lines and the summary to out. It
-// returns once the bots and the server are closed.
+// writes the start line, the per-second lines and the summary to out; with
+// a save directory it then saves the world once more and writes the line
+// msg=saved. It returns once the bots and the server are closed.
 func runCrowd(ctx context.Context, cfg config, out io.Writer) error {
 	pop, err := scenario.New(cfg.scenario, cfg.players, cfg.seed)
 	if err != nil {
@@ -88,9 +89,40 @@ func runCrowd(ctx context.Context, cfg config, out io.Writer) error {
 		return fmt.Errorf("crowd: %w", err)
 	}
 	m.summary(time.Now()) // before closing: the sessions are still there
+	rep, saveErr := saveOnStop(srv)
+	if rep != nil {
+		log.Info("saved", "file", rep.Path, "tick", rep.Tick, "actors", rep.Actors, "bytes", rep.Bytes,
+			"freeze_ms", ms(rep.Freeze), "write_ms", ms(rep.Write))
+	}
 	bots.Close()
 	wg.Wait()
-	return srv.Close()
+	if err := srv.Close(); err != nil {
+		return err
+	}
+	return saveErr
+}
+
+// saveOnStop saves the world once more as the run ends, as Server.Run
+// does, when the settings name a save directory (-save or the -config
+// file's persistence.dir): it waits for a periodic save still being
+// written, saves, and waits for that save to be written. It returns a nil
+// report without a directory. Call it once the ticks have stopped.
+func saveOnStop(srv *throng.Server) (*throng.SaveReport, error) {
+	if srv.Settings().Persistence.Dir == "" {
+		return nil, nil
+	}
+	if last := srv.LastSave(); last != nil {
+		last.Wait() // a failure is logged and counted; the save below decides
+	}
+	p, err := srv.Save("")
+	if err != nil {
+		return nil, fmt.Errorf("crowd: the save as the run ends: %w", err)
+	}
+	rep, err := p.Wait()
+	if err != nil {
+		return nil, fmt.Errorf("crowd: the save as the run ends: %w", err)
+	}
+	return &rep, nil
 }
 
 // newServer builds the server for cfg on its transport, admitting every
@@ -148,6 +180,16 @@ func (c config) serverOptions() throng.Options {
 	if c.set["interest"] {
 		par.InterestManagement = new(c.interest)
 	}
+	per := &opts.Persistence
+	if c.set["save"] {
+		per.Dir = c.saveDir
+	}
+	if c.set["save-every"] || per.EverySeconds == nil {
+		per.EverySeconds = new(c.saveEvery.Seconds())
+	}
+	if c.set["load"] {
+		opts.LoadFrom = c.loadFrom
+	}
 	return opts
 }
 
@@ -187,6 +229,12 @@ func logStart(log *slog.Logger, cfg config, pop scenario.Population, srv *throng
 	}
 	attrs = append(attrs, "hz", settings.TickRate, "mode", mode, "workers", settings.Parallelism.Workers(),
 		"interest", settings.Parallelism.InterestManagement, "throttling", settings.Parallelism.AdaptiveThrottling, "gomaxprocs", runtime.GOMAXPROCS(0))
+	if per := settings.Persistence; per.Dir != "" {
+		attrs = append(attrs, "save", per.Dir, "save_every", per.Every)
+	}
+	if settings.LoadFrom != "" {
+		attrs = append(attrs, "load", settings.LoadFrom)
+	}
 	if pop.Name == "town" {
 		attrs = append(attrs, "hub_relay_share", fmt.Sprintf("%.1f%%", 100*pop.RelayWork().Share(scenario.RegionHub)))
 	}

@@ -53,6 +53,11 @@
 //	busy_rejections  new players turned away as "server busy"
 //	dropped_inputs   updates not applied: over the rate limit, stale, or early
 //	corrections      corrections sent
+//	saves            saves written so far (shown once a save has begun)
+//	save_freeze_ms   how long the latest save paused the tick goroutine to
+//	                 copy the world
+//	save_write_ms    how long the latest save took to write, in the
+//	                 background while the world ticked on
 //	bots             in-process bots connected
 //	bot_upd/s        movement records (updates about the others) each bot
 //	                 received a second
@@ -61,11 +66,12 @@
 //	                 server and in-process bots together (200 is both cores
 //	                 of a 2-core machine)
 //
-// At the end a summary covers the whole run, and says what each system of
-// the tick took over its last second (ingest_ms, prepare_ms, move_ms,
-// relay_ms, join_ms, greeter_ms: a tick's time in the system, on the tick
-// goroutine and in its units summed over the cores that ran them;
-// throng.Server's SystemTimes).
+// At the end a summary covers the whole run (with saves, save_freeze_ms
+// and save_write_ms as the last tick saw them, once a save has begun), and
+// says what each system of the tick took over its last second (ingest_ms,
+// prepare_ms, move_ms, relay_ms, join_ms, greeter_ms: a tick's time in the
+// system, on the tick goroutine and in its units summed over the cores
+// that ran them; throng.Server's SystemTimes).
 //
 // The example has a little game logic of its own, to show how a game
 // talks to its players: every in-process bot waves once a second (the
@@ -74,6 +80,21 @@
 // (Server.Commands, Server.SendEvent). The summary counts them: commands
 // (received by the server), bot_waves and bot_events (sent and received
 // by the bots).
+//
+// # Saves
+//
+//	go run ./examples/crowd -save /tmp/crowd -save-every 5s
+//	go run ./examples/crowd -load /tmp/crowd
+//
+// -save saves the world into a directory (throng's persistence section)
+// every -save-every (10 s) while the server ticks, and once more as the
+// run ends, after the summary (the line msg=saved). -load starts the world
+// from the latest save of a directory, or from a save file (throng's
+// loadFrom). A save keeps the actors without a client, the game's props
+// and NPCs; players' actors are not kept, so a save of this example's
+// crowd, all players, holds no actors. The flags override the -config
+// file's persistence.dir, persistence.everySeconds and loadFrom. The load
+// test (-ramp) saves every -save-every too, but not as it ends.
 //
 // # Load test
 //
@@ -146,6 +167,9 @@ Each second a line (key=value) gives the server's figures over the second:
   busy_rejections  new players turned away as "server busy"
   dropped_inputs   updates not applied: over the rate limit, stale, or early
   corrections      corrections sent
+  saves            saves written so far (-save; shown once a save has begun)
+  save_freeze_ms   how long the latest save paused the tick to copy the world
+  save_write_ms    how long the latest save took to write in the background
   bots             in-process bots connected
   bot_upd/s        movement records each bot received a second
   bot_corrections  corrections the bots received
@@ -176,6 +200,10 @@ type config struct {
 	inline    bool
 	interest  bool
 	seed      uint64
+
+	saveDir   string        // -save: the directory the world is saved into; "" for none
+	saveEvery time.Duration // -save-every: the time between saves
+	loadFrom  string        // -load: the save the world starts from; "" for none
 
 	ramp   []int // steps of the load test; none runs the crowd
 	hold   time.Duration
@@ -220,8 +248,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	ramp := fs.String("ramp", "", "load test: bot counts to step through, ascending, e.g. 50,100,200,400,800")
 	fs.DurationVar(&c.hold, "hold", 5*time.Second, "load test: how long each step is measured")
 	fs.DurationVar(&c.settle, "settle", time.Second, "load test: wait after a step's bots joined, before measuring")
+	fs.StringVar(&c.saveDir, "save", "", "save the world into this directory every -save-every, and once more as the run ends (throng's persistence.dir)")
+	fs.DurationVar(&c.saveEvery, "save-every", 10*time.Second, "time between saves with -save; 0 saves only as the run ends (persistence.everySeconds)")
+	fs.StringVar(&c.loadFrom, "load", "", "start the world from the latest save in this directory, or from this save file (throng's loadFrom)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (server and bots) to this file, for go tool pprof")
-	configFile := fs.String("config", "", "settings file (JSON, the keys of throng.Options) the server starts from; -hz, -workers, -inline and -interest given on the command line override it")
+	configFile := fs.String("config", "", "settings file (JSON, the keys of throng.Options) the server starts from; -hz, -workers, -inline, -interest, -save, -save-every and -load given on the command line override it")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -265,6 +296,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("crowd: -hold must be positive, got %v", c.hold)
 	case c.settle < 0:
 		return config{}, fmt.Errorf("crowd: -settle must not be negative, got %v", c.settle)
+	case c.saveEvery < 0:
+		return config{}, fmt.Errorf("crowd: -save-every must not be negative, got %v", c.saveEvery)
 	}
 	return c, nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/throng-go/throng/ecs/save"
 	"github.com/throng-go/throng/net"
 )
 
@@ -172,7 +174,7 @@ func TestFlagsDefaultToFourHundredQUICBotsOnTheSquareForTenSeconds(t *testing.T)
 	require.NoError(t, err)
 	assert.Equal(t, config{
 		scenario: "square", players: 400, bots: -1, transport: "quic", addr: "127.0.0.1:0", hz: 30,
-		duration: 10 * time.Second, interest: true, seed: 1, hold: 5 * time.Second, settle: time.Second,
+		duration: 10 * time.Second, interest: true, seed: 1, saveEvery: 10 * time.Second, hold: 5 * time.Second, settle: time.Second,
 	}, cfg)
 }
 
@@ -249,7 +251,7 @@ func TestBadFlagsAreErrors(t *testing.T) {
 		{"-players", "0"}, {"-duration", "-1s"}, {"-workers", "-2"}, {"-bogus"}, {"extra"},
 		{"-bots", "-2"}, {"-transport", "tcp"}, {"-transport", "mem", "-bots", "0"},
 		{"-ramp", "50,abc"}, {"-ramp", "0,10"}, {"-ramp", "100,50"},
-		{"-ramp", "10", "-hold", "0s"}, {"-settle", "-1s"},
+		{"-ramp", "10", "-hold", "0s"}, {"-settle", "-1s"}, {"-save-every", "-1s"},
 	} {
 		_, err := parseFlags(args, io.Discard)
 		if assert.Error(t, err, "%q", args) && !errors.Is(err, flag.ErrHelp) && !strings.Contains(err.Error(), "provided but not defined") {
@@ -318,4 +320,107 @@ func TestConfigFileSetsTheServerAndFlagsOverrideIt(t *testing.T) {
 	assert.Contains(t, err.Error(), "parallelism.adaptiveThrotling")
 	_, err = parseFlags([]string{"-config", dir + "/missing.json"}, io.Discard)
 	assert.ErrorContains(t, err, "missing.json")
+}
+
+// TestSaveSavesTheWorldAndLoadStartsFromIt: -save saves the world into a
+// directory every -save-every and once more as the run ends, the
+// per-second lines and the summary count the saves, and -load starts a
+// run from the directory, its ticks going on from the save's. The crowd
+// is all players, whose actors a save does not keep: the saves hold no
+// actors.
+func TestSaveSavesTheWorldAndLoadStartsFromIt(t *testing.T) {
+	dir := t.TempDir()
+	lines := runLines(t, "-transport", "mem", "-players", "10", "-duration", "1500ms", "-save", dir, "-save-every", "200ms")
+	text := strings.Join(lines, "\n")
+	assert.Equal(t, dir, field(lines[0], "save"), lines[0])
+	assert.Equal(t, "200ms", field(lines[0], "save_every"), lines[0])
+	var seconds []string
+	var summary, saved string
+	for _, l := range lines {
+		switch field(l, "msg") {
+		case "second":
+			seconds = append(seconds, l)
+		case "summary":
+			summary = l
+		case "saved":
+			saved = l
+		}
+	}
+	require.NotEmpty(t, seconds, text)
+	for _, l := range seconds {
+		for _, k := range []string{"saves", "save_freeze_ms", "save_write_ms"} {
+			assert.NotEmpty(t, field(l, k), "%s missing: %s", k, l)
+		}
+	}
+	assert.Positive(t, number(t, seconds[len(seconds)-1], "saves"), "a save every 0.2 s: %s", text)
+	require.NotEmpty(t, summary, text)
+	assert.Positive(t, number(t, summary, "saves"), summary)
+	assert.NotEmpty(t, field(summary, "save_freeze_ms"), summary)
+	assert.NotEmpty(t, field(summary, "save_write_ms"), summary)
+	require.NotEmpty(t, saved, "the save as the run ends: %s", text)
+	assert.Equal(t, "0", field(saved, "actors"), "players are not saved: %s", saved)
+	assert.Positive(t, number(t, saved, "bytes"), saved)
+
+	_, err := os.Stat(filepath.Join(dir, save.ManifestName))
+	require.NoError(t, err, "the directory holds a manifest")
+	files, err := filepath.Glob(filepath.Join(dir, "world-*.save"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "and save files")
+	assert.Contains(t, files, field(saved, "file"), "among them the last save")
+
+	lines = runLines(t, "-transport", "mem", "-players", "10", "-duration", "1500ms", "-load", dir)
+	text = strings.Join(lines, "\n")
+	assert.Contains(t, text, "world loaded", "the server says it loaded the save")
+	assert.NotContains(t, text, "saves=", "no saves without -save: the lines are as they were")
+	var start, second string
+	for _, l := range lines {
+		switch field(l, "msg") {
+		case "start":
+			start = l
+		case "second":
+			if second == "" {
+				second = l
+			}
+		}
+	}
+	require.NotEmpty(t, start, text)
+	assert.Equal(t, dir, field(start, "load"), start)
+	require.NotEmpty(t, second, text)
+	assert.Greater(t, number(t, second, "tick"), number(t, saved, "tick"), "the ticks go on from the save's")
+	assert.Equal(t, "10", field(second, "actors"), "the bots joined the loaded world: %s", second)
+}
+
+// TestSaveFlagsOverrideTheConfigFile: -save, -save-every and -load given
+// on the command line win over the file's persistence section and
+// loadFrom; those not given leave the file's.
+func TestSaveFlagsOverrideTheConfigFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "settings.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"persistence": {"dir": "file-dir", "everySeconds": 60}, "loadFrom": "file-load"}`), 0o600))
+	cfg, err := parseFlags([]string{"-config", file}, io.Discard)
+	require.NoError(t, err)
+	opts := cfg.serverOptions()
+	assert.Equal(t, "file-dir", opts.Persistence.Dir)
+	assert.Equal(t, 60.0, *opts.Persistence.EverySeconds)
+	assert.Equal(t, "file-load", opts.LoadFrom)
+
+	cfg, err = parseFlags([]string{"-config", file, "-save", "flag-dir"}, io.Discard)
+	require.NoError(t, err)
+	opts = cfg.serverOptions()
+	assert.Equal(t, "flag-dir", opts.Persistence.Dir)
+	assert.Equal(t, 60.0, *opts.Persistence.EverySeconds, "the file's, -save-every not given")
+	assert.Equal(t, "file-load", opts.LoadFrom)
+
+	cfg, err = parseFlags([]string{"-config", file, "-save-every", "2s", "-load", "flag-load"}, io.Discard)
+	require.NoError(t, err)
+	opts = cfg.serverOptions()
+	assert.Equal(t, "file-dir", opts.Persistence.Dir)
+	assert.Equal(t, 2.0, *opts.Persistence.EverySeconds)
+	assert.Equal(t, "flag-load", opts.LoadFrom)
+
+	cfg, err = parseFlags([]string{"-save", "d"}, io.Discard)
+	require.NoError(t, err)
+	opts = cfg.serverOptions()
+	assert.Equal(t, "d", opts.Persistence.Dir)
+	assert.Equal(t, 10.0, *opts.Persistence.EverySeconds, "the example's default, without a file")
+	assert.Empty(t, opts.LoadFrom)
 }

@@ -116,6 +116,7 @@ func (m *meter) tick(st systems.TickStats, work time.Duration) {
 		"dropped_inputs", dropped(st) - dropped(w.base),
 		"corrections", st.CorrectionsSent - w.base.CorrectionsSent,
 	}
+	attrs = m.appendSaves(attrs)
 	if m.withBots {
 		bots := m.bots()
 		attrs = append(attrs,
@@ -157,6 +158,7 @@ func (m *meter) summary(now time.Time) {
 		"max_ms", ms(r.work.max),
 		"cpu", fleet.CPUPercent(r.cpu, elapsed),
 	}
+	attrs = m.appendSaves(attrs)
 	// Each system's time a tick over the last full second: on the tick
 	// goroutine and in its units, summed over the cores that ran them.
 	for _, w := range m.srv.SystemTimes(nil) {
@@ -187,6 +189,18 @@ func (m *meter) summary(now time.Time) {
 		attrs = append(attrs, "lost", bots.Lost, "loss", bots.Loss)
 	}
 	m.log.Info("summary", attrs...)
+}
+
+// appendSaves appends the saves' figures as the last tick published them
+// (throng.Stats.Saves): how many were written, the latest one's freeze and
+// its background write. It appends nothing until a save has begun, so
+// that a run without saves prints the lines it always did.
+func (m *meter) appendSaves(attrs []any) []any {
+	sv := m.srv.Stats().Saves
+	if sv.Started == 0 {
+		return attrs
+	}
+	return append(attrs, "saves", sv.Written, "save_freeze_ms", ms(sv.Freeze), "save_write_ms", ms(sv.Write))
 }
 
 func ms(d time.Duration) float64 {
