@@ -18,6 +18,7 @@ import (
 // File is a save read into memory, every checksum checked.
 type File struct {
 	path   string
+	size   int64
 	header header
 	types  []fileType
 	blocks []block
@@ -58,13 +59,18 @@ func Read(path string) (*File, error) {
 			return nil, err
 		}
 		file := filepath.Join(path, m.file)
-		f, err := readFile(file)
-		if err == nil && f.header.tick != m.tick {
-			err = &FormatError{Path: file, Part: "header", What: fmt.Sprintf("tick %d, the manifest says %d", f.header.tick, m.tick)}
+		f, size, err := readFile(file)
+		switch {
+		case err != nil:
+		case size != m.bytes:
+			f, err = nil, &FormatError{Path: file, Part: "trailer", What: fmt.Sprintf("%d bytes, the manifest says %d", size, m.bytes)}
+		case f.header.tick != m.tick:
+			f, err = nil, &FormatError{Path: file, Part: "header", What: fmt.Sprintf("tick %d, the manifest says %d", f.header.tick, m.tick)}
 		}
 		return f, err
 	}
-	return readFile(path)
+	f, _, err := readFile(path)
+	return f, err
 }
 
 // reader walks a file's bytes.
@@ -82,7 +88,17 @@ func (r *reader) take(n int) ([]byte, bool) {
 	return b, true
 }
 
-func readFile(path string) (*File, error) {
+// readFile reads and checks the save file at path and returns it with its
+// size.
+func readFile(path string) (*File, int64, error) {
+	f, err := parseFile(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	return f, f.size, nil
+}
+
+func parseFile(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("save: %w", err)
@@ -90,7 +106,7 @@ func readFile(path string) (*File, error) {
 	bad := func(part, format string, args ...any) (*File, error) {
 		return nil, &FormatError{Path: path, Part: part, What: fmt.Sprintf(format, args...)}
 	}
-	f := &File{path: path}
+	f := &File{path: path, size: int64(len(data))}
 	r := &reader{data: data}
 	// The header.
 	hb, ok := r.take(headerSize)

@@ -95,8 +95,14 @@ func (s *Saver) write(dir string, keep int) (Result, error) {
 	p := &s.pic
 	name := fmt.Sprintf("world-%016d.save", p.tick)
 	res := Result{Path: filepath.Join(dir, name), Tick: p.tick}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return res, fmt.Errorf("save: %w", err)
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		// A new save directory: make its entry in the parent durable too.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return res, fmt.Errorf("save: %w", err)
+		}
+		if err := syncDir(filepath.Dir(dir)); err != nil {
+			return res, fmt.Errorf("save: %w", err)
+		}
 	}
 	blocks := 0
 	for i := range p.tables {
@@ -237,26 +243,39 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// prune removes the saves in dir older than the newest keep, never the one
-// named current, and leftovers of writes that did not finish.
+// prune removes the saves in dir beyond the newest keep, newest by the time
+// they were written (not by tick: a server started afresh into an old
+// directory counts ticks from 0 again), never the one named current, and
+// leftovers of writes that did not finish.
 func prune(dir, current string, keep int) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
-	var saves []string
+	type saved struct {
+		name    string
+		written time.Time
+	}
+	var saves []saved
 	for _, e := range entries {
 		name := e.Name()
 		switch {
 		case strings.HasSuffix(name, ".save.tmp") && strings.TrimSuffix(name, ".tmp") != current:
 			os.Remove(filepath.Join(dir, name))
 		case strings.HasPrefix(name, "world-") && strings.HasSuffix(name, ".save") && name != current:
-			saves = append(saves, name)
+			if info, err := e.Info(); err == nil {
+				saves = append(saves, saved{name, info.ModTime()})
+			}
 		}
 	}
-	slices.Sort(saves) // fixed-width tick numbers: oldest first
+	slices.SortFunc(saves, func(a, b saved) int { // oldest first
+		if c := a.written.Compare(b.written); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
 	for len(saves) > keep-1 {
-		os.Remove(filepath.Join(dir, saves[0]))
+		os.Remove(filepath.Join(dir, saves[0].name))
 		saves = saves[1:]
 	}
 }
