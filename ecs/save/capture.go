@@ -97,7 +97,7 @@ type unitPic struct {
 func NewSaver(w *ecs.World, types []Type) (*Saver, error) {
 	s := &Saver{world: w}
 	for _, b := range builtinTypes {
-		s.file = append(s.file, fileType{name: b.name, version: b.version, size: b.size, layout: b.layout})
+		s.file = append(s.file, fileType(b))
 	}
 	seen := map[string]bool{}
 	for _, t := range types {
