@@ -59,6 +59,16 @@ func propsServer(t *testing.T, opts throng.Options) *throng.Server {
 	return srv
 }
 
+// saveNow saves srv into dir and waits for the write.
+func saveNow(t *testing.T, srv *throng.Server, dir string) throng.SaveReport {
+	t.Helper()
+	p, err := srv.Save(dir)
+	require.NoError(t, err)
+	rep, err := p.Wait()
+	require.NoError(t, err)
+	return rep
+}
+
 // appears joins a player to srv and returns the Appear records its first
 // ticks bring, in order.
 func appears(t *testing.T, srv *throng.Server) []net.Appear {
@@ -87,10 +97,7 @@ func appears(t *testing.T, srv *throng.Server) []net.Appear {
 func TestALoadedServerShowsClientsTheSameWorld(t *testing.T) {
 	dir := t.TempDir()
 	orig := propsServer(t, throng.Options{})
-	p, err := orig.Save(dir)
-	require.NoError(t, err)
-	rep, err := p.Wait()
-	require.NoError(t, err)
+	rep := saveNow(t, orig, dir)
 	assert.Equal(t, 200, rep.Actors)
 	assert.Positive(t, rep.Bytes)
 	want := appears(t, orig)
@@ -119,11 +126,7 @@ func TestALoadedServerShowsClientsTheSameWorld(t *testing.T) {
 // world.
 func TestLoadFromADamagedSaveFailsNew(t *testing.T) {
 	dir := t.TempDir()
-	orig := propsServer(t, throng.Options{})
-	p, err := orig.Save(dir)
-	require.NoError(t, err)
-	rep, err := p.Wait()
-	require.NoError(t, err)
+	rep := saveNow(t, propsServer(t, throng.Options{}), dir)
 	data, err := os.ReadFile(rep.Path)
 	require.NoError(t, err)
 	data[len(data)/2] ^= 0x40

@@ -45,7 +45,11 @@ func (w *World) Restore(id components.ActorID, spec ActorSpec, extra []ecs.ID) (
 		e = w.actorMap.NewEntity(&id, &spec.Transform, &input, &spec.Animation, &spec.Client, &marker,
 			ecs.RelIdx(inChunkIndex, target))
 	} else {
-		ids := append(w.actorIDs(), extra...)
+		if w.restoreIDs == nil {
+			w.restoreIDs = w.actorIDs()
+		}
+		w.restoreScratch = append(append(w.restoreScratch[:0], w.restoreIDs...), extra...)
+		ids := w.restoreScratch
 		e = w.world.Unsafe().NewEntityRel(ids, ecs.Rel[components.InChunk](target))
 		u := w.world.Unsafe()
 		*(*components.ActorID)(u.Get(e, ids[0])) = id

@@ -113,6 +113,10 @@ type World struct {
 	inApply    bool
 	foreign    bool
 	chunkSlots []chunkSlot
+
+	// restoreIDs are the Ark IDs of every actor's components, for Restore,
+	// and restoreScratch the list it hands Ark, with a save's extras.
+	restoreIDs, restoreScratch []ecs.ID
 }
 
 // chunkSlot is what requery keeps per chunk entity ID: the chunk entity

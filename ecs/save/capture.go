@@ -59,13 +59,12 @@ type picture struct {
 
 // tablePic is one chunk table of the picture.
 type tablePic struct {
-	key                grid.AreaKey
-	rows               int
-	colStart, colEnd   int // its columns in picture.cols
-	clientCol          int // the column of its Client rows
-	players            int // rows with a session, counted by the writer
-	unit               int
-	encodedAt, encoded int // its coded columns' bytes in the unit's buffer
+	key              grid.AreaKey
+	rows             int
+	colStart, colEnd int // its columns in picture.cols
+	clientCol        int // the column of its Client rows
+	players          int // rows with a session, counted by the writer
+	unit             int
 }
 
 // colPic is one column of one table: where Ark keeps it and where the
@@ -218,7 +217,6 @@ func (s *Saver) CopyUnit(i int) {
 	u := &p.units[i]
 	for ti := u.first; ti < u.last; ti++ {
 		t := &p.tables[ti]
-		t.encodedAt = len(u.coded)
 		for c := t.colStart; c < t.colEnd; c++ {
 			col := &p.cols[c]
 			n := t.rows * col.stride
@@ -236,19 +234,5 @@ func (s *Saver) CopyUnit(i int) {
 			}
 			col.end = len(u.coded)
 		}
-		t.encoded = len(u.coded)
 	}
 }
-
-// Actors returns the number of actors in the picture Begin planned,
-// players included.
-func (s *Saver) Actors() int {
-	n := 0
-	for _, t := range s.pic.tables {
-		n += t.rows
-	}
-	return n
-}
-
-// Abort drops the picture Begin planned, without writing it.
-func (s *Saver) Abort() { s.busy.Store(false) }

@@ -176,7 +176,7 @@ func (s *Saver) writeBlock(fw *fileWriter, t *tablePic, head, scratch []byte) ([
 	}
 	// The columns' bytes, with the players' rows left out.
 	scratch = scratch[:0]
-	var ends [maxBlockColumns]int
+	var types [maxBlockColumns]int
 	ncols := 0
 	for c := t.colStart; c < t.colEnd; c++ {
 		col := &p.cols[c]
@@ -204,7 +204,7 @@ func (s *Saver) writeBlock(fw *fileWriter, t *tablePic, head, scratch []byte) ([
 				}
 			}
 		}
-		ends[ncols] = col.typ
+		types[ncols] = col.typ
 		ncols++
 	}
 	head = head[:0]
@@ -213,7 +213,7 @@ func (s *Saver) writeBlock(fw *fileWriter, t *tablePic, head, scratch []byte) ([
 	head = binary.LittleEndian.AppendUint32(head, uint32(t.key.Y))
 	head = binary.LittleEndian.AppendUint32(head, uint32(keep))
 	head = binary.LittleEndian.AppendUint16(head, uint16(ncols))
-	for _, typ := range ends[:ncols] {
+	for _, typ := range types[:ncols] {
 		head = binary.LittleEndian.AppendUint16(head, uint16(typ))
 	}
 	head = binary.LittleEndian.AppendUint64(head, uint64(len(scratch)))
