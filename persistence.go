@@ -2,6 +2,7 @@ package throng
 
 import (
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/throng-go/throng/ecs/save"
@@ -147,7 +148,14 @@ func (s *Server) load(path string, types []save.Type) error {
 	if err != nil {
 		return fmt.Errorf("throng: loadFrom: %w", err)
 	}
-	if err := f.Restore(s.world, types); err != nil {
+	// The load allocates what the world will hold from then on: a
+	// collection during it would only rescan the growing world, so none
+	// runs until it is done (a memory limit set with debug.SetMemoryLimit
+	// still holds).
+	gc := debug.SetGCPercent(-1)
+	err = f.Restore(s.world, types)
+	debug.SetGCPercent(gc)
+	if err != nil {
 		return fmt.Errorf("throng: loadFrom: %w", err)
 	}
 	s.tick = f.Tick()

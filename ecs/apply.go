@@ -162,7 +162,7 @@ func (w *World) applyMove(op *moveOp, report *ApplyReport) {
 		}
 		return
 	}
-	rec, ok := w.actors[op.id]
+	rec, ok := w.actors.get(op.id)
 	if !ok {
 		report.Ignored++
 		return
@@ -183,7 +183,7 @@ func (w *World) applyMove(op *moveOp, report *ApplyReport) {
 			w.addClients(from, -1)
 		}
 		rec.key = to
-		w.actors[op.id] = rec
+		w.actors.put(op.id, rec)
 	} else if !op.teleport {
 		return
 	}
@@ -226,7 +226,7 @@ func (w *World) applySpawn(op *spawnOp, report *ApplyReport) {
 	e := w.actorMap.NewEntity(&op.id, &op.spec.Transform, &input, &op.spec.Animation, &op.spec.Client, &marker,
 		ecs.RelIdx(inChunkIndex, target))
 	client := op.spec.Client.Session != 0
-	w.actors[op.id] = actorRecord{entity: e, key: key, client: client}
+	w.actors.put(op.id, actorRecord{entity: e, key: key, client: client})
 	if client {
 		w.addClients(key, 1)
 	}
@@ -236,7 +236,7 @@ func (w *World) applySpawn(op *spawnOp, report *ApplyReport) {
 }
 
 func (w *World) applyDespawn(id components.ActorID, report *ApplyReport) {
-	rec, ok := w.actors[id]
+	rec, ok := w.actors.get(id)
 	if !ok {
 		report.Ignored++
 		return
@@ -244,7 +244,7 @@ func (w *World) applyDespawn(id components.ActorID, report *ApplyReport) {
 	session := w.clients.Get(rec.entity).Session
 	w.touch(w.chunks[rec.key].entity)
 	w.world.RemoveEntity(rec.entity)
-	delete(w.actors, id)
+	w.actors.drop(id)
 	w.leaveChunk(rec.key)
 	if rec.client {
 		w.addClients(rec.key, -1)

@@ -5,68 +5,95 @@ import (
 
 	"github.com/mlange-42/ark/ecs"
 	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/grid"
 )
 
-// Restore places an actor read from a save at once, under the ActorID it
-// was saved with, with its Transform and Animation and with the Ark
-// components extra (a game's own, by Ark ID) added in the same step, so
-// that the actor lands in its final table without moving. It returns the
-// actor's entity, whose extra components are zero: the caller fills them
-// in (through Ark's Unsafe API or a Map). spec.Client must be zero: a
-// restored actor has no session (a returning player's session is given
-// to it by the join).
+// SavedActor is an actor as a save holds it: its ID and the world state
+// among Throng's components. Its MoveInput starts as standing where it
+// stands, and it has no client (a returning player's session is given to
+// it by the join).
+type SavedActor struct {
+	ID        components.ActorID
+	Transform components.Transform
+	Animation components.Animation
+}
+
+// RestoreBlock places actors read from a save, all in the chunk of key
+// and all with the Ark components extra (a game's own, by Ark ID), under
+// the ActorIDs they were saved with. The first actor is created with all
+// its components at once, so that it lands in its final table without
+// moving, and the rest as copies of it, overwritten: no archetype is
+// looked up per actor, and no table is passed through on the way. It
+// returns the actors' entities, in the order of actors, whose extra
+// components are zero: the caller fills them in (through Ark's Unsafe API
+// or a Map). The slice is reused by the next call.
 //
-// Restore is for loading a world before its first tick: it refuses an id
-// that is 0, already present or queued, or any call while spawns are
-// queued. Restored IDs need not come in order; the next [World.Spawn]
-// returns an ID above every one restored (and above [World.ReserveIDs]'s).
-func (w *World) Restore(id components.ActorID, spec ActorSpec, extra []ecs.ID) (ecs.Entity, error) {
-	w.checkUnguarded("Restore")
-	switch {
-	case id.ID == 0:
-		return ecs.Entity{}, fmt.Errorf("ecs: restore: actor ID 0 is never issued")
-	case len(w.spawns) > 0:
-		return ecs.Entity{}, fmt.Errorf("ecs: restore: spawns are queued; restore before spawning")
-	case spec.Client != (components.Client{}):
-		return ecs.Entity{}, fmt.Errorf("ecs: restore: actor %d has a client; restored actors have none", id.ID)
+// RestoreBlock is for loading a world before its first tick. Before placing
+// anything, it refuses an ID that is 0, an actor whose Transform is not in
+// chunk key, and any call while spawns are queued. An ID already in the
+// world is found only as the actors are indexed, after they are placed:
+// the error then says so, and the world is to be thrown away. Restored IDs
+// need not come in order; the next [World.Spawn] returns an ID above every
+// one restored (and above [World.ReserveIDs]'s).
+func (w *World) RestoreBlock(key grid.AreaKey, actors []SavedActor, extra []ecs.ID) ([]ecs.Entity, error) {
+	w.checkUnguarded("RestoreBlock")
+	if len(w.spawns) > 0 {
+		return nil, fmt.Errorf("ecs: restore: spawns are queued; restore before spawning")
 	}
-	if _, ok := w.actors[id]; ok {
-		return ecs.Entity{}, fmt.Errorf("ecs: restore: actor %d is already in the world", id.ID)
+	for i := range actors {
+		a := &actors[i]
+		if a.ID.ID == 0 {
+			return nil, fmt.Errorf("ecs: restore: actor ID 0 is never issued")
+		}
+		if k := w.KeyOf(a.Transform); k != key {
+			return nil, fmt.Errorf("ecs: restore: actor %d stands in chunk %v, not in its block's chunk %v", a.ID.ID, k, key)
+		}
 	}
-	key := w.KeyOf(spec.Transform)
+	if len(actors) == 0 {
+		return nil, nil
+	}
 	var report ApplyReport
 	target := w.enterChunk(key, &report)
-	t := &spec.Transform
-	// As a spawned actor without a client: relayed where it stands.
-	input := components.MoveInput{X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, WorldOrCell: t.WorldOrCell, Flags: spec.Animation.Flags}
-	var marker components.InChunk
-	var e ecs.Entity
-	if len(extra) == 0 {
-		e = w.actorMap.NewEntity(&id, &spec.Transform, &input, &spec.Animation, &spec.Client, &marker,
-			ecs.RelIdx(inChunkIndex, target))
-	} else {
-		if w.restoreIDs == nil {
-			w.restoreIDs = w.actorIDs()
+	c := w.chunks[key]
+	c.actors += int32(len(actors) - 1) // enterChunk counted one
+	w.chunks[key] = c
+	u := w.world.Unsafe()
+	ids6 := w.actorIDs()
+	ids := append(append(w.restoreIDs[:0], ids6[:]...), extra...)
+	w.restoreIDs = ids
+	entities := w.restoreEntities[:0]
+	next := uint32(0)
+	for i := range actors {
+		a := &actors[i]
+		var e ecs.Entity
+		if i == 0 {
+			e = u.NewEntityRel(ids, ecs.Rel[components.InChunk](target))
+		} else {
+			e = w.world.CopyEntity(entities[0])
 		}
-		w.restoreScratch = append(append(w.restoreScratch[:0], w.restoreIDs...), extra...)
-		ids := w.restoreScratch
-		e = w.world.Unsafe().NewEntityRel(ids, ecs.Rel[components.InChunk](target))
-		u := w.world.Unsafe()
-		*(*components.ActorID)(u.Get(e, ids[0])) = id
-		*(*components.Transform)(u.Get(e, ids[1])) = spec.Transform
-		*(*components.MoveInput)(u.Get(e, ids[2])) = input
-		*(*components.Animation)(u.Get(e, ids[3])) = spec.Animation
+		entities = append(entities, e)
+		t := &a.Transform
+		*(*components.ActorID)(u.Get(e, ids[0])) = a.ID
+		*(*components.Transform)(u.Get(e, ids[1])) = *t
+		// As a spawned actor without a client: relayed where it stands.
+		*(*components.MoveInput)(u.Get(e, ids[2])) = components.MoveInput{X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, WorldOrCell: t.WorldOrCell, Flags: a.Animation.Flags}
+		*(*components.Animation)(u.Get(e, ids[3])) = a.Animation
+		if !w.actors.put(a.ID, actorRecord{entity: e, key: key}) {
+			w.restoreEntities = entities
+			return nil, fmt.Errorf("ecs: restore: actor %d is in the world twice; throw this world away", a.ID.ID)
+		}
+		next = max(next, a.ID.ID+1)
 	}
-	w.actors[id] = actorRecord{entity: e, key: key}
-	w.ReserveIDs(id.ID + 1)
-	return e, nil
+	w.restoreEntities = entities
+	w.ReserveIDs(next)
+	return entities, nil
 }
 
 // actorIDs returns the Ark IDs of the components every actor has, in
 // actorMap's order: ActorID, Transform, MoveInput, Animation, Client,
 // InChunk.
-func (w *World) actorIDs() []ecs.ID {
-	return []ecs.ID{
+func (w *World) actorIDs() [6]ecs.ID {
+	return [6]ecs.ID{
 		ecs.ComponentID[components.ActorID](w.world),
 		ecs.ComponentID[components.Transform](w.world),
 		ecs.ComponentID[components.MoveInput](w.world),
@@ -76,11 +103,28 @@ func (w *World) actorIDs() []ecs.ID {
 	}
 }
 
+// Reserve sizes the world's indexes for actors actors in chunks chunks,
+// so that a world about to be filled (by a load, say) grows them once. It
+// never shrinks them, and does nothing to a world that has actors.
+func (w *World) Reserve(actors, chunks int) {
+	if w.actors.n > 0 || actors <= 0 {
+		return
+	}
+	if len(w.chunks) == 0 && chunks > 0 {
+		w.chunks = make(map[grid.AreaKey]chunkRecord, chunks)
+	}
+	// Chunk entities' IDs are Ark's, shared with the actors'.
+	if n := actors + chunks + 1; cap(w.chunkSlots) < n {
+		w.chunkSlots = append(make([]chunkSlot, 0, n), w.chunkSlots...)
+	}
+}
+
 // ReserveIDs makes the next [World.Spawn] return at least next, so that a
 // loaded world never hands out an ID its saved world had issued (actors
 // despawned before the save included). It never lowers the next ID.
 func (w *World) ReserveIDs(next uint32) {
 	if next > w.nextID && len(w.spawns) == 0 {
+		w.actors.reserve(next)
 		w.nextID = next
 		w.firstPending = next
 	}

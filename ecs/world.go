@@ -47,7 +47,7 @@ type World struct {
 	guard       ecs.Query0
 	guarded     bool
 
-	actors map[components.ActorID]actorRecord
+	actors actorIndex
 	chunks map[grid.AreaKey]chunkRecord
 	// emptyChunks lists the empty chunks in the order they emptied (those
 	// of one Apply in a fixed order), which is the order they are let go
@@ -114,9 +114,10 @@ type World struct {
 	foreign    bool
 	chunkSlots []chunkSlot
 
-	// restoreIDs are the Ark IDs of every actor's components, for Restore,
-	// and restoreScratch the list it hands Ark, with a save's extras.
-	restoreIDs, restoreScratch []ecs.ID
+	// restoreEntities is RestoreBlock's list of the entities it created,
+	// and restoreIDs the Ark IDs of their components.
+	restoreEntities []ecs.Entity
+	restoreIDs      []ecs.ID
 }
 
 // chunkSlot is what requery keeps per chunk entity ID: the chunk entity
@@ -150,6 +151,7 @@ type actorRecord struct {
 	entity ecs.Entity
 	key    grid.AreaKey
 	client bool // spawned with a session
+	live   bool // the record is in use (see actorIndex)
 }
 
 type chunkRecord struct {
@@ -194,7 +196,6 @@ func NewWorld(chunkSize float32) *World {
 		chunkMap:     ecs.NewMap[components.Chunk](w),
 		filter:       ecs.NewFilter6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk](w).Register(),
 		guardFilter:  ecs.NewFilter0(w),
-		actors:       make(map[components.ActorID]actorRecord),
 		chunks:       make(map[grid.AreaKey]chunkRecord),
 		nextID:       1,
 		firstPending: 1,
@@ -244,20 +245,20 @@ func (w *World) KeyOf(t components.Transform) grid.AreaKey {
 // ID whose spawn is still queued, that was despawned, or that was never
 // issued.
 func (w *World) Entity(id components.ActorID) (ecs.Entity, bool) {
-	r, ok := w.actors[id]
+	r, ok := w.actors.get(id)
 	return r.entity, ok
 }
 
 // Key returns the chunk an actor was placed in by the last Apply (not where
 // its Transform has moved since). ok is false as for [World.Entity].
 func (w *World) Key(id components.ActorID) (grid.AreaKey, bool) {
-	r, ok := w.actors[id]
+	r, ok := w.actors.get(id)
 	return r.key, ok
 }
 
 // Len returns the number of actors in the world: spawned by an Apply and
 // not yet despawned by one.
-func (w *World) Len() int { return len(w.actors) }
+func (w *World) Len() int { return w.actors.n }
 
 // Chunks returns the number of chunk entities, including the empty chunks
 // kept under the rule of [EmptyChunkGrace] and [EmptyChunkReserve].

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"unsafe"
 
 	ark "github.com/mlange-42/ark/ecs"
@@ -278,8 +279,10 @@ func (f *File) checkBlock(b *block) string {
 // (a server's world before its first tick), with their components of
 // types, which must include every type of the game's that the file holds,
 // with the same version and layout. It checks all of that before placing
-// anything; a codec's Decode error stops it halfway, so restore into a
-// world you can throw away.
+// anything, and places a block (a chunk table) at a time, with
+// [ecs.World.RestoreBlock]. An actor the world refuses (a repeated ID, say,
+// in a file that was written wrong) or a codec's Decode error stops it
+// halfway, so restore into a world you can throw away.
 func (f *File) Restore(w *ecs.World, types []Type) error {
 	if w.Len() != 0 {
 		return fmt.Errorf("save: restore into a world that already has %d actors", w.Len())
@@ -311,9 +314,12 @@ func (f *File) Restore(w *ecs.World, types []Type) error {
 		}
 		ids[i] = ark.TypeID(w.Ark(), t.typ)
 	}
+	w.Reserve(int(f.header.actors), len(f.blocks))
 	le := binary.LittleEndian
 	var extra []ark.ID
 	var at []int
+	var actors []ecs.SavedActor
+	u := w.Ark().Unsafe()
 	for bi := range f.blocks {
 		b := &f.blocks[bi]
 		extra = extra[:0]
@@ -333,35 +339,39 @@ func (f *File) Restore(w *ecs.World, types []Type) error {
 				off += 4 + int(le.Uint32(b.payload[off:]))
 			}
 		}
-		u := w.Ark().Unsafe()
-		for r := range b.rows {
-			p := b.payload
-			id := components.ActorID{ID: le.Uint32(p[at[colID]+4*r:])}
-			tb := p[at[colTransform]+20*r:]
-			spec := ecs.ActorSpec{
+		p := b.payload
+		actors = slices.Grow(actors[:0], b.rows)[:b.rows]
+		ib, tb, ab := p[at[colID]:], p[at[colTransform]:], p[at[colAnimation]:]
+		for r := range actors {
+			t := tb[20*r : 20*r+20]
+			actors[r] = ecs.SavedActor{
+				ID: components.ActorID{ID: le.Uint32(ib[4*r:])},
 				Transform: components.Transform{
-					X: math.Float32frombits(le.Uint32(tb)), Y: math.Float32frombits(le.Uint32(tb[4:])),
-					Z: math.Float32frombits(le.Uint32(tb[8:])), Yaw: math.Float32frombits(le.Uint32(tb[12:])),
-					WorldOrCell: le.Uint32(tb[16:]),
+					X: math.Float32frombits(le.Uint32(t)), Y: math.Float32frombits(le.Uint32(t[4:])),
+					Z: math.Float32frombits(le.Uint32(t[8:])), Yaw: math.Float32frombits(le.Uint32(t[12:])),
+					WorldOrCell: le.Uint32(t[16:]),
 				},
-				Animation: components.Animation{Flags: le.Uint16(p[at[colAnimation]+2*r:])},
+				Animation: components.Animation{Flags: le.Uint16(ab[2*r:])},
 			}
-			e, err := w.Restore(id, spec, extra)
-			if err != nil {
-				return fmt.Errorf("save: %s: %w", f.path, err)
-			}
-			for c := builtinColumns; c < len(b.columns); c++ {
-				t := game[b.columns[c]]
-				dst := u.Get(e, ids[b.columns[c]])
+		}
+		entities, err := w.RestoreBlock(b.key, actors, extra)
+		if err != nil {
+			return fmt.Errorf("save: %s: block of chunk %d/%d/%d: %w", f.path, b.key.WorldOrCell, b.key.X, b.key.Y, err)
+		}
+		for c := builtinColumns; c < len(b.columns); c++ {
+			t, id := game[b.columns[c]], ids[b.columns[c]]
+			col := p[at[c]:]
+			for r, e := range entities {
+				dst := u.Get(e, id)
 				if !t.coded() {
-					copy(unsafe.Slice((*byte)(dst), t.size), p[at[c]+t.size*r:])
+					copy(unsafe.Slice((*byte)(dst), t.size), col[t.size*r:])
 					continue
 				}
-				n := int(le.Uint32(p[at[c]:]))
-				if err := t.decode(p[at[c]+4:at[c]+4+n], dst); err != nil {
-					return fmt.Errorf("save: %s: actor %d: decoding %q: %w", f.path, id.ID, t.name, err)
+				n := int(le.Uint32(col))
+				if err := t.decode(col[4:4+n], dst); err != nil {
+					return fmt.Errorf("save: %s: actor %d: decoding %q: %w", f.path, actors[r].ID.ID, t.name, err)
 				}
-				at[c] += 4 + n
+				col = col[4+n:]
 			}
 		}
 	}
