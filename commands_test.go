@@ -38,7 +38,7 @@ func (e *echo) RunSerial(*scheduler.Tick) {
 // that client alone, on its reliable stream. Commands over the per-tick
 // limit, or from a client not yet playing, are dropped and counted.
 func TestCommandsReachTheGamesSystemsAndEventsTheClients(t *testing.T) {
-	srv, err := throng.New(throng.Options{Admit: func(net.Hello) (components.Transform, error) { return components.Transform{}, nil }})
+	srv, err := throng.New(throng.Options{Admit: func(net.Hello) (throng.Entry, error) { return throng.Entry{}, nil }})
 	require.NoError(t, err)
 	defer srv.Close()
 	e := &echo{srv: srv}
@@ -121,7 +121,7 @@ func (r *roster) RunSerial(*scheduler.Tick) {
 // each player's spawn in the tick it is admitted and its despawn in the
 // tick after it leaves, with its session; an NPC's spawn has none.
 func TestChangesTellTheGameWhoJoinedAndWhoLeft(t *testing.T) {
-	srv, err := throng.New(throng.Options{Admit: func(net.Hello) (components.Transform, error) { return components.Transform{}, nil }})
+	srv, err := throng.New(throng.Options{Admit: func(net.Hello) (throng.Entry, error) { return throng.Entry{}, nil }})
 	require.NoError(t, err)
 	defer srv.Close()
 	r := &roster{srv: srv, playing: map[uint64]components.ActorID{}}

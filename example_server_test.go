@@ -38,8 +38,8 @@ func (h *headcount) RunSerial(*scheduler.Tick) {
 // A user's own system joins the tick at a named place.
 func ExampleServer_AddSystem() {
 	srv, err := throng.New(throng.Options{
-		Admit: func(h net.Hello) (components.Transform, error) {
-			return components.Transform{X: float32(len(h.Token)*100 - 300)}, nil
+		Admit: func(h net.Hello) (throng.Entry, error) {
+			return throng.Entry{Spawn: components.Transform{X: float32(len(h.Token)*100 - 300)}}, nil
 		},
 	})
 	if err != nil {
@@ -117,7 +117,9 @@ func (f *fatigue) RunUnit(i int) {
 // scheduler places it where that allows: here in the relay's stage.
 func ExampleServer_AddSystem_parallel() {
 	srv, err := throng.New(throng.Options{
-		Admit: func(net.Hello) (components.Transform, error) { return components.Transform{X: 10, Y: 10}, nil },
+		Admit: func(net.Hello) (throng.Entry, error) {
+			return throng.Entry{Spawn: components.Transform{X: 10, Y: 10}}, nil
+		},
 	})
 	if err != nil {
 		panic(err)

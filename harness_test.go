@@ -58,12 +58,12 @@ func newStageWith(t *testing.T, opts throng.Options, spawns []components.Transfo
 	if opts.Admission.JoinAppearsPerTick == nil {
 		opts.Admission.JoinAppearsPerTick = new(0) // every player joins in the first tick
 	}
-	opts.Admit = func(h net.Hello) (components.Transform, error) {
+	opts.Admit = func(h net.Hello) (throng.Entry, error) {
 		var i int
 		if _, err := fmt.Sscanf(string(h.Token), "p%d", &i); err != nil || i >= len(spawns) {
-			return components.Transform{}, fmt.Errorf("unknown player %q", h.Token)
+			return throng.Entry{}, fmt.Errorf("unknown player %q", h.Token)
 		}
-		return spawns[i], nil
+		return throng.Entry{Spawn: spawns[i]}, nil
 	}
 	srv, err := throng.New(opts)
 	require.NoError(t, err)

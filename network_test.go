@@ -38,7 +38,9 @@ func TestServerListensWhereItsSettingsSay(t *testing.T) {
 		"webSocket": {"listen": "127.0.0.1:0"}
 	}}`))
 	require.NoError(t, err)
-	opts.Admit = func(net.Hello) (components.Transform, error) { return components.Transform{X: 10, Y: 10}, nil }
+	opts.Admit = func(net.Hello) (throng.Entry, error) {
+		return throng.Entry{Spawn: components.Transform{X: 10, Y: 10}}, nil
+	}
 	srv, err := throng.New(opts)
 	require.NoError(t, err)
 	multi, ok := srv.Transport().(*net.Multi)

@@ -43,8 +43,8 @@ func (d *npcDriver) RunSerial(*scheduler.Tick) {
 // near it get its record in the tick it moved, nothing while it stands,
 // and it changes chunks like any actor.
 func TestNPCsMovedByASystemReachThePlayers(t *testing.T) {
-	srv, err := throng.New(throng.Options{Admit: func(net.Hello) (components.Transform, error) {
-		return components.Transform{X: 3900, Y: 100}, nil
+	srv, err := throng.New(throng.Options{Admit: func(net.Hello) (throng.Entry, error) {
+		return throng.Entry{Spawn: components.Transform{X: 3900, Y: 100}}, nil
 	}})
 	require.NoError(t, err)
 	defer srv.Close()

@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs/save"
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/interest"
@@ -92,6 +91,10 @@ const (
 //		Parallelism: throng.Parallelism{Enabled: new(false)},
 //	}
 //
+// Entry is what Options.Admit decides for a Hello it lets in: the player's
+// name ("" for a guest) and where its actor spawns.
+type Entry = systems.Entry
+
 // Options is the raw request; [Options.Resolve] validates it, fills in the
 // defaults, applies the documented clamps and returns the [Settings] a
 // server runs with.
@@ -142,10 +145,12 @@ type Options struct {
 	// Protocol is the game's own protocol version; a client whose Hello
 	// carries another is refused with a reason it can read.
 	Protocol uint16 `json:"-"`
-	// Admit decides whether a client's Hello is let in and where its actor
-	// spawns; a non-nil error refuses the client with the error's text. Nil
-	// admits everyone at the origin of worldOrCell 0.
-	Admit func(hello net.Hello) (components.Transform, error) `json:"-"`
+	// Admit decides whether a client's Hello is let in, as which player
+	// (see Entry.Player: a named player's actor is kept while it is away,
+	// in saves too, and handed back when it returns), and where its actor
+	// spawns; a non-nil error refuses the client with the error's text.
+	// Nil admits everyone as a guest at the origin of worldOrCell 0.
+	Admit func(hello net.Hello) (Entry, error) `json:"-"`
 	// SavedTypes are the components of the game's own that saves keep
 	// (save.Plain, save.Coded); a save holding a type not listed here
 	// cannot be loaded.

@@ -106,7 +106,7 @@ func (s *Server) Save(dir string) (*PendingSave, error) {
 		return nil, fmt.Errorf("throng: save: no directory (set persistence.dir)")
 	}
 	start := time.Now()
-	n, err := s.saver.Begin(s.tick)
+	n, err := s.saver.Begin(s.tick, s.pipe.SavedPlayers())
 	if err != nil {
 		return nil, fmt.Errorf("throng: %w", err)
 	}
@@ -137,6 +137,11 @@ func (s *Server) Save(dir string) (*PendingSave, error) {
 	return p, nil
 }
 
+// Kept returns the actor kept for player, a named player who is away (see
+// Entry.Player), if one waits for its return: for a game's Admit that
+// decides by it, say. Call it on the tick goroutine (Admit runs there).
+func (s *Server) Kept(player string) (*save.Kept, bool) { return s.pipe.Kept(player) }
+
 // LastSave returns the latest save begun (Server.Save, or a periodic one),
 // written or still being written, or nil before the first.
 func (s *Server) LastSave() *PendingSave { return s.lastSave }
@@ -158,7 +163,12 @@ func (s *Server) load(path string, types []save.Type) error {
 	if err != nil {
 		return fmt.Errorf("throng: loadFrom: %w", err)
 	}
+	kept, err := f.Kept(types)
+	if err != nil {
+		return fmt.Errorf("throng: loadFrom: %w", err)
+	}
+	s.pipe.KeepAll(kept)
 	s.tick = f.Tick()
-	s.log.Info("throng: world loaded", "file", f.Path(), "tick", f.Tick(), "actors", f.Actors())
+	s.log.Info("throng: world loaded", "file", f.Path(), "tick", f.Tick(), "actors", s.world.Len(), "players kept", len(kept))
 	return nil
 }

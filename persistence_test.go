@@ -32,7 +32,9 @@ var savedTypes = []save.Type{save.Plain[Crate]("test.crate", 1)}
 func propsServer(t *testing.T, opts throng.Options) *throng.Server {
 	t.Helper()
 	opts.SavedTypes = savedTypes
-	opts.Admit = func(net.Hello) (components.Transform, error) { return components.Transform{X: 500, Y: 500}, nil }
+	opts.Admit = func(net.Hello) (throng.Entry, error) {
+		return throng.Entry{Spawn: components.Transform{X: 500, Y: 500}}, nil
+	}
 	srv, err := throng.New(opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
@@ -166,4 +168,101 @@ func TestBadPersistenceSettingsAreErrors(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "persistence.keep: must be at least 1, got 0")
 	assert.Contains(t, err.Error(), "persistence.everySeconds: must be 0 to 1e9 seconds, got -1")
+}
+
+// join dials srv as token and ticks until its Welcome comes.
+func join(t *testing.T, srv *throng.Server, token string) (*net.MemClient, net.Welcome) {
+	t.Helper()
+	c := srv.Mem().Dial()
+	hello, err := net.AppendHello(nil, net.Hello{Token: []byte(token)})
+	require.NoError(t, err)
+	require.NoError(t, c.Send(hello))
+	var f net.Frame
+	for range 10 {
+		srv.Tick()
+		var w *net.Welcome
+		c.DrainReliable(func(b []byte) {
+			require.NoError(t, net.Decode(b, &f))
+			if f.Type == net.TypeWelcome {
+				w = &f.Welcome
+			}
+		})
+		if w != nil {
+			return c, *w
+		}
+	}
+	t.Fatalf("%s was not welcomed", token)
+	return nil, net.Welcome{}
+}
+
+// TestAReturningPlayerGetsItsActorBack: a named player who left, and one
+// in play at the save, come back after the server restarts from the save
+// where they stood, with their game's components; a guest's actor is
+// gone with its session.
+func TestAReturningPlayerGetsItsActorBack(t *testing.T) {
+	dir := t.TempDir()
+	opts := throng.Options{SavedTypes: savedTypes, Admit: func(h net.Hello) (throng.Entry, error) {
+		name := string(h.Token)
+		if name == "guest" {
+			name = ""
+		}
+		return throng.Entry{Player: name, Spawn: components.Transform{X: 500, Y: 500}}, nil
+	}}
+	srv, err := throng.New(opts)
+	require.NoError(t, err)
+	defer srv.Close()
+	place := func(actor uint32, x, y float32, crate uint32) {
+		w := srv.World()
+		w.Teleport(components.ActorID{ID: actor}, components.Transform{X: x, Y: y, Yaw: 1})
+		e, ok := w.Entity(components.ActorID{ID: actor})
+		require.True(t, ok)
+		ark.NewMap[Crate](w.Ark()).Add(e, &Crate{Contents: crate, Open: true})
+	}
+	alice, wa := join(t, srv, "alice")
+	_, wc := join(t, srv, "carol")
+	guest, wg := join(t, srv, "guest")
+	place(wa.Actor, 900, 700, 77)
+	place(wc.Actor, 1300, 200, 5)
+	place(wg.Actor, 100, 100, 9)
+	srv.Tick()
+	alice.Close()
+	guest.Close()
+	srv.Tick()
+	k, ok := srv.Kept("alice")
+	require.True(t, ok, "alice's actor is kept while she is away")
+	assert.Equal(t, float32(900), k.Transform.X)
+	_, ok = srv.Kept("guest")
+	assert.False(t, ok)
+	_, ok = srv.Kept("")
+	assert.False(t, ok, "a guest's actor is not kept")
+	assert.Equal(t, 2, saveNow(t, srv, dir).Players, "alice away and carol in play")
+
+	// Alice returns to the same server...
+	_, back := join(t, srv, "alice")
+	assert.Equal(t, [2]float32{900, 700}, [2]float32{back.X, back.Y})
+	assert.NotEqual(t, wa.Actor, back.Actor, "under a new ActorID")
+	_, ok = srv.Kept("alice")
+	assert.False(t, ok, "handed back")
+
+	// ...and both to a server started from the save.
+	opts.LoadFrom = dir
+	loaded, err := throng.New(opts)
+	require.NoError(t, err)
+	defer loaded.Close()
+	assert.Equal(t, 0, loaded.World().Len(), "players' actors wait for their players")
+	for _, c := range []struct {
+		name  string
+		x, y  float32
+		crate uint32
+	}{{"alice", 900, 700, 77}, {"carol", 1300, 200, 5}} {
+		_, w := join(t, loaded, c.name)
+		assert.Equal(t, [2]float32{c.x, c.y}, [2]float32{w.X, w.Y}, c.name)
+		e, ok := loaded.World().Entity(components.ActorID{ID: w.Actor})
+		require.True(t, ok)
+		crates := ark.NewMap[Crate](loaded.World().Ark())
+		require.True(t, crates.Has(e), "%s's crate comes back", c.name)
+		assert.Equal(t, Crate{Contents: c.crate, Open: true}, *crates.Get(e), c.name)
+	}
+	_, w := join(t, loaded, "guest")
+	assert.Equal(t, [2]float32{500, 500}, [2]float32{w.X, w.Y}, "a guest starts at the spawn")
 }

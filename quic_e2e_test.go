@@ -48,12 +48,12 @@ func startQUICServerWith(t *testing.T, cfg net.QUICConfig, opts throng.Options, 
 	require.NoError(t, err)
 	opts.Transport = q
 	opts.TickRate = new(e2eTickRate)
-	opts.Admit = func(h net.Hello) (components.Transform, error) {
+	opts.Admit = func(h net.Hello) (throng.Entry, error) {
 		var i int
 		if _, err := fmt.Sscanf(string(h.Token), "p%d", &i); err != nil || i >= len(spawns) {
-			return components.Transform{}, fmt.Errorf("unknown player %q", h.Token)
+			return throng.Entry{}, fmt.Errorf("unknown player %q", h.Token)
 		}
-		return spawns[i], nil
+		return throng.Entry{Spawn: spawns[i]}, nil
 	}
 	srv, err := throng.New(opts)
 	if err != nil {

@@ -121,6 +121,7 @@ func New(opts Options) (*Server, error) {
 		JoinAppears:       settings.Admission.JoinAppearsPerTick,
 		Protocol:          opts.Protocol,
 		Admit:             opts.Admit,
+		SavedTypes:        opts.SavedTypes,
 	}, s.world, s.transport)
 	if err != nil {
 		s.pool.Close()

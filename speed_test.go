@@ -21,7 +21,9 @@ func TestSpeedLimitCorrectsOnlyClientsThatOutrunIt(t *testing.T) {
 	srv, err := throng.New(throng.Options{
 		TickRate:     new(30),
 		ClientLimits: throng.ClientLimits{MaxSpeedUnitsPerSecond: new(float32(90))},
-		Admit:        func(net.Hello) (components.Transform, error) { return components.Transform{X: 100, Y: 100}, nil },
+		Admit: func(net.Hello) (throng.Entry, error) {
+			return throng.Entry{Spawn: components.Transform{X: 100, Y: 100}}, nil
+		},
 	})
 	require.NoError(t, err)
 	defer srv.Close()

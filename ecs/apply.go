@@ -225,6 +225,9 @@ func (w *World) applySpawn(op *spawnOp, report *ApplyReport) {
 	var marker components.InChunk
 	e := w.actorMap.NewEntity(&op.id, &op.spec.Transform, &input, &op.spec.Animation, &op.spec.Client, &marker,
 		ecs.RelIdx(inChunkIndex, target))
+	if op.spec.Init != nil {
+		op.spec.Init(w.world, e)
+	}
 	client := op.spec.Client.Session != 0
 	w.actors.put(op.id, actorRecord{entity: e, key: key, client: client})
 	if client {

@@ -20,6 +20,12 @@ type ActorSpec struct {
 	Animation components.Animation
 	// Client.Session 0 means no client drives the actor (a prop or an NPC).
 	Client components.Client
+	// Init, if set, runs when the spawn is applied, with the new actor's
+	// entity: it may add the game's own components to it (Ark's Unsafe
+	// API or a Map), which then count as part of the spawn rather than as
+	// a change made outside Apply. It must not spawn, despawn or move
+	// actors.
+	Init func(w *ecs.World, e ecs.Entity)
 }
 
 // World is the game-server layer over one Ark world: it owns the Ark world,

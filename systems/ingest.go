@@ -7,6 +7,7 @@ import (
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/ecs/save"
 	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net"
 )
@@ -45,6 +46,8 @@ type sessionIngest struct {
 	correct bool       // send a correction in this tick's join
 	kicked  bool       // disconnected by the server; its close is on the way
 	slot    uint32     // index in Pipeline.slots, carried by the actor's Client
+	player  string     // the name Admit gave it; "" for a guest
+	kept    *save.Kept // the actor handed back to it, until its spawn is applied
 	limiter limiter
 	// The commands it sent in tick cmdTick, against MaxCommandsPerTick.
 	cmdTick uint64
@@ -203,6 +206,9 @@ func (p *Pipeline) closeSession(id net.SessionID) {
 	if !ok {
 		return
 	}
+	if s.player != "" {
+		p.keep(s)
+	}
 	if s.state != awaitingHello && s.state != waiting {
 		p.world.Despawn(s.actor)
 	}
@@ -336,10 +342,17 @@ func (p *Pipeline) hello(id net.SessionID, s *session, frame []byte) {
 		p.refuse(id, net.RefuseProtocol, "protocol mismatch: this server speaks a different game protocol version")
 		return
 	}
-	spawn, err := p.cfg.Admit(h)
+	adm, err := p.cfg.Admit(h)
 	if err != nil {
 		p.refuse(id, net.RefuseToken, err.Error())
 		return
+	}
+	spawn := adm.Spawn
+	if s.player = adm.Player; s.player != "" {
+		if k, ok := p.kept[s.player]; ok {
+			delete(p.kept, s.player)
+			s.kept, spawn = k, k.Transform
+		}
 	}
 	if p.cfg.JoinAppears > 0 && (p.waitHead < len(p.waiting) || !p.joinFits(spawn)) {
 		p.wait(id, s, spawn)
@@ -366,11 +379,74 @@ func (p *Pipeline) joinFits(spawn components.Transform) bool {
 	return true
 }
 
-// spawnPlayer queues the spawn of session id's actor at spawn.
+// spawnPlayer queues the spawn of session id's actor at spawn, with the
+// state of the actor kept for it, if any.
 func (p *Pipeline) spawnPlayer(id net.SessionID, s *session, spawn components.Transform) {
 	p.joins++
-	s.actor = p.world.Spawn(ecs.ActorSpec{Transform: spawn, Client: components.Client{Session: uint64(id), Slot: s.slot}})
+	spec := ecs.ActorSpec{Transform: spawn, Client: components.Client{Session: uint64(id), Slot: s.slot}}
+	if k := s.kept; k != nil {
+		spec.Animation = k.Animation
+		types := p.cfg.SavedTypes
+		spec.Init = func(w *ark.World, e ark.Entity) {
+			// The kept values were read back from a checked save or
+			// taken by Keep with these types: Give fails only if the
+			// game's codec cannot read its own encoding, and the actor
+			// then returns without the value.
+			_ = k.Give(w, e, types)
+		}
+	}
+	s.actor = p.world.Spawn(spec)
 	s.state = joining
+	if s.player != "" {
+		if int(s.slot) >= len(p.names) {
+			p.names = append(p.names, make([]string, int(s.slot)+1-len(p.names))...)
+		}
+		p.names[s.slot] = s.player
+	}
+}
+
+// keep keeps the actor of named session s, which is closing, for its
+// player's return: the actor as it stands, or the one handed back to it
+// if its spawn is not applied yet.
+func (p *Pipeline) keep(s *session) {
+	switch s.state {
+	case playing:
+		if k, ok := save.Keep(p.world, s.actor, s.player, p.cfg.SavedTypes); ok {
+			p.kept[s.player] = k
+		}
+	default:
+		if s.kept != nil {
+			p.kept[s.player] = s.kept
+		}
+	}
+	if int(s.slot) < len(p.names) {
+		p.names[s.slot] = ""
+	}
+}
+
+// SavedPlayers returns what a save keeps of the players: the names of
+// those in play by session slot, and the actors kept for those away. It is
+// for the tick boundary; the lists are the pipeline's until the next tick.
+func (p *Pipeline) SavedPlayers() save.Players {
+	kept := make([]*save.Kept, 0, len(p.kept))
+	for _, k := range p.kept {
+		kept = append(kept, k)
+	}
+	return save.Players{Names: p.names, Kept: kept}
+}
+
+// Kept returns the actor kept for player, if one waits for its return.
+func (p *Pipeline) Kept(player string) (*save.Kept, bool) {
+	k, ok := p.kept[player]
+	return k, ok
+}
+
+// KeepAll adds kept actors (a save's, see save.File.Kept) to those waiting
+// for their players, before the first tick.
+func (p *Pipeline) KeepAll(kept []*save.Kept) {
+	for _, k := range kept {
+		p.kept[k.Player] = k
+	}
 }
 
 // waitingHello is a session waiting for its turn to join, with the spawn

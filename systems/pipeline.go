@@ -9,6 +9,7 @@ import (
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/ecs/save"
 	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net"
 	"github.com/throng-go/throng/scheduler"
@@ -54,10 +55,29 @@ type Config struct {
 	// several ticks instead of in one tick of hundreds of milliseconds.
 	// 0 means no limit.
 	JoinAppears int
-	// Admit decides whether a Hello is let in and where its actor spawns.
-	// A non-nil error refuses the session with the error's text. Nil
-	// admits everyone at the origin of worldOrCell 0.
-	Admit func(h net.Hello) (components.Transform, error)
+	// Admit decides whether a Hello is let in, as which player, and where
+	// its actor spawns. A non-nil error refuses the session with the
+	// error's text. Nil admits everyone as a guest at the origin of
+	// worldOrCell 0.
+	Admit func(h net.Hello) (Entry, error)
+	// SavedTypes are the game's components that a player's actor keeps
+	// while the player is away (see Entry.Player).
+	SavedTypes []save.Type
+}
+
+// Entry is what Admit decides for a Hello it lets in.
+type Entry struct {
+	// Player names the player. When a named player leaves, its actor is
+	// kept under the name (its Transform, Animation and SavedTypes
+	// components), in saves too, and handed back when a Hello admitted
+	// under the same name comes: the actor returns where it stood, as a
+	// new actor (ActorIDs are never reused). "" admits a guest, whose
+	// actor ends with its session. Admit should refuse a name already in
+	// play: two sessions under one name each spawn, and the one that
+	// leaves last is kept.
+	Player string
+	// Spawn is where the actor spawns, unless one is kept for Player.
+	Spawn components.Transform
 }
 
 // TickStats is what one tick did, for the metrics line and Stats.
@@ -137,7 +157,11 @@ type Pipeline struct {
 	loads          clusterLoads
 	parallelAt     time.Time
 
-	sessions     map[net.SessionID]*session
+	sessions map[net.SessionID]*session
+	// names holds the names of the players in play by session slot ("" for
+	// guests), and kept the actors kept for players away, by name.
+	names        []string
+	kept         map[string]*save.Kept
 	slots        []*session // by Client.Slot; nil when free
 	freeSlots    []uint32
 	closedSlots  []uint32 // freed once this tick's despawns are applied
@@ -173,7 +197,7 @@ func New(cfg Config, world *ecs.World, transport net.Transport) (*Pipeline, erro
 		return nil, errors.New("systems: chunk size must be positive")
 	}
 	if cfg.Admit == nil {
-		cfg.Admit = func(net.Hello) (components.Transform, error) { return components.Transform{}, nil }
+		cfg.Admit = func(net.Hello) (Entry, error) { return Entry{}, nil }
 	}
 	p := &Pipeline{
 		cfg:        cfg,
@@ -186,6 +210,7 @@ func New(cfg Config, world *ecs.World, transport net.Transport) (*Pipeline, erro
 		anims:      ark.NewMap[components.Animation](world.Ark()),
 		clients:    ark.NewMap[components.Client](world.Ark()),
 		sessions:   make(map[net.SessionID]*session),
+		kept:       make(map[string]*save.Kept),
 	}
 	p.batcher, _ = transport.(net.BatchSender)
 	p.minRouted = minInputsToOffload

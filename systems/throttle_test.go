@@ -45,10 +45,10 @@ func newRig(t testing.TB, cfg Config, spawns []components.Transform) *rig {
 	world := ecs.NewWorld(4096)
 	cfg.ChunkSize, cfg.TickRate = 4096, 30
 	cfg.Shards = ShardPlan{Separation: 4, MinShardActors: 1, ShardsPerCluster: 4}
-	cfg.Admit = func(h net.Hello) (components.Transform, error) {
+	cfg.Admit = func(h net.Hello) (Entry, error) {
 		var i int
 		_, err := fmt.Sscanf(string(h.Token), "p%d", &i)
-		return spawns[i], err
+		return Entry{Spawn: spawns[i]}, err
 	}
 	p, err := New(cfg, world, mem)
 	require.NoError(t, err)

@@ -149,7 +149,7 @@ func (p *Pipeline) welcome(a *changedActor) {
 	if !ok {
 		return
 	}
-	s.state, s.entity = playing, e
+	s.state, s.entity, s.kept = playing, e, nil
 	ap := a.appear
 	p.out = net.AppendWelcome(p.out[:0], net.Welcome{
 		Actor: a.id, TickRate: uint16(p.cfg.TickRate), Tick: uint32(p.frame.Tick),

@@ -25,11 +25,14 @@ var ErrBusy = errors.New("save: the last save is still being written")
 //
 // What a save keeps: every actor without a client (props, NPCs, whatever
 // the game spawned), each with its ActorID, Transform and Animation and
-// its components of the registered [Type]s, and the next ActorID, so that
-// IDs are never reused. What it does not keep is runtime state: players'
-// actors (their sessions end with the process), pending inputs
-// (MoveInput), sessions and send counters, interest phases and owed
-// records; a loaded actor starts as a freshly spawned one does.
+// its components of the registered [Type]s; the actors of named players,
+// those in play as they stand and those kept while their players are away
+// ([Players]), under the players' names; and the next ActorID, so that
+// IDs are never reused. What it does not keep is runtime state: guests'
+// actors (players without a name), sessions, pending inputs (MoveInput),
+// send counters, interest phases and owed records; a loaded actor starts
+// as a freshly spawned one does, and a loaded player's actor waits for
+// its player.
 type Saver struct {
 	world *ecs.World
 	types []Type
@@ -53,6 +56,8 @@ type picture struct {
 	chunkSize float32
 	tables    []tablePic
 	cols      []colPic
+	names     []string // players' names by Client.Slot
+	kept      []*Kept  // actors kept for players away
 	units     []unitPic
 	arena     []byte
 }
@@ -64,6 +69,7 @@ type tablePic struct {
 	colStart, colEnd int // its columns in picture.cols
 	clientCol        int // the column of its Client rows
 	players          int // rows with a session, counted by the writer
+	named            int // of them, rows of named players
 	unit             int
 }
 
@@ -123,17 +129,19 @@ func NewSaver(w *ecs.World, types []Type) (*Saver, error) {
 // enough that a unit's overhead is small beside its copying.
 const unitBytes = 256 << 10
 
-// Begin plans a picture of the world as it stands, at a tick boundary
-// (between ticks, on the goroutine that ticks), and returns the number of
-// copy units. tick is the tick the picture follows. It returns ErrBusy
-// while the last save is being written. The world must not change until
-// every unit has run.
-func (s *Saver) Begin(tick uint64) (int, error) {
+// Begin plans a picture of the world as it stands, with its players, at a
+// tick boundary (between ticks, on the goroutine that ticks), and returns
+// the number of copy units. tick is the tick the picture follows. It
+// returns ErrBusy while the last save is being written. The world must not
+// change until every unit has run.
+func (s *Saver) Begin(tick uint64, players Players) (int, error) {
 	if !s.busy.CompareAndSwap(false, true) {
 		return 0, ErrBusy
 	}
 	p := &s.pic
 	p.tick, p.nextID, p.chunkSize = tick, s.world.NextID(), s.world.ChunkSize()
+	p.names = append(p.names[:0], players.Names...)
+	p.kept = append(p.kept[:0], players.Kept...)
 	s.views = s.world.Snapshot(s.views[:0])
 	p.tables = p.tables[:0]
 	p.cols = p.cols[:0]
@@ -156,7 +164,7 @@ func (s *Saver) Begin(tick uint64) (int, error) {
 		first := v.Entities[0]
 		for ti, id := range s.ids {
 			if u.Has(first, id) {
-				p.cols = append(p.cols, colPic{typ: builtinColumns + ti, src: u.Get(first, id), stride: int(s.types[ti].typ.Size())})
+				p.cols = append(p.cols, colPic{typ: firstGame + ti, src: u.Get(first, id), stride: int(s.types[ti].typ.Size())})
 			}
 		}
 		t.colEnd = len(p.cols)
@@ -174,7 +182,7 @@ func (s *Saver) plan() int {
 		t := &p.tables[i]
 		for c := t.colStart; c < t.colEnd; c++ {
 			col := &p.cols[c]
-			if col.typ >= builtinColumns && s.types[col.typ-builtinColumns].coded() {
+			if col.typ >= firstGame && s.types[col.typ-firstGame].coded() {
 				continue
 			}
 			col.off = off
@@ -220,11 +228,11 @@ func (s *Saver) CopyUnit(i int) {
 		for c := t.colStart; c < t.colEnd; c++ {
 			col := &p.cols[c]
 			n := t.rows * col.stride
-			if col.typ < builtinColumns || !s.types[col.typ-builtinColumns].coded() {
+			if col.typ < firstGame || !s.types[col.typ-firstGame].coded() {
 				copy(p.arena[col.off:col.off+n], unsafe.Slice((*byte)(col.src), n))
 				continue
 			}
-			encode := s.types[col.typ-builtinColumns].encode
+			encode := s.types[col.typ-firstGame].encode
 			col.start = len(u.coded)
 			for r := range t.rows {
 				at := len(u.coded)

@@ -7,7 +7,7 @@ import (
 	"math"
 )
 
-// The file format, version 1. Every number is little endian.
+// The file format, version 2. Every number is little endian.
 //
 //	header      magic "THRONGSV", version u32, tick u64, nextID u32,
 //	            chunkSize f32, types u32, blocks u32, actors u64,
@@ -23,14 +23,22 @@ import (
 //	trailer     magic "THRONGEN", blocks u32, CRC32C of the whole file
 //	            before it u32
 //
-// The first three types of every file are Throng's own (builtinTypes); a
-// block's first three columns are theirs.
+// The first four types of every file are Throng's own (builtinTypes): an
+// actor's ActorID, Transform and Animation, and a player's name. A block's
+// first three columns are the first three types. A players' block has a
+// fourth, of the name type: its rows are players' actors, kept for their
+// players' return rather than placed in the world; the world's blocks
+// have none. The game's types and columns follow, each block's in the
+// order of the type table.
+//
+// Version 1 had no name type (three of Throng's own types, no players'
+// blocks); this build reads it.
 const (
 	magic    = "THRONGSV"
 	endMagic = "THRONGEN"
 	// Version is the format version this build writes. It reads every
 	// version from 1 up to it.
-	Version = 1
+	Version = 2
 
 	headerSize      = 8 + 4 + 8 + 4 + 4 + 4 + 4 + 8 + 4
 	trailerSize     = 8 + 4 + 4
@@ -49,20 +57,36 @@ type builtin struct {
 	layout  string
 }
 
-// builtinTypes are the columns of every actor that a save keeps, in the
-// order of every block: its ActorID, Transform and Animation.
+// builtinTypes are Throng's own types, first in every type table: the
+// columns of every block (an actor's ActorID, Transform and Animation),
+// then a player's name, the fourth column of a players' block.
 var builtinTypes = [...]builtin{
 	{"throng.ActorID", 1, 4, "{ID@0:uint32}"},
 	{"throng.Transform", 1, 20, "{X@0:float32,Y@4:float32,Z@8:float32,Yaw@12:float32,WorldOrCell@16:uint32}"},
 	{"throng.Animation", 1, 2, "{Flags@0:uint16}"},
+	{"throng.Player", 1, 0, "coded"},
 }
 
 const (
 	colID = iota
 	colTransform
 	colAnimation
-	builtinColumns
+	builtinColumns // the columns of every block
+	// colPlayer is a players' block's fourth column, of type playerType.
+	colPlayer  = builtinColumns
+	playerType = 3
+	// firstGame is the type table index of the game's first type.
+	firstGame = len(builtinTypes)
 )
+
+// builtinsIn returns how many of Throng's own types a file of the given
+// version starts its type table with.
+func builtinsIn(version uint32) int {
+	if version == 1 {
+		return builtinColumns
+	}
+	return len(builtinTypes)
+}
 
 // header is a file's first section.
 type header struct {

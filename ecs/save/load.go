@@ -1,12 +1,14 @@
 package save
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"unsafe"
 
@@ -18,11 +20,12 @@ import (
 
 // File is a save read into memory, every checksum checked.
 type File struct {
-	path   string
-	size   int64
-	header header
-	types  []fileType
-	blocks []block
+	path     string
+	builtins int // how many of Throng's own types the file has
+	size     int64
+	header   header
+	types    []fileType
+	blocks   []block
 }
 
 // block is one chunk table of a File.
@@ -39,8 +42,11 @@ func (f *File) Path() string { return f.path }
 // Tick returns the tick boundary the save pictures.
 func (f *File) Tick() uint64 { return f.header.tick }
 
-// Actors returns the number of actors in the save.
+// Actors returns the number of actors in the save, players' included.
 func (f *File) Actors() int { return int(f.header.actors) }
+
+// Version returns the file's format version.
+func (f *File) Version() uint32 { return f.header.version }
 
 // ChunkSize returns the chunk size of the world that saved the file.
 func (f *File) ChunkSize() float32 { return f.header.chunkSize }
@@ -135,8 +141,9 @@ func parseFile(path string) (*File, error) {
 	if !(h.chunkSize > 0) || math.IsInf(float64(h.chunkSize), 1) {
 		return bad("header", "chunk size %v is not positive and finite", h.chunkSize)
 	}
-	if h.types < builtinColumns || h.types > maxBlockColumns {
-		return bad("header", "%d types (at least %d, at most %d)", h.types, builtinColumns, maxBlockColumns)
+	f.builtins = builtinsIn(h.version)
+	if h.types < uint32(f.builtins) || h.types > maxBlockColumns {
+		return bad("header", "%d types (at least %d, at most %d)", h.types, f.builtins, maxBlockColumns)
 	}
 	// The type table.
 	start := r.at
@@ -167,7 +174,7 @@ func parseFile(path string) (*File, error) {
 	if got, want := crc32.Checksum(table, castagnoli), le.Uint32(cb); got != want {
 		return bad("type table", "checksum mismatch (stored %08x, computed %08x)", want, got)
 	}
-	for i, b := range builtinTypes {
+	for i, b := range builtinTypes[:f.builtins] {
 		if t := f.types[i]; t.name != b.name || t.version != b.version || t.size != b.size {
 			return bad("type table", "type %d is %q version %d size %d, not Throng's %q version %d size %d",
 				i, t.name, t.version, t.size, b.name, b.version, b.size)
@@ -239,8 +246,10 @@ func parseFile(path string) (*File, error) {
 	return f, nil
 }
 
-// checkBlock checks that b's columns are known types, Throng's own first,
-// and that its payload holds exactly its rows; it returns what is wrong.
+// checkBlock checks that b's columns are known types, Throng's own first
+// (a player's name fourth in a players' block), then the game's in the
+// order of the type table, and that its payload holds exactly its rows; it
+// returns what is wrong.
 func (f *File) checkBlock(b *block) string {
 	if len(b.columns) < builtinColumns {
 		return fmt.Sprintf("%d columns, fewer than Throng's own %d", len(b.columns), builtinColumns)
@@ -248,7 +257,15 @@ func (f *File) checkBlock(b *block) string {
 	need := 0
 	data := b.payload
 	for c, typ := range b.columns {
-		if c < builtinColumns && int(typ) != c || c >= builtinColumns && int(typ) < builtinColumns {
+		ok := true
+		switch {
+		case c < builtinColumns:
+			ok = int(typ) == c
+		case c == colPlayer && int(typ) == playerType && f.builtins > playerType:
+		default:
+			ok = int(typ) >= f.builtins && int(typ) > int(b.columns[c-1])
+		}
+		if !ok {
 			return fmt.Sprintf("column %d is of type %d, out of place", c, typ)
 		}
 		if int(typ) >= len(f.types) {
@@ -275,11 +292,129 @@ func (f *File) checkBlock(b *block) string {
 	return ""
 }
 
+// players reports whether b is a players' block (version 1 had none: its
+// type playerType is a game's).
+func (f *File) players(b *block) bool {
+	return f.builtins > playerType && len(b.columns) > colPlayer && b.columns[colPlayer] == playerType
+}
+
+// gameTypes matches the file's types of the game's own with types, by
+// name: the match for each file index (nil for Throng's own), or an error
+// naming a type the game has not registered or registers in another
+// version or shape.
+func (f *File) gameTypes(types []Type) ([]*Type, error) {
+	game := make([]*Type, len(f.types))
+	for i := f.builtins; i < len(f.types); i++ {
+		ft := f.types[i]
+		t := findType(types, ft.name)
+		switch {
+		case t == nil:
+			return nil, fmt.Errorf("save: %s holds components of type %q, which the game has not registered", f.path, ft.name)
+		case t.err != nil:
+			return nil, t.err
+		case t.version != ft.version:
+			return nil, fmt.Errorf("save: %s holds %q version %d; the game registers version %d", f.path, ft.name, ft.version, t.version)
+		case t.coded() != (ft.size == 0), !t.coded() && (t.size != ft.size || t.layout != ft.layout):
+			return nil, fmt.Errorf("save: %s holds %q version %d laid out as %s (%d bytes); the game's is %s (%d bytes): bump its version",
+				f.path, ft.name, ft.version, ft.layout, ft.size, t.layout, t.size)
+		}
+		game[i] = t
+	}
+	return game, nil
+}
+
+// columnStarts returns where each of b's columns starts in its payload.
+func (f *File) columnStarts(b *block, at []int) []int {
+	at = at[:0]
+	off := 0
+	for _, typ := range b.columns {
+		at = append(at, off)
+		if size := f.types[typ].size; size > 0 {
+			off += b.rows * size
+			continue
+		}
+		for range b.rows {
+			off += 4 + int(binary.LittleEndian.Uint32(b.payload[off:]))
+		}
+	}
+	return at
+}
+
+// actorAt reads row r's ActorID, Transform and Animation.
+func actorAt(p []byte, at []int, r int) ecs.SavedActor {
+	le := binary.LittleEndian
+	t := p[at[colTransform]+20*r:]
+	return ecs.SavedActor{
+		ID: components.ActorID{ID: le.Uint32(p[at[colID]+4*r:])},
+		Transform: components.Transform{
+			X: math.Float32frombits(le.Uint32(t)), Y: math.Float32frombits(le.Uint32(t[4:])),
+			Z: math.Float32frombits(le.Uint32(t[8:])), Yaw: math.Float32frombits(le.Uint32(t[12:])),
+			WorldOrCell: le.Uint32(t[16:]),
+		},
+		Animation: components.Animation{Flags: le.Uint16(p[at[colAnimation]+2*r:])},
+	}
+}
+
+// Kept returns the players' actors the file holds, kept under their
+// players' names, with their components of types (which must include
+// every type of the game's that the file holds, as for [File.Restore]).
+// They are not in the world a Restore fills: a server hands each back when
+// its player returns.
+func (f *File) Kept(types []Type) ([]*Kept, error) {
+	game, err := f.gameTypes(types)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Kept
+	var at []int
+	for bi := range f.blocks {
+		b := &f.blocks[bi]
+		if !f.players(b) {
+			continue
+		}
+		at = f.columnStarts(b, at)
+		cols := make([][]byte, len(b.columns))
+		for c := range b.columns {
+			cols[c] = b.payload[at[c]:]
+		}
+		for r := range b.rows {
+			a := actorAt(b.payload, at, r)
+			k := &Kept{ID: a.ID, Transform: a.Transform, Animation: a.Animation}
+			for c := colPlayer; c < len(b.columns); c++ {
+				typ := b.columns[c]
+				var v []byte
+				if size := f.types[typ].size; size > 0 {
+					v, cols[c] = cols[c][:size:size], cols[c][size:]
+				} else {
+					n := int(binary.LittleEndian.Uint32(cols[c]))
+					v, cols[c] = cols[c][4:4+n:4+n], cols[c][4+n:]
+				}
+				if c == colPlayer {
+					k.Player = string(v)
+					continue
+				}
+				t := game[typ]
+				if t.coded() {
+					// Decoded now, so that a bad value fails the load, not
+					// the player's return.
+					if err := t.decode(v, reflect.New(t.typ).UnsafePointer()); err != nil {
+						return nil, fmt.Errorf("save: %s: player %q: decoding %q: %w", f.path, k.Player, t.name, err)
+					}
+				}
+				k.values = append(k.values, keptValue{name: t.name, data: bytes.Clone(v)})
+			}
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
 // Restore places the file's actors in w, which must hold no actors yet
 // (a server's world before its first tick), with their components of
 // types, which must include every type of the game's that the file holds,
-// with the same version and layout. It checks all of that before placing
-// anything, and places a block (a chunk table) at a time, with
+// with the same version and layout. Players' actors are not placed: they
+// wait for their players ([File.Kept]). It checks all of that before
+// placing anything, and places a block (a chunk table) at a time, with
 // [ecs.World.RestoreBlock]. An actor the world refuses (a repeated ID, say,
 // in a file that was written wrong) or a codec's Decode error stops it
 // halfway, so restore into a world you can throw away.
@@ -290,29 +425,15 @@ func (f *File) Restore(w *ecs.World, types []Type) error {
 	if w.ChunkSize() != f.header.chunkSize {
 		return fmt.Errorf("save: %s was saved with chunks of %v units, this world's are %v", f.path, f.header.chunkSize, w.ChunkSize())
 	}
-	// The game's types by file index.
-	game := make([]*Type, len(f.types))
+	game, err := f.gameTypes(types)
+	if err != nil {
+		return err
+	}
 	ids := make([]ark.ID, len(f.types))
-	for i := builtinColumns; i < len(f.types); i++ {
-		ft := f.types[i]
-		for j := range types {
-			if types[j].name == ft.name {
-				game[i] = &types[j]
-			}
+	for i, t := range game {
+		if t != nil {
+			ids[i] = ark.TypeID(w.Ark(), t.typ)
 		}
-		t := game[i]
-		switch {
-		case t == nil:
-			return fmt.Errorf("save: %s holds components of type %q, which the game has not registered", f.path, ft.name)
-		case t.err != nil:
-			return t.err
-		case t.version != ft.version:
-			return fmt.Errorf("save: %s holds %q version %d; the game registers version %d", f.path, ft.name, ft.version, t.version)
-		case t.coded() != (ft.size == 0), !t.coded() && (t.size != ft.size || t.layout != ft.layout):
-			return fmt.Errorf("save: %s holds %q version %d laid out as %s (%d bytes); the game's is %s (%d bytes): bump its version",
-				f.path, ft.name, ft.version, ft.layout, ft.size, t.layout, t.size)
-		}
-		ids[i] = ark.TypeID(w.Ark(), t.typ)
 	}
 	w.Reserve(int(f.header.actors), len(f.blocks))
 	le := binary.LittleEndian
@@ -322,37 +443,18 @@ func (f *File) Restore(w *ecs.World, types []Type) error {
 	u := w.Ark().Unsafe()
 	for bi := range f.blocks {
 		b := &f.blocks[bi]
+		if f.players(b) {
+			continue
+		}
 		extra = extra[:0]
 		for _, typ := range b.columns[builtinColumns:] {
 			extra = append(extra, ids[typ])
 		}
-		// Each column's start in the payload.
-		at = at[:0]
-		off := 0
-		for _, typ := range b.columns {
-			at = append(at, off)
-			if size := f.types[typ].size; size > 0 {
-				off += b.rows * size
-				continue
-			}
-			for range b.rows {
-				off += 4 + int(le.Uint32(b.payload[off:]))
-			}
-		}
+		at = f.columnStarts(b, at)
 		p := b.payload
 		actors = slices.Grow(actors[:0], b.rows)[:b.rows]
-		ib, tb, ab := p[at[colID]:], p[at[colTransform]:], p[at[colAnimation]:]
 		for r := range actors {
-			t := tb[20*r : 20*r+20]
-			actors[r] = ecs.SavedActor{
-				ID: components.ActorID{ID: le.Uint32(ib[4*r:])},
-				Transform: components.Transform{
-					X: math.Float32frombits(le.Uint32(t)), Y: math.Float32frombits(le.Uint32(t[4:])),
-					Z: math.Float32frombits(le.Uint32(t[8:])), Yaw: math.Float32frombits(le.Uint32(t[12:])),
-					WorldOrCell: le.Uint32(t[16:]),
-				},
-				Animation: components.Animation{Flags: le.Uint16(ab[2*r:])},
-			}
+			actors[r] = actorAt(p, at, r)
 		}
 		entities, err := w.RestoreBlock(b.key, actors, extra)
 		if err != nil {

@@ -76,7 +76,12 @@ func world(t testing.TB, n int, players bool) *ecs.World {
 
 // saveTo takes a save of w into dir, its copy units run one after another.
 func saveTo(t testing.TB, s *save.Saver, dir string, tick uint64) save.Result {
-	units, err := s.Begin(tick)
+	return saveWith(t, s, dir, tick, save.Players{})
+}
+
+// saveWith is saveTo with players.
+func saveWith(t testing.TB, s *save.Saver, dir string, tick uint64, players save.Players) save.Result {
+	units, err := s.Begin(tick, players)
 	require.NoError(t, err)
 	for i := range units {
 		s.CopyUnit(i)

@@ -2,9 +2,11 @@ package save
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,15 +15,17 @@ import (
 	"unsafe"
 
 	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/grid"
 )
 
 // Result is what a finished save wrote.
 type Result struct {
-	Path   string        // the save file
-	Tick   uint64        // the tick boundary it pictures
-	Actors int           // actors kept
-	Bytes  int64         // the file's size
-	Write  time.Duration // encoding, checksums, writing and fsync, in the background
+	Path    string        // the save file
+	Tick    uint64        // the tick boundary it pictures
+	Actors  int           // actors kept, players' left out
+	Players int           // players' actors kept: in play and away
+	Bytes   int64         // the file's size
+	Write   time.Duration // encoding, checksums, writing and fsync, in the background
 }
 
 // Pending is a save being written in the background.
@@ -107,17 +111,27 @@ func (s *Saver) write(dir string, keep int) (Result, error) {
 	blocks := 0
 	for i := range p.tables {
 		t := &p.tables[i]
-		t.players = 0
+		t.players, t.named = 0, 0
 		for _, c := range p.clients(t) {
 			if c.Session != 0 {
 				t.players++
+				if p.name(c) != "" {
+					t.named++
+				}
 			}
 		}
 		if kept := t.rows - t.players; kept > 0 {
 			blocks++
 			res.Actors += kept
 		}
+		if t.named > 0 {
+			blocks++
+			res.Players += t.named
+		}
 	}
+	groups := s.groupKept()
+	blocks += len(groups)
+	res.Players += len(p.kept)
 	tmp := res.Path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -125,14 +139,21 @@ func (s *Saver) write(dir string, keep int) (Result, error) {
 	}
 	fw := &fileWriter{w: bufio.NewWriterSize(f, 1<<20)}
 	h := header{version: Version, tick: p.tick, nextID: p.nextID, chunkSize: p.chunkSize,
-		types: uint32(len(s.file)), blocks: uint32(blocks), actors: uint64(res.Actors)}
+		types: uint32(len(s.file)), blocks: uint32(blocks), actors: uint64(res.Actors + res.Players)}
 	fw.write(h.append(nil))
 	fw.write(appendTypes(nil, s.file))
 	var scratch, head []byte
 	for i := range p.tables {
-		if t := &p.tables[i]; t.rows > t.players {
-			head, scratch = s.writeBlock(fw, t, head, scratch)
+		t := &p.tables[i]
+		if t.rows > t.players {
+			head, scratch = s.writeBlock(fw, t, false, head, scratch)
 		}
+		if t.named > 0 {
+			head, scratch = s.writeBlock(fw, t, true, head, scratch)
+		}
+	}
+	for _, g := range groups {
+		head, scratch = s.writeKept(fw, g, head, scratch)
 	}
 	tail := append([]byte(endMagic), 0, 0, 0, 0)
 	binary.LittleEndian.PutUint32(tail[8:], uint32(blocks))
@@ -165,16 +186,26 @@ func (s *Saver) write(dir string, keep int) (Result, error) {
 	return res, nil
 }
 
-// writeBlock writes table t's block: the rows without a session.
-func (s *Saver) writeBlock(fw *fileWriter, t *tablePic, head, scratch []byte) ([]byte, []byte) {
+// writeBlock writes a block of table t: its rows without a session, or
+// with players its rows of named players, with their names.
+func (s *Saver) writeBlock(fw *fileWriter, t *tablePic, players bool, head, scratch []byte) ([]byte, []byte) {
 	p := &s.pic
 	u := &p.units[t.unit]
-	keep := t.rows - t.players
+	rows := t.rows - t.players
+	if players {
+		rows = t.named
+	}
 	var clients []components.Client
 	if t.players > 0 {
 		clients = p.clients(t)
 	}
-	// The columns' bytes, with the players' rows left out.
+	in := func(r int) bool {
+		if players {
+			return clients[r].Session != 0 && p.name(clients[r]) != ""
+		}
+		return clients == nil || clients[r].Session == 0
+	}
+	// The columns' bytes, of the rows in the block.
 	scratch = scratch[:0]
 	var types [maxBlockColumns]int
 	ncols := 0
@@ -183,11 +214,11 @@ func (s *Saver) writeBlock(fw *fileWriter, t *tablePic, head, scratch []byte) ([
 		if col.typ == clientColumn {
 			continue
 		}
-		if col.typ >= builtinColumns && s.types[col.typ-builtinColumns].coded() {
+		if col.typ >= firstGame && s.types[col.typ-firstGame].coded() {
 			data := u.coded[col.start:col.end]
 			for r := 0; r < t.rows; r++ {
 				n := 4 + int(binary.LittleEndian.Uint32(data))
-				if clients == nil || clients[r].Session == 0 {
+				if in(r) {
 					scratch = append(scratch, data[:n]...)
 				}
 				data = data[n:]
@@ -198,7 +229,7 @@ func (s *Saver) writeBlock(fw *fileWriter, t *tablePic, head, scratch []byte) ([
 				scratch = append(scratch, data...)
 			} else {
 				for r := 0; r < t.rows; r++ {
-					if clients[r].Session == 0 {
+					if in(r) {
 						scratch = append(scratch, data[r*col.stride:(r+1)*col.stride]...)
 					}
 				}
@@ -206,22 +237,154 @@ func (s *Saver) writeBlock(fw *fileWriter, t *tablePic, head, scratch []byte) ([
 		}
 		types[ncols] = col.typ
 		ncols++
+		if players && col.typ == colAnimation {
+			for r := 0; r < t.rows; r++ {
+				if in(r) {
+					scratch = appendCoded(scratch, []byte(p.name(clients[r])))
+				}
+			}
+			types[ncols] = playerType
+			ncols++
+		}
 	}
+	return writeBlockBytes(fw, t.key, rows, types[:ncols], head, scratch)
+}
+
+// writeBlockBytes writes a block: its header, then payload, then checksum.
+func writeBlockBytes(fw *fileWriter, key grid.AreaKey, rows int, types []int, head, payload []byte) ([]byte, []byte) {
 	head = head[:0]
-	head = binary.LittleEndian.AppendUint32(head, t.key.WorldOrCell)
-	head = binary.LittleEndian.AppendUint32(head, uint32(t.key.X))
-	head = binary.LittleEndian.AppendUint32(head, uint32(t.key.Y))
-	head = binary.LittleEndian.AppendUint32(head, uint32(keep))
-	head = binary.LittleEndian.AppendUint16(head, uint16(ncols))
-	for _, typ := range types[:ncols] {
+	head = binary.LittleEndian.AppendUint32(head, key.WorldOrCell)
+	head = binary.LittleEndian.AppendUint32(head, uint32(key.X))
+	head = binary.LittleEndian.AppendUint32(head, uint32(key.Y))
+	head = binary.LittleEndian.AppendUint32(head, uint32(rows))
+	head = binary.LittleEndian.AppendUint16(head, uint16(len(types)))
+	for _, typ := range types {
 		head = binary.LittleEndian.AppendUint16(head, uint16(typ))
 	}
-	head = binary.LittleEndian.AppendUint64(head, uint64(len(scratch)))
-	crc := crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, scratch)
+	head = binary.LittleEndian.AppendUint64(head, uint64(len(payload)))
+	crc := crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, payload)
 	fw.write(head)
-	fw.write(scratch)
+	fw.write(payload)
 	fw.write(binary.LittleEndian.AppendUint32(head[:0], crc))
-	return head, scratch
+	return head, payload
+}
+
+// appendCoded appends a coded value: its length, then its bytes.
+func appendCoded(dst, v []byte) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(v)))
+	return append(dst, v...)
+}
+
+// name returns the name of the player whose actor has Client c, "" for a
+// guest.
+func (p *picture) name(c components.Client) string {
+	if int(c.Slot) < len(p.names) {
+		return p.names[c.Slot]
+	}
+	return ""
+}
+
+// keptGroup is a block's worth of kept actors: in one chunk, with the same
+// components.
+type keptGroup struct {
+	key   grid.AreaKey
+	types []int // the file's type indexes of their game components
+	kept  []keptRow
+}
+
+type keptRow struct {
+	k      *Kept
+	values []int // k.values' indexes, in the order of types
+}
+
+// groupKept sorts the kept actors into blocks: by chunk, then by the set
+// of their game components, each block's rows by player name. A value of a
+// type the Saver does not know (no longer registered) cannot be described
+// in the type table and is left out.
+func (s *Saver) groupKept() []keptGroup {
+	p := &s.pic
+	index := map[string]int{}
+	for i, t := range s.types {
+		index[t.name] = firstGame + i
+	}
+	type entry struct {
+		key  grid.AreaKey
+		sig  string
+		row  keptRow
+		typs []int
+	}
+	entries := make([]entry, 0, len(p.kept))
+	for _, k := range p.kept {
+		e := entry{key: grid.KeyOf(k.Transform.WorldOrCell, k.Transform.X, k.Transform.Y, p.chunkSize), row: keptRow{k: k}}
+		order := make([]int, 0, len(k.values))
+		for vi, v := range k.values {
+			if _, ok := index[v.name]; ok {
+				order = append(order, vi)
+			}
+		}
+		slices.SortFunc(order, func(a, b int) int { return index[k.values[a].name] - index[k.values[b].name] })
+		var sig strings.Builder
+		for _, vi := range order {
+			typ := index[k.values[vi].name]
+			e.typs = append(e.typs, typ)
+			fmt.Fprintf(&sig, "%d,", typ)
+		}
+		e.sig, e.row.values = sig.String(), order
+		entries = append(entries, e)
+	}
+	slices.SortFunc(entries, func(a, b entry) int {
+		if a.key != b.key {
+			if grid.Less(a.key, b.key) {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(strings.Compare(a.sig, b.sig), strings.Compare(a.row.k.Player, b.row.k.Player))
+	})
+	var groups []keptGroup
+	for i, e := range entries {
+		if i == 0 || e.key != entries[i-1].key || e.sig != entries[i-1].sig {
+			groups = append(groups, keptGroup{key: e.key, types: e.typs})
+		}
+		g := &groups[len(groups)-1]
+		g.kept = append(g.kept, e.row)
+	}
+	return groups
+}
+
+// writeKept writes a block of kept actors.
+func (s *Saver) writeKept(fw *fileWriter, g keptGroup, head, scratch []byte) ([]byte, []byte) {
+	le := binary.LittleEndian
+	scratch = scratch[:0]
+	for _, r := range g.kept {
+		scratch = le.AppendUint32(scratch, r.k.ID.ID)
+	}
+	for _, r := range g.kept {
+		t := &r.k.Transform
+		for _, f := range [...]float32{t.X, t.Y, t.Z, t.Yaw} {
+			scratch = le.AppendUint32(scratch, math.Float32bits(f))
+		}
+		scratch = le.AppendUint32(scratch, t.WorldOrCell)
+	}
+	for _, r := range g.kept {
+		scratch = le.AppendUint16(scratch, r.k.Animation.Flags)
+	}
+	for _, r := range g.kept {
+		scratch = appendCoded(scratch, []byte(r.k.Player))
+	}
+	types := append([]int{colID, colTransform, colAnimation, playerType}, g.types...)
+	for c := range g.types {
+		coded := s.types[g.types[c]-firstGame].coded()
+		for _, r := range g.kept {
+			v := r.k.values[r.values[c]].data
+			if coded {
+				scratch = appendCoded(scratch, v)
+			} else {
+				scratch = append(scratch, v...)
+			}
+		}
+	}
+	return writeBlockBytes(fw, g.key, len(g.kept), types, head, scratch)
 }
 
 // clients returns the copy of t's Client rows, or nil when its chunk had

@@ -26,7 +26,6 @@ import (
 	"syscall"
 
 	"github.com/throng-go/throng"
-	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/net"
 )
 
@@ -55,11 +54,13 @@ func run(ctx context.Context, configPath, tokensPath string, log *slog.Logger, r
 		if err != nil {
 			return err
 		}
-		opts.Admit = func(h net.Hello) (components.Transform, error) {
+		opts.Admit = func(h net.Hello) (throng.Entry, error) {
 			if !allowed[string(h.Token)] {
-				return components.Transform{}, errors.New("unknown player token")
+				return throng.Entry{}, errors.New("unknown player token")
 			}
-			return components.Transform{}, nil // a game places its players; this one at the origin
+			// A game places its players; this one at the origin. The
+			// token names the player, whose actor is kept while away.
+			return throng.Entry{Player: string(h.Token)}, nil
 		}
 	}
 	opts.Logger = log // New logs each setting it had to adjust

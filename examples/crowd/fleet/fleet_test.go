@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng"
-	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/examples/crowd/fleet"
 	"github.com/throng-go/throng/examples/crowd/scenario"
 	"github.com/throng-go/throng/net"
@@ -19,7 +18,7 @@ import (
 
 // serve runs a 30 Hz Throng server on QUIC on loopback, admitting with
 // admit, until stop is called (or the test ends). It returns the address.
-func serve(t *testing.T, admit func(net.Hello) (components.Transform, error)) (addr string, stop func()) {
+func serve(t *testing.T, admit func(net.Hello) (throng.Entry, error)) (addr string, stop func()) {
 	t.Helper()
 	q, err := net.ListenQUIC("127.0.0.1:0", net.QUICConfig{Development: true})
 	require.NoError(t, err)

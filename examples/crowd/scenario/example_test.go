@@ -27,7 +27,8 @@ func ExampleTown() {
 // updates as the limiter allows.
 func ExampleBot() {
 	p := scenario.Square(400, 1)
-	spawn, _ := p.Admit(net.Hello{Token: scenario.Token(17)})
+	entry, _ := p.Admit(net.Hello{Token: scenario.Token(17)})
+	spawn := entry.Spawn
 	bot := scenario.NewBot(p.Spawns[17], scenario.WanderGait(), 17)
 	bot.Welcome(net.Welcome{X: spawn.X, Y: spawn.Y, WorldOrCell: spawn.WorldOrCell})
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/net"
@@ -280,11 +281,11 @@ func Token(i int) []byte {
 // [Token](N) and "west-N" do) is placed at Spawns[N mod len(Spawns)], the
 // spawn [Population.Bot](N) wanders from; any other token at a spawn picked
 // by a hash of the token. Only an empty population refuses.
-func (p Population) AdmitAny(h net.Hello) (components.Transform, error) {
+func (p Population) AdmitAny(h net.Hello) (throng.Entry, error) {
 	if len(p.Spawns) == 0 {
-		return components.Transform{}, fmt.Errorf("scenario: %s has no spawns to admit %q at", p.Name, h.Token)
+		return throng.Entry{}, fmt.Errorf("scenario: %s has no spawns to admit %q at", p.Name, h.Token)
 	}
-	return p.Spawns[spawnIndex(h.Token, len(p.Spawns))].Transform, nil
+	return throng.Entry{Player: string(h.Token), Spawn: p.Spawns[spawnIndex(h.Token, len(p.Spawns))].Transform}, nil
 }
 
 // spawnIndex maps a token to a spawn of n: its trailing number mod n, or
@@ -311,13 +312,13 @@ func spawnIndex(token []byte, n int) int {
 // Admit is the server's admission function for this population (pass it as
 // throng.Options.Admit): a Hello whose token is [Token](i) for an actor of
 // the population is admitted at Spawns[i]; any other token is refused.
-func (p Population) Admit(h net.Hello) (components.Transform, error) {
+func (p Population) Admit(h net.Hello) (throng.Entry, error) {
 	rest, ok := strings.CutPrefix(string(h.Token), "bot-")
 	i, err := strconv.Atoi(rest)
 	if !ok || err != nil || i < 0 || i >= len(p.Spawns) {
-		return components.Transform{}, fmt.Errorf("scenario: %s has no bot %q", p.Name, h.Token)
+		return throng.Entry{}, fmt.Errorf("scenario: %s has no bot %q", p.Name, h.Token)
 	}
-	return p.Spawns[i].Transform, nil
+	return throng.Entry{Player: string(h.Token), Spawn: p.Spawns[i].Transform}, nil
 }
 
 // RelayWork counts a population's relay decisions: ordered (sender,

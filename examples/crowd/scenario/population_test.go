@@ -103,7 +103,8 @@ func TestAdmitPlacesEachBotAtItsSpawn(t *testing.T) {
 	for i, s := range p.Spawns {
 		got, err := p.Admit(net.Hello{Token: Token(i)})
 		require.NoError(t, err)
-		assert.Equal(t, s.Transform, got)
+		assert.Equal(t, s.Transform, got.Spawn)
+		assert.Equal(t, string(Token(i)), got.Player, "a bot plays under its token")
 	}
 	for _, tok := range []string{"bot-50", "bot--1", "bot-", "player-1", ""} {
 		_, err := p.Admit(net.Hello{Token: []byte(tok)})
@@ -146,7 +147,8 @@ func TestAdmitAnyLetsEveryoneInAtTheirNumberedSpawn(t *testing.T) {
 	} {
 		got, err := p.AdmitAny(net.Hello{Token: []byte(c.token)})
 		require.NoError(t, err, c.token)
-		assert.Equal(t, p.Spawns[c.spawn].Transform, got, c.token)
+		assert.Equal(t, p.Spawns[c.spawn].Transform, got.Spawn, c.token)
+		assert.Equal(t, c.token, got.Player)
 	}
 	seen := map[components.Transform]bool{}
 	for _, name := range []string{"alice", "bob", "carol", "dave", "erin", ""} {
@@ -154,7 +156,7 @@ func TestAdmitAnyLetsEveryoneInAtTheirNumberedSpawn(t *testing.T) {
 		require.NoError(t, err, name)
 		b, _ := p.AdmitAny(net.Hello{Token: []byte(name)})
 		assert.Equal(t, a, b, "%q lands on the same spawn every time", name)
-		seen[a] = true
+		seen[a.Spawn] = true
 	}
 	assert.Greater(t, len(seen), 2, "names spread over the spawns")
 
