@@ -38,7 +38,8 @@
 //     scheduler.ParallelSystem, then [Server.AddSystem] with
 //     scheduler.After(systems.MoveName) or similar; print
 //     [Server.Schedule] to see the stages.
-//   - Decide who may join and where they spawn: Options.Admit.
+//   - Decide who may join, under which name (a named player's actor is kept
+//     while it is away), and where they spawn: Options.Admit.
 //   - Connect in-process clients (tests, bots): [Server.Mem], then Dial.
 //   - Read a settings file: [LoadOptionsFile], then [Options.Resolve].
 //   - Configure in Go: set [Options] fields (pointer fields with new(v)),

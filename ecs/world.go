@@ -134,11 +134,12 @@ type World struct {
 // gen counts the times the entity was given a chunk or parked (see
 // World.park): a rankedChunk taken at another gen is stale.
 type chunkSlot struct {
-	entity ecs.Entity
-	filter *actorFilter
-	mark   uint32
-	gen    uint32
-	live   bool // the entity stands for a chunk in the index, not parked
+	entity  ecs.Entity
+	filter  *actorFilter
+	mark    uint32
+	gen     uint32
+	clients int32 // actors with a client in the chunk, as chunkRecord.clients
+	live    bool  // the entity stands for a chunk in the index, not parked
 }
 
 // actorFilter matches every actor: the columns a ChunkView holds.
@@ -290,9 +291,17 @@ func (w *World) ActorsAround(key grid.AreaKey) int {
 	return n
 }
 
-// ClientsIn returns how many actors in chunk key were spawned with a
-// client (a session): 0 for a chunk of props and NPCs only, or none.
-func (w *World) ClientsIn(key grid.AreaKey) int { return int(w.chunks[key].clients) }
+// ClientsIn returns how many actors in the chunk whose entity is chunk (a
+// [ChunkView]'s Chunk) were spawned with a client (a session): 0 for a
+// chunk of props and NPCs only. It reads an array, not the chunk index,
+// so that a save can ask it of every table; it may be called from several
+// goroutines while the world does not change.
+func (w *World) ClientsIn(chunk ecs.Entity) int {
+	if id := int(chunk.ID()); id < len(w.chunkSlots) && w.chunkSlots[id].entity == chunk {
+		return int(w.chunkSlots[id].clients)
+	}
+	return 0
+}
 
 // addClients counts n more actors with a client in chunk key, which holds
 // at least one actor.
@@ -300,6 +309,7 @@ func (w *World) addClients(key grid.AreaKey, n int32) {
 	c := w.chunks[key]
 	c.clients += n
 	w.chunks[key] = c
+	w.chunkSlots[c.entity.ID()].clients += n
 }
 
 // Spawn queues a new actor and returns its ActorID at once. IDs count up

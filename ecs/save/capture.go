@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -62,12 +63,16 @@ type picture struct {
 	arena     []byte
 }
 
-// tablePic is one chunk table of the picture.
+// tablePic is one chunk table of the picture. Begin fills in what the
+// world's snapshot says; the table's copy unit finds its columns, from
+// colStart on, and lays them out in its region of the arena.
 type tablePic struct {
 	key              grid.AreaKey
+	view             *ecs.ChunkView
 	rows             int
+	region           int // arena offset of its columns, each at most maxStride bytes a row
 	colStart, colEnd int // its columns in picture.cols
-	clientCol        int // the column of its Client rows
+	clientCol        int // the column of its Client rows, or -1
 	players          int // rows with a session, counted by the writer
 	named            int // of them, rows of named players
 	unit             int
@@ -134,6 +139,10 @@ const unitBytes = 256 << 10
 // the number of copy units. tick is the tick the picture follows. It
 // returns ErrBusy while the last save is being written. The world must not
 // change until every unit has run.
+//
+// Begin itself only lists the world's chunk tables and cuts them into
+// units; finding each table's columns (the game's among them) is part of
+// its unit's work, so that the pool shares it too.
 func (s *Saver) Begin(tick uint64, players Players) (int, error) {
 	if !s.busy.CompareAndSwap(false, true) {
 		return 0, ErrBusy
@@ -143,65 +152,51 @@ func (s *Saver) Begin(tick uint64, players Players) (int, error) {
 	p.names = append(p.names[:0], players.Names...)
 	p.kept = append(p.kept[:0], players.Kept...)
 	s.views = s.world.Snapshot(s.views[:0])
-	p.tables = p.tables[:0]
-	p.cols = p.cols[:0]
-	u := s.world.Ark().Unsafe()
-	for _, v := range s.views {
-		t := tablePic{key: v.Key, rows: v.Len(), colStart: len(p.cols), clientCol: -1}
-		p.cols = append(p.cols,
-			colPic{typ: colID, src: unsafe.Pointer(&v.IDs[0]), stride: 4},
-			colPic{typ: colTransform, src: unsafe.Pointer(&v.Transforms[0]), stride: 20},
-			colPic{typ: colAnimation, src: unsafe.Pointer(&v.Animations[0]), stride: 2},
-		)
-		if s.world.ClientsIn(v.Key) > 0 {
-			// Only a chunk with players needs its Client rows, to leave
-			// the players out.
-			t.clientCol = len(p.cols)
-			p.cols = append(p.cols, colPic{typ: clientColumn, src: unsafe.Pointer(&v.Clients[0]), stride: int(unsafe.Sizeof(components.Client{}))})
-		}
-		// The game's columns: an Ark table keeps each component's values
-		// in one array, so the first row's address is the column's.
-		first := v.Entities[0]
-		for ti, id := range s.ids {
-			if u.Has(first, id) {
-				p.cols = append(p.cols, colPic{typ: firstGame + ti, src: u.Get(first, id), stride: int(s.types[ti].typ.Size())})
-			}
-		}
-		t.colEnd = len(p.cols)
-		p.tables = append(p.tables, t)
-	}
-	return s.plan(), nil
-}
-
-// plan lays the plain columns out in the arena and cuts the tables into
-// units, largest first within the pool's ranking by cost.
-func (s *Saver) plan() int {
-	p := &s.pic
+	p.tables = slices.Grow(p.tables[:0], len(s.views))[:len(s.views)]
+	width := s.maxColumns()
+	p.cols = slices.Grow(p.cols[:0], len(s.views)*width)[:len(s.views)*width]
+	stride := s.maxStride()
 	off := 0
-	for i := range p.tables {
-		t := &p.tables[i]
-		for c := t.colStart; c < t.colEnd; c++ {
-			col := &p.cols[c]
-			if col.typ >= firstGame && s.types[col.typ-firstGame].coded() {
-				continue
-			}
-			col.off = off
-			off += t.rows * col.stride
-		}
+	for i := range s.views {
+		v := &s.views[i]
+		p.tables[i] = tablePic{key: v.Key, view: v, rows: v.Len(), region: off, colStart: i * width, colEnd: i * width, clientCol: -1}
+		off += v.Len() * stride
 	}
 	if cap(p.arena) < off {
 		p.arena = make([]byte, off, max(off, s.arenaHint))
 	}
 	p.arena = p.arena[:off]
+	return s.plan(stride), nil
+}
+
+// maxColumns returns the most columns a table can have: Throng's own, its
+// Client rows, and every type of the game's.
+func (s *Saver) maxColumns() int { return builtinColumns + 1 + len(s.types) }
+
+// maxStride returns the most arena bytes a row can take: Throng's columns,
+// the Client, and every plain type of the game's (coded ones are encoded
+// into their unit's buffer).
+func (s *Saver) maxStride() int {
+	n := 4 + 20 + 2 + int(unsafe.Sizeof(components.Client{}))
+	for _, t := range s.types {
+		if !t.coded() {
+			n += t.size
+		}
+	}
+	return n
+}
+
+// plan cuts the tables into units of about unitBytes of arena, their cost
+// the bytes a row may take.
+func (s *Saver) plan(stride int) int {
+	p := &s.pic
 	p.units = p.units[:0]
 	u := unitPic{}
 	bytes := 0
 	for i := range p.tables {
 		t := &p.tables[i]
 		t.unit = len(p.units)
-		for c := t.colStart; c < t.colEnd; c++ {
-			bytes += t.rows * p.cols[c].stride
-		}
+		bytes += t.rows * stride
 		if bytes >= unitBytes || i == len(p.tables)-1 {
 			u.last, u.cost = i+1, float64(bytes)
 			p.units = append(p.units, u)
@@ -215,16 +210,55 @@ func (s *Saver) plan() int {
 	return len(p.units)
 }
 
+// columns finds table t's columns: Throng's own, its Client rows where its
+// chunk has players (to leave them out), and the game's, read from the
+// table's first row (an Ark table keeps each component's values in one
+// array, so the first row's address is the column's); the plain ones are
+// laid out in t's region of the arena.
+func (s *Saver) columns(t *tablePic) {
+	p := &s.pic
+	v := t.view
+	cols := p.cols[t.colStart : t.colStart : t.colStart+s.maxColumns()]
+	cols = append(cols,
+		colPic{typ: colID, src: unsafe.Pointer(&v.IDs[0]), stride: 4},
+		colPic{typ: colTransform, src: unsafe.Pointer(&v.Transforms[0]), stride: 20},
+		colPic{typ: colAnimation, src: unsafe.Pointer(&v.Animations[0]), stride: 2},
+	)
+	if s.world.ClientsIn(v.Chunk) > 0 {
+		t.clientCol = t.colStart + len(cols)
+		cols = append(cols, colPic{typ: clientColumn, src: unsafe.Pointer(&v.Clients[0]), stride: int(unsafe.Sizeof(components.Client{}))})
+	}
+	u := s.world.Ark().Unsafe()
+	first := v.Entities[0]
+	for ti, id := range s.ids {
+		if u.Has(first, id) {
+			cols = append(cols, colPic{typ: firstGame + ti, src: u.Get(first, id), stride: int(s.types[ti].typ.Size())})
+		}
+	}
+	off := t.region
+	for c := range cols {
+		col := &cols[c]
+		if col.typ >= firstGame && s.types[col.typ-firstGame].coded() {
+			continue
+		}
+		col.off = off
+		off += t.rows * col.stride
+	}
+	t.colEnd = t.colStart + len(cols)
+}
+
 // UnitCost returns unit i's estimated cost, in bytes to copy.
 func (s *Saver) UnitCost(i int) float64 { return s.pic.units[i].cost }
 
-// CopyUnit copies unit i's columns into the picture: plain ones as bytes,
-// coded ones encoded. Units may run at once on different goroutines.
+// CopyUnit finds unit i's columns and copies them into the picture: plain
+// ones as bytes, coded ones encoded. Units may run at once on different
+// goroutines.
 func (s *Saver) CopyUnit(i int) {
 	p := &s.pic
 	u := &p.units[i]
 	for ti := u.first; ti < u.last; ti++ {
 		t := &p.tables[ti]
+		s.columns(t)
 		for c := t.colStart; c < t.colEnd; c++ {
 			col := &p.cols[c]
 			n := t.rows * col.stride
