@@ -2,6 +2,7 @@ package throng_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -265,4 +266,85 @@ func TestAReturningPlayerGetsItsActorBack(t *testing.T) {
 	}
 	_, w := join(t, loaded, "guest")
 	assert.Equal(t, [2]float32{500, 500}, [2]float32{w.X, w.Y}, "a guest starts at the spawn")
+}
+
+// TestASaveIsAPictureOfOneTickBoundary saves while props cross chunk
+// borders every tick and named players keep joining, and ticks on while
+// the save is written: the file holds the world as it stood at the
+// boundary the save was taken at, every prop and player where it stood.
+func TestASaveIsAPictureOfOneTickBoundary(t *testing.T) {
+	dir := t.TempDir()
+	opts := throng.Options{SavedTypes: savedTypes, Admit: func(h net.Hello) (throng.Entry, error) {
+		var i int
+		fmt.Sscanf(string(h.Token), "p-%d", &i)
+		return throng.Entry{Player: string(h.Token), Spawn: components.Transform{X: float32(i%30) * 97, Y: 300}}, nil
+	}}
+	srv, err := throng.New(opts)
+	require.NoError(t, err)
+	defer srv.Close()
+	w := srv.World()
+	var props []components.ActorID
+	for i := range 200 {
+		props = append(props, w.Spawn(ecs.ActorSpec{Transform: components.Transform{X: float32(i) * 61, Y: float32(i%7) * 250}}))
+	}
+	w.Apply(nil)
+	joined, ticks := 0, 0
+	step := func() {
+		ticks++
+		for i, id := range props {
+			tr := components.Transform{X: float32(i)*61 + float32(ticks)*37, Y: float32(i%7) * 250}
+			w.Teleport(id, tr)
+		}
+		for range 3 {
+			c := srv.Mem().Dial()
+			hello, err := net.AppendHello(nil, net.Hello{Token: fmt.Appendf(nil, "p-%d", joined)})
+			require.NoError(t, err)
+			require.NoError(t, c.Send(hello))
+			joined++
+		}
+		srv.Tick()
+	}
+	for range 10 {
+		step()
+	}
+	// The boundary: every actor where it stands now.
+	want := map[uint32]components.Transform{}
+	players := 0
+	for _, v := range w.Snapshot(nil) {
+		for r, id := range v.IDs {
+			want[id.ID] = v.Transforms[r]
+			if v.Clients[r].Session != 0 {
+				players++
+			}
+		}
+	}
+	require.Greater(t, players, 10)
+	p, err := srv.Save(dir)
+	require.NoError(t, err)
+	for range 5 { // the world moves on while the save is written
+		step()
+	}
+	rep, err := p.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, 200, rep.Actors)
+	assert.Equal(t, players, rep.Players)
+
+	f, err := save.Read(dir)
+	require.NoError(t, err)
+	loaded := ecs.NewWorld(w.ChunkSize())
+	require.NoError(t, f.Restore(loaded, savedTypes))
+	got := 0
+	for _, v := range loaded.Snapshot(nil) {
+		for r, id := range v.IDs {
+			assert.Equal(t, want[id.ID], v.Transforms[r], "prop %d", id.ID)
+			got++
+		}
+	}
+	assert.Equal(t, 200, got)
+	kept, err := f.Kept(savedTypes)
+	require.NoError(t, err)
+	require.Len(t, kept, players)
+	for _, k := range kept {
+		assert.Equal(t, want[k.ID.ID], k.Transform, "player %s", k.Player)
+	}
 }

@@ -91,7 +91,7 @@ func runCrowd(ctx context.Context, cfg config, out io.Writer) error {
 	m.summary(time.Now()) // before closing: the sessions are still there
 	rep, saveErr := saveOnStop(srv)
 	if rep != nil {
-		log.Info("saved", "file", rep.Path, "tick", rep.Tick, "actors", rep.Actors, "bytes", rep.Bytes,
+		log.Info("saved", "file", rep.Path, "tick", rep.Tick, "actors", rep.Actors, "players", rep.Players, "bytes", rep.Bytes,
 			"freeze_ms", ms(rep.Freeze), "write_ms", ms(rep.Write))
 	}
 	bots.Close()

@@ -66,7 +66,8 @@
 //	                 server and in-process bots together (200 is both cores
 //	                 of a 2-core machine)
 //
-// At the end a summary covers the whole run (with saves, save_freeze_ms
+// At the end a summary covers the whole run (p99_ms and max_ms besides the
+// seconds' figures; with saves, save_freeze_ms
 // and save_write_ms as the last tick saw them, once a save has begun), and
 // says what each system of the tick took over its last second (ingest_ms,
 // prepare_ms, move_ms, relay_ms, join_ms, greeter_ms: a tick's time in the

@@ -155,6 +155,7 @@ func (m *meter) summary(now time.Time) {
 		"commands", st.Commands,
 		"work_ms", ms(r.work.mean()),
 		"p95_ms", ms(r.work.quantile(0.95)),
+		"p99_ms", ms(r.work.quantile(0.99)),
 		"max_ms", ms(r.work.max),
 		"cpu", fleet.CPUPercent(r.cpu, elapsed),
 	}
