@@ -129,6 +129,8 @@ type Options struct {
 	// Persistence says where and how often the world is saved. Key
 	// "persistence".
 	Persistence Persistence `json:"persistence,omitzero"`
+	// Debug opens the spectator window for operators. Key "debug".
+	Debug Debug `json:"debug,omitzero"`
 	// LoadFrom is a save to start from: a save directory (its latest
 	// save) or a save file. The server's world starts as the save left
 	// it, before the first tick; a save that cannot be read whole fails
@@ -307,6 +309,8 @@ type Settings struct {
 	Network Network
 	// Persistence is the resolved "persistence" section.
 	Persistence PersistenceSettings
+	// Debug is the resolved "debug" section.
+	Debug DebugSettings
 	// LoadFrom is the save the world starts from, or "".
 	LoadFrom string
 }

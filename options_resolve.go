@@ -187,6 +187,7 @@ func (o Options) resolve() (Settings, []Adjustment, []*OptionsError) {
 	s.MetricsListen = o.Metrics.resolve(&r)
 	s.Network = o.Network.resolve(&r)
 	s.Persistence = o.Persistence.resolve(&r)
+	s.Debug = o.Debug.resolve(&r)
 	s.LoadFrom = o.LoadFrom
 	s.MaxRecordsPerTick = r.count("connection.maxRecordsPerTick", o.Connection.MaxRecordsPerTick, net.MaxRecordsPerBatch)
 	if len(r.errs) > 0 {

@@ -78,6 +78,7 @@ func TestZeroOptionsResolveToDocumentedDefaults(t *testing.T) {
 		},
 		MaxRecordsPerTick: 57,
 		Persistence:       throng.PersistenceSettings{Every: 300 * time.Second, Keep: 3},
+		Debug:             throng.DebugSettings{FramesPerSecond: 10},
 	}, s)
 }
 
@@ -431,6 +432,7 @@ func fullOptions() throng.Options {
 			},
 		},
 		Persistence: throng.Persistence{Dir: "saves", EverySeconds: new(120.5), Keep: new(5)},
+		Debug:       throng.Debug{Listen: "127.0.0.1:7778", Token: "s3cret", FramesPerSecond: new(5)},
 		LoadFrom:    "saves",
 	}
 }

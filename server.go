@@ -37,6 +37,7 @@ type Server struct {
 	times     []scheduler.SystemTime // the last tick's, for the meter
 	meter     meter
 	metrics   *metricsServer
+	spect     *spectatorServer // the debug listener, or nil
 	saver     *save.Saver
 	saveJob   saveJob
 	saveUnits []scheduler.Unit
@@ -142,6 +143,15 @@ func New(opts Options) (*Server, error) {
 		if s.metrics, err = startMetrics(s, settings.MetricsListen); err != nil {
 			s.pool.Close()
 			return fail(fmt.Errorf("throng: metrics listener: %w", err))
+		}
+	}
+	if settings.Debug.Listen != "" {
+		if s.spect, err = startSpectator(s, settings.Debug); err != nil {
+			s.pool.Close()
+			if s.metrics != nil {
+				s.metrics.close()
+			}
+			return fail(fmt.Errorf("throng: debug listener: %w", err))
 		}
 	}
 	s.builder = scheduler.NewBuilder()
@@ -267,6 +277,9 @@ func (s *Server) Tick() systems.TickStats {
 	s.pipe.ObserveWork(now.Sub(start))
 	st := s.pipe.Stats()
 	s.record(st, run.Pooled, now.Sub(start), now)
+	if s.spect != nil {
+		s.spectate(now)
+	}
 	return st
 }
 
@@ -343,6 +356,13 @@ func (s *Server) RunTicks(ctx context.Context, each func(systems.TickStats, time
 		}
 		if !waitUntil(next) {
 			return nil
+		}
+		if s.spect != nil && s.holdForSpectator() {
+			// Paused by a spectator: no tick, no rate told, the window
+			// still served.
+			second, ticks = time.Now(), 0
+			next = time.Now().Add(period)
+			continue
 		}
 		began := time.Now()
 		st := s.Tick()
@@ -421,6 +441,9 @@ func (s *Server) Close() error {
 	s.pool.Close()
 	if s.metrics != nil {
 		s.metrics.close()
+	}
+	if s.spect != nil {
+		s.spect.close()
 	}
 	return s.transport.Close()
 }

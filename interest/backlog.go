@@ -168,6 +168,15 @@ func (b *Backlog) Offer(sender uint32, weight uint8, due bool) {
 // Take.
 func (b *Backlog) Owed() int { return len(b.owed) }
 
+// AppendOwed appends the senders owed to this recipient after the last
+// Take to dst, in the order they were offered, and returns it.
+func (b *Backlog) AppendOwed(dst []uint32) []uint32 {
+	for _, c := range b.owed {
+		dst = append(dst, c.sender)
+	}
+	return dst
+}
+
 // Reset forgets everything owed and offered, keeping the memory; use it when
 // the recipient leaves or its view is rebuilt.
 func (b *Backlog) Reset() {

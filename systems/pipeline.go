@@ -160,32 +160,38 @@ type Pipeline struct {
 	sessions map[net.SessionID]*session
 	// names holds the names of the players in play by session slot ("" for
 	// guests), and kept the actors kept for players away, by name.
-	names        []string
-	kept         map[string]*save.Kept
-	slots        []*session // by Client.Slot; nil when free
-	freeSlots    []uint32
-	closedSlots  []uint32 // freed once this tick's despawns are applied
-	corrections  []*session
-	commands     []Command // this tick's, see Pipeline.Commands
-	eventMu      sync.Mutex
-	eventBuf     []byte // SendEvent's, under eventMu
-	eventsSent   uint64 // under eventMu; into Stats
-	inbox        []net.Inbound
-	waiting      []waitingHello // Hellos waiting for their turn, from waitHead on
-	waitHead     int
-	joins        int           // Hellos admitted this tick
-	joinSpent    int           // the appears this tick's joins cost (joinFits)
-	rateTold     uint16        // the slowed rate (centihertz) last told the clients; 0 while at the nominal rate
-	elapsed      uint64        // tick periods of time so far: ticks run and periods skipped (Skip)
-	skipped      uint64        // periods skipped since the last tick, for elapsed
-	buckets      []inputBucket // this tick's Move frames by session, see RouteInputs
-	inputsAlone  bool          // ApplyInputs runs on the tick goroutine, every bucket in one unit
-	inputsDirect bool          // RouteInputs applies Move frames as they come
-	minRouted    int           // the fewest sessions whose Move frames are routed (tests lower it)
-	out          []byte
-	report       ecs.ApplyReport
-	vis          visibility
-	stats        TickStats
+	names []string
+	kept  map[string]*save.Kept
+	// The watched player (Watch), whether its relay ran this tick, what it
+	// was sent and is owed (written by its relay unit), and Spectate's
+	// scratch.
+	watch, watched         uint32
+	watchSent, watchOwed   []uint32
+	spectGroup, spectShard []int32
+	slots                  []*session // by Client.Slot; nil when free
+	freeSlots              []uint32
+	closedSlots            []uint32 // freed once this tick's despawns are applied
+	corrections            []*session
+	commands               []Command // this tick's, see Pipeline.Commands
+	eventMu                sync.Mutex
+	eventBuf               []byte // SendEvent's, under eventMu
+	eventsSent             uint64 // under eventMu; into Stats
+	inbox                  []net.Inbound
+	waiting                []waitingHello // Hellos waiting for their turn, from waitHead on
+	waitHead               int
+	joins                  int           // Hellos admitted this tick
+	joinSpent              int           // the appears this tick's joins cost (joinFits)
+	rateTold               uint16        // the slowed rate (centihertz) last told the clients; 0 while at the nominal rate
+	elapsed                uint64        // tick periods of time so far: ticks run and periods skipped (Skip)
+	skipped                uint64        // periods skipped since the last tick, for elapsed
+	buckets                []inputBucket // this tick's Move frames by session, see RouteInputs
+	inputsAlone            bool          // ApplyInputs runs on the tick goroutine, every bucket in one unit
+	inputsDirect           bool          // RouteInputs applies Move frames as they come
+	minRouted              int           // the fewest sessions whose Move frames are routed (tests lower it)
+	out                    []byte
+	report                 ecs.ApplyReport
+	vis                    visibility
+	stats                  TickStats
 }
 
 // New returns a pipeline over world and transport.

@@ -38,6 +38,13 @@ func (j *relayJob) RunUnit(i int) {
 			sc.spreads[max(s.spread, 1)]++  // for the next tick's lists (BeginRelay)
 			owed += int32(s.backlog.Owed()) // for the join, which would pull the line back
 		}
+		if p.watch != 0 && f.id[a] == p.watch {
+			var batch []byte
+			if n > 0 {
+				batch = sc.batch
+			}
+			p.watchRelay(batch, f.sess[a])
+		}
 		if n == 0 {
 			continue
 		}

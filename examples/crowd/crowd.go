@@ -190,6 +190,9 @@ func (c config) serverOptions() throng.Options {
 	if c.set["load"] {
 		opts.LoadFrom = c.loadFrom
 	}
+	if c.set["spectate"] {
+		opts.Debug.Listen = c.spectate
+	}
 	return opts
 }
 
@@ -234,6 +237,9 @@ func logStart(log *slog.Logger, cfg config, pop scenario.Population, srv *throng
 	}
 	if settings.LoadFrom != "" {
 		attrs = append(attrs, "load", settings.LoadFrom)
+	}
+	if a := srv.DebugAddr(); a != nil {
+		attrs = append(attrs, "spectator", "http://"+a.String()+"/")
 	}
 	if pop.Name == "town" {
 		attrs = append(attrs, "hub_relay_share", fmt.Sprintf("%.1f%%", 100*pop.RelayWork().Share(scenario.RegionHub)))

@@ -89,7 +89,10 @@
 //
 // -save saves the world into a directory (throng's persistence section)
 // every -save-every (10 s) while the server ticks, and once more as the
-// run ends, after the summary (the line msg=saved). -load starts the world
+// run ends, after the summary (the line msg=saved). -spectate
+// 127.0.0.1:7778 opens the server's spectator window there: a page that
+// shows the whole world (chunks, clusters, work units, each chunk's relay
+// cost, a watched player's interest) with live charts, pause and step. -load starts the world
 // from the latest save of a directory, or from a save file (throng's
 // loadFrom). A save keeps the actors without a client, the game's props
 // and NPCs; players' actors are not kept, so a save of this example's
@@ -205,6 +208,7 @@ type config struct {
 	saveDir   string        // -save: the directory the world is saved into; "" for none
 	saveEvery time.Duration // -save-every: the time between saves
 	loadFrom  string        // -load: the save the world starts from; "" for none
+	spectate  string        // -spectate: the spectator window's address; "" for none
 
 	ramp   []int // steps of the load test; none runs the crowd
 	hold   time.Duration
@@ -252,8 +256,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.saveDir, "save", "", "save the world into this directory every -save-every, and once more as the run ends (throng's persistence.dir)")
 	fs.DurationVar(&c.saveEvery, "save-every", 10*time.Second, "time between saves with -save; 0 saves only as the run ends (persistence.everySeconds)")
 	fs.StringVar(&c.loadFrom, "load", "", "start the world from the latest save in this directory, or from this save file (throng's loadFrom)")
+	fs.StringVar(&c.spectate, "spectate", "", "open the server's spectator window on this loopback host:port, e.g. 127.0.0.1:7778 (throng's debug.listen); the start line gives its address as spectator=http://...")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (server and bots) to this file, for go tool pprof")
-	configFile := fs.String("config", "", "settings file (JSON, the keys of throng.Options) the server starts from; -hz, -workers, -inline, -interest, -save, -save-every and -load given on the command line override it")
+	configFile := fs.String("config", "", "settings file (JSON, the keys of throng.Options) the server starts from; -hz, -workers, -inline, -interest, -save, -save-every, -load and -spectate given on the command line override it")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}

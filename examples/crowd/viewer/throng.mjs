@@ -9,6 +9,20 @@ export const TYPE = {
   WELCOME: 0x10, APPEAR: 0x11, DISAPPEAR: 0x12, CORRECTION: 0x13, REFUSE: 0x14, EVENT: 0x15, RATE: 0x16,
   BATCH: 0x20,
 };
+// REFUSE are the codes of a Refuse frame (net.RefuseCode): why the server
+// turned a client away. Only BUSY says to come back later.
+export const REFUSE = { UNSPECIFIED: 0, BUSY: 1, PROTOCOL: 2, TOKEN: 3 };
+// CLOSE are the WebSocket close codes the server ends a connection with:
+// DISCONNECT for a session it ended (the reason says why), REFUSAL plus the
+// Refuse code for one it turned away before any Welcome.
+export const CLOSE = { DISCONNECT: 4000, REFUSAL: 4100 };
+
+// refusalOf returns the Refuse code a WebSocket close code carries, or -1
+// for a close that is no refusal.
+export function refusalOf(closeCode) {
+  return closeCode >= CLOSE.REFUSAL && closeCode <= CLOSE.REFUSAL + 0xff ? closeCode - CLOSE.REFUSAL : -1;
+}
+
 const BATCH_HEADER = 8;
 const RECORD = 20;
 const TURN = 2 * Math.PI;

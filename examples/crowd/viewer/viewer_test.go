@@ -50,7 +50,7 @@ func TestPageAndScriptAreServed(t *testing.T) {
 // checkScript is run by Node: it decodes the frames given in hex and
 // encodes a Hello and a Move, and prints it all as JSON.
 const checkScript = `
-import { decode, encodeHello, encodeMove, encodeCommand } from "./throng.mjs";
+import { decode, encodeHello, encodeMove, encodeCommand, REFUSE, refusalOf } from "./throng.mjs";
 const frames = JSON.parse(process.argv[2]);
 const hex = (b) => Buffer.from(b).toString("hex");
 const decoded = frames.map((h) => {
@@ -65,6 +65,8 @@ console.log(JSON.stringify({
   hello: hex(encodeHello("viewer-7", 3)),
   move: hex(encodeMove({ seq: 9, x: 1.5, y: -2.25, z: 0.5, yaw: 1, worldOrCell: 4, flags: 6 })),
   command: hex(encodeCommand(new TextEncoder().encode("open door"))),
+  refuse: REFUSE,
+  closes: [4101, 4103, 4000, 1006].map(refusalOf),
 }));
 `
 
@@ -117,6 +119,8 @@ func TestScriptReadsAndWritesWhatGoDoes(t *testing.T) {
 		Hello   string
 		Move    string
 		Command string
+		Refuse  map[string]float64
+		Closes  []int
 	}
 	require.NoError(t, json.Unmarshal(out, &got), string(out))
 	require.Len(t, got.Decoded, len(frames))
@@ -146,4 +150,9 @@ func TestScriptReadsAndWritesWhatGoDoes(t *testing.T) {
 	assert.Equal(t, hex.EncodeToString(move), got.Move)
 	assert.Equal(t, hex.EncodeToString(net.AppendCommand(nil, []byte("open door"))), got.Command)
 	assert.Equal(t, map[string]any{"type": "event", "payload": "door opened"}, got.Decoded[6])
+	assert.Equal(t, map[string]float64{
+		"UNSPECIFIED": float64(net.RefuseUnspecified), "BUSY": float64(net.RefuseBusy),
+		"PROTOCOL": float64(net.RefuseProtocol), "TOKEN": float64(net.RefuseToken),
+	}, got.Refuse)
+	assert.Equal(t, []int{int(net.RefuseBusy), int(net.RefuseToken), -1, -1}, got.Closes, "close codes 4100+code are refusals")
 }
