@@ -3,6 +3,7 @@ package throng_test
 import (
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/examples/crowd/scenario"
 	"github.com/throng-go/throng/net"
 )
@@ -246,7 +248,11 @@ func BenchmarkTick(b *testing.B) {
 }
 
 func benchmarkTick(b *testing.B, name string, n int, m tickMode) {
-	c := newBenchCrowd(b, name, n, m)
+	measureTicks(b, newBenchCrowd(b, name, n, m))
+}
+
+// measureTicks times c's ticks and reports BenchmarkTick's metrics.
+func measureTicks(b *testing.B, c *benchCrowd) {
 	var (
 		ticks                  int
 		inTick, parallel, busy time.Duration
@@ -281,6 +287,31 @@ func benchmarkTick(b *testing.B, name string, n int, m tickMode) {
 	b.ReportMetric(float64(out)/float64(ticks), "bytes/tick")
 	for i, t := range times {
 		b.ReportMetric(perTick(bySystem[i]), t.Name+"-us")
+	}
+}
+
+// BenchmarkDormantProps is world/10,000 with the shipped defaults, alone
+// and with 100,000 props that never change spread over its map: what
+// actors that stand still cost a tick. A prop that has not changed is
+// never due to anyone, so it adds no relay pairs; what it costs is the
+// tick's per-actor passes over the world (the snapshot and the frame).
+//
+//	go test -run '^$' -bench 'BenchmarkDormantProps' -benchtime=50x -count 6 . | benchstat -col /props -
+func BenchmarkDormantProps(b *testing.B) {
+	for _, props := range []int{0, 100_000} {
+		b.Run(fmt.Sprintf("props=%d", props), func(b *testing.B) {
+			c := newBenchCrowd(b, "world", 10_000, modeNamed("parallel+interest+budget"))
+			w := c.srv.World()
+			rng := rand.New(rand.NewPCG(7, 7))
+			side := float32(scenario.WorldChunks) * scenario.ChunkSize
+			for range props {
+				w.Spawn(ecs.ActorSpec{Transform: components.Transform{X: rng.Float32() * side, Y: rng.Float32() * side}})
+			}
+			for range warmUpTicks { // the props' appears go out, then nothing more
+				c.tick()
+			}
+			measureTicks(b, c)
+		})
 	}
 }
 
