@@ -84,7 +84,7 @@ func TestTheSpectatorPageShowsTheWorld(t *testing.T) {
 	assert.Equal(t, actors, s.Actors, "every actor the server has")
 	assert.Equal(t, 40, s.Players)
 	assert.Positive(t, s.Clusters)
-	assert.Contains(t, text("#status"), "340 actors (40 players)")
+	assert.Contains(t, text("#status"), "350 actors (40 players, 300 NPCs, 10 props)")
 	// The chunks are drawn, coloured by cluster: the canvas is not blank.
 	coloured := eval(`(() => {
 		const c = document.getElementById("world"), g = c.getContext("2d");
@@ -96,9 +96,9 @@ func TestTheSpectatorPageShowsTheWorld(t *testing.T) {
 	assert.Greater(t, coloured, 1000.0, "pixels drawn")
 
 	// Watch a player: the page names what it was sent.
-	eval(`window.watchActor(301)`) // the first player: 300 props came first
-	until("the watched player", func(s pageState) bool { return s.Watched == 301 && s.Sent > 0 })
-	assert.Contains(t, text("#watch"), "watching actor 301")
+	eval(`window.watchActor(311)`) // the first player: 310 NPCs and props came first
+	until("the watched player", func(s pageState) bool { return s.Watched == 311 && s.Sent > 0 })
+	assert.Contains(t, text("#watch"), "watching actor 311")
 
 	// Pause, then step one tick.
 	run(chromedp.Click(chromedp.ID("pause")))

@@ -22,8 +22,8 @@ import (
 )
 
 // spectatedServer is a server with the spectator window on loopback and a
-// world of 300 props, which a system of the test's moves every tick, and
-// 40 players near them.
+// world of 300 NPCs, which a system of the test's moves every tick, 10
+// props that never move, and 40 players near them.
 func spectatedServer(t *testing.T, debug throng.Debug) (*throng.Server, []*net.MemClient) {
 	t.Helper()
 	srv, err := throng.New(throng.Options{Debug: debug, Admit: func(h net.Hello) (throng.Entry, error) {
@@ -37,6 +37,9 @@ func spectatedServer(t *testing.T, debug throng.Debug) (*throng.Server, []*net.M
 	var props []components.ActorID
 	for i := range 300 {
 		props = append(props, w.Spawn(ecs.ActorSpec{Transform: components.Transform{X: float32(i%30) * 250, Y: float32(i/30) * 250}}))
+	}
+	for i := range 10 {
+		w.Spawn(ecs.ActorSpec{Transform: components.Transform{X: float32(i) * 700, Y: 3000}})
 	}
 	w.Apply(nil)
 	require.NoError(t, srv.AddSystem(&shuffle{w: w, props: props}, scheduler.After(systems.JoinName)))
@@ -95,13 +98,11 @@ func TestTheSpectatorSeesTheWholeWorld(t *testing.T) {
 
 	f := nextFrame(t, srv, c)
 	assert.Equal(t, srv.World().Len(), len(f.Actors), "every actor")
-	players := 0
+	kinds := map[systems.ActorKind]int{}
 	for _, a := range f.Actors {
-		if a.Player {
-			players++
-		}
+		kinds[a.Kind]++
 	}
-	assert.Equal(t, 40, players)
+	assert.Equal(t, map[systems.ActorKind]int{systems.KindPlayer: 40, systems.KindNPC: 300, systems.KindProp: 10}, kinds)
 	assert.Equal(t, srv.Stats().Clusters, f.Clusters)
 	chunkActors := 0
 	for _, ch := range f.Chunks {
@@ -116,7 +117,7 @@ func TestTheSpectatorSeesTheWholeWorld(t *testing.T) {
 	// Watch a player: the next frames name what it was sent.
 	var player uint32
 	for _, a := range f.Actors {
-		if a.Player {
+		if a.Kind == systems.KindPlayer {
 			player = a.ID
 			break
 		}

@@ -25,10 +25,22 @@ type Spectacle struct {
 
 // SpectatedActor is one actor of a [Spectacle].
 type SpectatedActor struct {
-	ID     uint32
-	X, Y   float32
-	Player bool // driven by a client
+	ID   uint32
+	X, Y float32
+	Kind ActorKind
 }
+
+// ActorKind is what a [Spectacle] tells actors apart by: players are
+// driven by a client; of the others, those a system of the game's has
+// moved since they spawned are NPCs, those never moved props.
+type ActorKind uint8
+
+// Actor kinds.
+const (
+	KindProp ActorKind = iota
+	KindPlayer
+	KindNPC
+)
 
 // SpectatedChunk is one occupied chunk of a [Spectacle].
 type SpectatedChunk struct {
@@ -77,7 +89,14 @@ func (p *Pipeline) Spectate(sp *Spectacle) {
 	n := f.Len()
 	sp.Actors = resizeSlice(sp.Actors, n)
 	for a := range n {
-		sp.Actors[a] = SpectatedActor{ID: f.id[a], X: f.x[a], Y: f.y[a], Player: f.session[a] != 0}
+		kind := KindProp
+		switch {
+		case f.session[a] != 0:
+			kind = KindPlayer
+		case f.changed[a] != 0:
+			kind = KindNPC
+		}
+		sp.Actors[a] = SpectatedActor{ID: f.id[a], X: f.x[a], Y: f.y[a], Kind: kind}
 	}
 	// Each group's cluster, from the clusters' member views.
 	p.spectGroup = resizeSlice(p.spectGroup, len(f.groups))

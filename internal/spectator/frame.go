@@ -44,7 +44,7 @@ type System struct {
 //	chunks u32, per chunk: worldOrCell u32, x i32, y i32, actors u32,
 //	cluster i32, shard i32, relays u32,
 //	actors u32, then x f32 per actor, y f32 per actor, id u32 per actor,
-//	kind u8 per actor (0 other, 1 player),
+//	kind u8 per actor (systems.ActorKind: 0 prop, 1 player, 2 NPC),
 //	watched u32, sent u32 and the senders u32 each, owed u32 and the
 //	senders u32 each.
 func Append(dst []byte, f *Frame) []byte {
@@ -98,11 +98,7 @@ func Append(dst []byte, f *Frame) []byte {
 		dst = le.AppendUint32(dst, a.ID)
 	}
 	for _, a := range sp.Actors {
-		k := byte(0)
-		if a.Player {
-			k = 1
-		}
-		dst = append(dst, k)
+		dst = append(dst, byte(a.Kind))
 	}
 	dst = le.AppendUint32(dst, sp.Watched)
 	dst = le.AppendUint32(dst, uint32(len(sp.Sent)))
@@ -189,7 +185,7 @@ func Decode(b []byte) (Decoded, error) {
 		d.Actors[i].ID = u32()
 	}
 	for i := range n {
-		d.Actors[i].Player = take(1)[0] == 1
+		d.Actors[i].Kind = systems.ActorKind(take(1)[0])
 	}
 	d.Watched = u32()
 	for k := int(u32()); k > 0 && !bad; k-- {

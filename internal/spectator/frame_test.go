@@ -14,7 +14,7 @@ import (
 func TestAFrameReadsBackAsWritten(t *testing.T) {
 	sp := &systems.Spectacle{
 		Tick:     77,
-		Actors:   []systems.SpectatedActor{{ID: 1, X: 10, Y: -20, Player: true}, {ID: 9, X: 4096.5, Y: 3}},
+		Actors:   []systems.SpectatedActor{{ID: 1, X: 10, Y: -20, Kind: systems.KindPlayer}, {ID: 9, X: 4096.5, Y: 3, Kind: systems.KindNPC}},
 		Chunks:   []systems.SpectatedChunk{{Key: grid.AreaKey{WorldOrCell: 2, X: -1, Y: 3}, Actors: 2, Cluster: 0, Shard: 1, Relays: 5}},
 		Clusters: 1, Shards: 2, Watched: 1, Sent: []uint32{9}, Owed: []uint32{4, 5},
 	}
