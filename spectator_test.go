@@ -160,13 +160,19 @@ func TestTheSpectatorPausesAndSteps(t *testing.T) {
 		require.NoError(t, err)
 		return d
 	}
-	require.NoError(t, c.Write(ctx, websocket.MessageText, []byte(`{"pause": true}`)))
 	var f spectator.Decoded
+	player := uint32(311) // the first player: 310 NPCs and props came first
+	require.NoError(t, c.Write(ctx, websocket.MessageText, fmt.Appendf(nil, `{"watch": %d}`, player)))
+	for f = read(); f.Watched != player; f = read() {
+	}
+	require.NoError(t, c.Write(ctx, websocket.MessageText, []byte(`{"pause": true}`)))
 	for f = read(); !f.Paused; f = read() {
 	}
 	paused := f.Tick
 	for range 5 { // frames keep coming, the tick does not move
-		assert.Equal(t, paused, read().Tick)
+		f = read()
+		assert.Equal(t, paused, f.Tick)
+		assert.Equal(t, player, f.Watched, "the watched player stays shown while paused")
 	}
 	require.NoError(t, c.Write(ctx, websocket.MessageText, []byte(`{"step": 1}`)))
 	for f = read(); f.Tick == paused; f = read() {

@@ -291,6 +291,7 @@ func (p *Pipeline) Players() int { return len(p.sessions) }
 // prepare snapshots the world for tick (see Frame.prepare) and plans the
 // units of Move and Relay.
 func (p *Pipeline) prepare(tick uint64) {
+	p.watched = 0 // the relay sets it again if the watched player is in
 	p.mergeInputs()
 	p.frame.prepare(p.world, tick, p.cfg.Shards)
 	p.clock.Set(tick)

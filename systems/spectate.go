@@ -59,10 +59,11 @@ func (p *Pipeline) Watch(actor uint32) {
 	p.watched = 0
 }
 
-// watchRelay notes what recipient a, the watched player, was sent this
-// tick (batch, its datagrams) and is owed. It runs in a relay unit; only
-// the unit of a's shard writes the pipeline's watch lists, and Spectate
-// reads them after the tick's units are done.
+// watchRelay notes what the watched player was sent this tick (batch, its
+// datagrams) and is owed. It runs in a relay unit; only the unit of the
+// player's shard writes the pipeline's watch lists, and Spectate reads
+// them after the tick's units are done. prepare clears watched, so that a
+// player who left is not shown with its last tick's lists.
 func (p *Pipeline) watchRelay(batch []byte, s *session) {
 	p.watched = p.watch
 	p.watchSent = p.watchSent[:0]
@@ -130,5 +131,4 @@ func (p *Pipeline) Spectate(sp *Spectacle) {
 	if p.watch != 0 && p.watched == p.watch {
 		sp.Watched = p.watch
 	}
-	p.watched = 0
 }
