@@ -41,6 +41,15 @@ type Saver struct {
 
 	ids   []ark.ID // the types' Ark IDs
 	views []ecs.ChunkView
+	// The last picture's views, tables and columns, kept for the next
+	// Begin: a table whose column buffers are the same as last time is
+	// the same Ark table at the same capacity, so its game columns are
+	// where they were, and its copy unit need not ask Ark for them. The
+	// kept views hold those buffers alive, so that no other table can
+	// have been given one of them since.
+	prevViews  []ecs.ChunkView
+	prevTables []tablePic
+	prevCols   []colPic
 
 	busy atomic.Bool
 	pic  picture
@@ -69,6 +78,9 @@ type picture struct {
 type tablePic struct {
 	key              grid.AreaKey
 	view             *ecs.ChunkView
+	ids              unsafe.Pointer // its ActorID column's buffer
+	first            uint32         // the ActorID of its first row, for its order
+	prev             int            // the same table in the last picture, or -1
 	rows             int
 	region           int // arena offset of its columns, each at most maxStride bytes a row
 	colStart, colEnd int // its columns in picture.cols
@@ -151,15 +163,30 @@ func (s *Saver) Begin(tick uint64, players Players) (int, error) {
 	p.tick, p.nextID, p.chunkSize = tick, s.world.NextID(), s.world.ChunkSize()
 	p.names = append(p.names[:0], players.Names...)
 	p.kept = append(p.kept[:0], players.Kept...)
+	s.prevViews, s.views = s.views, s.prevViews
+	s.prevTables, p.tables = p.tables, s.prevTables
+	s.prevCols, p.cols = p.cols, s.prevCols
 	s.views = s.world.Snapshot(s.views[:0])
 	p.tables = slices.Grow(p.tables[:0], len(s.views))[:len(s.views)]
 	width := s.maxColumns()
 	p.cols = slices.Grow(p.cols[:0], len(s.views)*width)[:len(s.views)*width]
 	stride := s.maxStride()
-	off := 0
+	off, j := 0, 0
+	prev := s.prevTables
 	for i := range s.views {
 		v := &s.views[i]
-		p.tables[i] = tablePic{key: v.Key, view: v, rows: v.Len(), region: off, colStart: i * width, colEnd: i * width, clientCol: -1}
+		t := tablePic{key: v.Key, view: v, ids: unsafe.Pointer(&v.IDs[0]), first: v.IDs[0].ID, prev: -1, rows: v.Len(), region: off,
+			colStart: i * width, colEnd: i * width, clientCol: -1}
+		// Both pictures list tables in the same order (by chunk, then the
+		// ActorID of the first row): one walk matches them.
+		for j < len(prev) && tableBefore(&prev[j], &t) {
+			j++
+		}
+		if j < len(prev) && prev[j].ids == t.ids {
+			t.prev = j
+			j++
+		}
+		p.tables[i] = t
 		off += v.Len() * stride
 	}
 	if cap(p.arena) < off {
@@ -167,6 +194,15 @@ func (s *Saver) Begin(tick uint64, players Players) (int, error) {
 	}
 	p.arena = p.arena[:off]
 	return s.plan(stride), nil
+}
+
+// tableBefore reports whether a comes before b in the snapshot's order:
+// by chunk, then by the ActorID of the first row.
+func tableBefore(a, b *tablePic) bool {
+	if a.key != b.key {
+		return grid.Less(a.key, b.key)
+	}
+	return a.first < b.first
 }
 
 // maxColumns returns the most columns a table can have: Throng's own, its
@@ -228,11 +264,20 @@ func (s *Saver) columns(t *tablePic) {
 		t.clientCol = t.colStart + len(cols)
 		cols = append(cols, colPic{typ: clientColumn, src: unsafe.Pointer(&v.Clients[0]), stride: int(unsafe.Sizeof(components.Client{}))})
 	}
-	u := s.world.Ark().Unsafe()
-	first := v.Entities[0]
-	for ti, id := range s.ids {
-		if u.Has(first, id) {
-			cols = append(cols, colPic{typ: firstGame + ti, src: u.Get(first, id), stride: int(s.types[ti].typ.Size())})
+	if t.prev >= 0 {
+		pt := &s.prevTables[t.prev]
+		for _, c := range s.prevCols[pt.colStart:pt.colEnd] {
+			if c.typ >= firstGame {
+				cols = append(cols, colPic{typ: c.typ, src: c.src, stride: c.stride})
+			}
+		}
+	} else {
+		u := s.world.Ark().Unsafe()
+		first := v.Entities[0]
+		for ti, id := range s.ids {
+			if u.Has(first, id) {
+				cols = append(cols, colPic{typ: firstGame + ti, src: u.Get(first, id), stride: int(s.types[ti].typ.Size())})
+			}
 		}
 	}
 	off := t.region
