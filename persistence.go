@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/ecs/save"
 	"github.com/throng-go/throng/scheduler"
 )
@@ -146,6 +147,15 @@ func (s *Server) Kept(player string) (*save.Kept, bool) { return s.pipe.Kept(pla
 // written or still being written, or nil before the first.
 func (s *Server) LastSave() *PendingSave { return s.lastSave }
 
+// restoreUncollected restores f into w with no garbage collection: the
+// load allocates what the world will hold from then on, and a collection
+// during it would only rescan the growing world (a memory limit set with
+// debug.SetMemoryLimit still holds).
+func restoreUncollected(f *save.File, w *ecs.World, types []save.Type) error {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	return f.Restore(w, types)
+}
+
 // load restores the save at path into the server's world, before its
 // first tick.
 func (s *Server) load(path string, types []save.Type) error {
@@ -153,18 +163,11 @@ func (s *Server) load(path string, types []save.Type) error {
 	if err != nil {
 		return fmt.Errorf("throng: loadFrom: %w", err)
 	}
-	// The load allocates what the world will hold from then on: a
-	// collection during it would only rescan the growing world, so none
-	// runs until it is done (a memory limit set with debug.SetMemoryLimit
-	// still holds).
-	gc := debug.SetGCPercent(-1)
-	err = f.Restore(s.world, types)
-	debug.SetGCPercent(gc)
+	kept, err := f.Kept(types) // checks the players' values before anything is placed
 	if err != nil {
 		return fmt.Errorf("throng: loadFrom: %w", err)
 	}
-	kept, err := f.Kept(types)
-	if err != nil {
+	if err := restoreUncollected(f, s.world, types); err != nil {
 		return fmt.Errorf("throng: loadFrom: %w", err)
 	}
 	s.pipe.KeepAll(kept)

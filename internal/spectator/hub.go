@@ -78,18 +78,12 @@ func (h *Hub) Publish(frame []byte) {
 
 // Controls returns what the spectators asked for since the last call: the
 // player to watch (changed false: no change), whether the world is paused,
-// and how many ticks to step while it is.
+// and how many ticks they asked to step (which only a paused world takes).
 func (h *Hub) Controls() (watch uint32, changed, paused bool, steps int) {
 	if h.watchOn.Swap(false) {
 		watch, changed = h.watch.Load(), true
 	}
-	paused = h.paused.Load()
-	if paused {
-		steps = int(h.steps.Swap(0))
-	} else {
-		h.steps.Store(0)
-	}
-	return watch, changed, paused, steps
+	return watch, changed, h.paused.Load(), int(h.steps.Swap(0))
 }
 
 // Paused reports whether a spectator paused the world.
