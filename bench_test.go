@@ -16,7 +16,8 @@ import (
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/examples/crowd/scenario"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/mem"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // tickMode is one way of running the tick: the modes every performance
@@ -69,7 +70,7 @@ func (m tickMode) options() throng.Options {
 		connection = throng.Connection{}
 	}
 	return throng.Options{
-		Transport: net.NewMem(net.MemOptions{CountOnly: true}),
+		Transport: mem.New(mem.Options{CountOnly: true}),
 		Logger:    slog.New(slog.DiscardHandler),
 		Parallelism: throng.Parallelism{
 			Enabled:                new(m.parallel),
@@ -109,7 +110,7 @@ func (m tickMode) throttleWorkShare() *float64 {
 // restless bot per actor: every bot moves and sends one update every tick.
 type benchCrowd struct {
 	srv     *throng.Server
-	clients []*net.MemClient
+	clients []*mem.Client
 	bots    []*scenario.Bot
 	period  time.Duration
 	frame   []byte // one Move frame, reused by every bot
@@ -149,10 +150,10 @@ func newCrowdOf(tb testing.TB, pop scenario.Population, m tickMode) *benchCrowd 
 		bots:   pop.Bots(scenario.RestlessGait(), 1),
 		period: srv.Settings().TickPeriod(),
 	}
-	mem := opts.Transport.(*net.Mem)
+	mem := opts.Transport.(*mem.Transport)
 	for i := range n {
 		client := mem.Dial()
-		hello, err := net.AppendHello(c.frame[:0], net.Hello{Token: scenario.Token(i)})
+		hello, err := wire.AppendHello(c.frame[:0], wire.Hello{Token: scenario.Token(i)})
 		require.NoError(tb, err)
 		require.NoError(tb, client.Send(hello))
 		c.clients = append(c.clients, client)

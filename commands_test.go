@@ -10,7 +10,8 @@ import (
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/mem"
+	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/scheduler"
 	"github.com/throng-go/throng/systems"
 )
@@ -38,29 +39,29 @@ func (e *echo) RunSerial(*scheduler.Tick) {
 // that client alone, on its reliable stream. Commands over the per-tick
 // limit, or from a client not yet playing, are dropped and counted.
 func TestCommandsReachTheGamesSystemsAndEventsTheClients(t *testing.T) {
-	srv, err := throng.New(throng.Options{Admit: func(net.Hello) (throng.Entry, error) { return throng.Entry{}, nil }})
+	srv, err := throng.New(throng.Options{Admit: func(wire.Hello) (throng.Entry, error) { return throng.Entry{}, nil }})
 	require.NoError(t, err)
 	defer srv.Close()
 	e := &echo{srv: srv}
 	require.NoError(t, srv.AddSystem(e, scheduler.After(systems.IngestName)))
 
 	a, b := dialTwo(t, srv)
-	require.NoError(t, a.Send(net.AppendCommand(nil, []byte("too early"))), "before a's Welcome")
+	require.NoError(t, a.Send(wire.AppendCommand(nil, []byte("too early"))), "before a's Welcome")
 	srv.Tick()
 	assert.Empty(t, e.seen, "a command from a client not yet playing reaches no system")
 	assert.Equal(t, uint64(1), srv.Stats().DroppedInputs)
-	actorOf := map[*net.MemClient]uint32{}
-	for _, c := range []*net.MemClient{a, b} {
+	actorOf := map[*mem.Client]uint32{}
+	for _, c := range []*mem.Client{a, b} {
 		c.DrainReliable(func(f []byte) {
-			if w, err := net.DecodeWelcome(f); err == nil {
+			if w, err := wire.DecodeWelcome(f); err == nil {
 				actorOf[c] = w.Actor
 			}
 		})
 	}
 
-	require.NoError(t, a.Send(net.AppendCommand(nil, []byte("open door"))))
-	require.NoError(t, b.Send(net.AppendCommand(nil, []byte("wave"))))
-	require.NoError(t, a.Send(net.AppendCommand(nil, []byte("close door"))))
+	require.NoError(t, a.Send(wire.AppendCommand(nil, []byte("open door"))))
+	require.NoError(t, b.Send(wire.AppendCommand(nil, []byte("wave"))))
+	require.NoError(t, a.Send(wire.AppendCommand(nil, []byte("close door"))))
 	srv.Tick()
 	want := []string{
 		fmt.Sprintf("%d: open door", actorOf[a]),
@@ -68,10 +69,10 @@ func TestCommandsReachTheGamesSystemsAndEventsTheClients(t *testing.T) {
 		fmt.Sprintf("%d: close door", actorOf[a]),
 	}
 	assert.Equal(t, want, e.seen, "in arrival order, each with its sender's actor")
-	events := func(c *net.MemClient) []string {
+	events := func(c *mem.Client) []string {
 		var got []string
 		c.DrainReliable(func(f []byte) {
-			if p, err := net.DecodeEvent(f); err == nil {
+			if p, err := wire.DecodeEvent(f); err == nil {
 				got = append(got, string(p))
 			}
 		})
@@ -82,7 +83,7 @@ func TestCommandsReachTheGamesSystemsAndEventsTheClients(t *testing.T) {
 
 	e.seen = nil
 	for i := range systems.MaxCommandsPerTick + 4 {
-		require.NoError(t, b.Send(net.AppendCommand(nil, fmt.Appendf(nil, "%d", i))))
+		require.NoError(t, b.Send(wire.AppendCommand(nil, fmt.Appendf(nil, "%d", i))))
 	}
 	before := srv.Stats().DroppedInputs
 	srv.Tick()
@@ -121,7 +122,7 @@ func (r *roster) RunSerial(*scheduler.Tick) {
 // each player's spawn in the tick it is admitted and its despawn in the
 // tick after it leaves, with its session; an NPC's spawn has none.
 func TestChangesTellTheGameWhoJoinedAndWhoLeft(t *testing.T) {
-	srv, err := throng.New(throng.Options{Admit: func(net.Hello) (throng.Entry, error) { return throng.Entry{}, nil }})
+	srv, err := throng.New(throng.Options{Admit: func(wire.Hello) (throng.Entry, error) { return throng.Entry{}, nil }})
 	require.NoError(t, err)
 	defer srv.Close()
 	r := &roster{srv: srv, playing: map[uint64]components.ActorID{}}
@@ -148,11 +149,11 @@ func TestChangesTellTheGameWhoJoinedAndWhoLeft(t *testing.T) {
 
 // dialTwo connects two in-memory clients, "a" and "b", and sends their
 // Hellos; the next tick admits them.
-func dialTwo(t *testing.T, srv *throng.Server) (a, b *net.MemClient) {
+func dialTwo(t *testing.T, srv *throng.Server) (a, b *mem.Client) {
 	t.Helper()
 	a, b = srv.Mem().Dial(), srv.Mem().Dial()
-	for i, c := range []*net.MemClient{a, b} {
-		hello, err := net.AppendHello(nil, net.Hello{Token: []byte{'a' + byte(i)}})
+	for i, c := range []*mem.Client{a, b} {
+		hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte{'a' + byte(i)}})
 		require.NoError(t, err)
 		require.NoError(t, c.Send(hello))
 	}

@@ -7,7 +7,8 @@ import (
 
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/components"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/mem"
+	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/scheduler"
 	"github.com/throng-go/throng/systems"
 )
@@ -38,7 +39,7 @@ func (h *headcount) RunSerial(*scheduler.Tick) {
 // A user's own system joins the tick at a named place.
 func ExampleServer_AddSystem() {
 	srv, err := throng.New(throng.Options{
-		Admit: func(h net.Hello) (throng.Entry, error) {
+		Admit: func(h wire.Hello) (throng.Entry, error) {
 			return throng.Entry{Spawn: components.Transform{X: float32(len(h.Token)*100 - 300)}}, nil
 		},
 	})
@@ -51,7 +52,7 @@ func ExampleServer_AddSystem() {
 		panic(err)
 	}
 	for _, name := range []string{"al", "bea", "chris", "dominique"} {
-		hello, _ := net.AppendHello(nil, net.Hello{Token: []byte(name)})
+		hello, _ := wire.AppendHello(nil, wire.Hello{Token: []byte(name)})
 		srv.Mem().Dial().Send(hello)
 	}
 	srv.Tick()
@@ -117,7 +118,7 @@ func (f *fatigue) RunUnit(i int) {
 // scheduler places it where that allows: here in the relay's stage.
 func ExampleServer_AddSystem_parallel() {
 	srv, err := throng.New(throng.Options{
-		Admit: func(net.Hello) (throng.Entry, error) {
+		Admit: func(wire.Hello) (throng.Entry, error) {
 			return throng.Entry{Spawn: components.Transform{X: 10, Y: 10}}, nil
 		},
 	})
@@ -133,8 +134,8 @@ func ExampleServer_AddSystem_parallel() {
 		panic(err)
 	}
 	runner, sitter := srv.Mem().Dial(), srv.Mem().Dial()
-	for i, c := range []*net.MemClient{runner, sitter} {
-		hello, _ := net.AppendHello(nil, net.Hello{Token: []byte{'a' + byte(i)}})
+	for i, c := range []*mem.Client{runner, sitter} {
+		hello, _ := wire.AppendHello(nil, wire.Hello{Token: []byte{'a' + byte(i)}})
 		c.Send(hello)
 	}
 	srv.Tick() // both join
@@ -151,7 +152,7 @@ func ExampleServer_AddSystem_parallel() {
 	}
 
 	for seq := range uint32(3) { // the runner runs three ticks, the sitter sits
-		runner.Send(net.AppendMove(nil, net.Move{Seq: seq + 1, X: 10 + float32(seq+1), Y: 10}))
+		runner.Send(wire.AppendMove(nil, wire.Move{Seq: seq + 1, X: 10 + float32(seq+1), Y: 10}))
 		srv.Tick()
 	}
 	srv.Tick() // and both rest one

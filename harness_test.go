@@ -8,18 +8,19 @@ import (
 
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/components"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/mem"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // player is one scripted client of a test server, with everything it
 // received in the order the server sent it.
 type player struct {
-	client *net.MemClient
+	client *mem.Client
 	actor  uint32
 	seq    uint32
 	wire   []byte   // every frame and datagram, length-prefixed, in order
 	events []string // decoded, for assertions: "welcome 3", "appear 4", "batch 17: 2 5", ...
-	got    map[int][]net.Record
+	got    map[int][]wire.Record
 }
 
 // stage is a test server on the in-memory transport with scripted players.
@@ -41,12 +42,12 @@ func newStage(t *testing.T, opts throng.Options, spawns []components.Transform) 
 // oneByOne is a Mem behind the plain Transport interface, without its
 // batch send: the relay then hands it one datagram per call.
 type oneByOne struct {
-	net.Transport
-	mem *net.Mem
+	wire.Transport
+	mem *mem.Transport
 }
 
 func newOneByOne() oneByOne {
-	m := net.NewMem(net.MemOptions{})
+	m := mem.New(mem.Options{})
 	return oneByOne{Transport: m, mem: m}
 }
 
@@ -58,7 +59,7 @@ func newStageWith(t *testing.T, opts throng.Options, spawns []components.Transfo
 	if opts.Admission.JoinAppearsPerTick == nil {
 		opts.Admission.JoinAppearsPerTick = new(0) // every player joins in the first tick
 	}
-	opts.Admit = func(h net.Hello) (throng.Entry, error) {
+	opts.Admit = func(h wire.Hello) (throng.Entry, error) {
 		var i int
 		if _, err := fmt.Sscanf(string(h.Token), "p%d", &i); err != nil || i >= len(spawns) {
 			return throng.Entry{}, fmt.Errorf("unknown player %q", h.Token)
@@ -77,8 +78,8 @@ func newStageWith(t *testing.T, opts throng.Options, spawns []components.Transfo
 		mem = o.mem
 	}
 	for i := range spawns {
-		p := &player{client: mem.Dial(), got: map[int][]net.Record{}}
-		hello, err := net.AppendHello(nil, net.Hello{Token: fmt.Appendf(nil, "p%d", i)})
+		p := &player{client: mem.Dial(), got: map[int][]wire.Record{}}
+		hello, err := wire.AppendHello(nil, wire.Hello{Token: fmt.Appendf(nil, "p%d", i)})
 		require.NoError(t, err)
 		require.NoError(t, p.client.Send(hello))
 		st.players = append(st.players, p)
@@ -94,7 +95,7 @@ func newStageWith(t *testing.T, opts throng.Options, spawns []components.Transfo
 func (st *stage) move(i int, x, y, z float32) {
 	p := st.players[i]
 	p.seq++
-	require.NoError(st.t, p.client.Send(net.AppendMove(nil, net.Move{Seq: p.seq, X: x, Y: y, Z: z, WorldOrCell: st.spawns[i].WorldOrCell})))
+	require.NoError(st.t, p.client.Send(wire.AppendMove(nil, wire.Move{Seq: p.seq, X: x, Y: y, Z: z, WorldOrCell: st.spawns[i].WorldOrCell})))
 }
 
 // tick runs one server tick and collects what every player received, in
@@ -105,7 +106,7 @@ func (st *stage) tick() int {
 	for _, p := range st.players {
 		var late [][]byte
 		p.client.DrainReliable(func(f []byte) {
-			if typ, _ := net.PeekType(f); typ == net.TypeCorrection {
+			if typ, _ := wire.PeekType(f); typ == wire.TypeCorrection {
 				p.record(f)
 				return
 			}
@@ -122,24 +123,24 @@ func (st *stage) tick() int {
 func (p *player) record(b []byte) {
 	p.wire = append(p.wire, byte(len(b)), byte(len(b)>>8))
 	p.wire = append(p.wire, b...)
-	var f net.Frame
-	if err := net.Decode(b, &f); err != nil {
+	var f wire.Frame
+	if err := wire.Decode(b, &f); err != nil {
 		p.events = append(p.events, "undecodable "+err.Error())
 		return
 	}
 	switch f.Type {
-	case net.TypeWelcome:
+	case wire.TypeWelcome:
 		p.actor = f.Welcome.Actor
 		p.events = append(p.events, fmt.Sprintf("welcome %d", f.Welcome.Actor))
-	case net.TypeAppear:
+	case wire.TypeAppear:
 		p.events = append(p.events, fmt.Sprintf("appear %d", f.Appear.Actor))
-	case net.TypeDisappear:
+	case wire.TypeDisappear:
 		p.events = append(p.events, fmt.Sprintf("disappear %d", f.Disappear.Actor))
-	case net.TypeCorrection:
+	case wire.TypeCorrection:
 		p.events = append(p.events, fmt.Sprintf("correction %d %g %g", f.Correction.Seq, f.Correction.X, f.Correction.Y))
-	case net.TypeRefuse:
+	case wire.TypeRefuse:
 		p.events = append(p.events, "refuse "+string(f.Refuse.Reason))
-	case net.TypeBatch:
+	case wire.TypeBatch:
 		for i := range f.Batch.Len() {
 			r := f.Batch.At(i)
 			p.got[int(f.Batch.Tick)] = append(p.got[int(f.Batch.Tick)], r)

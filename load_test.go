@@ -17,7 +17,7 @@ import (
 
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/components"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/scheduler"
 	"github.com/throng-go/throng/systems"
 )
@@ -52,17 +52,17 @@ func TestBusyServerTurnsNewPlayersAwayAndKeepsItsOwn(t *testing.T) {
 	require.False(t, st.srv.Stats().Second.Admitting, "a second of slow ticks closes admission")
 
 	late := st.srv.Mem().Dial()
-	hello, err := net.AppendHello(nil, net.Hello{Token: []byte("p1")}) // spawns beside player 1
+	hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte("p1")}) // spawns beside player 1
 	require.NoError(t, err)
 	require.NoError(t, late.Send(hello))
 	st.tick()
-	var refused net.Refuse
+	var refused wire.Refuse
 	late.DrainReliable(func(f []byte) {
-		if r, err := net.DecodeRefuse(f); err == nil {
+		if r, err := wire.DecodeRefuse(f); err == nil {
 			refused = r
 		}
 	})
-	assert.Equal(t, net.RefuseBusy, refused.Code)
+	assert.Equal(t, wire.RefuseBusy, refused.Code)
 	assert.Equal(t, systems.BusyReason, string(refused.Reason))
 	assert.EqualValues(t, 1, st.srv.Stats().BusyRejections)
 
@@ -76,7 +76,7 @@ func TestBusyServerTurnsNewPlayersAwayAndKeepsItsOwn(t *testing.T) {
 	st.tick()
 	var welcomed bool
 	again.DrainReliable(func(f []byte) {
-		if _, err := net.DecodeWelcome(f); err == nil {
+		if _, err := wire.DecodeWelcome(f); err == nil {
 			welcomed = true
 		}
 	})
@@ -100,7 +100,7 @@ func TestClientRateLimits(t *testing.T) {
 		for j := range 40 {         // 1200/s: a flood
 			p := st.players[flooder]
 			p.seq++
-			_ = p.client.Send(net.AppendMove(nil, net.Move{Seq: p.seq, X: 400 + x + float32(j)/100, Y: 100})) // fails once kicked
+			_ = p.client.Send(wire.AppendMove(nil, wire.Move{Seq: p.seq, X: 400 + x + float32(j)/100, Y: 100})) // fails once kicked
 		}
 		tick := st.tick()
 		heardSteady += st.senders(eager, tick)[st.players[steady].actor]

@@ -11,7 +11,11 @@ import (
 
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/components"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/client"
+	"github.com/throng-go/throng/net/multi"
+	"github.com/throng-go/throng/net/quic"
+	"github.com/throng-go/throng/net/websocket"
+	"github.com/throng-go/throng/net/wire"
 )
 
 func TestNetworkSectionIsChecked(t *testing.T) {
@@ -38,15 +42,15 @@ func TestServerListensWhereItsSettingsSay(t *testing.T) {
 		"webSocket": {"listen": "127.0.0.1:0"}
 	}}`))
 	require.NoError(t, err)
-	opts.Admit = func(net.Hello) (throng.Entry, error) {
+	opts.Admit = func(wire.Hello) (throng.Entry, error) {
 		return throng.Entry{Spawn: components.Transform{X: 10, Y: 10}}, nil
 	}
 	srv, err := throng.New(opts)
 	require.NoError(t, err)
-	multi, ok := srv.Transport().(*net.Multi)
+	multi, ok := srv.Transport().(*multi.Transport)
 	require.True(t, ok, "both listeners behind one transport, got %T", srv.Transport())
-	q := multi.Transports()[0].(*net.QUIC)
-	ws := multi.Transports()[1].(*net.WebSocket)
+	q := multi.Transports()[0].(*quic.Transport)
+	ws := multi.Transports()[1].(*websocket.Transport)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
@@ -56,16 +60,16 @@ func TestServerListensWhereItsSettingsSay(t *testing.T) {
 		<-ran
 	}()
 	type dialed struct {
-		c   *net.Client
+		c   *client.Client
 		err error
 	}
 	results := make(chan dialed, 2)
 	go func() {
-		c, err := net.Dial(ctx, q.Addr().String(), net.ClientConfig{Token: "native", InsecureSkipVerify: true})
+		c, err := client.Dial(ctx, q.Addr().String(), client.Config{Token: "native", InsecureSkipVerify: true})
 		results <- dialed{c, err}
 	}()
 	go func() {
-		c, err := net.DialWebSocket(ctx, ws.URL(), net.ClientConfig{Token: "browser"})
+		c, err := client.DialWebSocket(ctx, ws.URL(), client.Config{Token: "browser"})
 		results <- dialed{c, err}
 	}()
 	var actors []uint32
@@ -83,7 +87,7 @@ func TestServerListensWhereItsSettingsSay(t *testing.T) {
 }
 
 func TestServerWithAnAddressInUseSaysWhich(t *testing.T) {
-	ws, err := net.ListenWebSocket("127.0.0.1:0", net.WebSocketConfig{})
+	ws, err := websocket.Listen("127.0.0.1:0", websocket.Config{})
 	require.NoError(t, err)
 	defer ws.Close()
 	_, err = throng.New(throng.Options{Network: throng.Network{
@@ -91,5 +95,5 @@ func TestServerWithAnAddressInUseSaysWhich(t *testing.T) {
 		WebSocket: &throng.WebSocketListener{Listen: ws.Addr().String()},
 	}})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "throng: network.webSocket: net: WebSocket listen")
+	assert.Contains(t, err.Error(), "throng: network.webSocket: websocket: listen")
 }

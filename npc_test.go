@@ -11,7 +11,7 @@ import (
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/scheduler"
 	"github.com/throng-go/throng/systems"
 )
@@ -43,7 +43,7 @@ func (d *npcDriver) RunSerial(*scheduler.Tick) {
 // near it get its record in the tick it moved, nothing while it stands,
 // and it changes chunks like any actor.
 func TestNPCsMovedByASystemReachThePlayers(t *testing.T) {
-	srv, err := throng.New(throng.Options{Admit: func(net.Hello) (throng.Entry, error) {
+	srv, err := throng.New(throng.Options{Admit: func(wire.Hello) (throng.Entry, error) {
 		return throng.Entry{Spawn: components.Transform{X: 3900, Y: 100}}, nil
 	}})
 	require.NoError(t, err)
@@ -57,7 +57,7 @@ func TestNPCsMovedByASystemReachThePlayers(t *testing.T) {
 	}
 	require.NoError(t, srv.AddSystem(drive, scheduler.Before(systems.MoveName)))
 	player := srv.Mem().Dial()
-	hello, err := net.AppendHello(nil, net.Hello{Token: []byte("p")})
+	hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte("p")})
 	require.NoError(t, err)
 	require.NoError(t, player.Send(hello))
 	srv.Tick()
@@ -65,11 +65,11 @@ func TestNPCsMovedByASystemReachThePlayers(t *testing.T) {
 	player.DrainDatagrams(func([]byte) {})
 
 	// records returns the NPC's records the player got in one tick.
-	records := func() []net.Record {
+	records := func() []wire.Record {
 		srv.Tick()
-		var got []net.Record
+		var got []wire.Record
 		player.DrainDatagrams(func(d []byte) {
-			b, err := net.DecodeBatch(d)
+			b, err := wire.DecodeBatch(d)
 			require.NoError(t, err)
 			for i := range b.Len() {
 				if r := b.At(i); r.Actor == npc.ID {

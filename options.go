@@ -8,7 +8,7 @@ import (
 	"github.com/throng-go/throng/ecs/save"
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/interest"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/systems"
 )
 
@@ -143,7 +143,7 @@ type Options struct {
 	// listeners the "network" section names, or, with none, a fresh
 	// in-memory transport ([net.Mem], see [Server.Mem]), which is for
 	// tests, benchmarks and in-process bots.
-	Transport net.Transport `json:"-"`
+	Transport wire.Transport `json:"-"`
 	// Protocol is the game's own protocol version; a client whose Hello
 	// carries another is refused with a reason it can read.
 	Protocol uint16 `json:"-"`
@@ -152,7 +152,7 @@ type Options struct {
 	// in saves too, and handed back when it returns), and where its actor
 	// spawns; a non-nil error refuses the client with the error's text.
 	// Nil admits everyone as a guest at the origin of worldOrCell 0.
-	Admit func(hello net.Hello) (Entry, error) `json:"-"`
+	Admit func(hello wire.Hello) (Entry, error) `json:"-"`
 	// SavedTypes are the components of the game's own that saves keep
 	// (save.Plain, save.Coded); a save holding a type not listed here
 	// cannot be loaded.

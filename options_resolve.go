@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/throng-go/throng/grid"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // Adjustment reports one value that [Options.Resolve] changed to keep the
@@ -189,7 +189,7 @@ func (o Options) resolve() (Settings, []Adjustment, []*OptionsError) {
 	s.Persistence = o.Persistence.resolve(&r)
 	s.Debug = o.Debug.resolve(&r)
 	s.LoadFrom = o.LoadFrom
-	s.MaxRecordsPerTick = r.count("connection.maxRecordsPerTick", o.Connection.MaxRecordsPerTick, net.MaxRecordsPerBatch)
+	s.MaxRecordsPerTick = r.count("connection.maxRecordsPerTick", o.Connection.MaxRecordsPerTick, wire.MaxRecordsPerBatch)
 	if len(r.errs) > 0 {
 		return Settings{}, nil, r.errs
 	}

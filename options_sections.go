@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"strconv"
 
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/client"
 )
 
 // Defaults of the operational sections.
@@ -22,8 +22,8 @@ const (
 	// standing still; the excess is dropped and counted.
 	// The same constants pace net.Client, so that a Go client's own limit
 	// is never above the server's.
-	DefaultMovingUpdatesPerSecond   = net.DefaultMovingUpdatesPerSecond
-	DefaultStandingUpdatesPerSecond = net.DefaultStandingUpdatesPerSecond
+	DefaultMovingUpdatesPerSecond   = client.DefaultMovingUpdatesPerSecond
+	DefaultStandingUpdatesPerSecond = client.DefaultStandingUpdatesPerSecond
 	// DefaultFloodFactor and DefaultFloodSeconds: a client sending more than
 	// FloodFactor times the moving limit for FloodSeconds seconds in a row
 	// is disconnected.

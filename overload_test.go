@@ -10,7 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/mem"
+	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/scheduler"
 	"github.com/throng-go/throng/systems"
 )
@@ -27,15 +28,15 @@ func TestAJoinStormIsAdmittedInTurnsWithinItsAppearBudget(t *testing.T) {
 	srv, err := throng.New(throng.Options{Admission: throng.Admission{JoinAppearsPerTick: new(budget)}})
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
-	mem := srv.Mem()
-	hello := func(i int) *net.MemClient {
-		c := mem.Dial()
-		frame, err := net.AppendHello(nil, net.Hello{Token: fmt.Appendf(nil, "p%d", i)})
+	tr := srv.Mem()
+	hello := func(i int) *mem.Client {
+		c := tr.Dial()
+		frame, err := wire.AppendHello(nil, wire.Hello{Token: fmt.Appendf(nil, "p%d", i)})
 		require.NoError(t, err)
 		require.NoError(t, c.Send(frame))
 		return c
 	}
-	var clients []*net.MemClient
+	var clients []*mem.Client
 	for i := range first {
 		clients = append(clients, hello(i))
 	}
@@ -69,7 +70,7 @@ func TestAJoinStormIsAdmittedInTurnsWithinItsAppearBudget(t *testing.T) {
 	for i, c := range clients {
 		welcomed := false
 		c.DrainReliable(func(f []byte) {
-			if _, err := net.DecodeWelcome(f); err == nil {
+			if _, err := wire.DecodeWelcome(f); err == nil {
 				welcomed = true
 			}
 		})
@@ -92,9 +93,9 @@ func TestASlowGameSlowsTheServerEvenlyAndItRecovers(t *testing.T) {
 	require.NoError(t, err)
 	load := &slowdown{}
 	require.NoError(t, srv.AddSystem(load, scheduler.After(systems.JoinName)))
-	mem := srv.Mem()
-	client := mem.Dial()
-	frame, err := net.AppendHello(nil, net.Hello{Token: []byte("p0")})
+	tr := srv.Mem()
+	client := tr.Dial()
+	frame, err := wire.AppendHello(nil, wire.Hello{Token: []byte("p0")})
 	require.NoError(t, err)
 	require.NoError(t, client.Send(frame))
 
@@ -114,15 +115,15 @@ func TestASlowGameSlowsTheServerEvenlyAndItRecovers(t *testing.T) {
 	// The client: 30 moves a second by its own clock, as a game client
 	// would, whatever the server's rate.
 	sent := 0
-	var rates []net.Rate // what the server told the client of its rate
+	var rates []wire.Rate // what the server told the client of its rate
 	send := func(until time.Duration) {
 		for time.Since(start) < until {
 			sent++
-			require.NoError(t, client.Send(net.AppendMove(nil, net.Move{Seq: uint32(sent), X: float32(sent), Y: 1})))
+			require.NoError(t, client.Send(wire.AppendMove(nil, wire.Move{Seq: uint32(sent), X: float32(sent), Y: 1})))
 			time.Sleep(time.Second / 30)
 			client.DrainDatagrams(func([]byte) {})
 			client.DrainReliable(func(f []byte) {
-				if r, err := net.DecodeRate(f); err == nil {
+				if r, err := wire.DecodeRate(f); err == nil {
 					rates = append(rates, r)
 				}
 			})
@@ -133,24 +134,24 @@ func TestASlowGameSlowsTheServerEvenlyAndItRecovers(t *testing.T) {
 	send(2200 * time.Millisecond)
 	// A player who joins the slowed server hears its rate right after its
 	// Welcome.
-	late := mem.Dial()
-	frame, err = net.AppendHello(nil, net.Hello{Token: []byte("p1")})
+	late := tr.Dial()
+	frame, err = wire.AppendHello(nil, wire.Hello{Token: []byte("p1")})
 	require.NoError(t, err)
 	require.NoError(t, late.Send(frame))
 	send(2500 * time.Millisecond)
-	var lateFrames []net.Type
-	var lateRate net.Rate
+	var lateFrames []wire.Type
+	var lateRate wire.Rate
 	late.DrainReliable(func(f []byte) {
-		var fr net.Frame
-		if net.Decode(f, &fr) == nil {
+		var fr wire.Frame
+		if wire.Decode(f, &fr) == nil {
 			lateFrames = append(lateFrames, fr.Type)
-			if fr.Type == net.TypeRate {
+			if fr.Type == wire.TypeRate {
 				lateRate = fr.Rate
 			}
 		}
 	})
 	require.GreaterOrEqual(t, len(lateFrames), 2, "the late player's frames: %v", lateFrames)
-	assert.Equal(t, []net.Type{net.TypeWelcome, net.TypeRate}, lateFrames[:2], "Welcome, then the rate")
+	assert.Equal(t, []wire.Type{wire.TypeWelcome, wire.TypeRate}, lateFrames[:2], "Welcome, then the rate")
 	assert.Less(t, lateRate.Hz(), 28.5, "the slowed rate: %v", lateRate)
 	load.delay.Store(0)
 	send(4500 * time.Millisecond)
@@ -196,7 +197,7 @@ func TestTheLineStandsStillWhileTheServerIsBusy(t *testing.T) {
 	require.NoError(t, srv.AddSystem(load, scheduler.After(systems.JoinName)))
 	for i := range players {
 		c := srv.Mem().Dial()
-		frame, err := net.AppendHello(nil, net.Hello{Token: fmt.Appendf(nil, "p%d", i)})
+		frame, err := wire.AppendHello(nil, wire.Hello{Token: fmt.Appendf(nil, "p%d", i)})
 		require.NoError(t, err)
 		require.NoError(t, c.Send(frame))
 	}

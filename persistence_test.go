@@ -17,7 +17,8 @@ import (
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/ecs/save"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/mem"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // Crate is a component of a game's own, kept by saves.
@@ -33,7 +34,7 @@ var savedTypes = []save.Type{save.Plain[Crate]("test.crate", 1)}
 func propsServer(t *testing.T, opts throng.Options) *throng.Server {
 	t.Helper()
 	opts.SavedTypes = savedTypes
-	opts.Admit = func(net.Hello) (throng.Entry, error) {
+	opts.Admit = func(wire.Hello) (throng.Entry, error) {
 		return throng.Entry{Spawn: components.Transform{X: 500, Y: 500}}, nil
 	}
 	srv, err := throng.New(opts)
@@ -74,19 +75,19 @@ func saveNow(t *testing.T, srv *throng.Server, dir string) throng.SaveReport {
 
 // appears joins a player to srv and returns the Appear records its first
 // ticks bring, in order.
-func appears(t *testing.T, srv *throng.Server) []net.Appear {
+func appears(t *testing.T, srv *throng.Server) []wire.Appear {
 	t.Helper()
 	c := srv.Mem().Dial()
-	hello, err := net.AppendHello(nil, net.Hello{Token: []byte("visitor")})
+	hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte("visitor")})
 	require.NoError(t, err)
 	require.NoError(t, c.Send(hello))
-	var got []net.Appear
-	var f net.Frame
+	var got []wire.Appear
+	var f wire.Frame
 	for range 5 {
 		srv.Tick()
 		c.DrainReliable(func(b []byte) {
-			require.NoError(t, net.Decode(b, &f))
-			if f.Type == net.TypeAppear {
+			require.NoError(t, wire.Decode(b, &f))
+			if f.Type == wire.TypeAppear {
 				got = append(got, f.Appear)
 			}
 		})
@@ -172,19 +173,19 @@ func TestBadPersistenceSettingsAreErrors(t *testing.T) {
 }
 
 // join dials srv as token and ticks until its Welcome comes.
-func join(t *testing.T, srv *throng.Server, token string) (*net.MemClient, net.Welcome) {
+func join(t *testing.T, srv *throng.Server, token string) (*mem.Client, wire.Welcome) {
 	t.Helper()
 	c := srv.Mem().Dial()
-	hello, err := net.AppendHello(nil, net.Hello{Token: []byte(token)})
+	hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte(token)})
 	require.NoError(t, err)
 	require.NoError(t, c.Send(hello))
-	var f net.Frame
+	var f wire.Frame
 	for range 10 {
 		srv.Tick()
-		var w *net.Welcome
+		var w *wire.Welcome
 		c.DrainReliable(func(b []byte) {
-			require.NoError(t, net.Decode(b, &f))
-			if f.Type == net.TypeWelcome {
+			require.NoError(t, wire.Decode(b, &f))
+			if f.Type == wire.TypeWelcome {
 				w = &f.Welcome
 			}
 		})
@@ -193,7 +194,7 @@ func join(t *testing.T, srv *throng.Server, token string) (*net.MemClient, net.W
 		}
 	}
 	t.Fatalf("%s was not welcomed", token)
-	return nil, net.Welcome{}
+	return nil, wire.Welcome{}
 }
 
 // TestAReturningPlayerGetsItsActorBack: a named player who left, and one
@@ -202,7 +203,7 @@ func join(t *testing.T, srv *throng.Server, token string) (*net.MemClient, net.W
 // gone with its session.
 func TestAReturningPlayerGetsItsActorBack(t *testing.T) {
 	dir := t.TempDir()
-	opts := throng.Options{SavedTypes: savedTypes, Admit: func(h net.Hello) (throng.Entry, error) {
+	opts := throng.Options{SavedTypes: savedTypes, Admit: func(h wire.Hello) (throng.Entry, error) {
 		name := string(h.Token)
 		if name == "guest" {
 			name = ""
@@ -274,7 +275,7 @@ func TestAReturningPlayerGetsItsActorBack(t *testing.T) {
 // boundary the save was taken at, every prop and player where it stood.
 func TestASaveIsAPictureOfOneTickBoundary(t *testing.T) {
 	dir := t.TempDir()
-	opts := throng.Options{SavedTypes: savedTypes, Admit: func(h net.Hello) (throng.Entry, error) {
+	opts := throng.Options{SavedTypes: savedTypes, Admit: func(h wire.Hello) (throng.Entry, error) {
 		var i int
 		fmt.Sscanf(string(h.Token), "p-%d", &i)
 		return throng.Entry{Player: string(h.Token), Spawn: components.Transform{X: float32(i%30) * 97, Y: 300}}, nil
@@ -297,7 +298,7 @@ func TestASaveIsAPictureOfOneTickBoundary(t *testing.T) {
 		}
 		for range 3 {
 			c := srv.Mem().Dial()
-			hello, err := net.AppendHello(nil, net.Hello{Token: fmt.Appendf(nil, "p-%d", joined)})
+			hello, err := wire.AppendHello(nil, wire.Hello{Token: fmt.Appendf(nil, "p-%d", joined)})
 			require.NoError(t, err)
 			require.NoError(t, c.Send(hello))
 			joined++

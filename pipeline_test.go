@@ -17,7 +17,7 @@ import (
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/interest"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // parallel returns options that always offload, with the given pool size
@@ -228,11 +228,11 @@ func TestRejectedUpdatesAreCorrectedAndHarmNoOne(t *testing.T) {
 		{"an unordered worldOrCell change", func() {
 			p := st.players[0]
 			p.seq++
-			require.NoError(t, p.client.Send(net.AppendMove(nil, net.Move{Seq: p.seq, X: 110, Y: 100, WorldOrCell: 9})))
+			require.NoError(t, p.client.Send(wire.AppendMove(nil, wire.Move{Seq: p.seq, X: 110, Y: 100, WorldOrCell: 9})))
 		}},
 		{"a sequence number going backwards", func() {
 			p := st.players[0]
-			require.NoError(t, p.client.Send(net.AppendMove(nil, net.Move{Seq: 1, X: 120, Y: 100})))
+			require.NoError(t, p.client.Send(wire.AppendMove(nil, wire.Move{Seq: 1, X: 120, Y: 100})))
 		}},
 	}
 	for k, c := range cases {
@@ -262,9 +262,9 @@ func TestRejectedUpdatesAreCorrectedAndHarmNoOne(t *testing.T) {
 func TestMalformedFramesAreCountedAndTheTickGoesOn(t *testing.T) {
 	spawns := []components.Transform{{X: 100, Y: 100}, {X: 200, Y: 100}}
 	st := newStage(t, parallel(2, 4, false), spawns)
-	require.NoError(t, st.players[0].client.Send([]byte{net.Version, 0x02, 1, 2})) // short Move
-	require.NoError(t, st.players[0].client.Send([]byte{net.Version, 0x7f}))       // unknown type
-	require.NoError(t, st.players[0].client.Send(net.AppendAppear(nil, net.Appear{Actor: 2})))
+	require.NoError(t, st.players[0].client.Send([]byte{wire.Version, 0x02, 1, 2})) // short Move
+	require.NoError(t, st.players[0].client.Send([]byte{wire.Version, 0x7f}))       // unknown type
+	require.NoError(t, st.players[0].client.Send(wire.AppendAppear(nil, wire.Appear{Actor: 2})))
 	st.move(1, 210, 100, 0)
 	tick := st.tick()
 	assert.EqualValues(t, 3, st.srv.Stats().Malformed, "a short frame, an unknown type, a server-to-client frame")
@@ -433,17 +433,17 @@ func TestWrongProtocolIsRefusedWithAReason(t *testing.T) {
 	require.NoError(t, err)
 	defer srv.Close()
 	c := srv.Mem().Dial()
-	hello, err := net.AppendHello(nil, net.Hello{Protocol: 2, Token: []byte("old")})
+	hello, err := wire.AppendHello(nil, wire.Hello{Protocol: 2, Token: []byte("old")})
 	require.NoError(t, err)
 	require.NoError(t, c.Send(hello))
 	srv.Tick()
-	var refused net.Refuse
+	var refused wire.Refuse
 	c.DrainReliable(func(f []byte) {
-		r, err := net.DecodeRefuse(f)
+		r, err := wire.DecodeRefuse(f)
 		require.NoError(t, err)
-		refused = net.Refuse{Code: r.Code, Reason: slices.Clone(r.Reason)}
+		refused = wire.Refuse{Code: r.Code, Reason: slices.Clone(r.Reason)}
 	})
-	assert.Equal(t, net.RefuseProtocol, refused.Code)
+	assert.Equal(t, wire.RefuseProtocol, refused.Code)
 	assert.Contains(t, string(refused.Reason), "protocol")
 	reason, closed := c.CloseReason()
 	assert.True(t, closed)

@@ -12,7 +12,9 @@ import (
 
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/components"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/client"
+	"github.com/throng-go/throng/net/quic"
+	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/scheduler"
 	"github.com/throng-go/throng/systems"
 )
@@ -26,7 +28,7 @@ const e2eTickRate = 20
 // in its own goroutine.
 type quicServer struct {
 	addr string
-	quic *net.QUIC
+	quic *quic.Transport
 	srv  *throng.Server
 }
 
@@ -37,18 +39,18 @@ func (s *quicServer) tick() uint64 { return s.srv.Stats().Tick }
 // at spawns[i]; setup runs before the first tick. Cleanup stops it.
 func startQUICServer(t *testing.T, opts throng.Options, spawns []components.Transform, setup func(*throng.Server)) *quicServer {
 	t.Helper()
-	return startQUICServerWith(t, net.QUICConfig{}, opts, spawns, setup)
+	return startQUICServerWith(t, quic.Config{}, opts, spawns, setup)
 }
 
 // startQUICServerWith is startQUICServer with the transport's settings.
-func startQUICServerWith(t *testing.T, cfg net.QUICConfig, opts throng.Options, spawns []components.Transform, setup func(*throng.Server)) *quicServer {
+func startQUICServerWith(t *testing.T, cfg quic.Config, opts throng.Options, spawns []components.Transform, setup func(*throng.Server)) *quicServer {
 	t.Helper()
 	cfg.Development = true
-	q, err := net.ListenQUIC("127.0.0.1:0", cfg)
+	q, err := quic.Listen("127.0.0.1:0", cfg)
 	require.NoError(t, err)
 	opts.Transport = q
 	opts.TickRate = new(e2eTickRate)
-	opts.Admit = func(h net.Hello) (throng.Entry, error) {
+	opts.Admit = func(h wire.Hello) (throng.Entry, error) {
 		var i int
 		if _, err := fmt.Sscanf(string(h.Token), "p%d", &i); err != nil || i >= len(spawns) {
 			return throng.Entry{}, fmt.Errorf("unknown player %q", h.Token)
@@ -74,13 +76,13 @@ func startQUICServerWith(t *testing.T, cfg net.QUICConfig, opts throng.Options, 
 }
 
 // join dials the server as player i.
-func (s *quicServer) join(t *testing.T, i int, cfg net.ClientConfig) (*net.Client, error) {
+func (s *quicServer) join(t *testing.T, i int, cfg client.Config) (*client.Client, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	cfg.Token = fmt.Sprintf("p%d", i)
 	cfg.InsecureSkipVerify = true
-	c, err := net.Dial(ctx, s.addr, cfg)
+	c, err := client.Dial(ctx, s.addr, cfg)
 	if err == nil {
 		t.Cleanup(func() { c.Close() })
 	}
@@ -90,7 +92,7 @@ func (s *quicServer) join(t *testing.T, i int, cfg net.ClientConfig) (*net.Clien
 // quicBot moves its player every 1/30 s and logs when it hears about
 // whom.
 type quicBot struct {
-	c      *net.Client
+	c      *client.Client
 	x, y   float32
 	mu     sync.Mutex
 	heard  map[uint32][]time.Time // a Poll's time, once per record
@@ -104,7 +106,7 @@ type quicBot struct {
 	unpaced int
 }
 
-func newQUICBot(c *net.Client) *quicBot {
+func newQUICBot(c *client.Client) *quicBot {
 	w := c.Welcome()
 	return &quicBot{c: c, x: w.X, y: w.Y, heard: map[uint32][]time.Time{}}
 }
@@ -124,7 +126,7 @@ func (b *quicBot) run(ctx context.Context, wg *sync.WaitGroup) {
 		}
 		b.x++
 		offered := time.Now()
-		sent, err := b.c.SendMove(net.Move{Seq: seq, X: b.x, Y: b.y})
+		sent, err := b.c.SendMove(wire.Move{Seq: seq, X: b.x, Y: b.y})
 		if err != nil {
 			return
 		}
@@ -132,13 +134,13 @@ func (b *quicBot) run(ctx context.Context, wg *sync.WaitGroup) {
 		switch {
 		case sent:
 			lastSent = time.Now()
-		case offered.Sub(lastSent) >= time.Second/net.DefaultMovingUpdatesPerSecond:
+		case offered.Sub(lastSent) >= time.Second/client.DefaultMovingUpdatesPerSecond:
 			b.unpaced++
 		}
 		now := time.Now()
-		b.c.Poll(func(f *net.Frame) {
+		b.c.Poll(func(f *wire.Frame) {
 			switch f.Type {
-			case net.TypeBatch:
+			case wire.TypeBatch:
 				for i := range f.Batch.Len() {
 					if r := f.Batch.At(i); r.Actor == self {
 						b.wrong++
@@ -146,7 +148,7 @@ func (b *quicBot) run(ctx context.Context, wg *sync.WaitGroup) {
 						b.heard[r.Actor] = append(b.heard[r.Actor], now)
 					}
 				}
-			case net.TypeCorrection:
+			case wire.TypeCorrection:
 				b.corrig++
 			}
 		})
@@ -198,9 +200,9 @@ func (s *quicServer) moveUntil(ctx context.Context, bots ...*quicBot) (ticks int
 func TestQUICPlayersHearEachOthersMovement(t *testing.T) {
 	spawns := []components.Transform{{X: 1000, Y: 1000}, {X: 1100, Y: 1000}}
 	srv := startQUICServer(t, throng.Options{}, spawns, nil)
-	a, err := srv.join(t, 0, net.ClientConfig{})
+	a, err := srv.join(t, 0, client.Config{})
 	require.NoError(t, err)
-	b, err := srv.join(t, 1, net.ClientConfig{})
+	b, err := srv.join(t, 1, client.Config{})
 	require.NoError(t, err)
 	require.NotEqual(t, a.Welcome().Actor, b.Welcome().Actor)
 	assert.Equal(t, spawns[1].X, b.Welcome().X, "the Welcome carries the spawn Admit chose")
@@ -221,14 +223,14 @@ func TestQUICPlayersHearEachOthersMovement(t *testing.T) {
 
 func TestQUICWrongProtocolIsRefusedWithItsReason(t *testing.T) {
 	srv := startQUICServer(t, throng.Options{Protocol: 2}, []components.Transform{{}}, nil)
-	_, err := srv.join(t, 0, net.ClientConfig{Protocol: 1})
-	var refused *net.RefusedError
+	_, err := srv.join(t, 0, client.Config{Protocol: 1})
+	var refused *client.RefusedError
 	require.ErrorAs(t, err, &refused)
-	assert.Equal(t, net.RefuseProtocol, refused.Code)
+	assert.Equal(t, wire.RefuseProtocol, refused.Code)
 	assert.Contains(t, refused.Reason, "protocol mismatch")
 	assert.Contains(t, err.Error(), "protocol mismatch", "the error a program prints says why")
 
-	c, err := srv.join(t, 0, net.ClientConfig{Protocol: 2})
+	c, err := srv.join(t, 0, client.Config{Protocol: 2})
 	require.NoError(t, err, "the right protocol is welcomed")
 	assert.NoError(t, c.Err())
 }
@@ -251,16 +253,16 @@ func TestQUICBusyServerRefusesNewPlayersWithTheBusyReason(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	var err error
 	for time.Now().Before(deadline) {
-		var c *net.Client
-		if c, err = srv.join(t, 0, net.ClientConfig{}); err != nil {
+		var c *client.Client
+		if c, err = srv.join(t, 0, client.Config{}); err != nil {
 			break
 		}
 		c.Close()
 		time.Sleep(100 * time.Millisecond)
 	}
-	var refused *net.RefusedError
+	var refused *client.RefusedError
 	require.ErrorAs(t, err, &refused)
-	assert.Equal(t, net.RefuseBusy, refused.Code)
+	assert.Equal(t, wire.RefuseBusy, refused.Code)
 	assert.Equal(t, systems.BusyReason, refused.Reason)
 }
 
@@ -268,15 +270,15 @@ func TestQUICClientThatStopsReadingDoesNotStallTheOthers(t *testing.T) {
 	spawns := []components.Transform{{X: 1000, Y: 1000}, {X: 1100, Y: 1000}, {X: 1200, Y: 1000}}
 	// A queue that never overflows here: the stalled client is found out
 	// by its stream staying blocked for a second.
-	cfg := net.QUICConfig{ReliableQueue: 1 << 20, StallTimeout: time.Second}
+	cfg := quic.Config{ReliableQueue: 1 << 20, StallTimeout: time.Second}
 	srv := startQUICServerWith(t, cfg, throng.Options{}, spawns, nil)
 	// The stalled player joins first (session 1), keeps one reliable frame
 	// and never polls again.
-	stalled, err := srv.join(t, 0, net.ClientConfig{ReliableQueue: 1})
+	stalled, err := srv.join(t, 0, client.Config{ReliableQueue: 1})
 	require.NoError(t, err)
-	a, err := srv.join(t, 1, net.ClientConfig{})
+	a, err := srv.join(t, 1, client.Config{})
 	require.NoError(t, err)
-	b, err := srv.join(t, 2, net.ClientConfig{})
+	b, err := srv.join(t, 2, client.Config{})
 	require.NoError(t, err)
 	botA, botB := newQUICBot(a), newQUICBot(b)
 
@@ -291,7 +293,7 @@ func TestQUICClientThatStopsReadingDoesNotStallTheOthers(t *testing.T) {
 	go func() {
 		defer close(flooded)
 		defer time.AfterFunc(500*time.Millisecond, stop) // the others move on a little
-		frame := net.AppendRefuse(nil, net.Refuse{Reason: make([]byte, net.MaxReasonLen)})
+		frame := wire.AppendRefuse(nil, wire.Refuse{Reason: make([]byte, wire.MaxReasonLen)})
 		for end := start.Add(10 * time.Second); stalled.Err() == nil && time.Now().Before(end); {
 			for range 20 {
 				srv.quic.SendReliable(1, frame)
@@ -303,9 +305,9 @@ func TestQUICClientThatStopsReadingDoesNotStallTheOthers(t *testing.T) {
 	ticks := srv.moveUntil(ctx, botA, botB)
 	<-flooded
 
-	var gone *net.DisconnectedError
+	var gone *client.DisconnectedError
 	require.ErrorAs(t, stalled.Err(), &gone, "the stalled player is disconnected")
-	assert.Equal(t, net.ReasonSlowClient, gone.Reason)
+	assert.Equal(t, wire.ReasonSlowClient, gone.Reason)
 	assert.Equal(t, uint64(1), srv.quic.Counters().SlowClients)
 	assert.GreaterOrEqual(t, stalledFor, cfg.StallTimeout, "found out by the stall timeout")
 

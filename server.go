@@ -11,7 +11,11 @@ import (
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/ecs/save"
 	"github.com/throng-go/throng/interest"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/mem"
+	"github.com/throng-go/throng/net/multi"
+	"github.com/throng-go/throng/net/quic"
+	"github.com/throng-go/throng/net/websocket"
+	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/scheduler"
 	"github.com/throng-go/throng/systems"
 )
@@ -25,8 +29,8 @@ import (
 type Server struct {
 	settings  Settings
 	world     *ecs.World
-	transport net.Transport
-	mem       *net.Mem
+	transport wire.Transport
+	mem       *mem.Transport
 	pipe      *systems.Pipeline
 	pool      *scheduler.Pool
 	builder   *scheduler.Builder
@@ -78,7 +82,7 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	if s.transport == nil {
-		s.mem = net.NewMem(net.MemOptions{})
+		s.mem = mem.New(mem.Options{})
 		s.transport = s.mem
 	}
 	// The transport is the server's from here on: close one it made if
@@ -212,7 +216,7 @@ func (s *Server) Schedule() (*scheduler.Schedule, error) {
 func (s *Server) World() *ecs.World { return s.world }
 
 // Transport returns the server's transport.
-func (s *Server) Transport() net.Transport { return s.transport }
+func (s *Server) Transport() wire.Transport { return s.transport }
 
 // Commands returns the commands of the game's own that clients sent this
 // tick ([net.Client.SendCommand]), in the order they arrived, each with
@@ -244,7 +248,7 @@ func (s *Server) SendEvent(actor components.ActorID, payload []byte) bool {
 
 // Mem returns the in-memory transport the server made because
 // Options.Transport was nil, or nil if it was given one.
-func (s *Server) Mem() *net.Mem { return s.mem }
+func (s *Server) Mem() *mem.Transport { return s.mem }
 
 // Settings returns the resolved settings the server runs with.
 func (s *Server) Settings() Settings { return s.settings }
@@ -450,22 +454,22 @@ func (s *Server) Close() error {
 
 // listen opens the listeners the "network" section names: nil when it
 // names none, one transport, or both behind a net.Multi (QUIC first).
-func listen(n Network) (net.Transport, error) {
-	var ts []net.Transport
+func listen(n Network) (wire.Transport, error) {
+	var ts []wire.Transport
 	closeAll := func() {
 		for _, t := range ts {
 			t.Close()
 		}
 	}
 	if q := n.QUIC; q != nil {
-		t, err := net.ListenQUIC(q.Listen, net.QUICConfig{CertFile: q.CertFile, KeyFile: q.KeyFile, Development: q.Development})
+		t, err := quic.Listen(q.Listen, quic.Config{CertFile: q.CertFile, KeyFile: q.KeyFile, Development: q.Development})
 		if err != nil {
 			return nil, fmt.Errorf("throng: network.quic: %w", err)
 		}
 		ts = append(ts, t)
 	}
 	if w := n.WebSocket; w != nil {
-		t, err := net.ListenWebSocket(w.Listen, net.WebSocketConfig{
+		t, err := websocket.Listen(w.Listen, websocket.Config{
 			Path: w.Path, OriginPatterns: w.OriginPatterns, CertFile: w.CertFile, KeyFile: w.KeyFile,
 		})
 		if err != nil {
@@ -480,5 +484,5 @@ func listen(n Network) (net.Transport, error) {
 	case 1:
 		return ts[0], nil
 	}
-	return net.NewMulti(ts...), nil
+	return multi.New(ts...), nil
 }

@@ -16,7 +16,8 @@ import (
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/internal/spectator"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/mem"
+	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/scheduler"
 	"github.com/throng-go/throng/systems"
 )
@@ -24,9 +25,9 @@ import (
 // spectatedServer is a server with the spectator window on loopback and a
 // world of 300 NPCs, which a system of the test's moves every tick, 10
 // props that never move, and 40 players near them.
-func spectatedServer(t *testing.T, debug throng.Debug) (*throng.Server, []*net.MemClient) {
+func spectatedServer(t *testing.T, debug throng.Debug) (*throng.Server, []*mem.Client) {
 	t.Helper()
-	srv, err := throng.New(throng.Options{Debug: debug, Admit: func(h net.Hello) (throng.Entry, error) {
+	srv, err := throng.New(throng.Options{Debug: debug, Admit: func(h wire.Hello) (throng.Entry, error) {
 		var i int
 		fmt.Sscanf(string(h.Token), "p%d", &i)
 		return throng.Entry{Spawn: components.Transform{X: float32(i%8) * 300, Y: float32(i/8) * 300}}, nil
@@ -43,10 +44,10 @@ func spectatedServer(t *testing.T, debug throng.Debug) (*throng.Server, []*net.M
 	}
 	w.Apply(nil)
 	require.NoError(t, srv.AddSystem(&shuffle{w: w, props: props}, scheduler.After(systems.JoinName)))
-	var clients []*net.MemClient
+	var clients []*mem.Client
 	for i := range 40 {
 		c := srv.Mem().Dial()
-		hello, err := net.AppendHello(nil, net.Hello{Token: fmt.Appendf(nil, "p%d", i)})
+		hello, err := wire.AppendHello(nil, wire.Hello{Token: fmt.Appendf(nil, "p%d", i)})
 		require.NoError(t, err)
 		require.NoError(t, c.Send(hello))
 		clients = append(clients, c)

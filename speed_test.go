@@ -8,7 +8,7 @@ import (
 
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/components"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // TestSpeedLimitCorrectsOnlyClientsThatOutrunIt: with a speed limit of 90
@@ -21,14 +21,14 @@ func TestSpeedLimitCorrectsOnlyClientsThatOutrunIt(t *testing.T) {
 	srv, err := throng.New(throng.Options{
 		TickRate:     new(30),
 		ClientLimits: throng.ClientLimits{MaxSpeedUnitsPerSecond: new(float32(90))},
-		Admit: func(net.Hello) (throng.Entry, error) {
+		Admit: func(wire.Hello) (throng.Entry, error) {
 			return throng.Entry{Spawn: components.Transform{X: 100, Y: 100}}, nil
 		},
 	})
 	require.NoError(t, err)
 	defer srv.Close()
 	c := srv.Mem().Dial()
-	hello, err := net.AppendHello(nil, net.Hello{Token: []byte("runner")})
+	hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte("runner")})
 	require.NoError(t, err)
 	require.NoError(t, c.Send(hello))
 	srv.Tick()
@@ -37,12 +37,12 @@ func TestSpeedLimitCorrectsOnlyClientsThatOutrunIt(t *testing.T) {
 	send := func(step float32) {
 		seq++
 		x += step
-		require.NoError(t, c.Send(net.AppendMove(nil, net.Move{Seq: seq, X: x, Y: 100})))
+		require.NoError(t, c.Send(wire.AppendMove(nil, wire.Move{Seq: seq, X: x, Y: 100})))
 	}
 	corrections := func() int {
 		n := 0
 		c.DrainReliable(func(f []byte) {
-			if typ, _ := net.PeekType(f); typ == net.TypeCorrection {
+			if typ, _ := wire.PeekType(f); typ == wire.TypeCorrection {
 				n++
 			}
 		})

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng/components"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/scheduler"
 )
 
@@ -154,7 +154,7 @@ func BenchmarkBeginRelay(b *testing.B) {
 		name    string
 		players int
 		budget  int
-	}{{"1000", 1000, 0}, {"2000-budget", 2000, net.MaxRecordsPerBatch}} {
+	}{{"1000", 1000, 0}, {"2000-budget", 2000, wire.MaxRecordsPerBatch}} {
 		spawns := oneChunkCrowd(rand.New(rand.NewPCG(7, 8)), crowd.players)
 		cfg := Config{MaxRecordsPerTick: crowd.budget, Tiers: defaultTiers(b)}
 		r := newRig(b, cfg, spawns)

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/throng-go/throng/interest"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // Due lists: for each cell, each period of the interest table and each
@@ -263,7 +263,7 @@ func (d *dueLists) beginBuild(f *Frame) {
 	d.stride = d.ncells + 1
 	d.off = resizeSlice(d.off, int(d.stride)*int(d.nslots))
 	d.picks = resizeSlice(d.picks, f.Len()*len(d.sets))
-	d.packed = resizeSlice(d.packed, len(d.picks)*net.RecordSize)
+	d.packed = resizeSlice(d.packed, len(d.picks)*wire.RecordSize)
 	d.masked = d.nslots <= maskSlots
 	if d.masked {
 		d.masks = resizeSlice(d.masks, ncells*int(d.nslots))
@@ -323,7 +323,7 @@ func (d *dueLists) buildSet(f *Frame, j int) {
 				at := rows[k]
 				a := lo + int32(i)
 				d.picks[at] = a
-				copyRecord(d.packed[int(at)*net.RecordSize:int(at+1)*net.RecordSize], f.recordOf(a))
+				copyRecord(d.packed[int(at)*wire.RecordSize:int(at+1)*wire.RecordSize], f.recordOf(a))
 				if small {
 					masks[w*ncells+ci] |= 1 << i
 				}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // TestDueListsHoldExactlyTheirSenders checks every list the relay reads,
@@ -48,7 +48,7 @@ func TestDueListsHoldExactlyTheirSenders(t *testing.T) {
 					require.Equal(t, want, append([]int32{}, d.picks[lo:hi]...), "tick %d, period %d window %d, residue %d, cell %d", f.Tick, set.mod, set.window, w, ci)
 					for k, a := range want {
 						at := int(lo) + k
-						require.Equal(t, f.recordOf(a), d.packed[at*net.RecordSize:(at+1)*net.RecordSize], "record of actor %d", a)
+						require.Equal(t, f.recordOf(a), d.packed[at*wire.RecordSize:(at+1)*wire.RecordSize], "record of actor %d", a)
 					}
 					if c.actors.hi-c.actors.lo <= maskActors {
 						require.Equal(t, bits, d.mask(ci, slot, c.actors.lo), "bit set of cell %d", ci)
@@ -68,7 +68,7 @@ func TestDueListsHoldExactlyTheirSenders(t *testing.T) {
 			}
 			r.seq[i]++
 			s := r.spawns[i]
-			require.NoError(t, c.Send(net.AppendMove(nil, net.Move{Seq: r.seq[i], X: s.X + rng.Float32(), Y: s.Y, WorldOrCell: s.WorldOrCell})))
+			require.NoError(t, c.Send(wire.AppendMove(nil, wire.Move{Seq: r.seq[i], X: s.X + rng.Float32(), Y: s.Y, WorldOrCell: s.WorldOrCell})))
 		}
 		r.step()
 		for _, c := range r.clients {

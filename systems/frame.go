@@ -6,7 +6,7 @@ import (
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/interest"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // span is a half-open range [lo, hi) of flat actor indices.
@@ -123,7 +123,7 @@ func (f *Frame) Clusters() (count, biggest int) { return len(f.clusters), f.bigg
 
 // recordOf returns actor i's encoded movement record.
 func (f *Frame) recordOf(i int32) []byte {
-	return f.records[int(i)*net.RecordSize : int(i+1)*net.RecordSize]
+	return f.records[int(i)*wire.RecordSize : int(i+1)*wire.RecordSize]
 }
 
 // resize sets every per-actor slice to n entries, reusing capacity.
@@ -140,7 +140,7 @@ func (f *Frame) resize(n int) {
 	f.slot = resizeSlice(f.slot, n)
 	f.verdict = resizeSlice(f.verdict, n)
 	f.crossed = resizeSlice(f.crossed, n)
-	f.records = resizeSlice(f.records, n*net.RecordSize)
+	f.records = resizeSlice(f.records, n*wire.RecordSize)
 	f.cellIdx = resizeSlice(f.cellIdx, n)
 	f.res = resizeSlice(f.res, n)
 	f.half = resizeSlice(f.half, n)

@@ -9,7 +9,7 @@ import (
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/ecs/save"
 	"github.com/throng-go/throng/interest"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // sessionState is where a session is in its life.
@@ -105,11 +105,11 @@ func (p *Pipeline) routeInputs(tick uint64) int {
 	for i := range p.inbox {
 		in := &p.inbox[i]
 		switch in.Kind {
-		case net.SessionOpened:
+		case wire.SessionOpened:
 			p.openSession(in.Session)
-		case net.SessionClosed:
+		case wire.SessionClosed:
 			p.closeSession(in.Session)
-		case net.FrameReceived:
+		case wire.FrameReceived:
 			if p.frameFrom(in.Session, in.Frame) {
 				routed++
 			}
@@ -180,7 +180,7 @@ type inputCounts struct {
 }
 
 type routedMove struct {
-	id    net.SessionID
+	id    wire.SessionID
 	s     *session
 	frame []byte
 }
@@ -188,7 +188,7 @@ type routedMove struct {
 // openSession records a new connection in the session table and gives it a
 // slot: the index the actor's Client component carries, so the tick finds
 // the session without hashing.
-func (p *Pipeline) openSession(id net.SessionID) {
+func (p *Pipeline) openSession(id wire.SessionID) {
 	s := &session{}
 	if n := len(p.freeSlots); n > 0 {
 		s.slot = p.freeSlots[n-1]
@@ -201,7 +201,7 @@ func (p *Pipeline) openSession(id net.SessionID) {
 	p.sessions[id] = s
 }
 
-func (p *Pipeline) closeSession(id net.SessionID) {
+func (p *Pipeline) closeSession(id wire.SessionID) {
 	s, ok := p.sessions[id]
 	if !ok {
 		return
@@ -220,23 +220,23 @@ func (p *Pipeline) closeSession(id net.SessionID) {
 
 // frameFrom handles a Hello at once and a Move frame at once or by routing
 // it to its session's bucket, which it reports.
-func (p *Pipeline) frameFrom(id net.SessionID, frame []byte) bool {
+func (p *Pipeline) frameFrom(id wire.SessionID, frame []byte) bool {
 	s, ok := p.sessions[id]
 	if !ok {
 		p.stats.DroppedInputs++
 		return false
 	}
-	typ, err := net.PeekType(frame)
+	typ, err := wire.PeekType(frame)
 	if err != nil {
 		p.stats.Malformed++
 		return false
 	}
 	switch typ {
-	case net.TypeHello:
+	case wire.TypeHello:
 		p.hello(id, s, frame)
-	case net.TypeCommand:
+	case wire.TypeCommand:
 		p.command(id, s, frame)
-	case net.TypeMove:
+	case wire.TypeMove:
 		if p.inputsDirect {
 			p.moveFrame(&p.buckets[0], id, s, frame)
 			return false
@@ -269,8 +269,8 @@ const MaxCommandsPerTick = 16
 
 // command hands a Command frame to the game's systems, if its session plays
 // and is within MaxCommandsPerTick.
-func (p *Pipeline) command(id net.SessionID, s *session, frame []byte) {
-	payload, err := net.DecodeCommand(frame)
+func (p *Pipeline) command(id wire.SessionID, s *session, frame []byte) {
+	payload, err := wire.DecodeCommand(frame)
 	if err != nil {
 		p.stats.Malformed++
 		return
@@ -317,14 +317,14 @@ func (p *Pipeline) SendEvent(actor components.ActorID, payload []byte) bool {
 	}
 	p.eventMu.Lock()
 	defer p.eventMu.Unlock()
-	p.eventBuf = net.AppendEvent(p.eventBuf[:0], payload)
-	p.transport.SendReliable(net.SessionID(c.Session), p.eventBuf)
+	p.eventBuf = wire.AppendEvent(p.eventBuf[:0], payload)
+	p.transport.SendReliable(wire.SessionID(c.Session), p.eventBuf)
 	p.eventsSent++
 	return true
 }
 
-func (p *Pipeline) hello(id net.SessionID, s *session, frame []byte) {
-	h, err := net.DecodeHello(frame)
+func (p *Pipeline) hello(id wire.SessionID, s *session, frame []byte) {
+	h, err := wire.DecodeHello(frame)
 	if err != nil {
 		p.stats.Malformed++
 		return
@@ -335,16 +335,16 @@ func (p *Pipeline) hello(id net.SessionID, s *session, frame []byte) {
 	}
 	if p.busy {
 		p.stats.BusyRejections++
-		p.refuse(id, net.RefuseBusy, BusyReason)
+		p.refuse(id, wire.RefuseBusy, BusyReason)
 		return
 	}
 	if h.Protocol != p.cfg.Protocol {
-		p.refuse(id, net.RefuseProtocol, "protocol mismatch: this server speaks a different game protocol version")
+		p.refuse(id, wire.RefuseProtocol, "protocol mismatch: this server speaks a different game protocol version")
 		return
 	}
 	adm, err := p.cfg.Admit(h)
 	if err != nil {
-		p.refuse(id, net.RefuseToken, err.Error())
+		p.refuse(id, wire.RefuseToken, err.Error())
 		return
 	}
 	spawn := adm.Spawn
@@ -381,7 +381,7 @@ func (p *Pipeline) joinFits(spawn components.Transform) bool {
 
 // spawnPlayer queues the spawn of session id's actor at spawn, with the
 // state of the actor kept for it, if any.
-func (p *Pipeline) spawnPlayer(id net.SessionID, s *session, spawn components.Transform) {
+func (p *Pipeline) spawnPlayer(id wire.SessionID, s *session, spawn components.Transform) {
 	p.joins++
 	spec := ecs.ActorSpec{Transform: spawn, Client: components.Client{Session: uint64(id), Slot: s.slot}}
 	if k := s.kept; k != nil {
@@ -453,14 +453,14 @@ func (p *Pipeline) KeepAll(kept []*save.Kept) {
 // the game's Admit gave it (Admit runs once, when the Hello comes: a token
 // it refuses is refused at once).
 type waitingHello struct {
-	id    net.SessionID
+	id    wire.SessionID
 	spawn components.Transform
 	since uint64 // Pipeline.elapsed when it came
 }
 
 // wait puts session id at the back of the line: this tick's joins are
 // used up, or others came first.
-func (p *Pipeline) wait(id net.SessionID, s *session, spawn components.Transform) {
+func (p *Pipeline) wait(id wire.SessionID, s *session, spawn components.Transform) {
 	p.waiting = append(p.waiting, waitingHello{id: id, spawn: spawn, since: p.elapsed})
 	s.state = waiting
 }
@@ -483,7 +483,7 @@ func (p *Pipeline) admitWaiting() {
 		case s == nil || s.state != waiting || s.kicked:
 		case p.busy && p.elapsed-w.since >= uint64(maxJoinWaitSeconds*max(p.cfg.TickRate, 1)):
 			p.stats.BusyRejections++
-			p.refuse(w.id, net.RefuseBusy, BusyReason)
+			p.refuse(w.id, wire.RefuseBusy, BusyReason)
 		case p.busy, !p.joinFits(w.spawn):
 			return
 		default:
@@ -500,12 +500,12 @@ func (p *Pipeline) Waiting() int { return len(p.waiting) - p.waitHead }
 // BusyReason is what a client turned away by admission control reads.
 const BusyReason = "server busy, try again shortly"
 
-func (p *Pipeline) refuse(id net.SessionID, code net.RefuseCode, reason string) {
+func (p *Pipeline) refuse(id wire.SessionID, code wire.RefuseCode, reason string) {
 	p.stats.Refused++
 	if s := p.sessions[id]; s != nil {
 		s.kicked = true
 	}
-	p.out = net.AppendRefuse(p.out[:0], net.Refuse{Code: code, Reason: []byte(reason)})
+	p.out = wire.AppendRefuse(p.out[:0], wire.Refuse{Code: code, Reason: []byte(reason)})
 	p.transport.SendReliable(id, p.out)
 	p.transport.Disconnect(id, reason)
 }
@@ -519,8 +519,8 @@ func (p *Pipeline) refuse(id net.SessionID, code net.RefuseCode, reason string) 
 //
 // It runs as the frame comes (RouteInputs) or from its bucket
 // (ApplyInputs), counting in bucket bk.
-func (p *Pipeline) moveFrame(bk *inputBucket, id net.SessionID, s *session, frame []byte) {
-	m, err := net.DecodeMove(frame)
+func (p *Pipeline) moveFrame(bk *inputBucket, id wire.SessionID, s *session, frame []byte) {
+	m, err := wire.DecodeMove(frame)
 	if err != nil {
 		bk.malformed++
 		return
@@ -563,7 +563,7 @@ func (p *Pipeline) moveFrame(bk *inputBucket, id net.SessionID, s *session, fram
 }
 
 // keepInput makes m the actor's pending update.
-func keepInput(in *components.MoveInput, m net.Move) {
+func keepInput(in *components.MoveInput, m wire.Move) {
 	*in = components.MoveInput{
 		Seq: m.Seq, X: m.X, Y: m.Y, Z: m.Z, Yaw: m.Yaw,
 		WorldOrCell: m.WorldOrCell, Flags: m.Flags, Pending: true,

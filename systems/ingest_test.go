@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng/components"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/mem"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // TestRoutedInputsAreAppliedAsDirectOnes: with the Move frames routed to
@@ -40,7 +41,7 @@ func TestRoutedInputsAreAppliedAsDirectOnes(t *testing.T) {
 	for tick := range 60 {
 		for i, s := range spawns {
 			move := func(seq uint32) []byte {
-				return net.AppendMove(nil, net.Move{Seq: seq, X: s.X + float32(tick%5)*10, Y: s.Y})
+				return wire.AppendMove(nil, wire.Move{Seq: seq, X: s.X + float32(tick%5)*10, Y: s.Y})
 			}
 			var frames [][]byte
 			seq[i]++
@@ -56,14 +57,14 @@ func TestRoutedInputsAreAppliedAsDirectOnes(t *testing.T) {
 			case i%7 == 1 && tick%5 == 4: // overtaken within the tick: stale, quietly
 				frames = append(frames, move(seq[i]), move(seq[i]-1))
 			case i == 5 && tick == 10: // a truncated Move
-				frames = append(frames, move(seq[i])[:net.HeaderSize+3])
+				frames = append(frames, move(seq[i])[:wire.HeaderSize+3])
 			default:
 				frames = append(frames, move(seq[i]))
 			}
 			for _, f := range frames {
 				for _, r := range []*rig{direct, routed} {
 					if err := r.clients[i].Send(f); err != nil {
-						require.ErrorIs(t, err, net.ErrClosed, "only the flooder's session closes")
+						require.ErrorIs(t, err, wire.ErrClosed, "only the flooder's session closes")
 					}
 				}
 			}
@@ -111,7 +112,7 @@ func TestAnHonestClientIsNeverLimitedBecauseTheServerTickedSlowly(t *testing.T) 
 			for range 2 {
 				r.seq[0]++
 				x := 100 + float32(r.seq[0])
-				require.NoError(t, r.clients[0].Send(net.AppendMove(nil, net.Move{Seq: r.seq[0], X: x, Y: 100})))
+				require.NoError(t, r.clients[0].Send(wire.AppendMove(nil, wire.Move{Seq: r.seq[0], X: x, Y: 100})))
 			}
 			r.step()
 			require.Zero(t, r.p.Stats().Kicked, "tick %d", k)
@@ -130,8 +131,8 @@ func TestAnHonestClientIsNeverLimitedBecauseTheServerTickedSlowly(t *testing.T) 
 func TestAPlayerWaitingWhileTheServerIsBusyIsRefusedAfterTenSeconds(t *testing.T) {
 	r := newRig(t, Config{}, []components.Transform{{X: 100, Y: 100}})
 	r.p.cfg.JoinAppears = 1 // one join a tick here
-	mem := r.p.transport.(*net.Mem)
-	hello, err := net.AppendHello(nil, net.Hello{Token: []byte("p0")})
+	mem := r.p.transport.(*mem.Transport)
+	hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte("p0")})
 	require.NoError(t, err)
 	first, second := mem.Dial(), mem.Dial()
 	require.NoError(t, first.Send(hello))
@@ -149,12 +150,12 @@ func TestAPlayerWaitingWhileTheServerIsBusyIsRefusedAfterTenSeconds(t *testing.T
 	assert.Zero(t, r.p.Waiting())
 	assert.EqualValues(t, 1, r.p.Stats().BusyRejections)
 	assert.Equal(t, 2, r.p.world.Len(), "and never joined")
-	var refused net.Refuse
+	var refused wire.Refuse
 	second.DrainReliable(func(f []byte) {
-		if rf, err := net.DecodeRefuse(f); err == nil {
+		if rf, err := wire.DecodeRefuse(f); err == nil {
 			refused = rf
 		}
 	})
-	assert.Equal(t, net.RefuseBusy, refused.Code)
+	assert.Equal(t, wire.RefuseBusy, refused.Code)
 	assert.Equal(t, BusyReason, string(refused.Reason))
 }

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/throng-go/throng/components"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // join is the serial end of the tick: it queues the chunk moves Move found,
@@ -63,7 +63,7 @@ func (p *Pipeline) sendCorrections() {
 			continue
 		}
 		p.stats.Rejected++
-		if s := p.sessions[net.SessionID(f.session[a])]; s != nil && !s.correct {
+		if s := p.sessions[wire.SessionID(f.session[a])]; s != nil && !s.correct {
 			s.correct = true
 			p.corrections = append(p.corrections, s)
 		}
@@ -87,10 +87,10 @@ func (p *Pipeline) sendCorrection(actor components.ActorID) {
 		return
 	}
 	t := p.transforms.Get(e)
-	p.out = net.AppendCorrection(p.out[:0], net.Correction{
+	p.out = wire.AppendCorrection(p.out[:0], wire.Correction{
 		Seq: p.inputs.Get(e).Seq, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, WorldOrCell: t.WorldOrCell,
 	})
-	p.transport.SendReliable(net.SessionID(session), p.out)
+	p.transport.SendReliable(wire.SessionID(session), p.out)
 	p.stats.Corrections++
 	p.stats.CorrectionsSent++
 }

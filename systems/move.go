@@ -7,7 +7,7 @@ import (
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/interest"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // moveJob is the Move phase as a pool job: unit i is shard i's senders.
@@ -29,7 +29,7 @@ func (j *moveJob) RunUnit(i int) {
 		claimLines(f.y[sh.Lo:sh.Hi])
 		claimLines(f.z[sh.Lo:sh.Hi])
 		claimLines(f.changed[sh.Lo:sh.Hi])
-		claimLines(f.records[int(sh.Lo)*net.RecordSize : int(sh.Hi)*net.RecordSize])
+		claimLines(f.records[int(sh.Lo)*wire.RecordSize : int(sh.Hi)*wire.RecordSize])
 	}
 	for a := sh.Lo; a < sh.Hi; a++ {
 		// The rows of the actor moveAhead places on, asked for now: a
@@ -112,7 +112,7 @@ func (p *Pipeline) moveActor(a int32) {
 	f.x[a], f.y[a], f.z[a] = t.X, t.Y, t.Z
 	setIfChanged(&f.changed[a], in.ChangedTick)
 	setIfChanged(&f.crossed[a], p.world.KeyOf(*t) != view.Key)
-	net.PutRecord(f.recordOf(a), net.Record{Actor: id, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, Flags: anim.Flags})
+	wire.PutRecord(f.recordOf(a), wire.Record{Actor: id, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, Flags: anim.Flags})
 }
 
 // spend checks an update against the speed limit: the actor's allowance

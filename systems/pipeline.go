@@ -11,7 +11,7 @@ import (
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/ecs/save"
 	"github.com/throng-go/throng/interest"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/scheduler"
 )
 
@@ -59,7 +59,7 @@ type Config struct {
 	// its actor spawns. A non-nil error refuses the session with the
 	// error's text. Nil admits everyone as a guest at the origin of
 	// worldOrCell 0.
-	Admit func(h net.Hello) (Entry, error)
+	Admit func(h wire.Hello) (Entry, error)
 	// SavedTypes are the game's components that a player's actor keeps
 	// while the player is away (see Entry.Player).
 	SavedTypes []save.Type
@@ -119,8 +119,8 @@ type TickStats struct {
 type Pipeline struct {
 	cfg       Config
 	world     *ecs.World
-	transport net.Transport
-	batcher   net.BatchSender // transport's, when it has one
+	transport wire.Transport
+	batcher   wire.BatchSender // transport's, when it has one
 	tiers     interest.Tiers
 	bands     tierBands // tiers, for chooseByTiers8
 	// throttleEveryReach is a test hook: the relay works at every level of
@@ -157,7 +157,7 @@ type Pipeline struct {
 	loads          clusterLoads
 	parallelAt     time.Time
 
-	sessions map[net.SessionID]*session
+	sessions map[wire.SessionID]*session
 	// names holds the names of the players in play by session slot ("" for
 	// guests), and kept the actors kept for players away, by name.
 	names []string
@@ -176,7 +176,7 @@ type Pipeline struct {
 	eventMu                sync.Mutex
 	eventBuf               []byte // SendEvent's, under eventMu
 	eventsSent             uint64 // under eventMu; into Stats
-	inbox                  []net.Inbound
+	inbox                  []wire.Inbound
 	waiting                []waitingHello // Hellos waiting for their turn, from waitHead on
 	waitHead               int
 	joins                  int           // Hellos admitted this tick
@@ -195,7 +195,7 @@ type Pipeline struct {
 }
 
 // New returns a pipeline over world and transport.
-func New(cfg Config, world *ecs.World, transport net.Transport) (*Pipeline, error) {
+func New(cfg Config, world *ecs.World, transport wire.Transport) (*Pipeline, error) {
 	if world == nil || transport == nil {
 		return nil, errors.New("systems: New needs a world and a transport")
 	}
@@ -203,7 +203,7 @@ func New(cfg Config, world *ecs.World, transport net.Transport) (*Pipeline, erro
 		return nil, errors.New("systems: chunk size must be positive")
 	}
 	if cfg.Admit == nil {
-		cfg.Admit = func(net.Hello) (Entry, error) { return Entry{}, nil }
+		cfg.Admit = func(wire.Hello) (Entry, error) { return Entry{}, nil }
 	}
 	p := &Pipeline{
 		cfg:        cfg,
@@ -215,10 +215,10 @@ func New(cfg Config, world *ecs.World, transport net.Transport) (*Pipeline, erro
 		transforms: ark.NewMap[components.Transform](world.Ark()),
 		anims:      ark.NewMap[components.Animation](world.Ark()),
 		clients:    ark.NewMap[components.Client](world.Ark()),
-		sessions:   make(map[net.SessionID]*session),
+		sessions:   make(map[wire.SessionID]*session),
 		kept:       make(map[string]*save.Kept),
 	}
-	p.batcher, _ = transport.(net.BatchSender)
+	p.batcher, _ = transport.(wire.BatchSender)
 	p.minRouted = minInputsToOffload
 	p.move.p = p
 	p.relay.p = p
@@ -258,7 +258,7 @@ func (p *Pipeline) TellRate(centihertz uint16) {
 	} else {
 		centihertz = nominal
 	}
-	p.out = net.AppendRate(p.out[:0], net.Rate{Nominal: uint16(p.cfg.TickRate), Centihertz: centihertz})
+	p.out = wire.AppendRate(p.out[:0], wire.Rate{Nominal: uint16(p.cfg.TickRate), Centihertz: centihertz})
 	for id, s := range p.sessions {
 		if s.state == playing && !s.kicked {
 			p.transport.SendReliable(id, p.out)

@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/throng-go/throng/interest"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // datagramSize is the size of a full movement datagram.
-const datagramSize = net.BatchHeaderSize + net.MaxRecordsPerBatch*net.RecordSize
+const datagramSize = wire.BatchHeaderSize + wire.MaxRecordsPerBatch*wire.RecordSize
 
 // relayJob is the Relay phase as a pool job: unit i is shard i's recipients.
 type relayJob struct{ p *Pipeline }
@@ -49,7 +49,7 @@ func (j *relayJob) RunUnit(i int) {
 			continue
 		}
 		total += int64(f.relays[a])
-		s := net.SessionID(f.session[a])
+		s := wire.SessionID(f.session[a])
 		buf := sc.batch
 		datagrams += int32((len(buf) + datagramSize - 1) / datagramSize)
 		bytes += int64(len(buf))
@@ -76,7 +76,7 @@ func (j *relayJob) RunUnit(i int) {
 func reserve(buf []byte, senders int) []byte {
 	// Whole datagrams: a stencil whose population wanders a little (actors
 	// roaming across chunk borders) then stays within the capacity it has.
-	datagrams := (senders + net.MaxRecordsPerBatch - 1) / net.MaxRecordsPerBatch
+	datagrams := (senders + wire.MaxRecordsPerBatch - 1) / wire.MaxRecordsPerBatch
 	if need := datagrams * datagramSize; cap(buf) < need {
 		return make([]byte, 0, need+need/4)
 	}

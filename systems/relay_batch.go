@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // batchOut writes a recipient's batch: datagrams of at most
@@ -30,12 +30,12 @@ func newBatchOut(buf, records []byte, tick uint64) batchOut {
 // so that one stays small enough to inline.
 func (w *batchOut) open() {
 	if w.count > 0 {
-		net.SetBatchCount(w.buf[w.head:], net.MaxRecordsPerBatch)
+		wire.SetBatchCount(w.buf[w.head:], wire.MaxRecordsPerBatch)
 	}
 	w.head = w.n
-	net.AppendBatchHeader(w.buf[w.n:w.n], w.tick, 0) // writes in place: the capacity is there
-	w.n += net.BatchHeaderSize
-	w.left = net.MaxRecordsPerBatch
+	wire.AppendBatchHeader(w.buf[w.n:w.n], w.tick, 0) // writes in place: the capacity is there
+	w.n += wire.BatchHeaderSize
+	w.left = wire.MaxRecordsPerBatch
 }
 
 // write appends the records of the chosen senders (with AVX2 one 32-byte
@@ -51,9 +51,9 @@ func (w *batchOut) write(sel []int32) {
 		} else {
 			n, buf, recs := w.n, w.buf, w.records
 			for _, a := range sel[:k] {
-				o := int(a) * net.RecordSize
-				copyRecord(buf[n:n+net.RecordSize], recs[o:o+net.RecordSize])
-				n += net.RecordSize
+				o := int(a) * wire.RecordSize
+				copyRecord(buf[n:n+wire.RecordSize], recs[o:o+wire.RecordSize])
+				n += wire.RecordSize
 			}
 		}
 		w.wrote(k)
@@ -62,18 +62,18 @@ func (w *batchOut) write(sel []int32) {
 }
 
 // recordOverrun is how far past a record copyRecords reads and writes.
-const recordOverrun = 32 - net.RecordSize
+const recordOverrun = 32 - wire.RecordSize
 
 // roomFor32 reports whether the next k records may be copied with one
 // 32-byte move each (copyRecords, copyRecordsAt): the CPU has AVX2, and
 // the batch and the records have room for the moves' overrun.
 func (w *batchOut) roomFor32(k int) bool {
-	return useAVX2 && cap(w.buf) >= w.n+k*net.RecordSize+recordOverrun && cap(w.records) >= len(w.records)+recordOverrun
+	return useAVX2 && cap(w.buf) >= w.n+k*wire.RecordSize+recordOverrun && cap(w.records) >= len(w.records)+recordOverrun
 }
 
 // wrote counts k records just written at w.n.
 func (w *batchOut) wrote(k int) {
-	w.n += k * net.RecordSize
+	w.n += k * wire.RecordSize
 	w.left -= k
 	w.count += int32(k)
 }
@@ -92,9 +92,9 @@ func (w *batchOut) writeSet(set uint64, lo int32) {
 		} else {
 			n, buf, recs := w.n, w.buf, w.records
 			for range k {
-				o := (int(lo) + bits.TrailingZeros64(set)) * net.RecordSize
-				copyRecord(buf[n:n+net.RecordSize], recs[o:o+net.RecordSize])
-				n += net.RecordSize
+				o := (int(lo) + bits.TrailingZeros64(set)) * wire.RecordSize
+				copyRecord(buf[n:n+wire.RecordSize], recs[o:o+wire.RecordSize])
+				n += wire.RecordSize
 				set &= set - 1
 			}
 		}
@@ -107,9 +107,9 @@ func (w *batchOut) one(a int32) {
 	if w.left == 0 {
 		w.open()
 	}
-	o := int(a) * net.RecordSize
-	copyRecord(w.buf[w.n:w.n+net.RecordSize], w.records[o:o+net.RecordSize])
-	w.n += net.RecordSize
+	o := int(a) * wire.RecordSize
+	copyRecord(w.buf[w.n:w.n+wire.RecordSize], w.records[o:o+wire.RecordSize])
+	w.n += wire.RecordSize
 	w.left--
 	w.count++
 }
@@ -117,7 +117,7 @@ func (w *batchOut) one(a int32) {
 // block appends records lo to hi-1 of packed, if any.
 func (w *batchOut) block(packed []byte, lo, hi int32) {
 	if hi > lo {
-		w.run(packed[lo*net.RecordSize : hi*net.RecordSize])
+		w.run(packed[lo*wire.RecordSize : hi*wire.RecordSize])
 	}
 }
 
@@ -127,8 +127,8 @@ func (w *batchOut) run(recs []byte) {
 		if w.left == 0 {
 			w.open()
 		}
-		k := min(len(recs)/net.RecordSize, w.left)
-		n := copy(w.buf[w.n:], recs[:k*net.RecordSize])
+		k := min(len(recs)/wire.RecordSize, w.left)
+		n := copy(w.buf[w.n:], recs[:k*wire.RecordSize])
 		w.n += n
 		w.left -= k
 		w.count += int32(k)
@@ -148,13 +148,13 @@ func copyRecord(dst, src []byte) {
 }
 
 // copyRecord moves exactly 20 bytes: this fails to compile if the record size changes.
-var _ [net.RecordSize - 20]struct{}
-var _ [20 - net.RecordSize]struct{}
+var _ [wire.RecordSize - 20]struct{}
+var _ [20 - wire.RecordSize]struct{}
 
 // finish writes the last datagram's record count and returns the batch.
 func (w *batchOut) finish() []byte {
 	if w.count > 0 {
-		net.SetBatchCount(w.buf[w.head:], int((w.count-1)%net.MaxRecordsPerBatch+1))
+		wire.SetBatchCount(w.buf[w.head:], int((w.count-1)%wire.MaxRecordsPerBatch+1))
 	}
 	return w.buf[:w.n]
 }

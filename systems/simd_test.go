@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng/interest"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // beyondEdgeOneByOne is beyondEdge's rule, one sender at a time.
@@ -132,7 +132,7 @@ func TestPointBandsDecideLikePointPeriod(t *testing.T) {
 func TestWriteSetWritesLikeOneByOne(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	const senders = 300
-	records := make([]byte, senders*net.RecordSize, senders*net.RecordSize+recordOverrun)
+	records := make([]byte, senders*wire.RecordSize, senders*wire.RecordSize+recordOverrun)
 	for i := range records {
 		records[i] = byte(r.Uint32())
 	}
@@ -146,7 +146,7 @@ func TestWriteSetWritesLikeOneByOne(t *testing.T) {
 			sets, los = append(sets, set), append(los, lo)
 			total += bits.OnesCount64(set)
 		}
-		datagrams := (total + net.MaxRecordsPerBatch - 1) / net.MaxRecordsPerBatch
+		datagrams := (total + wire.MaxRecordsPerBatch - 1) / wire.MaxRecordsPerBatch
 		room := max(datagrams, 1)*datagramSize + r.IntN(2)*recordOverrun
 		a := newBatchOut(make([]byte, 0, room), records, uint64(it))
 		b := newBatchOut(make([]byte, 0, room), records, uint64(it))

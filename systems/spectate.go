@@ -2,7 +2,7 @@ package systems
 
 import (
 	"github.com/throng-go/throng/grid"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // Spectacle is a picture of the last tick for an operator's window onto
@@ -68,7 +68,7 @@ func (p *Pipeline) watchRelay(batch []byte, s *session) {
 	p.watched = p.watch
 	p.watchSent = p.watchSent[:0]
 	for off := 0; off < len(batch); off += datagramSize {
-		b, err := net.DecodeBatch(batch[off:min(off+datagramSize, len(batch))])
+		b, err := wire.DecodeBatch(batch[off:min(off+datagramSize, len(batch))])
 		if err != nil {
 			break
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // TestTeleportedActorsReachEveryoneInRange teleports a prop that never
@@ -26,7 +26,7 @@ func TestTeleportedActorsReachEveryoneInRange(t *testing.T) {
 			r.standStep()
 			c := r.clients[0]
 			c.DrainDatagrams(func(d []byte) {
-				b, err := net.DecodeBatch(d)
+				b, err := wire.DecodeBatch(d)
 				require.NoError(t, err)
 				for k := range b.Len() {
 					if rec := b.At(k); rec.Actor == prop.ID {
@@ -35,7 +35,7 @@ func TestTeleportedActorsReachEveryoneInRange(t *testing.T) {
 				}
 			})
 			c.DrainReliable(func(f []byte) {
-				if a, err := net.DecodeAppear(f); err == nil && a.Actor == prop.ID {
+				if a, err := wire.DecodeAppear(f); err == nil && a.Actor == prop.ID {
 					appeared = true
 				}
 			})

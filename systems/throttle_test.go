@@ -16,7 +16,8 @@ import (
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/interest"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/mem"
+	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/scheduler"
 )
 
@@ -25,7 +26,7 @@ import (
 type rig struct {
 	t       testing.TB
 	p       *Pipeline
-	clients []*net.MemClient
+	clients []*mem.Client
 	actors  []uint32
 	spawns  []components.Transform
 	seq     []uint32
@@ -41,11 +42,11 @@ type rig struct {
 
 func newRig(t testing.TB, cfg Config, spawns []components.Transform) *rig {
 	t.Helper()
-	mem := net.NewMem(net.MemOptions{})
+	mem := mem.New(mem.Options{})
 	world := ecs.NewWorld(4096)
 	cfg.ChunkSize, cfg.TickRate = 4096, 30
 	cfg.Shards = ShardPlan{Separation: 4, MinShardActors: 1, ShardsPerCluster: 4}
-	cfg.Admit = func(h net.Hello) (Entry, error) {
+	cfg.Admit = func(h wire.Hello) (Entry, error) {
 		var i int
 		_, err := fmt.Sscanf(string(h.Token), "p%d", &i)
 		return Entry{Spawn: spawns[i]}, err
@@ -55,7 +56,7 @@ func newRig(t testing.TB, cfg Config, spawns []components.Transform) *rig {
 	r := &rig{t: t, p: p, spawns: spawns, seq: make([]uint32, len(spawns)), actors: make([]uint32, len(spawns))}
 	for i := range spawns {
 		c := mem.Dial()
-		hello, err := net.AppendHello(nil, net.Hello{Token: fmt.Appendf(nil, "p%d", i)})
+		hello, err := wire.AppendHello(nil, wire.Hello{Token: fmt.Appendf(nil, "p%d", i)})
 		require.NoError(t, err)
 		require.NoError(t, c.Send(hello))
 		r.clients = append(r.clients, c)
@@ -63,7 +64,7 @@ func newRig(t testing.TB, cfg Config, spawns []components.Transform) *rig {
 	r.step()
 	for i, c := range r.clients {
 		c.DrainReliable(func(f []byte) {
-			if w, err := net.DecodeWelcome(f); err == nil {
+			if w, err := wire.DecodeWelcome(f); err == nil {
 				r.actors[i] = w.Actor
 			}
 		})
@@ -111,7 +112,7 @@ func (r *rig) standStep() {
 	for i, c := range r.clients {
 		r.seq[i]++
 		s := r.spawns[i]
-		require.NoError(r.t, c.Send(net.AppendMove(nil, net.Move{Seq: r.seq[i], X: s.X, Y: s.Y, WorldOrCell: s.WorldOrCell})))
+		require.NoError(r.t, c.Send(wire.AppendMove(nil, wire.Move{Seq: r.seq[i], X: s.X, Y: s.Y, WorldOrCell: s.WorldOrCell})))
 	}
 	r.step()
 }
@@ -124,7 +125,7 @@ func (r *rig) stand() map[int]map[uint32]int {
 	for i, c := range r.clients {
 		heard[i] = map[uint32]int{}
 		c.DrainDatagrams(func(d []byte) {
-			b, err := net.DecodeBatch(d)
+			b, err := wire.DecodeBatch(d)
 			require.NoError(r.t, err)
 			for k := range b.Len() {
 				heard[i][b.At(k).Actor]++
@@ -299,7 +300,7 @@ func TestThrottleLeavesWhatItCannotLengthenToTheLists(t *testing.T) {
 						r.seq[i]++
 						s := spawns[i]
 						step := float32((tick+i)%7) * 30
-						require.NoError(t, c.Send(net.AppendMove(nil, net.Move{Seq: r.seq[i], X: s.X + step, Y: s.Y + step})))
+						require.NoError(t, c.Send(wire.AppendMove(nil, wire.Move{Seq: r.seq[i], X: s.X + step, Y: s.Y + step})))
 					}
 					r.step()
 				}

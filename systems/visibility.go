@@ -6,7 +6,7 @@ import (
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // visibility derives appear and disappear messages from one Apply's
@@ -71,7 +71,7 @@ type changedActor struct {
 	session        uint64
 	old, new       grid.AreaKey
 	hasOld, hasNew bool
-	appear         net.Appear // its state after the Apply (hasNew)
+	appear         wire.Appear // its state after the Apply (hasNew)
 }
 
 // deriveVisibility sends Welcome to newly spawned players, corrections to
@@ -141,7 +141,7 @@ func (p *Pipeline) welcome(a *changedActor) {
 	if !a.hasNew || a.session == 0 {
 		return
 	}
-	s := p.sessions[net.SessionID(a.session)]
+	s := p.sessions[wire.SessionID(a.session)]
 	if s == nil || s.state != joining {
 		return
 	}
@@ -151,14 +151,14 @@ func (p *Pipeline) welcome(a *changedActor) {
 	}
 	s.state, s.entity, s.kept = playing, e, nil
 	ap := a.appear
-	p.out = net.AppendWelcome(p.out[:0], net.Welcome{
+	p.out = wire.AppendWelcome(p.out[:0], wire.Welcome{
 		Actor: a.id, TickRate: uint16(p.cfg.TickRate), Tick: uint32(p.frame.Tick),
 		X: ap.X, Y: ap.Y, Z: ap.Z, Yaw: ap.Yaw, WorldOrCell: ap.WorldOrCell,
 	})
-	p.transport.SendReliable(net.SessionID(a.session), p.out)
+	p.transport.SendReliable(wire.SessionID(a.session), p.out)
 	if p.rateTold != 0 { // the server is slowed: the newcomer hears it at once
-		p.out = net.AppendRate(p.out[:0], net.Rate{Nominal: uint16(p.cfg.TickRate), Centihertz: p.rateTold})
-		p.transport.SendReliable(net.SessionID(a.session), p.out)
+		p.out = wire.AppendRate(p.out[:0], wire.Rate{Nominal: uint16(p.cfg.TickRate), Centihertz: p.rateTold})
+		p.transport.SendReliable(wire.SessionID(a.session), p.out)
 	}
 }
 
@@ -235,7 +235,7 @@ func (p *Pipeline) pair(i, j int32, id uint32, view *ecs.ChunkView, row int) {
 		b = changedActor{
 			id: id, session: view.Clients[row].Session,
 			old: view.Key, new: view.Key, hasOld: true, hasNew: true,
-			appear: net.Appear{Actor: id, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, WorldOrCell: t.WorldOrCell, Flags: view.Animations[row].Flags},
+			appear: wire.Appear{Actor: id, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, WorldOrCell: t.WorldOrCell, Flags: view.Animations[row].Flags},
 		}
 	}
 	before := a.hasOld && b.hasOld && grid.Visible(a.old, b.old)
@@ -254,12 +254,12 @@ func (p *Pipeline) pair(i, j int32, id uint32, view *ecs.ChunkView, row int) {
 	}
 }
 
-func (p *Pipeline) sendAppear(session uint64, ap net.Appear) {
+func (p *Pipeline) sendAppear(session uint64, ap wire.Appear) {
 	if session == 0 {
 		return
 	}
-	p.out = net.AppendAppear(p.out[:0], ap)
-	p.transport.SendReliable(net.SessionID(session), p.out)
+	p.out = wire.AppendAppear(p.out[:0], ap)
+	p.transport.SendReliable(wire.SessionID(session), p.out)
 	p.stats.Appears++
 }
 
@@ -267,17 +267,17 @@ func (p *Pipeline) sendDisappear(session uint64, actor uint32) {
 	if session == 0 {
 		return
 	}
-	p.out = net.AppendDisappear(p.out[:0], net.Disappear{Actor: actor})
-	p.transport.SendReliable(net.SessionID(session), p.out)
+	p.out = wire.AppendDisappear(p.out[:0], wire.Disappear{Actor: actor})
+	p.transport.SendReliable(wire.SessionID(session), p.out)
 	p.stats.Disappears++
 }
 
 // appearOf reads a live actor's current state.
-func (p *Pipeline) appearOf(id components.ActorID) net.Appear {
+func (p *Pipeline) appearOf(id components.ActorID) wire.Appear {
 	e, ok := p.world.Entity(id)
 	if !ok {
-		return net.Appear{Actor: id.ID}
+		return wire.Appear{Actor: id.ID}
 	}
 	t := p.transforms.Get(e)
-	return net.Appear{Actor: id.ID, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, WorldOrCell: t.WorldOrCell, Flags: p.anims.Get(e).Flags}
+	return wire.Appear{Actor: id.ID, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, WorldOrCell: t.WorldOrCell, Flags: p.anims.Get(e).Flags}
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/throng-go/throng/examples/crowd/fleet"
 	"github.com/throng-go/throng/examples/crowd/scenario"
 	"github.com/throng-go/throng/examples/crowd/viewer"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/client"
+	"github.com/throng-go/throng/net/quic"
+	"github.com/throng-go/throng/net/websocket"
 	"github.com/throng-go/throng/scheduler"
 	"github.com/throng-go/throng/systems"
 )
@@ -63,7 +65,7 @@ func runCrowd(ctx context.Context, cfg config, out io.Writer) error {
 	} else {
 		fl, err := fleet.Start(fleet.Config{
 			Addr: addr, Population: pop, Seed: cfg.seed,
-			Client:       net.ClientConfig{InsecureSkipVerify: true},
+			Client:       client.Config{InsecureSkipVerify: true},
 			RetryBusyFor: busyRetryFor,
 			WaveEvery:    waveEvery,
 		})
@@ -135,14 +137,14 @@ func newServer(cfg config, pop scenario.Population, log *slog.Logger) (*throng.S
 	addr := ""
 	switch cfg.transport {
 	case transportQUIC:
-		q, err := net.ListenQUIC(cfg.addr, net.QUICConfig{Development: true})
+		q, err := quic.Listen(cfg.addr, quic.Config{Development: true})
 		if err != nil {
 			return nil, "", fmt.Errorf("crowd: %w", err)
 		}
 		opts.Transport, addr = q, q.Addr().String()
 	case transportWS:
 		// The viewer page shares the WebSocket's origin (see package viewer).
-		ws, err := net.ListenWebSocket(cfg.addr, net.WebSocketConfig{Pages: viewer.Handler()})
+		ws, err := websocket.Listen(cfg.addr, websocket.Config{Pages: viewer.Handler()})
 		if err != nil {
 			return nil, "", fmt.Errorf("crowd: %w", err)
 		}

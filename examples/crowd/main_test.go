@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng/ecs/save"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/client"
 )
 
 // field returns the value of key=value in a log line, "" if absent.
@@ -210,7 +210,7 @@ func TestNoBotsServerAdmitsBotsOfAnyNumber(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond, out.String())
 	dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer dcancel()
-	c, err := net.Dial(dctx, addr, net.ClientConfig{Token: "bot-5", InsecureSkipVerify: true})
+	c, err := client.Dial(dctx, addr, client.Config{Token: "bot-5", InsecureSkipVerify: true})
 	require.NoError(t, err, "bot 5 of a 2-player population is let in")
 	c.Close()
 	cancel()
@@ -266,7 +266,7 @@ func TestBadFlagsAreErrors(t *testing.T) {
 	assert.ErrorContains(t, run(context.Background(), cfg, io.Discard), "tickRate", "the server refuses the rate")
 	cfg, err = parseFlags([]string{"-addr", "256.0.0.1:1"}, io.Discard)
 	require.NoError(t, err)
-	assert.ErrorContains(t, run(context.Background(), cfg, io.Discard), "crowd: net: QUIC listen")
+	assert.ErrorContains(t, run(context.Background(), cfg, io.Discard), "crowd: quic: listen")
 }
 
 func TestHistogramQuantilesAreWithinOnePercent(t *testing.T) {

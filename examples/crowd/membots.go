@@ -7,7 +7,8 @@ import (
 
 	"github.com/throng-go/throng/examples/crowd/fleet"
 	"github.com/throng-go/throng/examples/crowd/scenario"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/mem"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // memCrowd is the bots' side of the example on the in-memory transport
@@ -15,14 +16,14 @@ import (
 // the tick rate. It counts what it does in the fleet's terms, so the meter
 // reads both kinds of bots alike.
 type memCrowd struct {
-	mem      *net.Mem
+	mem      *mem.Transport
 	pop      scenario.Population
 	seed     uint64
 	bots     []*scenario.Bot
-	clients  []*net.MemClient
+	clients  []*mem.Client
 	welcomed []bool
 	frame    []byte
-	decoded  net.Frame
+	decoded  wire.Frame
 
 	// Set by the drain callbacks for bot cur.
 	cur        int
@@ -36,7 +37,7 @@ type memCrowd struct {
 // newMemCrowd connects n bots of pop to mem, bot i with [scenario.Token](i):
 // each dials and sends its Hello; the server admits them on its next ticks
 // (a few a tick while a crowd arrives: admission.joinAppearsPerTick).
-func newMemCrowd(mem *net.Mem, pop scenario.Population, n int, seed uint64) (*memCrowd, error) {
+func newMemCrowd(mem *mem.Transport, pop scenario.Population, n int, seed uint64) (*memCrowd, error) {
 	c := &memCrowd{mem: mem, pop: pop, seed: seed}
 	c.onReliable = c.reliable
 	c.onDatagram = c.datagram
@@ -52,7 +53,7 @@ func (c *memCrowd) grow(n int) error {
 	defer c.mu.Unlock()
 	for i := len(c.bots); i < min(n, len(c.pop.Spawns)); i++ {
 		client := c.mem.Dial()
-		hello, err := net.AppendHello(c.frame[:0], net.Hello{Token: scenario.Token(i)})
+		hello, err := wire.AppendHello(c.frame[:0], wire.Hello{Token: scenario.Token(i)})
 		if err != nil {
 			return err
 		}
@@ -128,19 +129,19 @@ func (c *memCrowd) step(dt time.Duration) {
 }
 
 func (c *memCrowd) reliable(frame []byte) {
-	if net.Decode(frame, &c.decoded) != nil {
+	if wire.Decode(frame, &c.decoded) != nil {
 		return
 	}
 	b := c.bots[c.cur]
 	switch c.decoded.Type {
-	case net.TypeWelcome:
+	case wire.TypeWelcome:
 		b.Welcome(c.decoded.Welcome)
 		c.welcomed[c.cur] = true
 		c.n.Joined++
-	case net.TypeCorrection:
+	case wire.TypeCorrection:
 		b.Correct(c.decoded.Correction)
 		c.n.Corrections++
-	case net.TypeRefuse:
+	case wire.TypeRefuse:
 		c.n.Refused++
 		if c.n.Refusal == "" {
 			c.n.Refusal = string(c.decoded.Refuse.Reason)
@@ -150,7 +151,7 @@ func (c *memCrowd) reliable(frame []byte) {
 
 func (c *memCrowd) datagram(d []byte) {
 	c.n.Datagrams++
-	if batch, err := net.DecodeBatch(d); err == nil {
+	if batch, err := wire.DecodeBatch(d); err == nil {
 		c.n.Records += uint64(batch.Len())
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/examples/crowd/fleet"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/systems"
 )
 
@@ -69,7 +69,7 @@ func newMeter(log *slog.Logger, srv *throng.Server, bots func() fleet.Totals, wi
 }
 
 // transportCounts is the transport's counters.
-type transportCounts net.Stats
+type transportCounts wire.Stats
 
 func (m *meter) transportStats() transportCounts { return transportCounts(m.srv.Transport().Stats()) }
 

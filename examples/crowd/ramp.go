@@ -14,7 +14,7 @@ import (
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/examples/crowd/fleet"
 	"github.com/throng-go/throng/examples/crowd/scenario"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/client"
 	"github.com/throng-go/throng/systems"
 )
 
@@ -142,7 +142,7 @@ func runRamp(ctx context.Context, cfg config, out io.Writer) error {
 	} else {
 		fl, err := fleet.Start(fleet.Config{
 			Addr: addr, Population: pop, Seed: cfg.seed,
-			Client:       net.ClientConfig{InsecureSkipVerify: true},
+			Client:       client.Config{InsecureSkipVerify: true},
 			RetryBusyFor: busyRetryFor,
 		})
 		if err != nil {

@@ -26,7 +26,10 @@ import (
 	"syscall"
 
 	"github.com/throng-go/throng"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/multi"
+	"github.com/throng-go/throng/net/quic"
+	"github.com/throng-go/throng/net/websocket"
+	"github.com/throng-go/throng/net/wire"
 )
 
 func main() {
@@ -54,7 +57,7 @@ func run(ctx context.Context, configPath, tokensPath string, log *slog.Logger, r
 		if err != nil {
 			return err
 		}
-		opts.Admit = func(h net.Hello) (throng.Entry, error) {
+		opts.Admit = func(h wire.Hello) (throng.Entry, error) {
 			if !allowed[string(h.Token)] {
 				return throng.Entry{}, errors.New("unknown player token")
 			}
@@ -104,13 +107,13 @@ func parseTokens(r io.Reader) (map[string]bool, error) {
 
 // listening names where t takes clients: QUIC's UDP address, the
 // WebSocket's URL, or both.
-func listening(t net.Transport) []string {
+func listening(t wire.Transport) []string {
 	switch t := t.(type) {
-	case *net.QUIC:
+	case *quic.Transport:
 		return []string{"quic://" + t.Addr().String()}
-	case *net.WebSocket:
+	case *websocket.Transport:
 		return []string{t.URL()}
-	case *net.Multi:
+	case *multi.Transport:
 		var all []string
 		for _, inner := range t.Transports() {
 			all = append(all, listening(inner)...)

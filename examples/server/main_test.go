@@ -14,7 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/client"
+	"github.com/throng-go/throng/net/multi"
+	"github.com/throng-go/throng/net/quic"
+	"github.com/throng-go/throng/net/websocket"
 )
 
 // TestServerAdmitsKnownTokensOverBothTransportsAndStopsOnCancel runs the
@@ -38,22 +41,22 @@ func TestServerAdmitsKnownTokensOverBothTransportsAndStopsOnCancel(t *testing.T)
 	case err := <-done:
 		t.Fatalf("run: %v", err)
 	}
-	ts := srv.Transport().(*net.Multi).Transports()
-	quicAddr := ts[0].(*net.QUIC).Addr().String()
-	wsURL := ts[1].(*net.WebSocket).URL()
+	ts := srv.Transport().(*multi.Transport).Transports()
+	quicAddr := ts[0].(*quic.Transport).Addr().String()
+	wsURL := ts[1].(*websocket.Transport).URL()
 
 	dialCtx, stopDial := context.WithTimeout(ctx, 10*time.Second)
 	defer stopDial()
-	alice, err := net.Dial(dialCtx, quicAddr, net.ClientConfig{Token: "alice", InsecureSkipVerify: true})
+	alice, err := client.Dial(dialCtx, quicAddr, client.Config{Token: "alice", InsecureSkipVerify: true})
 	require.NoError(t, err, "alice is on the list")
 	defer alice.Close()
 	assert.NotZero(t, alice.Welcome().Actor)
-	bob, err := net.DialWebSocket(dialCtx, wsURL, net.ClientConfig{Token: "bob"})
+	bob, err := client.DialWebSocket(dialCtx, wsURL, client.Config{Token: "bob"})
 	require.NoError(t, err, "bob too, over WebSocket")
 	defer bob.Close()
 	assert.NotEqual(t, alice.Welcome().Actor, bob.Welcome().Actor)
-	_, err = net.Dial(dialCtx, quicAddr, net.ClientConfig{Token: "mallory", InsecureSkipVerify: true})
-	var refused *net.RefusedError
+	_, err = client.Dial(dialCtx, quicAddr, client.Config{Token: "mallory", InsecureSkipVerify: true})
+	var refused *client.RefusedError
 	require.True(t, errors.As(err, &refused), "mallory is refused: %v", err)
 	assert.Equal(t, "unknown player token", refused.Reason)
 

@@ -52,7 +52,7 @@ import (
 
 	"github.com/throng-go/throng/examples/crowd/fleet"
 	"github.com/throng-go/throng/examples/crowd/scenario"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/client"
 )
 
 // figuresHelp ends -h: what the figures of the lines mean.
@@ -158,7 +158,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	fl, err := fleet.Start(fleet.Config{
 		Addr: cfg.addr, Population: pop, Seed: cfg.seed, First: cfg.first,
 		TokenPrefix: cfg.tokenPrefix, Drivers: cfg.drivers, RetryBusyFor: cfg.retryBusy,
-		Client: net.ClientConfig{InsecureSkipVerify: cfg.insecure},
+		Client: client.Config{InsecureSkipVerify: cfg.insecure},
 	})
 	if err != nil {
 		return fmt.Errorf("bots: %w", err)

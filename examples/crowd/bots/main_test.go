@@ -16,7 +16,7 @@ import (
 
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/examples/crowd/scenario"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/quic"
 )
 
 func field(line, key string) string {
@@ -65,7 +65,7 @@ func TestBadFlagsAreErrors(t *testing.T) {
 // anyone on a square of two spawns) until the returned stop is called.
 func serve(t *testing.T) (addr string, stop func()) {
 	t.Helper()
-	q, err := net.ListenQUIC("127.0.0.1:0", net.QUICConfig{Development: true})
+	q, err := quic.Listen("127.0.0.1:0", quic.Config{Development: true})
 	require.NoError(t, err)
 	srv, err := throng.New(throng.Options{Transport: q, Admit: scenario.Square(2, 1).AdmitAny})
 	if err != nil {

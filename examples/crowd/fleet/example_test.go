@@ -8,14 +8,15 @@ import (
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/examples/crowd/fleet"
 	"github.com/throng-go/throng/examples/crowd/scenario"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/client"
+	"github.com/throng-go/throng/net/quic"
 )
 
 // Three bots join a development server on loopback, walk the square for
 // half a second and hear each other; nobody is corrected.
 func ExampleFleet() {
 	pop := scenario.Square(3, 1)
-	q, err := net.ListenQUIC("127.0.0.1:0", net.QUICConfig{Development: true})
+	q, err := quic.Listen("127.0.0.1:0", quic.Config{Development: true})
 	if err != nil {
 		panic(err)
 	}
@@ -30,7 +31,7 @@ func ExampleFleet() {
 	bots, err := fleet.Start(fleet.Config{
 		Addr:       q.Addr().String(),
 		Population: pop,
-		Client:     net.ClientConfig{InsecureSkipVerify: true}, // the development certificate
+		Client:     client.Config{InsecureSkipVerify: true}, // the development certificate
 	})
 	if err != nil {
 		panic(err)

@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/throng-go/throng/examples/crowd/scenario"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/client"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // Defaults of [Config].
@@ -57,7 +58,7 @@ type Config struct {
 	// Client is every bot's client configuration; its Token is replaced by
 	// the bot's own. Set InsecureSkipVerify for a server in development
 	// mode.
-	Client net.ClientConfig
+	Client client.Config
 	// Step is how often each bot is stepped; 0 means [DefaultStep].
 	Step time.Duration
 	// Drivers is how many goroutines step the bots, each a share of them;
@@ -144,7 +145,7 @@ type Growth struct {
 	Canceled int
 	// Refusal is the first refusal, Failure the first other error; nil if
 	// none.
-	Refusal *net.RefusedError
+	Refusal *client.RefusedError
 	Failure error
 	cause   error // why bots were canceled
 }
@@ -296,9 +297,9 @@ func (f *Fleet) try(ctx context.Context, a *attempt, g *Growth, gmu *sync.Mutex)
 	}
 	a.tries++
 	c, err := f.dial(ctx, a.bot)
-	var refused *net.RefusedError
+	var refused *client.RefusedError
 	isRefused := errors.As(err, &refused)
-	if isRefused && refused.Code == net.RefuseBusy && ctx.Err() == nil && !time.Now().Add(BusyRetryDelay).After(a.giveUp) {
+	if isRefused && refused.Code == wire.RefuseBusy && ctx.Err() == nil && !time.Now().Add(BusyRetryDelay).After(a.giveUp) {
 		gmu.Lock()
 		g.BusyRetries++
 		gmu.Unlock()
@@ -345,15 +346,15 @@ func (f *Fleet) try(ctx context.Context, a *attempt, g *Growth, gmu *sync.Mutex)
 }
 
 // dial connects bot k once, within DialTimeout.
-func (f *Fleet) dial(ctx context.Context, k int) (*net.Client, error) {
+func (f *Fleet) dial(ctx context.Context, k int) (*client.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.DialTimeout)
 	defer cancel()
 	cc := f.cfg.Client
 	cc.Token = f.cfg.TokenPrefix + strconv.Itoa(k)
 	if IsWebSocketURL(f.cfg.Addr) {
-		return net.DialWebSocket(ctx, f.cfg.Addr, cc)
+		return client.DialWebSocket(ctx, f.cfg.Addr, cc)
 	}
-	return net.Dial(ctx, f.cfg.Addr, cc)
+	return client.Dial(ctx, f.cfg.Addr, cc)
 }
 
 // Totals returns what the bots did so far.
@@ -400,7 +401,7 @@ func (f *Fleet) Close() error {
 // member is one bot and its connection.
 type member struct {
 	bot      *scenario.Bot
-	client   *net.Client
+	client   *client.Client
 	lost     bool
 	nextWave time.Time // when it next waves (Config.WaveEvery)
 }
@@ -411,9 +412,9 @@ type driver struct {
 
 	mu      sync.Mutex // guards members; held for a whole step
 	members []*member
-	cur     *member          // the bot being polled
-	tally   Totals           // this step's counts, added to the fleet's after it
-	onFrame func(*net.Frame) // d.frame, made once: a method value allocates
+	cur     *member           // the bot being polled
+	tally   Totals            // this step's counts, added to the fleet's after it
+	onFrame func(*wire.Frame) // d.frame, made once: a method value allocates
 }
 
 func (d *driver) add(m *member) {
@@ -490,15 +491,15 @@ func (d *driver) step(dt time.Duration) {
 // wave is the command a bot sends every Config.WaveEvery.
 var wave = []byte("wave")
 
-func (d *driver) frame(fr *net.Frame) {
+func (d *driver) frame(fr *wire.Frame) {
 	switch fr.Type {
-	case net.TypeBatch:
+	case wire.TypeBatch:
 		d.tally.Datagrams++
 		d.tally.Records += uint64(fr.Batch.Len())
-	case net.TypeCorrection:
+	case wire.TypeCorrection:
 		d.cur.bot.Correct(fr.Correction)
 		d.tally.Corrections++
-	case net.TypeEvent:
+	case wire.TypeEvent:
 		d.tally.Events++
 	}
 }

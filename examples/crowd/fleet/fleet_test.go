@@ -13,14 +13,15 @@ import (
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/examples/crowd/fleet"
 	"github.com/throng-go/throng/examples/crowd/scenario"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/quic"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // serve runs a 30 Hz Throng server on QUIC on loopback, admitting with
 // admit, until stop is called (or the test ends). It returns the address.
-func serve(t *testing.T, admit func(net.Hello) (throng.Entry, error)) (addr string, stop func()) {
+func serve(t *testing.T, admit func(wire.Hello) (throng.Entry, error)) (addr string, stop func()) {
 	t.Helper()
-	q, err := net.ListenQUIC("127.0.0.1:0", net.QUICConfig{Development: true})
+	q, err := quic.Listen("127.0.0.1:0", quic.Config{Development: true})
 	require.NoError(t, err)
 	srv, err := throng.New(throng.Options{Transport: q, Admit: admit})
 	if err != nil {
@@ -122,7 +123,7 @@ func TestBotsOfAStoppedServerAreCountedLost(t *testing.T) {
 // only once RetryBusyFor is over.
 func TestBusyBotsDialAgainUntilTheyGiveUp(t *testing.T) {
 	pop := scenario.Square(1, 1)
-	q, err := net.ListenQUIC("127.0.0.1:0", net.QUICConfig{Development: true})
+	q, err := quic.Listen("127.0.0.1:0", quic.Config{Development: true})
 	require.NoError(t, err)
 	// Busy as soon as a second of ticks is in: any work passes a
 	// nanosecond. Ticked flat out, so that second takes milliseconds.
@@ -154,7 +155,7 @@ func TestBusyBotsDialAgainUntilTheyGiveUp(t *testing.T) {
 	assert.Equal(t, 1, g.Refused)
 	assert.Equal(t, 1, g.BusyRetries, "dialed at 0 s and 1 s; a third at 2 s would be past 1.5 s")
 	require.NotNil(t, g.Refusal)
-	assert.Equal(t, net.RefuseBusy, g.Refusal.Code)
+	assert.Equal(t, wire.RefuseBusy, g.Refusal.Code)
 	tot := f.Totals()
 	assert.Equal(t, 1, tot.Refused, "one bot, refused once all told")
 	assert.Equal(t, 1, tot.BusyRetries)

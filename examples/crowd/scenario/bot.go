@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/throng-go/throng/components"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // Rates at which a bot sends updates: the server's default client limits.
@@ -224,19 +224,19 @@ func normalYaw(yaw float32) float32 {
 // sequence number. For a client that spaces updates itself (net.Client's
 // SendMove does); an update it skips leaves a gap in the sequence numbers,
 // which the server accepts.
-func (b *Bot) Move() net.Move {
+func (b *Bot) Move() wire.Move {
 	b.seq++
 	var flags uint16
 	if b.walking {
 		flags = FlagWalking
 	}
-	return net.Move{Seq: b.seq, X: b.x, Y: b.y, Z: b.z, Yaw: b.yaw, WorldOrCell: b.world, Flags: flags}
+	return wire.Move{Seq: b.seq, X: b.x, Y: b.y, Z: b.z, Yaw: b.yaw, WorldOrCell: b.world, Flags: flags}
 }
 
 // AppendMove appends the bot's next update ([Bot.Move]) as a Move frame to
 // dst.
 func (b *Bot) AppendMove(dst []byte) []byte {
-	return net.AppendMove(dst, b.Move())
+	return wire.AppendMove(dst, b.Move())
 }
 
 // AppendDueMove is AppendMove if the bot's [SendLimiter] allows an update
@@ -251,14 +251,14 @@ func (b *Bot) AppendDueMove(dst []byte) ([]byte, bool) {
 }
 
 // Welcome places the bot where the server admitted its actor.
-func (b *Bot) Welcome(w net.Welcome) {
+func (b *Bot) Welcome(w wire.Welcome) {
 	b.x, b.y, b.z, b.yaw, b.world = w.X, w.Y, w.Z, w.Yaw, w.WorldOrCell
 }
 
 // Correct snaps the bot to the server's authoritative position after a
 // rejected update. Its sequence numbers keep increasing from the highest
 // it or the server has seen.
-func (b *Bot) Correct(c net.Correction) {
+func (b *Bot) Correct(c wire.Correction) {
 	b.x, b.y, b.z, b.yaw, b.world = c.X, c.Y, c.Z, c.Yaw, c.WorldOrCell
 	b.seq = max(b.seq, c.Seq)
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng/grid"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 func distance(a, b [3]float32) float64 {
@@ -114,7 +114,7 @@ func TestBotSendsAtMostThirtyUpdatesASecond(t *testing.T) {
 		if !ok {
 			continue
 		}
-		m, err := net.DecodeMove(frame)
+		m, err := wire.DecodeMove(frame)
 		require.NoError(t, err)
 		require.Greater(t, m.Seq, last)
 		last = m.Seq
@@ -146,16 +146,16 @@ func TestBotSnapsToTheServersCorrection(t *testing.T) {
 	frame := b.AppendMove(nil)
 	frame = b.AppendMove(frame[:0])
 	require.Equal(t, uint32(2), b.Seq())
-	b.Correct(net.Correction{Seq: 2, X: 100, Y: 200, Z: 5, Yaw: 1, WorldOrCell: 0})
+	b.Correct(wire.Correction{Seq: 2, X: 100, Y: 200, Z: 5, Yaw: 1, WorldOrCell: 0})
 	assert.Equal(t, [3]float32{100, 200, 5}, posOf(b))
 	b.Advance(time.Second / 30)
-	m, err := net.DecodeMove(b.AppendMove(frame[:0]))
+	m, err := wire.DecodeMove(b.AppendMove(frame[:0]))
 	require.NoError(t, err)
 	assert.Equal(t, uint32(3), m.Seq, "sequence numbers go on")
 	assert.InDelta(t, 10, distance([3]float32{100, 200, 5}, [3]float32{m.X, m.Y, m.Z}), 0.01, "it walks on from where the server put it")
 
-	b.Correct(net.Correction{Seq: 50, X: 100, Y: 200})
-	m, err = net.DecodeMove(b.AppendMove(frame[:0]))
+	b.Correct(wire.Correction{Seq: 50, X: 100, Y: 200})
+	m, err = wire.DecodeMove(b.AppendMove(frame[:0]))
 	require.NoError(t, err)
 	assert.Equal(t, uint32(51), m.Seq, "never behind the server's sequence number")
 }
@@ -163,7 +163,7 @@ func TestBotSnapsToTheServersCorrection(t *testing.T) {
 func TestBotMovedOutOfItsAreaWalksBack(t *testing.T) {
 	s := Square(1, 1).Spawns[0]
 	b := NewBot(s, RestlessGait(), 3)
-	b.Correct(net.Correction{X: -3000, Y: 2048})
+	b.Correct(wire.Correction{X: -3000, Y: 2048})
 	for range 30 * 20 {
 		b.Advance(time.Second / 30)
 	}
@@ -173,7 +173,7 @@ func TestBotMovedOutOfItsAreaWalksBack(t *testing.T) {
 
 func TestWelcomePlacesTheBot(t *testing.T) {
 	b := NewBot(Square(1, 1).Spawns[0], WanderGait(), 3)
-	b.Welcome(net.Welcome{X: 1, Y: 2, Z: 3, Yaw: 0.5, WorldOrCell: 7})
+	b.Welcome(wire.Welcome{X: 1, Y: 2, Z: 3, Yaw: 0.5, WorldOrCell: 7})
 	assert.Equal(t, [3]float32{1, 2, 3}, posOf(b))
 	assert.Equal(t, uint32(7), b.Position().WorldOrCell)
 }
@@ -217,8 +217,8 @@ func TestMoveIsTheNextUpdateAsAClientSendsIt(t *testing.T) {
 	b.Advance(time.Second / 30)
 	m := b.Move()
 	pos := b.Position()
-	assert.Equal(t, net.Move{Seq: 1, X: pos.X, Y: pos.Y, Z: pos.Z, Yaw: pos.Yaw, Flags: FlagWalking}, m)
-	frame, err := net.DecodeMove(b.AppendMove(nil))
+	assert.Equal(t, wire.Move{Seq: 1, X: pos.X, Y: pos.Y, Z: pos.Z, Yaw: pos.Yaw, Flags: FlagWalking}, m)
+	frame, err := wire.DecodeMove(b.AppendMove(nil))
 	require.NoError(t, err)
 	m.Seq = 2
 	assert.Equal(t, m, frame, "AppendMove encodes the same update, numbered on")

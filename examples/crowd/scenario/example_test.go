@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/throng-go/throng/examples/crowd/scenario"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // A town's relay work, split by region: the hub holds about 70%.
@@ -27,10 +27,10 @@ func ExampleTown() {
 // updates as the limiter allows.
 func ExampleBot() {
 	p := scenario.Square(400, 1)
-	entry, _ := p.Admit(net.Hello{Token: scenario.Token(17)})
+	entry, _ := p.Admit(wire.Hello{Token: scenario.Token(17)})
 	spawn := entry.Spawn
 	bot := scenario.NewBot(p.Spawns[17], scenario.WanderGait(), 17)
-	bot.Welcome(net.Welcome{X: spawn.X, Y: spawn.Y, WorldOrCell: spawn.WorldOrCell})
+	bot.Welcome(wire.Welcome{X: spawn.X, Y: spawn.Y, WorldOrCell: spawn.WorldOrCell})
 
 	var frame []byte
 	sent := 0

@@ -10,7 +10,7 @@ import (
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/grid"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // ChunkSize is the chunk edge the scenarios are laid out for: the server's
@@ -281,7 +281,7 @@ func Token(i int) []byte {
 // [Token](N) and "west-N" do) is placed at Spawns[N mod len(Spawns)], the
 // spawn [Population.Bot](N) wanders from; any other token at a spawn picked
 // by a hash of the token. Only an empty population refuses.
-func (p Population) AdmitAny(h net.Hello) (throng.Entry, error) {
+func (p Population) AdmitAny(h wire.Hello) (throng.Entry, error) {
 	if len(p.Spawns) == 0 {
 		return throng.Entry{}, fmt.Errorf("scenario: %s has no spawns to admit %q at", p.Name, h.Token)
 	}
@@ -312,7 +312,7 @@ func spawnIndex(token []byte, n int) int {
 // Admit is the server's admission function for this population (pass it as
 // throng.Options.Admit): a Hello whose token is [Token](i) for an actor of
 // the population is admitted at Spawns[i]; any other token is refused.
-func (p Population) Admit(h net.Hello) (throng.Entry, error) {
+func (p Population) Admit(h wire.Hello) (throng.Entry, error) {
 	rest, ok := strings.CutPrefix(string(h.Token), "bot-")
 	i, err := strconv.Atoi(rest)
 	if !ok || err != nil || i < 0 || i >= len(p.Spawns) {

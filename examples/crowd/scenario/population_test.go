@@ -9,7 +9,7 @@ import (
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/grid"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 func TestPopulationsAreAFunctionOfPlayersAndSeed(t *testing.T) {
@@ -101,13 +101,13 @@ func TestTinyTownsNeverHaveMoreActorsThanAskedFor(t *testing.T) {
 func TestAdmitPlacesEachBotAtItsSpawn(t *testing.T) {
 	p := Town(50, 3)
 	for i, s := range p.Spawns {
-		got, err := p.Admit(net.Hello{Token: Token(i)})
+		got, err := p.Admit(wire.Hello{Token: Token(i)})
 		require.NoError(t, err)
 		assert.Equal(t, s.Transform, got.Spawn)
 		assert.Equal(t, string(Token(i)), got.Player, "a bot plays under its token")
 	}
 	for _, tok := range []string{"bot-50", "bot--1", "bot-", "player-1", ""} {
-		_, err := p.Admit(net.Hello{Token: []byte(tok)})
+		_, err := p.Admit(wire.Hello{Token: []byte(tok)})
 		assert.ErrorContains(t, err, "scenario: town has no bot", "token %q", tok)
 	}
 }
@@ -145,21 +145,21 @@ func TestAdmitAnyLetsEveryoneInAtTheirNumberedSpawn(t *testing.T) {
 		{"bot-0", 0}, {"bot-7", 7}, {"bot-13", 3}, {"west-42", 2}, {"7", 7},
 		{"bot-123456789012345678901234567890", 0}, // 10 divides it: no overflow
 	} {
-		got, err := p.AdmitAny(net.Hello{Token: []byte(c.token)})
+		got, err := p.AdmitAny(wire.Hello{Token: []byte(c.token)})
 		require.NoError(t, err, c.token)
 		assert.Equal(t, p.Spawns[c.spawn].Transform, got.Spawn, c.token)
 		assert.Equal(t, c.token, got.Player)
 	}
 	seen := map[components.Transform]bool{}
 	for _, name := range []string{"alice", "bob", "carol", "dave", "erin", ""} {
-		a, err := p.AdmitAny(net.Hello{Token: []byte(name)})
+		a, err := p.AdmitAny(wire.Hello{Token: []byte(name)})
 		require.NoError(t, err, name)
-		b, _ := p.AdmitAny(net.Hello{Token: []byte(name)})
+		b, _ := p.AdmitAny(wire.Hello{Token: []byte(name)})
 		assert.Equal(t, a, b, "%q lands on the same spawn every time", name)
 		seen[a.Spawn] = true
 	}
 	assert.Greater(t, len(seen), 2, "names spread over the spawns")
 
-	_, err := Population{Name: "empty"}.AdmitAny(net.Hello{Token: []byte("bot-1")})
+	_, err := Population{Name: "empty"}.AdmitAny(wire.Hello{Token: []byte("bot-1")})
 	assert.ErrorContains(t, err, "scenario: empty has no spawns")
 }

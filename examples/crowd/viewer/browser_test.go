@@ -22,7 +22,9 @@ import (
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/examples/crowd/viewer"
 	"github.com/throng-go/throng/internal/browser"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/client"
+	"github.com/throng-go/throng/net/websocket"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // The spawns admitNear gives: the page's player ("viewer") and a bot
@@ -37,7 +39,7 @@ const (
 // machine.
 const within = 10 * time.Second
 
-func admitNear(h net.Hello) (throng.Entry, error) {
+func admitNear(h wire.Hello) (throng.Entry, error) {
 	switch string(h.Token) {
 	case "viewer":
 		return throng.Entry{Player: "viewer", Spawn: components.Transform{X: viewerX, Y: viewerY}}, nil
@@ -51,7 +53,7 @@ func admitNear(h net.Hello) (throng.Entry, error) {
 // on loopback.
 type crowd struct {
 	srv  *throng.Server
-	ws   *net.WebSocket
+	ws   *websocket.Transport
 	stop func()
 }
 
@@ -64,7 +66,7 @@ func (c crowd) page() string { return "http://" + c.ws.Addr().String() + "/" }
 // ends.
 func serve(t *testing.T, addr string, opts throng.Options) crowd {
 	t.Helper()
-	ws, err := net.ListenWebSocket(addr, net.WebSocketConfig{Pages: viewer.Handler()})
+	ws, err := websocket.Listen(addr, websocket.Config{Pages: viewer.Handler()})
 	require.NoError(t, err)
 	opts.Transport = ws
 	if opts.Admit == nil {
@@ -159,29 +161,29 @@ func dialBot(t *testing.T, c crowd) *watcher {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	cl, err := net.DialWebSocket(ctx, c.ws.URL(), net.ClientConfig{Token: "bot"})
+	cl, err := client.DialWebSocket(ctx, c.ws.URL(), client.Config{Token: "bot"})
 	require.NoError(t, err)
 	t.Cleanup(func() { cl.Close() })
-	return &watcher{c: cl, seen: make(map[uint32]net.Record)}
+	return &watcher{c: cl, seen: make(map[uint32]wire.Record)}
 }
 
 // watcher is a bot's client that keeps the last position it heard of each
 // actor.
 type watcher struct {
-	c    *net.Client
-	seen map[uint32]net.Record
+	c    *client.Client
+	seen map[uint32]wire.Record
 }
 
 // waitFor polls until the bot hears of actor at a position ok accepts (or
 // the last it heard of it is one), and returns that record; it fails the
 // test after within.
-func (w *watcher) waitFor(t *testing.T, actor uint32, what string, ok func(net.Record) bool) net.Record {
+func (w *watcher) waitFor(t *testing.T, actor uint32, what string, ok func(wire.Record) bool) wire.Record {
 	t.Helper()
 	if r, heard := w.seen[actor]; heard && ok(r) {
 		return r
 	}
-	var found *net.Record
-	hear := func(r net.Record) {
+	var found *wire.Record
+	hear := func(r wire.Record) {
 		w.seen[r.Actor] = r
 		if r.Actor == actor && found == nil && ok(r) {
 			found = &r
@@ -193,12 +195,12 @@ func (w *watcher) waitFor(t *testing.T, actor uint32, what string, ok func(net.R
 			t.Fatalf("the bot's connection ended: %v", w.c.Err())
 		default:
 		}
-		w.c.Poll(func(f *net.Frame) {
+		w.c.Poll(func(f *wire.Frame) {
 			switch f.Type {
-			case net.TypeAppear:
+			case wire.TypeAppear:
 				a := f.Appear
-				hear(net.Record{Actor: a.Actor, X: a.X, Y: a.Y, Z: a.Z, Yaw: a.Yaw, Flags: a.Flags})
-			case net.TypeBatch:
+				hear(wire.Record{Actor: a.Actor, X: a.X, Y: a.Y, Z: a.Z, Yaw: a.Yaw, Flags: a.Flags})
+			case wire.TypeBatch:
 				for i := range f.Batch.Len() {
 					hear(f.Batch.At(i))
 				}
@@ -210,7 +212,7 @@ func (w *watcher) waitFor(t *testing.T, actor uint32, what string, ok func(net.R
 	}
 	last, heard := w.seen[actor]
 	t.Fatalf("the bot never heard actor %d %s within %v (heard of it: %v, last %+v)", actor, what, within, heard, last)
-	return net.Record{}
+	return wire.Record{}
 }
 
 // key sends one key event for the key at code (a KeyboardEvent.code) to the
@@ -230,7 +232,7 @@ func key(typ input.DispatchKeyEventType, code string, vk int64) chromedp.Action[
 
 // hold holds the key at code down until the bot hears the viewer's actor
 // where ok says, then lets it go; it returns what the bot heard.
-func hold(t *testing.T, ctx context.Context, bot *watcher, actor uint32, code string, vk int64, what string, ok func(net.Record) bool) net.Record {
+func hold(t *testing.T, ctx context.Context, bot *watcher, actor uint32, code string, vk int64, what string, ok func(wire.Record) bool) wire.Record {
 	t.Helper()
 	run(t, ctx, key(input.DispatchKeyEventTypeRawKeyDown, code, vk))
 	r := bot.waitFor(t, actor, what, ok)
@@ -248,31 +250,31 @@ func TestViewerWalksWithKeysAndClicksAndTheBotSeesIt(t *testing.T) {
 	ctx := open(t, c)
 	actor := join(t, ctx)
 	waitStatus(t, ctx, regexp.MustCompile(` 1 others in view `))
-	start := bot.waitFor(t, actor, "at its spawn", func(r net.Record) bool { return true })
+	start := bot.waitFor(t, actor, "at its spawn", func(r wire.Record) bool { return true })
 	assert.InDelta(t, viewerX, start.X, 1)
 	assert.InDelta(t, viewerY, start.Y, 1)
 
 	// Right: x grows, y stays.
 	const far = 100 // units: well past any rounding, under half a second's walk
-	r := hold(t, ctx, bot, actor, "ArrowRight", 39, "walk right", func(r net.Record) bool { return r.X >= start.X+far })
+	r := hold(t, ctx, bot, actor, "ArrowRight", 39, "walk right", func(r wire.Record) bool { return r.X >= start.X+far })
 	assert.InDelta(t, start.Y, r.Y, 1, "walking right keeps y")
 	assert.Equal(t, uint16(1), r.Flags, "the walking flag")
 	assert.InDelta(t, 0, r.Yaw, 0.01, "facing +x")
 
 	// W: y grows (up on the map), x stays once the key is up.
-	r = bot.waitFor(t, actor, "stop", func(r net.Record) bool { return r.Flags == 0 })
+	r = bot.waitFor(t, actor, "stop", func(r wire.Record) bool { return r.Flags == 0 })
 	stopped := r
-	r = hold(t, ctx, bot, actor, "KeyW", 87, "walk up", func(r net.Record) bool { return r.Y >= stopped.Y+far })
+	r = hold(t, ctx, bot, actor, "KeyW", 87, "walk up", func(r wire.Record) bool { return r.Y >= stopped.Y+far })
 	assert.InDelta(t, stopped.X, r.X, 1, "walking up keeps x")
 
 	// A click on the map's left edge, half-way down (the map is centred
 	// on the viewer, now up there, and the bot): it walks left, and a
 	// little down.
-	r = bot.waitFor(t, actor, "stop", func(r net.Record) bool { return r.Flags == 0 })
+	r = bot.waitFor(t, actor, "stop", func(r wire.Record) bool { return r.Flags == 0 })
 	stopped = r
 	height := run(t, ctx, chromedp.Evaluate[float64](`document.getElementById("crowd").getBoundingClientRect().height`))
 	run(t, ctx, chromedp.MouseClickXY(20, height/2))
-	r = bot.waitFor(t, actor, "walk left toward the click", func(r net.Record) bool { return r.X <= stopped.X-far })
+	r = bot.waitFor(t, actor, "walk left toward the click", func(r wire.Record) bool { return r.X <= stopped.X-far })
 	assert.Less(t, r.Y, stopped.Y, "and a little down: toward the map's middle, between it and the bot")
 
 	assert.Zero(t, c.srv.Stats().Corrections, "the page walks within the server's rules")
@@ -284,7 +286,7 @@ func TestViewerWalksWithKeysAndClicksAndTheBotSeesIt(t *testing.T) {
 // ticks flat out, so that second takes milliseconds.
 func serveBusy(t *testing.T) crowd {
 	t.Helper()
-	ws, err := net.ListenWebSocket("127.0.0.1:0", net.WebSocketConfig{Pages: viewer.Handler()})
+	ws, err := websocket.Listen("127.0.0.1:0", websocket.Config{Pages: viewer.Handler()})
 	require.NoError(t, err)
 	srv, err := throng.New(throng.Options{Transport: ws, Admit: admitNear, Admission: throng.Admission{BusyShare: new(1e-9)}})
 	if err != nil {
@@ -333,11 +335,11 @@ func TestViewerRetriesWhileTheServerIsBusy(t *testing.T) {
 // TestViewerDoesNotRetryARefusal: a page whose player the server does not
 // admit says why, and that it will not dial again.
 func TestViewerDoesNotRetryARefusal(t *testing.T) {
-	c := serve(t, "127.0.0.1:0", throng.Options{Admit: func(h net.Hello) (throng.Entry, error) {
+	c := serve(t, "127.0.0.1:0", throng.Options{Admit: func(h wire.Hello) (throng.Entry, error) {
 		return throng.Entry{}, fmt.Errorf("no player %q here", h.Token)
 	}})
 	ctx := open(t, c)
-	waitStatus(t, ctx, regexp.MustCompile(`^refused \(code `+strconv.Itoa(int(net.RefuseToken))+`\): no player "viewer" here; not retrying, reload to try again$`))
+	waitStatus(t, ctx, regexp.MustCompile(`^refused \(code `+strconv.Itoa(int(wire.RefuseToken))+`\): no player "viewer" here; not retrying, reload to try again$`))
 }
 
 // TestViewerReconnectsWhenTheServerComesBack: a page whose server goes
@@ -350,7 +352,7 @@ func TestViewerReconnectsWhenTheServerComesBack(t *testing.T) {
 	join(t, ctx)
 
 	first.stop()
-	waitStatus(t, ctx, regexp.MustCompile(`^connection lost \(4000: `+regexp.QuoteMeta(net.ReasonTransportClosed)+`\), retrying in \d+ s \(attempt \d+\)$`))
+	waitStatus(t, ctx, regexp.MustCompile(`^connection lost \(4000: `+regexp.QuoteMeta(wire.ReasonTransportClosed)+`\), retrying in \d+ s \(attempt \d+\)$`))
 	serve(t, addr, throng.Options{})
 	join(t, ctx)
 }

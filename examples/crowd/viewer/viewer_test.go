@@ -17,7 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng/examples/crowd/viewer"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/websocket"
+	"github.com/throng-go/throng/net/wire"
 )
 
 func get(t *testing.T, url string) (int, string, string) {
@@ -42,7 +43,7 @@ func TestPageAndScriptAreServed(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, "text/javascript; charset=utf-8", typ)
 	assert.Contains(t, body, "export function decode")
-	assert.Contains(t, body, `"`+net.WebSocketSubprotocol+`"`)
+	assert.Contains(t, body, `"`+websocket.Subprotocol+`"`)
 	code, _, _ = get(t, srv.URL+"/viewer.go")
 	assert.Equal(t, http.StatusNotFound, code)
 }
@@ -89,18 +90,18 @@ func TestScriptReadsAndWritesWhatGoDoes(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "throng.mjs"), script, 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "check.mjs"), []byte(checkScript), 0o600))
 
-	batch := net.AppendBatchHeader(nil, 77, 2)
-	batch = net.AppendRecord(batch, net.Record{Actor: 5, X: 10.5, Y: -3, Z: 1, Yaw: math.Pi / 2, Flags: 3})
-	batch = net.AppendRecord(batch, net.Record{Actor: 6, X: 0, Y: 4096, Z: 0, Yaw: 0, Flags: 0})
+	batch := wire.AppendBatchHeader(nil, 77, 2)
+	batch = wire.AppendRecord(batch, wire.Record{Actor: 5, X: 10.5, Y: -3, Z: 1, Yaw: math.Pi / 2, Flags: 3})
+	batch = wire.AppendRecord(batch, wire.Record{Actor: 6, X: 0, Y: 4096, Z: 0, Yaw: 0, Flags: 0})
 	frames := [][]byte{
-		net.AppendWelcome(nil, net.Welcome{Actor: 7, TickRate: 30, Tick: 12, X: 1, Y: 2, Z: 3, Yaw: 0.5, WorldOrCell: 9}),
-		net.AppendAppear(nil, net.Appear{Actor: 8, X: 4, Y: 5, Z: 6, Yaw: 0.25, WorldOrCell: 1, Flags: 2}),
-		net.AppendDisappear(nil, net.Disappear{Actor: 8}),
-		net.AppendCorrection(nil, net.Correction{Seq: 41, X: 1, Y: 1, Z: 0, Yaw: 0, WorldOrCell: 2}),
-		net.AppendRefuse(nil, net.Refuse{Code: net.RefuseBusy, Reason: []byte("server busy")}),
+		wire.AppendWelcome(nil, wire.Welcome{Actor: 7, TickRate: 30, Tick: 12, X: 1, Y: 2, Z: 3, Yaw: 0.5, WorldOrCell: 9}),
+		wire.AppendAppear(nil, wire.Appear{Actor: 8, X: 4, Y: 5, Z: 6, Yaw: 0.25, WorldOrCell: 1, Flags: 2}),
+		wire.AppendDisappear(nil, wire.Disappear{Actor: 8}),
+		wire.AppendCorrection(nil, wire.Correction{Seq: 41, X: 1, Y: 1, Z: 0, Yaw: 0, WorldOrCell: 2}),
+		wire.AppendRefuse(nil, wire.Refuse{Code: wire.RefuseBusy, Reason: []byte("server busy")}),
 		batch,
-		net.AppendEvent(nil, []byte("door opened")),
-		net.AppendRate(nil, net.Rate{Nominal: 30, Centihertz: 1850}),
+		wire.AppendEvent(nil, []byte("door opened")),
+		wire.AppendRate(nil, wire.Rate{Nominal: 30, Centihertz: 1850}),
 	}
 	hexes := make([]string, len(frames))
 	for i, f := range frames {
@@ -128,7 +129,7 @@ func TestScriptReadsAndWritesWhatGoDoes(t *testing.T) {
 	assert.Equal(t, map[string]any{"type": "appear", "actor": 8.0, "x": 4.0, "y": 5.0, "z": 6.0, "yaw": 0.25, "worldOrCell": 1.0, "flags": 2.0}, got.Decoded[1])
 	assert.Equal(t, map[string]any{"type": "disappear", "actor": 8.0}, got.Decoded[2])
 	assert.Equal(t, map[string]any{"type": "correction", "seq": 41.0, "x": 1.0, "y": 1.0, "z": 0.0, "yaw": 0.0, "worldOrCell": 2.0}, got.Decoded[3])
-	assert.Equal(t, map[string]any{"type": "refuse", "code": float64(net.RefuseBusy), "reason": "server busy"}, got.Decoded[4])
+	assert.Equal(t, map[string]any{"type": "refuse", "code": float64(wire.RefuseBusy), "reason": "server busy"}, got.Decoded[4])
 	assert.Equal(t, "batch", got.Decoded[5]["type"])
 	assert.Equal(t, 77.0, got.Decoded[5]["tick"])
 	records := got.Decoded[5]["records"].([]any)
@@ -143,16 +144,16 @@ func TestScriptReadsAndWritesWhatGoDoes(t *testing.T) {
 	assert.Equal(t, map[string]any{"type": "rate", "nominal": 30.0, "hz": 18.5}, got.Decoded[7])
 	assert.True(t, strings.Contains(got.Bad, "28"), "a short Appear is refused: %q", got.Bad)
 
-	hello, err := net.AppendHello(nil, net.Hello{Protocol: 3, Token: []byte("viewer-7")})
+	hello, err := wire.AppendHello(nil, wire.Hello{Protocol: 3, Token: []byte("viewer-7")})
 	require.NoError(t, err)
 	assert.Equal(t, hex.EncodeToString(hello), got.Hello)
-	move := net.AppendMove(nil, net.Move{Seq: 9, X: 1.5, Y: -2.25, Z: 0.5, Yaw: 1, WorldOrCell: 4, Flags: 6})
+	move := wire.AppendMove(nil, wire.Move{Seq: 9, X: 1.5, Y: -2.25, Z: 0.5, Yaw: 1, WorldOrCell: 4, Flags: 6})
 	assert.Equal(t, hex.EncodeToString(move), got.Move)
-	assert.Equal(t, hex.EncodeToString(net.AppendCommand(nil, []byte("open door"))), got.Command)
+	assert.Equal(t, hex.EncodeToString(wire.AppendCommand(nil, []byte("open door"))), got.Command)
 	assert.Equal(t, map[string]any{"type": "event", "payload": "door opened"}, got.Decoded[6])
 	assert.Equal(t, map[string]float64{
-		"UNSPECIFIED": float64(net.RefuseUnspecified), "BUSY": float64(net.RefuseBusy),
-		"PROTOCOL": float64(net.RefuseProtocol), "TOKEN": float64(net.RefuseToken),
+		"UNSPECIFIED": float64(wire.RefuseUnspecified), "BUSY": float64(wire.RefuseBusy),
+		"PROTOCOL": float64(wire.RefuseProtocol), "TOKEN": float64(wire.RefuseToken),
 	}, got.Refuse)
-	assert.Equal(t, []int{int(net.RefuseBusy), int(net.RefuseToken), -1, -1}, got.Closes, "close codes 4100+code are refusals")
+	assert.Equal(t, []int{int(wire.RefuseBusy), int(wire.RefuseToken), -1, -1}, got.Closes, "close codes 4100+code are refusals")
 }

@@ -1,0 +1,28 @@
+package link
+
+import "github.com/throng-go/throng/net/wire"
+
+// refusal follows a session's reliable frames until its Welcome: a
+// Refuse queued before any Welcome makes the connection close with the
+// refusal's code and reason, so that a client that did not read the frame
+// still learns why it was turned away.
+type Refusal struct {
+	Welcomed, Refused bool
+	Code              wire.RefuseCode
+	Reason            string
+}
+
+// note looks at one reliable frame queued for the session.
+func (r *Refusal) Note(frame []byte) {
+	if r.Welcomed || r.Refused {
+		return
+	}
+	switch t, _ := wire.PeekType(frame); t {
+	case wire.TypeWelcome:
+		r.Welcomed = true
+	case wire.TypeRefuse:
+		if f, err := wire.DecodeRefuse(frame); err == nil {
+			r.Refused, r.Code, r.Reason = true, f.Code, string(f.Reason)
+		}
+	}
+}

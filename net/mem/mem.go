@@ -1,0 +1,379 @@
+package mem
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/throng-go/throng/net/internal/link"
+	"github.com/throng-go/throng/net/wire"
+)
+
+// MemOptions configures a [Mem] transport. The zero value is ready to use.
+type Options struct {
+	// CountOnly makes clients keep only their [MemClientStats]: no frames
+	// and no bytes, so a long benchmark neither grows memory nor allocates,
+	// and a server's send is a stand-in for a network that does nothing but
+	// count: it takes no lock and writes only its session's counters, one
+	// cache line. The Drain methods then see nothing and
+	// [MemClient.LastDatagram] appends nothing.
+	CountOnly bool
+	// MaxDatagram is the largest datagram SendUnreliable delivers, in bytes;
+	// larger ones are dropped and counted, like a datagram over a path's
+	// limit. 0 (or less) means MaxBatchPayload.
+	MaxDatagram int
+	// MaxFrame is the largest frame either side may send, in bytes: larger
+	// SendReliable frames are dropped and counted, larger MemClient.Send
+	// frames are refused with ErrStreamLength. 0 (or less) means
+	// DefaultMaxStreamFrame; above MaxStreamFrame means MaxStreamFrame.
+	MaxFrame int
+}
+
+// Mem is an in-process [Transport] for unit tests and benchmarks only: no
+// network, no goroutines, no timing. [Mem.Dial] opens a session and returns
+// its [MemClient], which sends frames to the server and collects what the
+// server sent it.
+//
+// Receive is deterministic: the frames of one client come in the order it
+// sent them, and events of different clients in the order their calls
+// returned; a single goroutine driving clients and server always sees the
+// same sequence. All methods are safe for concurrent use, except that calls
+// to Receive must not overlap. The server's sends never take the Mem's
+// lock (so the relay's workers can send to different clients at once): a
+// send finds its session by index and bumps the session's counters, which
+// sit alone on one cache line; only outside CountOnly mode does it also
+// take one lock of the session's, to queue a copy. In steady state (buffers
+// grown, clients drained or CountOnly) Receive, SendUnreliable,
+// SendReliable and MemClient.Send allocate nothing; in CountOnly mode the
+// server's sends never allocate.
+//
+// A server send to a session whose close (Disconnect, Close or
+// MemClient.Close) has returned is dropped and counted as dropped. A send
+// that overlaps the close is either delivered or dropped, and counted once
+// either way. Outside CountOnly mode the client's lock decides, exactly as
+// the session closes: nothing is queued behind the close reason. In
+// CountOnly mode a send decides when it looks its session up: if the
+// session was open then, the send counts as delivered even if the close
+// completes before the counters are bumped, so the client's Received may
+// still grow just after a close that overlapped sends.
+//
+// Lock order: a MemClient's drain lock, then the Mem's lock, then a
+// session slot's datagram lock, then a MemClient's lock (never both of
+// the last two at once on a send). The server's datagram sends take only
+// the slot's lock, its reliable sends only the client's, and none in
+// CountOnly mode.
+type Transport struct {
+	// Read by every server send and written only by NewMem and Dial, so
+	// they stay cached on every core; the padding keeps the fields that
+	// clients and Receive write (mu and what it guards) off their line.
+	maxDatagram int
+	maxFrame    int
+	countOnly   bool
+	// slots holds each session's send-side state, indexed by session id
+	// (Mem numbers sessions 1, 2, 3, ...), in chunks that never move: a
+	// send loads three pointers, takes no lock and writes only its own
+	// session's cache line, so relay workers on several cores never
+	// contend, and no counter bumped during a Dial is lost to a copy. Dial
+	// appends chunks, copying the list on write.
+	slots atomic.Pointer[[]*memChunk]
+	_     [cacheLine]byte
+
+	mu      sync.Mutex
+	closed  bool
+	last    wire.SessionID
+	clients map[wire.SessionID]*Client
+	inbox   link.Inbox // filled by clients, handed out by the next Receive
+	// stats counts sessions and inbound traffic; the outbound traffic is
+	// in the slots, closed sessions' included (Stats sums them).
+	stats wire.Stats
+
+	droppedDatagrams, droppedReliable atomic.Uint64
+
+	given link.Inbox // what the last Receive handed out; owned by the Receive caller
+}
+
+// cacheLine is the size of a CPU cache line, the unit in which cores
+// contend when they write nearby memory: 64 bytes on amd64 and most arm64.
+const cacheLine = 64
+
+// memSlot is one session's send-side state, alone on a pair of cache
+// lines: a CountOnly send reads client and bumps two counters here and
+// touches no other memory of the session (not even the MemClient), and
+// sends to different sessions on different cores never write the same
+// line. A pair, not one line: the L2's adjacent-line prefetcher fetches
+// lines in 128-byte pairs, so with one line a slot the core sending to
+// session s would keep taking session s^1's line from the core sending to
+// that one (the relay's shards hold sessions in cell order, not by
+// number).
+// A session keeps its slot after it closes, so that Stats still counts
+// what it was sent.
+type memSlot struct {
+	// client is the session's client while it is open; nil before Dial
+	// and once it closes, which is how a send knows to drop.
+	client                   atomic.Pointer[Client]
+	datagrams, datagramBytes atomic.Uint64
+	frames, frameBytes       atomic.Uint64
+	// The datagrams sent and not yet drained, outside CountOnly mode,
+	// under dmu: beside the counters, so that handing a recipient its
+	// tick touches this pair of lines and the queue's bytes, and not the
+	// MemClient. closed is set, under dmu, as the session closes: a send
+	// that finds it set drops.
+	dmu    sync.Mutex
+	closed bool
+	queue  link.Queue
+	_      [slotSize - 104]byte
+}
+
+// counts returns what the slot's session was sent.
+func (s *memSlot) counts() ClientStats {
+	return ClientStats{
+		Datagrams:     s.datagrams.Load(),
+		DatagramBytes: s.datagramBytes.Load(),
+		Frames:        s.frames.Load(),
+		FrameBytes:    s.frameBytes.Load(),
+	}
+}
+
+// slotSize is a memSlot's size: two cache lines.
+const slotSize = 2 * cacheLine
+
+// memChunkSlots is the number of slots in a memChunk. A chunk is then
+// 128 KiB, which Go allocates as a large object, page aligned, so every
+// slot starts a pair of cache lines.
+const memChunkSlots = 1024
+
+// memChunk holds the slots of sessions k*memChunkSlots to
+// (k+1)*memChunkSlots-1, for the chunk's index k.
+type memChunk [memChunkSlots]memSlot
+
+// open returns session s's slot and client, or nils unless s is open.
+func (m *Transport) open(s wire.SessionID) (*memSlot, *Client) {
+	chunks := *m.slots.Load()
+	if k := s / memChunkSlots; k < wire.SessionID(len(chunks)) {
+		slot := &chunks[k][s%memChunkSlots]
+		if c := slot.client.Load(); c != nil {
+			return slot, c
+		}
+	}
+	return nil, nil
+}
+
+// slotFor returns session s's slot, adding a chunk when s is past the
+// last one; m.mu is held. Sessions are numbered in order, so one chunk at
+// a time is enough.
+func (m *Transport) slotFor(s wire.SessionID) *memSlot {
+	chunks := *m.slots.Load()
+	if k := s / memChunkSlots; k >= wire.SessionID(len(chunks)) {
+		chunks = append(chunks[:len(chunks):len(chunks)], new(memChunk))
+		m.slots.Store(&chunks)
+	}
+	return &chunks[s/memChunkSlots][s%memChunkSlots]
+}
+
+// NewMem returns an in-memory transport with no sessions.
+func New(opts Options) *Transport {
+	m := &Transport{
+		maxDatagram: opts.MaxDatagram,
+		maxFrame:    opts.MaxFrame,
+		countOnly:   opts.CountOnly,
+		clients:     make(map[wire.SessionID]*Client),
+	}
+	m.slots.Store(new([]*memChunk))
+	if m.maxDatagram <= 0 {
+		m.maxDatagram = wire.MaxBatchPayload
+	}
+	if m.maxFrame <= 0 {
+		m.maxFrame = wire.DefaultMaxStreamFrame
+	}
+	m.maxFrame = min(m.maxFrame, wire.MaxStreamFrame)
+	return m
+}
+
+// Dial opens a new session; the server sees it as SessionOpened on its next
+// Receive. After Close, Dial returns a client that is already closed (with
+// ReasonTransportClosed and session 0) and the server sees nothing.
+func (m *Transport) Dial() *Client {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		// A slot of its own, never published: its counts stay zero.
+		return &Client{mem: m, slot: &memSlot{closed: true}, closed: true, reason: wire.ReasonTransportClosed}
+	}
+	m.last++
+	c := &Client{mem: m, session: m.last, slot: m.slotFor(m.last)}
+	m.clients[c.session] = c
+	c.slot.client.Store(c) // visible to sends from here on
+	m.inbox.Push(wire.SessionOpened, c.session, nil, "")
+	m.stats.Opened++
+	return c
+}
+
+// Receive implements [Transport]. Frames alias the Mem's buffers and stay
+// valid until the next Receive.
+func (m *Transport) Receive(dst []wire.Inbound) []wire.Inbound {
+	m.mu.Lock()
+	m.inbox, m.given = m.given, m.inbox
+	m.inbox.Reset()
+	m.mu.Unlock()
+	return m.given.AppendTo(dst)
+}
+
+// SendUnreliable implements [Transport]. A datagram that is empty, longer
+// than MaxDatagram, or for an unknown or closed session is dropped and
+// counted; Mem never drops for any other reason. See [Mem] for a send that
+// overlaps the session's close.
+func (m *Transport) SendUnreliable(s wire.SessionID, datagram []byte) {
+	slot, c := m.open(s)
+	if c == nil || len(datagram) == 0 || len(datagram) > m.maxDatagram {
+		m.droppedDatagrams.Add(1)
+		return
+	}
+	m.deliverDatagrams(slot, datagram, len(datagram))
+}
+
+// SendUnreliableBatch implements [BatchSender]. A batch of datagrams that
+// are all deliverable is queued under one lock and counted once: a relay
+// hands over each recipient's tick in one call, touching the session's
+// slot and the queue's bytes, not a lock and a count per datagram. A batch
+// with one to drop is SendUnreliable on each datagram.
+func (m *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size int) {
+	if size < 1 || size > len(datagrams) {
+		size = len(datagrams)
+	}
+	if size > 0 && size <= m.maxDatagram {
+		if slot, c := m.open(s); c != nil {
+			m.deliverDatagrams(slot, datagrams, size)
+			return
+		}
+	}
+	link.EachDatagram(datagrams, size, func(d []byte) { m.SendUnreliable(s, d) })
+}
+
+// deliverDatagrams counts datagrams (cut every size bytes) to the session
+// of slot and, outside CountOnly mode, queues them under the slot's lock;
+// to a session closed since the lookup they are counted as dropped
+// instead.
+func (m *Transport) deliverDatagrams(slot *memSlot, datagrams []byte, size int) {
+	n := uint64((len(datagrams) + size - 1) / size)
+	if !m.countOnly {
+		slot.dmu.Lock()
+		defer slot.dmu.Unlock()
+		if slot.closed { // closed since the lookup
+			m.droppedDatagrams.Add(n)
+			return
+		}
+		for off := 0; off < len(datagrams); off += size {
+			slot.queue.Push(datagrams[off:min(off+size, len(datagrams))])
+		}
+	}
+	slot.datagrams.Add(n)
+	slot.datagramBytes.Add(uint64(len(datagrams)))
+}
+
+// SendReliable implements [Transport]. A frame shorter than HeaderSize,
+// longer than MaxFrame, or for an unknown or closed session is dropped and
+// counted. See [Mem] for a send that overlaps the session's close.
+func (m *Transport) SendReliable(s wire.SessionID, frame []byte) {
+	slot, c := m.open(s)
+	if c == nil || len(frame) < wire.HeaderSize || len(frame) > m.maxFrame {
+		m.droppedReliable.Add(1)
+		return
+	}
+	m.deliver(c, &slot.frames, &slot.frameBytes, &m.droppedReliable, len(frame), func() { c.reliable.Push(frame) })
+}
+
+// deliver counts a server send of size bytes to open client c in count
+// and bytes and, outside CountOnly mode, queues it with queue under the
+// client's lock; a send to a client closed since the lookup is counted in
+// dropped instead.
+func (m *Transport) deliver(c *Client, count, bytes, dropped *atomic.Uint64, size int, queue func()) {
+	if m.countOnly {
+		count.Add(1)
+		bytes.Add(uint64(size))
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed { // closed since the lookup
+		dropped.Add(1)
+		return
+	}
+	count.Add(1)
+	bytes.Add(uint64(size))
+	queue()
+}
+
+// Disconnect implements [Transport]. The client keeps every frame sent
+// before it and reads reason from [MemClient.CloseReason].
+func (m *Transport) Disconnect(s wire.SessionID, reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c := m.clients[s]; c != nil {
+		m.closeLocked(c, reason)
+	}
+}
+
+// Stats implements [Transport]. The outbound counts are summed over the
+// slot of every session ever dialled, closed ones included, so Stats takes
+// time in proportion to the sessions dialled (64 bytes each, read in
+// order). Like [MemClient.Received], the sums are exact once the sends
+// have returned.
+func (m *Transport) Stats() wire.Stats {
+	m.mu.Lock()
+	st := m.stats
+	m.mu.Unlock()
+	for _, chunk := range *m.slots.Load() {
+		for i := range chunk {
+			addOut(&st, chunk[i].counts())
+		}
+	}
+	st.DroppedDatagrams = m.droppedDatagrams.Load()
+	st.DroppedReliable = m.droppedReliable.Load()
+	return st
+}
+
+// addOut adds what one client was sent to the transport's counters.
+func addOut(st *wire.Stats, c ClientStats) {
+	st.DatagramsOut += c.Datagrams
+	st.DatagramBytesOut += c.DatagramBytes
+	st.ReliableOut += c.Frames
+	st.ReliableBytesOut += c.FrameBytes
+}
+
+// Close implements [Transport]: open sessions close in session order with
+// ReasonTransportClosed. It always returns nil.
+func (m *Transport) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	ids := make([]wire.SessionID, 0, len(m.clients))
+	for id := range m.clients {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		m.closeLocked(m.clients[id], wire.ReasonTransportClosed)
+	}
+	return nil
+}
+
+// closeLocked closes c's session once; m.mu is held. Sends that look the
+// session up from here on drop; its slot keeps the counts.
+func (m *Transport) closeLocked(c *Client, reason string) {
+	delete(m.clients, c.session)
+	c.slot.client.Store(nil)
+	c.slot.dmu.Lock()
+	c.slot.closed = true
+	c.slot.dmu.Unlock()
+	c.mu.Lock()
+	c.closed = true
+	c.reason = reason
+	c.mu.Unlock()
+	m.inbox.Push(wire.SessionClosed, c.session, nil, reason)
+	m.stats.Closed++
+}
+
+var _ wire.Transport = (*Transport)(nil)

@@ -1,0 +1,129 @@
+package multi
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/throng-go/throng/net/internal/link"
+	"github.com/throng-go/throng/net/wire"
+)
+
+// Multi serves several transports as one [Transport]: a server behind it
+// takes native clients over [QUIC] and browsers over a [WebSocket] in the
+// same world. Session s of transport k (of n) is session s*n + k to the
+// server, so ids stay unique, never 0, and name their transport. Receive
+// hands over the transports' events in transport order, each one's in the
+// order it reported them. Sends go to the session's own transport; Stats
+// adds the transports' counters up; Close closes them all.
+type Transport struct {
+	ts      []wire.Transport
+	batch   []wire.BatchSender // per transport, nil where it has none
+	scratch []wire.Inbound
+}
+
+// NewMulti returns a Multi over ts, which it owns from then on (its Close
+// closes them). It panics without a transport: that is a programming error.
+func New(ts ...wire.Transport) *Transport {
+	if len(ts) == 0 {
+		panic("multi: New needs at least one transport")
+	}
+	m := &Transport{ts: ts, batch: make([]wire.BatchSender, len(ts))}
+	for k, t := range ts {
+		m.batch[k], _ = t.(wire.BatchSender)
+	}
+	return m
+}
+
+// Transports returns the transports, in the order given to NewMulti.
+func (m *Transport) Transports() []wire.Transport { return m.ts }
+
+// Session returns the server's id for session s of transport k.
+func (m *Transport) Session(k int, s wire.SessionID) wire.SessionID {
+	return s*wire.SessionID(len(m.ts)) + wire.SessionID(k)
+}
+
+// split returns the transport of session s and its own id there.
+func (m *Transport) split(s wire.SessionID) (wire.Transport, int, wire.SessionID) {
+	n := wire.SessionID(len(m.ts))
+	k := int(s % n)
+	return m.ts[k], k, s / n
+}
+
+// Receive implements [Transport]. Frames stay valid until the next Receive.
+func (m *Transport) Receive(dst []wire.Inbound) []wire.Inbound {
+	for k, t := range m.ts {
+		m.scratch = t.Receive(m.scratch[:0])
+		for _, in := range m.scratch {
+			in.Session = m.Session(k, in.Session)
+			dst = append(dst, in)
+		}
+	}
+	clear(m.scratch) // the frames stay reachable from dst, not from here
+	return dst
+}
+
+// SendUnreliable implements [Transport].
+func (m *Transport) SendUnreliable(s wire.SessionID, datagram []byte) {
+	t, _, local := m.split(s)
+	t.SendUnreliable(local, datagram)
+}
+
+// SendUnreliableBatch implements [BatchSender]: the session's transport
+// takes the batch in one call where it can, datagram by datagram where it
+// cannot.
+func (m *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size int) {
+	t, k, local := m.split(s)
+	if b := m.batch[k]; b != nil {
+		b.SendUnreliableBatch(local, datagrams, size)
+		return
+	}
+	link.EachDatagram(datagrams, size, func(d []byte) { t.SendUnreliable(local, d) })
+}
+
+// SendReliable implements [Transport].
+func (m *Transport) SendReliable(s wire.SessionID, frame []byte) {
+	t, _, local := m.split(s)
+	t.SendReliable(local, frame)
+}
+
+// Disconnect implements [Transport].
+func (m *Transport) Disconnect(s wire.SessionID, reason string) {
+	t, _, local := m.split(s)
+	t.Disconnect(local, reason)
+}
+
+// Stats implements [Transport]: the sum of the transports' counters.
+func (m *Transport) Stats() wire.Stats {
+	var sum wire.Stats
+	for _, t := range m.ts {
+		st := t.Stats()
+		sum.Opened += st.Opened
+		sum.Closed += st.Closed
+		sum.FramesIn += st.FramesIn
+		sum.BytesIn += st.BytesIn
+		sum.DatagramsOut += st.DatagramsOut
+		sum.DatagramBytesOut += st.DatagramBytesOut
+		sum.ReliableOut += st.ReliableOut
+		sum.ReliableBytesOut += st.ReliableBytesOut
+		sum.DroppedDatagrams += st.DroppedDatagrams
+		sum.DroppedReliable += st.DroppedReliable
+	}
+	return sum
+}
+
+// Close implements [Transport]: it closes every transport and returns
+// their errors joined.
+func (m *Transport) Close() error {
+	var errs []error
+	for k, t := range m.ts {
+		if err := t.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("transport %d: %w", k, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var (
+	_ wire.Transport   = (*Transport)(nil)
+	_ wire.BatchSender = (*Transport)(nil)
+)

@@ -1,0 +1,111 @@
+package multi_test
+
+import (
+	"context"
+	"github.com/throng-go/throng/net/internal/nettest"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/throng-go/throng/net/client"
+	"github.com/throng-go/throng/net/mem"
+	"github.com/throng-go/throng/net/multi"
+	"github.com/throng-go/throng/net/quic"
+	"github.com/throng-go/throng/net/websocket"
+	"github.com/throng-go/throng/net/wire"
+)
+
+// TestMultiKeepsEachSessionOnItsOwnTransport: two in-memory transports
+// behind one Multi: every session gets an id of its own that names its
+// transport, frames are told apart by it, sends reach the right client,
+// and the counters add up.
+func TestMultiKeepsEachSessionOnItsOwnTransport(t *testing.T) {
+	a, b := mem.New(mem.Options{}), mem.New(mem.Options{})
+	m := multi.New(a, b)
+	ca1, cb1, ca2 := a.Dial(), b.Dial(), a.Dial()
+	require.NoError(t, ca1.Send(wire.AppendMove(nil, wire.Move{Seq: 1})))
+	require.NoError(t, cb1.Send(wire.AppendMove(nil, wire.Move{Seq: 2})))
+	require.NoError(t, ca2.Send(wire.AppendMove(nil, wire.Move{Seq: 3})))
+
+	in := m.Receive(nil)
+	sessionOf := map[uint32]wire.SessionID{} // by the Move's seq
+	var opened []wire.SessionID
+	for _, e := range in {
+		switch e.Kind {
+		case wire.SessionOpened:
+			opened = append(opened, e.Session)
+		case wire.FrameReceived:
+			mv, err := wire.DecodeMove(e.Frame)
+			require.NoError(t, err)
+			sessionOf[mv.Seq] = e.Session
+		}
+	}
+	assert.Equal(t, []wire.SessionID{m.Session(0, ca1.Session()), m.Session(0, ca2.Session()), m.Session(1, cb1.Session())}, opened,
+		"transport 0's events, then transport 1's")
+	assert.Len(t, slices.Compact(slices.Sorted(slices.Values(opened))), 3, "three ids, none shared")
+	assert.NotContains(t, opened, wire.SessionID(0))
+	assert.Equal(t, m.Session(0, ca2.Session()), sessionOf[3])
+	assert.Equal(t, m.Session(1, cb1.Session()), sessionOf[2])
+
+	m.SendReliable(sessionOf[2], wire.AppendDisappear(nil, wire.Disappear{Actor: 9}))
+	m.SendUnreliableBatch(sessionOf[3], nettest.Batch(4, 1), 0)
+	assert.Equal(t, 1, cb1.DrainReliable(func([]byte) {}), "b's client got the reliable frame")
+	assert.Zero(t, ca1.DrainReliable(func([]byte) {}))
+	assert.Equal(t, 1, ca2.DrainDatagrams(func([]byte) {}), "a's second client got the batch")
+	assert.Equal(t, uint64(3), m.Stats().Opened)
+	assert.Equal(t, uint64(1), m.Stats().ReliableOut)
+
+	m.Disconnect(sessionOf[1], "bye")
+	reason, closed := ca1.CloseReason()
+	assert.True(t, closed)
+	assert.Equal(t, "bye", reason)
+	require.NoError(t, m.Close())
+	_, closed = cb1.CloseReason()
+	assert.True(t, closed, "Close closes every transport")
+}
+
+// TestMultiServesQUICAndWebSocketClientsAtOnce: a QUIC client and a
+// WebSocket client of one Multi both get through the handshake and their
+// batches.
+func TestMultiServesQUICAndWebSocketClientsAtOnce(t *testing.T) {
+	tlsConf, err := quic.DevelopmentTLS()
+	require.NoError(t, err)
+	q, err := quic.Listen("127.0.0.1:0", quic.Config{TLS: tlsConf})
+	require.NoError(t, err)
+	ws, err := websocket.Listen("127.0.0.1:0", websocket.Config{})
+	require.NoError(t, err)
+	m := multi.New(q, ws)
+	p := nettest.StartPump(t, &nettest.Pump{TR: m})
+
+	type dialed struct {
+		c   *client.Client
+		err error
+	}
+	quicDone, wsDone := make(chan dialed, 1), make(chan dialed, 1)
+	go func() {
+		c, err := client.Dial(context.Background(), q.Addr().String(), client.Config{Token: "native", InsecureSkipVerify: true})
+		quicDone <- dialed{c, err}
+	}()
+	go func() {
+		c, err := client.DialWebSocket(context.Background(), ws.URL(), client.Config{Token: "browser"})
+		wsDone <- dialed{c, err}
+	}()
+	native, browser := p.HelloFrom(t, "native"), p.HelloFrom(t, "browser")
+	assert.NotEqual(t, native, browser)
+	m.SendReliable(native, wire.AppendWelcome(nil, wire.Welcome{Actor: 1}))
+	m.SendReliable(browser, wire.AppendWelcome(nil, wire.Welcome{Actor: 2}))
+	for _, ch := range []chan dialed{quicDone, wsDone} {
+		d := <-ch
+		require.NoError(t, d.err)
+		t.Cleanup(func() { d.c.Close() })
+		actor := d.c.Welcome().Actor
+		s := native
+		if actor == 2 {
+			s = browser
+		}
+		m.SendUnreliable(s, nettest.Batch(7, actor+10))
+		assert.Equal(t, []string{"batch 7: " + []string{"", "11", "12"}[actor]}, nettest.PollUntil(t, d.c, 1))
+	}
+}

@@ -1,0 +1,191 @@
+package quic
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/throng-go/throng/net/client"
+	"github.com/throng-go/throng/net/internal/link"
+	"github.com/throng-go/throng/net/wire"
+
+	quicgo "github.com/quic-go/quic-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// mailboxTicks lists the ticks of the datagrams waiting in c's mailbox.
+func mailboxTicks(c *quicConn) []uint32 {
+	var ticks []uint32
+	c.slot.Each(func(d []byte) { ticks = append(ticks, link.BatchTick(d)) })
+	return ticks
+}
+
+func TestMailboxKeepsOnlyTheNewestTicksDatagrams(t *testing.T) {
+	q := &Transport{cfg: Config{}.resolved()}
+	c := newQUICConn(q, nil, nil)
+	dgram := func(tick uint32) []byte { return wire.AppendBatchHeader(nil, tick, 0) }
+
+	assert.True(t, c.post(dgram(5)))
+	assert.True(t, c.post(dgram(5)), "a second datagram of the same tick joins the first")
+	assert.Equal(t, []uint32{5, 5}, mailboxTicks(c))
+
+	assert.True(t, c.post(dgram(6)))
+	assert.Equal(t, []uint32{6}, mailboxTicks(c), "a newer tick replaces the whole slot")
+	assert.Equal(t, uint64(2), q.n.Replaced.Load())
+	assert.Equal(t, uint64(2), q.n.DroppedDatagrams.Load())
+
+	assert.False(t, c.post(dgram(4)), "an older tick never replaces a newer one")
+	assert.Equal(t, []uint32{6}, mailboxTicks(c))
+
+	wrap := newQUICConn(q, nil, nil)
+	assert.True(t, wrap.post(dgram(1<<32-1)))
+	assert.True(t, wrap.post(dgram(0)), "the tick counter wraps: tick 0 follows tick 2^32-1")
+	assert.Equal(t, []uint32{0}, mailboxTicks(wrap))
+	assert.False(t, wrap.post(dgram(1<<32-2)))
+}
+
+func TestQUICServesACertificateFromFilesThatClientsVerify(t *testing.T) {
+	certPEM, keyPEM, err := developmentCertificate(time.Now())
+	require.NoError(t, err)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(certFile, certPEM, 0o600))
+	require.NoError(t, os.WriteFile(keyFile, keyPEM, 0o600))
+	q, err := Listen("127.0.0.1:0", Config{CertFile: certFile, KeyFile: keyFile})
+	require.NoError(t, err)
+	defer q.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err = client.Dial(ctx, q.Addr().String(), client.Config{Token: "untrusting"})
+	require.Error(t, err, "by default a client verifies the server against the system's roots")
+	assert.Contains(t, err.Error(), "certificate")
+
+	roots := x509.NewCertPool()
+	require.True(t, roots.AppendCertsFromPEM(certPEM))
+	done := make(chan error, 1)
+	go func() {
+		c, err := client.Dial(ctx, q.Addr().String(), client.Config{Token: "trusting", TLS: &tls.Config{RootCAs: roots}})
+		if err == nil {
+			c.Close()
+		}
+		done <- err
+	}()
+	var inbox []wire.Inbound
+	for welcomed := false; !welcomed; time.Sleep(time.Millisecond) {
+		inbox = q.Receive(inbox[:0])
+		for _, in := range inbox {
+			if in.Kind == wire.FrameReceived {
+				q.SendReliable(in.Session, wire.AppendWelcome(nil, wire.Welcome{Actor: 1}))
+				welcomed = true
+			}
+		}
+		require.NoError(t, ctx.Err(), "no Hello arrived")
+	}
+	assert.NoError(t, <-done, "a client that trusts the certificate connects")
+}
+
+func TestQUICTickPathsAllocateNothingInSteadyState(t *testing.T) {
+	// The transport without its network: a session whose reader
+	// goroutines would call deliverDatagram and whose writers would take
+	// the mailbox and the queue.
+	q := &Transport{cfg: Config{}.resolved(), sessions: map[wire.SessionID]*quicConn{}}
+	c := newQUICConn(q, nil, nil)
+	c.id = 1
+	q.sessions[c.id] = c
+	move := wire.AppendMove(nil, wire.Move{Seq: 1})
+	appear := wire.AppendAppear(nil, wire.Appear{Actor: 2})
+	batch := wire.AppendBatchHeader(nil, 0, 0)
+	var inbox []wire.Inbound
+	tick := uint32(0)
+	steady := func() {
+		for range 3 {
+			c.deliverDatagram(move)
+		}
+		inbox = q.Receive(inbox[:0])
+		tick++
+		binary.LittleEndian.PutUint32(batch[wire.HeaderSize:], tick)
+		q.SendUnreliable(c.id, batch)
+		q.SendReliable(c.id, appear)
+		c.mu.Lock() // what the writers take
+		c.slot.Reset()
+		c.rel, c.relFrames = c.rel[:0], 0
+		c.mu.Unlock()
+	}
+	for range 10 {
+		steady()
+	}
+	assert.Zero(t, testing.AllocsPerRun(100, steady))
+	assert.Len(t, inbox, 3)
+	assert.Equal(t, uint64(0), q.Stats().DroppedDatagrams+q.Stats().DroppedReliable)
+}
+
+func TestQUICRefusalReachesAClientThatNeverReadsItsStream(t *testing.T) {
+	// A client starved of CPU may not read the Refuse before the server
+	// closes, and QUIC discards unread stream data at the close: the close
+	// itself must say why.
+	q, err := Listen("127.0.0.1:0", Config{Development: true, FlushTimeout: 50 * time.Millisecond})
+	require.NoError(t, err)
+	defer q.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := quicgo.DialAddr(ctx, q.Addr().String(),
+		&tls.Config{InsecureSkipVerify: true, NextProtos: []string{ALPN}},
+		&quicgo.Config{EnableDatagrams: true})
+	require.NoError(t, err)
+	defer conn.CloseWithError(0, "")
+	stream, err := conn.OpenStream()
+	require.NoError(t, err)
+	hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte("deaf")})
+	require.NoError(t, err)
+	_, err = stream.Write(wire.AppendStreamFrame(nil, hello))
+	require.NoError(t, err)
+
+	const reason = "token expired"
+	var inbox []wire.Inbound
+	for refused := false; !refused; time.Sleep(time.Millisecond) {
+		require.NoError(t, ctx.Err(), "no Hello arrived")
+		inbox = q.Receive(inbox[:0])
+		for _, in := range inbox {
+			if in.Kind == wire.FrameReceived {
+				q.SendReliable(in.Session, wire.AppendRefuse(nil, wire.Refuse{Code: wire.RefuseToken, Reason: []byte(reason)}))
+				q.Disconnect(in.Session, "refused: "+reason)
+				refused = true
+			}
+		}
+	}
+	select {
+	case <-conn.Context().Done():
+	case <-ctx.Done():
+		t.Fatal("the server did not close the connection")
+	}
+	var app *quicgo.ApplicationError
+	require.ErrorAs(t, context.Cause(conn.Context()), &app)
+	code, ok := link.RefusalCode(uint64(app.ErrorCode))
+	assert.True(t, ok, "the close code carries the refusal")
+	assert.Equal(t, wire.RefuseToken, code)
+	assert.Equal(t, reason, app.ErrorMessage)
+}
+
+func TestOnlyARefuseBeforeTheWelcomeSetsTheClose(t *testing.T) {
+	q := &Transport{cfg: Config{}.resolved()}
+	refuse := wire.AppendRefuse(nil, wire.Refuse{Code: wire.RefuseBusy, Reason: []byte("busy")})
+
+	refused := newQUICConn(q, nil, nil)
+	require.Equal(t, queued, refused.queue(refuse))
+	require.Equal(t, queued, refused.queue(wire.AppendRefuse(nil, wire.Refuse{Code: wire.RefuseToken, Reason: []byte("later")})))
+	assert.True(t, refused.refusal.Refused)
+	assert.Equal(t, wire.RefuseBusy, refused.refusal.Code, "the first Refuse counts")
+	assert.Equal(t, "busy", refused.refusal.Reason)
+
+	welcomed := newQUICConn(q, nil, nil)
+	require.Equal(t, queued, welcomed.queue(wire.AppendWelcome(nil, wire.Welcome{Actor: 1})))
+	require.Equal(t, queued, welcomed.queue(refuse))
+	assert.False(t, welcomed.refusal.Refused, "after a Welcome a Refuse is just a frame")
+}
