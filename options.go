@@ -141,7 +141,7 @@ type Options struct {
 
 	// Transport is what clients connect through. Nil gives the server the
 	// listeners the "network" section names, or, with none, a fresh
-	// in-memory transport ([net.Mem], see [Server.Mem]), which is for
+	// in-memory transport ([mem.Transport], see [Server.Mem]), which is for
 	// tests, benchmarks and in-process bots.
 	Transport wire.Transport `json:"-"`
 	// Protocol is the game's own protocol version; a client whose Hello

@@ -20,7 +20,7 @@ const (
 	// DefaultMovingUpdatesPerSecond and DefaultStandingUpdatesPerSecond are
 	// the most movement updates a client may send while moving and while
 	// standing still; the excess is dropped and counted.
-	// The same constants pace net.Client, so that a Go client's own limit
+	// The same constants pace client.Client, so that a Go client's own limit
 	// is never above the server's.
 	DefaultMovingUpdatesPerSecond   = client.DefaultMovingUpdatesPerSecond
 	DefaultStandingUpdatesPerSecond = client.DefaultStandingUpdatesPerSecond
@@ -59,12 +59,12 @@ type Admission struct {
 // ClientLimits is the "clientLimits" section: how much a client may send.
 type ClientLimits struct {
 	// MovingUpdatesPerSecond: at least 1. Key "movingUpdatesPerSecond";
-	// nil means [DefaultMovingUpdatesPerSecond].
+	// nil means [client.DefaultMovingUpdatesPerSecond].
 	MovingUpdatesPerSecond *int `json:"movingUpdatesPerSecond,omitempty"`
 	// StandingUpdatesPerSecond: an update that does not change the actor's
 	// position counts as standing still. At least 1, at most the moving
 	// limit. Key "standingUpdatesPerSecond"; nil means
-	// [DefaultStandingUpdatesPerSecond].
+	// [client.DefaultStandingUpdatesPerSecond].
 	StandingUpdatesPerSecond *int `json:"standingUpdatesPerSecond,omitempty"`
 	// FloodFactor and FloodSeconds: a client above FloodFactor times the
 	// moving limit for FloodSeconds consecutive seconds is disconnected
@@ -173,13 +173,13 @@ type Connection struct {
 	// and closest senders go first next tick (see interest.Backlog). 0
 	// lifts the cap: a client then gets as many datagrams per tick as its
 	// view needs (benchmarks, LAN). Key "maxRecordsPerTick"; nil means
-	// net.MaxRecordsPerBatch, one datagram per tick.
+	// wire.MaxRecordsPerBatch, one datagram per tick.
 	MaxRecordsPerTick *int `json:"maxRecordsPerTick,omitempty"`
 }
 
 // Network is the "network" section: the listeners a server opens when
 // Options.Transport is not set. Neither set means an in-memory transport;
-// both means one server for native clients and browsers (net.Multi).
+// both means one server for native clients and browsers (multi.Transport).
 type Network struct {
 	// QUIC serves native clients. Key "quic".
 	QUIC *QUICListener `json:"quic,omitempty"`
@@ -187,7 +187,7 @@ type Network struct {
 	WebSocket *WebSocketListener `json:"webSocket,omitempty"`
 }
 
-// QUICListener is network.quic (see net.ListenQUIC).
+// QUICListener is network.quic (see quic.Listen).
 type QUICListener struct {
 	// Listen is the UDP host:port, e.g. "0.0.0.0:4433" or ":4433".
 	// Key "listen"; required.
@@ -201,11 +201,11 @@ type QUICListener struct {
 	Development bool `json:"development"`
 }
 
-// WebSocketListener is network.webSocket (see net.ListenWebSocket).
+// WebSocketListener is network.webSocket (see websocket.Listen).
 type WebSocketListener struct {
 	// Listen is the TCP host:port. Key "listen"; required.
 	Listen string `json:"listen"`
-	// Path is where clients connect; "" means net.DefaultWebSocketPath.
+	// Path is where clients connect; "" means websocket.DefaultPath.
 	// Key "path".
 	Path string `json:"path,omitempty"`
 	// OriginPatterns are the web pages' hosts allowed besides the

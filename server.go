@@ -219,7 +219,7 @@ func (s *Server) World() *ecs.World { return s.world }
 func (s *Server) Transport() wire.Transport { return s.transport }
 
 // Commands returns the commands of the game's own that clients sent this
-// tick ([net.Client.SendCommand]), in the order they arrived, each with
+// tick ([client.Client.SendCommand]), in the order they arrived, each with
 // its sender's actor: read them from a system of yours pinned after
 // ingest (scheduler.After(systems.IngestName)), or between ticks. The
 // slice and its payloads are valid until the next tick's ingest. A client
@@ -246,7 +246,7 @@ func (s *Server) SendEvent(actor components.ActorID, payload []byte) bool {
 	return s.pipe.SendEvent(actor, payload)
 }
 
-// Mem returns the in-memory transport the server made because
+// mem.Transport returns the in-memory transport the server made because
 // Options.Transport was nil, or nil if it was given one.
 func (s *Server) Mem() *mem.Transport { return s.mem }
 
@@ -324,8 +324,8 @@ func (s *Server) finalSave() {
 // shift the ones after it; if the server falls more than a tick behind it
 // skips the missed slots instead of running a burst: a server that cannot
 // keep its rate slows evenly, and tells its clients the rate it ticks at
-// once a second while it is below 95% of the nominal one (a net.Rate
-// frame; net.Client.Rate), and once more when it is back.
+// once a second while it is below 95% of the nominal one (a wire.Rate
+// frame; client.Client.Rate), and once more when it is back.
 // parallelism.workerWakeAheadMicros before each tick it wakes the worker
 // pool ([Server.WakeWorkers]), so that the workers are running when the
 // tick's parallel phases begin.
@@ -453,7 +453,7 @@ func (s *Server) Close() error {
 }
 
 // listen opens the listeners the "network" section names: nil when it
-// names none, one transport, or both behind a net.Multi (QUIC first).
+// names none, one transport, or both behind a multi.Transport (QUIC first).
 func listen(n Network) (wire.Transport, error) {
 	var ts []wire.Transport
 	closeAll := func() {

@@ -43,7 +43,7 @@
 // told about an actor before its first movement record and when it leaves
 // its stencil.
 //
-// It imports grid, interest, components, ecs, scheduler and net; only the
+// It imports grid, interest, components, ecs, scheduler and net/wire; only the
 // root package imports it.
 //
 // # Task -> API

@@ -88,7 +88,7 @@ type Frame struct {
 	slot    []uint32 // per actor: its Client.Slot
 	verdict []Verdict
 	crossed []bool
-	records []byte              // per actor: its movement record (net.RecordSize bytes), encoded once by Move
+	records []byte              // per actor: its movement record (wire.RecordSize bytes), encoded once by Move
 	cellIdx []int32             // per actor: its cell in cells
 	res     []interest.Residues // per actor: its sender phase residues
 	half    []uint32            // per actor: its sender half of the pair phase (interest.SenderHalf)

@@ -253,7 +253,7 @@ func (p *Pipeline) frameFrom(id wire.SessionID, frame []byte) bool {
 }
 
 // Command is a command of the game's own that a client sent
-// ([net.Client.SendCommand]): the sender's actor and session, and the
+// ([client.Client.SendCommand]): the sender's actor and session, and the
 // payload, which Throng does not read.
 type Command struct {
 	Actor   components.ActorID

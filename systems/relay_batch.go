@@ -137,7 +137,7 @@ func (w *batchOut) run(recs []byte) {
 }
 
 // copyRecord copies one record as three register moves. A copy of a
-// [net.RecordSize]byte array would do the same work through a call to
+// [wire.RecordSize]byte array would do the same work through a call to
 // runtime.memmove (the compiler cannot rule out overlap), and that call
 // and the spills around it were a quarter of the relay's time.
 func copyRecord(dst, src []byte) {

@@ -11,12 +11,12 @@
 // development mode: a self-signed certificate made at start, and every
 // token let in (scenario.Population.AdmitAny), "bot-N" at spawn N of the
 // population. The bots run in this process, a few goroutines stepping them
-// (package fleet); each is a net.Client that wanders its part of the
+// (package fleet); each is a client.Client that wanders its part of the
 // scenario (package scenario), sends at most 30 updates a second (10
 // standing still), reads its batches and snaps to corrections.
 //
-// With -transport ws the server speaks WebSockets (net.WebSocket, what
-// browsers use; the bots dial it with net.DialWebSocket) and serves, beside
+// With -transport ws the server speaks WebSockets (websocket.Transport, what
+// browsers use; the bots dial it with client.DialWebSocket) and serves, beside
 // the socket, a page that joins the crowd and draws it (package viewer):
 // the start line gives its address as viewer=http://... .
 //
@@ -76,7 +76,7 @@
 //
 // The example has a little game logic of its own, to show how a game
 // talks to its players: every in-process bot waves once a second (the
-// command "wave", net.Client.SendCommand), and a system of the example's,
+// command "wave", client.Client.SendCommand), and a system of the example's,
 // the greeter, answers each wave with the event "waved back"
 // (Server.Commands, Server.SendEvent). The summary counts them: commands
 // (received by the server), bot_waves and bot_events (sent and received

@@ -15,17 +15,17 @@ import (
 	"github.com/quic-go/quic-go"
 )
 
-// Defaults of [ClientConfig].
+// Defaults of [Config].
 const (
 	// DefaultMovingUpdatesPerSecond and DefaultStandingUpdatesPerSecond are
 	// the most movement updates a [Client] sends while moving and while
 	// standing still, the server's own limits.
 	DefaultMovingUpdatesPerSecond   = 30
 	DefaultStandingUpdatesPerSecond = 10
-	// DefaultClientDatagramQueue is how many movement datagrams a Client
+	// DefaultDatagramQueue is how many movement datagrams a Client
 	// keeps for Poll; more arriving before Poll are dropped and counted.
 	DefaultDatagramQueue = 256
-	// DefaultClientReliableQueue is how many reliable frames a Client keeps
+	// DefaultReliableQueue is how many reliable frames a Client keeps
 	// for Poll before it stops reading its stream, which in turn makes the
 	// server's queue for it fill up.
 	DefaultReliableQueue = 4096
@@ -39,7 +39,7 @@ const (
 // the server to close the connection before closing it itself.
 const RefusalWait = 3 * time.Second
 
-// ClientConfig configures [Dial]. Every zero field means the default named
+// Config configures [Dial]. Every zero field means the default named
 // on it.
 type Config struct {
 	// Protocol is the game's protocol version sent in Hello; a server
@@ -53,7 +53,7 @@ type Config struct {
 	// Nil verifies the server against the system's roots.
 	TLS *tls.Config
 	// InsecureSkipVerify accepts any server certificate. Only for a
-	// server in development mode (QUICConfig.Development) on loopback:
+	// server in development mode (quic.Config.Development) on loopback:
 	// anyone between client and server could read and change the traffic.
 	InsecureSkipVerify bool
 
@@ -63,10 +63,10 @@ type Config struct {
 	// 0 means DefaultMovingUpdatesPerSecond / DefaultStandingUpdatesPerSecond.
 	MovingUpdatesPerSecond, StandingUpdatesPerSecond int
 	// DatagramQueue is how many movement datagrams wait for Poll before
-	// more are dropped. 0 means DefaultClientDatagramQueue.
+	// more are dropped. 0 means DefaultDatagramQueue.
 	DatagramQueue int
 	// ReliableQueue is how many reliable frames wait for Poll before the
-	// client stops reading its stream. 0 means DefaultClientReliableQueue.
+	// client stops reading its stream. 0 means DefaultReliableQueue.
 	ReliableQueue int
 	// MaxFrame is the longest reliable frame accepted from the server. 0
 	// means DefaultMaxStreamFrame.
@@ -106,7 +106,7 @@ type DisconnectedError struct {
 // Error returns "client: disconnected by the server: " and the reason.
 func (e *DisconnectedError) Error() string { return "client: disconnected by the server: " + e.Reason }
 
-// ClientStats counts what a [Client] received and sent. Counters only grow.
+// Stats counts what a [Client] received and sent. Counters only grow.
 type Stats struct {
 	Datagrams uint64 // movement datagrams received and kept for Poll
 	Records   uint64 // movement records in them
@@ -230,7 +230,7 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 // Welcome returns the server's Welcome: the client's actor and spawn.
 func (c *Client) Welcome() wire.Welcome { return c.welcome }
 
-// Rate returns the rate the server ticks at now: the latest [Rate] frame
+// Rate returns the rate the server ticks at now: the latest [wire.Rate] frame
 // it sent (a server that falls behind its tick rate says so once a second,
 // and once more when it is back), or the Welcome's tick rate before any.
 // The Rate frames are also queued for Poll like every reliable frame.

@@ -15,7 +15,7 @@ import (
 	"github.com/coder/websocket"
 )
 
-// DialWebSocket connects to a [WebSocket] transport at url (ws://host:port/path,
+// DialWebSocket connects to a WebSocket transport (package websocket) at url (ws://host:port/path,
 // or wss:// for TLS), sends Hello with cfg's protocol and token, and waits for
 // the Welcome: the same [Client], errors and handshake as [Dial], over one
 // WebSocket (every frame a binary message) instead of QUIC. Movement

@@ -9,46 +9,46 @@ import (
 	"github.com/throng-go/throng/net/wire"
 )
 
-// MemOptions configures a [Mem] transport. The zero value is ready to use.
+// Options configures a [Transport]. The zero value is ready to use.
 type Options struct {
-	// CountOnly makes clients keep only their [MemClientStats]: no frames
+	// CountOnly makes clients keep only their [ClientStats]: no frames
 	// and no bytes, so a long benchmark neither grows memory nor allocates,
 	// and a server's send is a stand-in for a network that does nothing but
 	// count: it takes no lock and writes only its session's counters, one
 	// cache line. The Drain methods then see nothing and
-	// [MemClient.LastDatagram] appends nothing.
+	// [Client.LastDatagram] appends nothing.
 	CountOnly bool
 	// MaxDatagram is the largest datagram SendUnreliable delivers, in bytes;
 	// larger ones are dropped and counted, like a datagram over a path's
 	// limit. 0 (or less) means MaxBatchPayload.
 	MaxDatagram int
 	// MaxFrame is the largest frame either side may send, in bytes: larger
-	// SendReliable frames are dropped and counted, larger MemClient.Send
+	// SendReliable frames are dropped and counted, larger Client.Send
 	// frames are refused with ErrStreamLength. 0 (or less) means
 	// DefaultMaxStreamFrame; above MaxStreamFrame means MaxStreamFrame.
 	MaxFrame int
 }
 
-// Mem is an in-process [Transport] for unit tests and benchmarks only: no
-// network, no goroutines, no timing. [Mem.Dial] opens a session and returns
-// its [MemClient], which sends frames to the server and collects what the
+// Transport is an in-process [wire.Transport] for unit tests and benchmarks only: no
+// network, no goroutines, no timing. [Transport.Dial] opens a session and returns
+// its [Client], which sends frames to the server and collects what the
 // server sent it.
 //
 // Receive is deterministic: the frames of one client come in the order it
 // sent them, and events of different clients in the order their calls
 // returned; a single goroutine driving clients and server always sees the
 // same sequence. All methods are safe for concurrent use, except that calls
-// to Receive must not overlap. The server's sends never take the Mem's
+// to Receive must not overlap. The server's sends never take the Transport's
 // lock (so the relay's workers can send to different clients at once): a
 // send finds its session by index and bumps the session's counters, which
 // sit alone on one cache line; only outside CountOnly mode does it also
 // take one lock of the session's, to queue a copy. In steady state (buffers
 // grown, clients drained or CountOnly) Receive, SendUnreliable,
-// SendReliable and MemClient.Send allocate nothing; in CountOnly mode the
+// SendReliable and Client.Send allocate nothing; in CountOnly mode the
 // server's sends never allocate.
 //
 // A server send to a session whose close (Disconnect, Close or
-// MemClient.Close) has returned is dropped and counted as dropped. A send
+// Client.Close) has returned is dropped and counted as dropped. A send
 // that overlaps the close is either delivered or dropped, and counted once
 // either way. Outside CountOnly mode the client's lock decides, exactly as
 // the session closes: nothing is queued behind the close reason. In
@@ -57,20 +57,20 @@ type Options struct {
 // completes before the counters are bumped, so the client's Received may
 // still grow just after a close that overlapped sends.
 //
-// Lock order: a MemClient's drain lock, then the Mem's lock, then a
-// session slot's datagram lock, then a MemClient's lock (never both of
+// Lock order: a Client's drain lock, then the Transport's lock, then a
+// session slot's datagram lock, then a Client's lock (never both of
 // the last two at once on a send). The server's datagram sends take only
 // the slot's lock, its reliable sends only the client's, and none in
 // CountOnly mode.
 type Transport struct {
-	// Read by every server send and written only by NewMem and Dial, so
+	// Read by every server send and written only by New and Dial, so
 	// they stay cached on every core; the padding keeps the fields that
 	// clients and Receive write (mu and what it guards) off their line.
 	maxDatagram int
 	maxFrame    int
 	countOnly   bool
 	// slots holds each session's send-side state, indexed by session id
-	// (Mem numbers sessions 1, 2, 3, ...), in chunks that never move: a
+	// (Transport numbers sessions 1, 2, 3, ...), in chunks that never move: a
 	// send loads three pointers, takes no lock and writes only its own
 	// session's cache line, so relay workers on several cores never
 	// contend, and no counter bumped during a Dial is lost to a copy. Dial
@@ -98,7 +98,7 @@ const cacheLine = 64
 
 // memSlot is one session's send-side state, alone on a pair of cache
 // lines: a CountOnly send reads client and bumps two counters here and
-// touches no other memory of the session (not even the MemClient), and
+// touches no other memory of the session (not even the Client), and
 // sends to different sessions on different cores never write the same
 // line. A pair, not one line: the L2's adjacent-line prefetcher fetches
 // lines in 128-byte pairs, so with one line a slot the core sending to
@@ -116,7 +116,7 @@ type memSlot struct {
 	// The datagrams sent and not yet drained, outside CountOnly mode,
 	// under dmu: beside the counters, so that handing a recipient its
 	// tick touches this pair of lines and the queue's bytes, and not the
-	// MemClient. closed is set, under dmu, as the session closes: a send
+	// Client. closed is set, under dmu, as the session closes: a send
 	// that finds it set drops.
 	dmu    sync.Mutex
 	closed bool
@@ -170,7 +170,7 @@ func (m *Transport) slotFor(s wire.SessionID) *memSlot {
 	return &chunks[s/memChunkSlots][s%memChunkSlots]
 }
 
-// NewMem returns an in-memory transport with no sessions.
+// New returns an in-memory transport with no sessions.
 func New(opts Options) *Transport {
 	m := &Transport{
 		maxDatagram: opts.MaxDatagram,
@@ -208,7 +208,7 @@ func (m *Transport) Dial() *Client {
 	return c
 }
 
-// Receive implements [Transport]. Frames alias the Mem's buffers and stay
+// Receive implements [wire.Transport]. Frames alias the Transport's buffers and stay
 // valid until the next Receive.
 func (m *Transport) Receive(dst []wire.Inbound) []wire.Inbound {
 	m.mu.Lock()
@@ -218,9 +218,9 @@ func (m *Transport) Receive(dst []wire.Inbound) []wire.Inbound {
 	return m.given.AppendTo(dst)
 }
 
-// SendUnreliable implements [Transport]. A datagram that is empty, longer
+// SendUnreliable implements [wire.Transport]. A datagram that is empty, longer
 // than MaxDatagram, or for an unknown or closed session is dropped and
-// counted; Mem never drops for any other reason. See [Mem] for a send that
+// counted; Transport never drops for any other reason. See [Transport] for a send that
 // overlaps the session's close.
 func (m *Transport) SendUnreliable(s wire.SessionID, datagram []byte) {
 	slot, c := m.open(s)
@@ -231,7 +231,7 @@ func (m *Transport) SendUnreliable(s wire.SessionID, datagram []byte) {
 	m.deliverDatagrams(slot, datagram, len(datagram))
 }
 
-// SendUnreliableBatch implements [BatchSender]. A batch of datagrams that
+// SendUnreliableBatch implements [wire.BatchSender]. A batch of datagrams that
 // are all deliverable is queued under one lock and counted once: a relay
 // hands over each recipient's tick in one call, touching the session's
 // slot and the queue's bytes, not a lock and a count per datagram. A batch
@@ -270,9 +270,9 @@ func (m *Transport) deliverDatagrams(slot *memSlot, datagrams []byte, size int) 
 	slot.datagramBytes.Add(uint64(len(datagrams)))
 }
 
-// SendReliable implements [Transport]. A frame shorter than HeaderSize,
+// SendReliable implements [wire.Transport]. A frame shorter than HeaderSize,
 // longer than MaxFrame, or for an unknown or closed session is dropped and
-// counted. See [Mem] for a send that overlaps the session's close.
+// counted. See [Transport] for a send that overlaps the session's close.
 func (m *Transport) SendReliable(s wire.SessionID, frame []byte) {
 	slot, c := m.open(s)
 	if c == nil || len(frame) < wire.HeaderSize || len(frame) > m.maxFrame {
@@ -303,8 +303,8 @@ func (m *Transport) deliver(c *Client, count, bytes, dropped *atomic.Uint64, siz
 	queue()
 }
 
-// Disconnect implements [Transport]. The client keeps every frame sent
-// before it and reads reason from [MemClient.CloseReason].
+// Disconnect implements [wire.Transport]. The client keeps every frame sent
+// before it and reads reason from [Client.CloseReason].
 func (m *Transport) Disconnect(s wire.SessionID, reason string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -313,10 +313,10 @@ func (m *Transport) Disconnect(s wire.SessionID, reason string) {
 	}
 }
 
-// Stats implements [Transport]. The outbound counts are summed over the
+// Stats implements [wire.Transport]. The outbound counts are summed over the
 // slot of every session ever dialled, closed ones included, so Stats takes
 // time in proportion to the sessions dialled (64 bytes each, read in
-// order). Like [MemClient.Received], the sums are exact once the sends
+// order). Like [Client.Received], the sums are exact once the sends
 // have returned.
 func (m *Transport) Stats() wire.Stats {
 	m.mu.Lock()
@@ -340,7 +340,7 @@ func addOut(st *wire.Stats, c ClientStats) {
 	st.ReliableBytesOut += c.FrameBytes
 }
 
-// Close implements [Transport]: open sessions close in session order with
+// Close implements [wire.Transport]: open sessions close in session order with
 // ReasonTransportClosed. It always returns nil.
 func (m *Transport) Close() error {
 	m.mu.Lock()

@@ -10,7 +10,7 @@ import (
 )
 
 // BenchmarkMemCountOnlySend is the cost of one server send to a CountOnly
-// Mem the way the relay makes them: as many clients as the server
+// Transport the way the relay makes them: as many clients as the server
 // benchmark has, each written by one worker that walks its own contiguous
 // range of sessions (a shard), every worker on its own core. One op is one
 // send.
@@ -56,7 +56,7 @@ func BenchmarkMemCountOnlySend(b *testing.B) {
 	}
 }
 
-// BenchmarkMemTick is one tick of traffic through a CountOnly Mem: every
+// BenchmarkMemTick is one tick of traffic through a CountOnly Transport: every
 // client sends a move, the server receives and decodes them all and sends
 // each client a full batch and a reliable frame.
 func BenchmarkMemTick(b *testing.B) {

@@ -7,13 +7,13 @@ import (
 	"github.com/throng-go/throng/net/wire"
 )
 
-// MemClientStats counts what a [MemClient] received.
+// ClientStats counts what a [Client] received.
 type ClientStats struct {
 	Datagrams, DatagramBytes uint64
 	Frames, FrameBytes       uint64 // reliable frames
 }
 
-// MemClient is the client end of one [Mem] session. Its methods are safe
+// Client is the client end of one [Transport] session. Its methods are safe
 // for concurrent use.
 type Client struct {
 	mem     *Transport

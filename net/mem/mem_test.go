@@ -395,7 +395,7 @@ func TestMemCountsEverySendOnceWhileSessionsClose(t *testing.T) {
 	}
 }
 
-// steadyTick is one server tick against a Mem: every client sends a move,
+// steadyTick is one server tick against a Transport: every client sends a move,
 // the server receives, and sends each client a batch and a reliable frame.
 func steadyTick(m *Transport, clients []*Client, frame, batch []byte, inbox []wire.Inbound) []wire.Inbound {
 	for _, c := range clients {

@@ -8,8 +8,8 @@ import (
 	"github.com/throng-go/throng/net/wire"
 )
 
-// Multi serves several transports as one [Transport]: a server behind it
-// takes native clients over [QUIC] and browsers over a [WebSocket] in the
+// Transport serves several transports as one [wire.Transport]: a server behind it
+// takes native clients over quic.Transport and browsers over a websocket.Transport in the
 // same world. Session s of transport k (of n) is session s*n + k to the
 // server, so ids stay unique, never 0, and name their transport. Receive
 // hands over the transports' events in transport order, each one's in the
@@ -21,7 +21,7 @@ type Transport struct {
 	scratch []wire.Inbound
 }
 
-// NewMulti returns a Multi over ts, which it owns from then on (its Close
+// New returns a Transport over ts, which it owns from then on (its Close
 // closes them). It panics without a transport: that is a programming error.
 func New(ts ...wire.Transport) *Transport {
 	if len(ts) == 0 {
@@ -34,7 +34,7 @@ func New(ts ...wire.Transport) *Transport {
 	return m
 }
 
-// Transports returns the transports, in the order given to NewMulti.
+// Transports returns the transports, in the order given to New.
 func (m *Transport) Transports() []wire.Transport { return m.ts }
 
 // Session returns the server's id for session s of transport k.
@@ -49,7 +49,7 @@ func (m *Transport) split(s wire.SessionID) (wire.Transport, int, wire.SessionID
 	return m.ts[k], k, s / n
 }
 
-// Receive implements [Transport]. Frames stay valid until the next Receive.
+// Receive implements [wire.Transport]. Frames stay valid until the next Receive.
 func (m *Transport) Receive(dst []wire.Inbound) []wire.Inbound {
 	for k, t := range m.ts {
 		m.scratch = t.Receive(m.scratch[:0])
@@ -62,13 +62,13 @@ func (m *Transport) Receive(dst []wire.Inbound) []wire.Inbound {
 	return dst
 }
 
-// SendUnreliable implements [Transport].
+// SendUnreliable implements [wire.Transport].
 func (m *Transport) SendUnreliable(s wire.SessionID, datagram []byte) {
 	t, _, local := m.split(s)
 	t.SendUnreliable(local, datagram)
 }
 
-// SendUnreliableBatch implements [BatchSender]: the session's transport
+// SendUnreliableBatch implements [wire.BatchSender]: the session's transport
 // takes the batch in one call where it can, datagram by datagram where it
 // cannot.
 func (m *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size int) {
@@ -80,19 +80,19 @@ func (m *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size
 	link.EachDatagram(datagrams, size, func(d []byte) { t.SendUnreliable(local, d) })
 }
 
-// SendReliable implements [Transport].
+// SendReliable implements [wire.Transport].
 func (m *Transport) SendReliable(s wire.SessionID, frame []byte) {
 	t, _, local := m.split(s)
 	t.SendReliable(local, frame)
 }
 
-// Disconnect implements [Transport].
+// Disconnect implements [wire.Transport].
 func (m *Transport) Disconnect(s wire.SessionID, reason string) {
 	t, _, local := m.split(s)
 	t.Disconnect(local, reason)
 }
 
-// Stats implements [Transport]: the sum of the transports' counters.
+// Stats implements [wire.Transport]: the sum of the transports' counters.
 func (m *Transport) Stats() wire.Stats {
 	var sum wire.Stats
 	for _, t := range m.ts {
@@ -111,7 +111,7 @@ func (m *Transport) Stats() wire.Stats {
 	return sum
 }
 
-// Close implements [Transport]: it closes every transport and returns
+// Close implements [wire.Transport]: it closes every transport and returns
 // their errors joined.
 func (m *Transport) Close() error {
 	var errs []error

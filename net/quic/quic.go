@@ -17,7 +17,7 @@ import (
 	quicgo "github.com/quic-go/quic-go"
 )
 
-// Defaults of [QUICConfig].
+// Defaults of [Config].
 const (
 	// DefaultReliableQueue is how many reliable frames may wait for one
 	// client's stream writer. It is large because a burst is normal: a
@@ -59,7 +59,7 @@ const (
 	ReasonStreamClosed = "client closed its reliable stream"
 )
 
-// QUICConfig configures a [QUIC] transport. One of TLS, CertFile/KeyFile or
+// Config configures a [Transport]. One of TLS, CertFile/KeyFile or
 // Development must give it a certificate; every other zero field means the
 // default named on it.
 type Config struct {
@@ -67,7 +67,7 @@ type Config struct {
 	// names no protocol and TLS 1.3 required.
 	TLS *tls.Config
 	// CertFile and KeyFile are PEM files holding the server's certificate
-	// chain and its private key, loaded once by ListenQUIC.
+	// chain and its private key, loaded once by Listen.
 	CertFile, KeyFile string
 	// Development generates a self-signed certificate at start (see
 	// [DevelopmentTLS]) when neither TLS nor the files are set. Clients
@@ -76,10 +76,10 @@ type Config struct {
 
 	// ReliableQueue is how many reliable frames may wait for a client's
 	// stream writer; one more disconnects the client with
-	// [ReasonSlowClient]. 0 means [DefaultReliableQueue].
+	// [wire.ReasonSlowClient]. 0 means [DefaultReliableQueue].
 	ReliableQueue int
 	// StallTimeout is how long one stream write may block before the
-	// client is disconnected with [ReasonSlowClient]. 0 means
+	// client is disconnected with [wire.ReasonSlowClient]. 0 means
 	// [DefaultStallTimeout].
 	StallTimeout time.Duration
 	// FlushTimeout bounds how long Disconnect and Close wait for queued
@@ -118,7 +118,7 @@ func (c Config) resolved() Config {
 	return c
 }
 
-// QUICCounters are the QUIC transport's own counters, beside [Stats].
+// Counters are the QUIC transport's own counters, beside [wire.Stats].
 // Counters only grow.
 type Counters struct {
 	// SlowClients counts sessions ended with ReasonSlowClient.
@@ -141,11 +141,11 @@ type Counters struct {
 	ValidatedAddresses, UnvalidatedAddresses uint64
 }
 
-// QUIC is the network [Transport]: clients connect over QUIC (TLS 1.3,
+// Transport is the network [wire.Transport]: clients connect over QUIC (TLS 1.3,
 // congestion control, source-address validation with Retry) and open one
 // bidirectional stream. Reliable frames (Hello, Welcome, Appear,
 // Disappear, Correction, Refuse) travel on that stream behind their length
-// prefix ([AppendStreamFrame]); movement (Move, Batch) travels as QUIC
+// prefix ([wire.AppendStreamFrame]); movement (Move, Batch) travels as QUIC
 // DATAGRAMs, one frame each. A connection becomes a session when its
 // stream opens: SessionOpened, then its frames, then exactly one
 // SessionClosed.
@@ -157,7 +157,7 @@ type Counters struct {
 // same tick joins it; an older one is dropped), and the stream writer
 // drains a queue of at most ReliableQueue frames. A client whose queue
 // overflows, or whose stream stays blocked for StallTimeout, is
-// disconnected with [ReasonSlowClient] and counted.
+// disconnected with [wire.ReasonSlowClient] and counted.
 //
 // Disconnect and Close flush: the frames queued before them are written,
 // the stream is finished, and the connection closes (with the reason in
@@ -168,7 +168,7 @@ type Counters struct {
 // discards unread stream data at the close) is still told why it was
 // turned away.
 //
-// Receive works like [Mem]'s: events go into a double-buffered arena under
+// Receive works like mem.Transport's: events go into a double-buffered arena under
 // one mutex, so Receive never blocks and allocates nothing in steady state.
 // All methods are safe for concurrent use, except that calls to Receive
 // must not overlap.
@@ -203,8 +203,8 @@ type quicCounts struct {
 	validated, unvalidated atomic.Uint64
 }
 
-// ListenQUIC listens for QUIC clients on the UDP address addr (for example
-// "127.0.0.1:4433"; port 0 picks a free port, see [QUIC.Addr]) and returns
+// Listen listens for QUIC clients on the UDP address addr (for example
+// "127.0.0.1:4433"; port 0 picks a free port, see [Transport.Addr]) and returns
 // the running transport. It fails when cfg gives no certificate or the
 // address cannot be bound.
 func Listen(addr string, cfg Config) (*Transport, error) {
@@ -304,7 +304,7 @@ func (q *Transport) tooSlow(c *quicConn) {
 	}
 }
 
-// Receive implements [Transport]. Frames alias the transport's buffers and
+// Receive implements [wire.Transport]. Frames alias the transport's buffers and
 // stay valid until the next Receive.
 func (q *Transport) Receive(dst []wire.Inbound) []wire.Inbound {
 	q.mu.Lock()
@@ -315,8 +315,8 @@ func (q *Transport) Receive(dst []wire.Inbound) []wire.Inbound {
 	return q.given.AppendTo(dst)
 }
 
-// SendUnreliable implements [Transport]: datagram goes into the session's
-// mailbox (see [QUIC]). A datagram shorter than BatchHeaderSize or longer
+// SendUnreliable implements [wire.Transport]: datagram goes into the session's
+// mailbox (see [Transport]). A datagram shorter than BatchHeaderSize or longer
 // than MaxDatagram, for an unknown or closed session, older than the
 // mailbox's tick, replaced by a newer tick before it was sent, or refused by
 // QUIC (over the path's limit) is dropped and counted in
@@ -333,7 +333,7 @@ func (q *Transport) SendUnreliable(s wire.SessionID, datagram []byte) {
 	}
 }
 
-// SendUnreliableBatch implements [BatchSender]: the datagrams go into the
+// SendUnreliableBatch implements [wire.BatchSender]: the datagrams go into the
 // session's mailbox under one lock, and its writer is woken once. Each is
 // kept or dropped (and counted) as SendUnreliable would.
 func (q *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size int) {
@@ -354,12 +354,12 @@ func (q *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size
 	}
 }
 
-// SendReliable implements [Transport]. A frame shorter than HeaderSize or
+// SendReliable implements [wire.Transport]. A frame shorter than HeaderSize or
 // longer than MaxFrame, or for an unknown or closed session, is dropped and
 // counted. A frame that finds the session's queue full is dropped too, and
-// the session is disconnected with [ReasonSlowClient]. The first Refuse
+// the session is disconnected with [wire.ReasonSlowClient]. The first Refuse
 // queued for a session before any Welcome also sets what its connection
-// closes with (see [QUIC]).
+// closes with (see [Transport]).
 func (q *Transport) SendReliable(s wire.SessionID, frame []byte) {
 	if len(frame) < wire.HeaderSize || len(frame) > q.cfg.MaxFrame {
 		q.n.DroppedRel.Add(1)
@@ -382,7 +382,7 @@ func (q *Transport) SendReliable(s wire.SessionID, frame []byte) {
 	}
 }
 
-// Disconnect implements [Transport]: the frames queued before it are
+// Disconnect implements [wire.Transport]: the frames queued before it are
 // flushed (for at most FlushTimeout), then the connection closes with
 // reason, which the client reads from QUIC's CONNECTION_CLOSE.
 func (q *Transport) Disconnect(s wire.SessionID, reason string) {
@@ -391,7 +391,7 @@ func (q *Transport) Disconnect(s wire.SessionID, reason string) {
 	}
 }
 
-// Stats implements [Transport].
+// Stats implements [wire.Transport].
 func (q *Transport) Stats() wire.Stats { return q.n.Stats() }
 
 // Counters returns the QUIC transport's own counters so far.
@@ -407,7 +407,7 @@ func (q *Transport) Counters() Counters {
 	}
 }
 
-// Close implements [Transport]: it stops accepting, disconnects every
+// Close implements [wire.Transport]: it stops accepting, disconnects every
 // session in session order with ReasonTransportClosed (flushing each for at
 // most FlushTimeout, all at once), waits for their goroutines and releases
 // the socket. Their SessionClosed are delivered by the next Receive.

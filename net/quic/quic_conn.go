@@ -14,7 +14,7 @@ import (
 	quicgo "github.com/quic-go/quic-go"
 )
 
-// quicConn is one session of a [QUIC] transport: its connection, its
+// quicConn is one session of a [Transport]: its connection, its
 // reliable stream, and the mailbox and queue its two writers drain.
 type quicConn struct {
 	q      *Transport

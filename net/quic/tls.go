@@ -31,9 +31,9 @@ const developmentValidity = 30 * 24 * time.Hour
 //
 // It is for development and tests on loopback only: no client can verify
 // the certificate against a CA, so clients must skip verification
-// ([ClientConfig.InsecureSkipVerify]), which leaves them open to anyone who
+// (client.Config.InsecureSkipVerify), which leaves them open to anyone who
 // can intercept their traffic. Production servers load a real certificate
-// ([QUICConfig.CertFile]).
+// ([Config.CertFile]).
 func DevelopmentTLS() (*tls.Config, error) {
 	certPEM, keyPEM, err := developmentCertificate(time.Now())
 	if err != nil {

@@ -15,12 +15,12 @@ import (
 	"github.com/throng-go/throng/net/wire"
 )
 
-// WebSocketSubprotocol is the subprotocol a WebSocket client must ask for
+// Subprotocol is the subprotocol a WebSocket client must ask for
 // (Sec-WebSocket-Protocol): a connection without it is refused, so that a
 // page that opens any WebSocket to the server cannot pass for a client.
 const Subprotocol = link.Subprotocol
 
-// DefaultWebSocketPath is where [ListenWebSocket] serves clients.
+// DefaultPath is where [Listen] serves clients.
 const DefaultPath = "/throng"
 
 // Defaults of [Config], the same as the QUIC transport's: see there what
@@ -34,7 +34,7 @@ const (
 )
 
 // Reasons the WebSocket transport reports when it ends a session itself,
-// besides those it shares with [QUIC] (ReasonSlowClient,
+// besides those it shares with quic.Transport (ReasonSlowClient,
 // ReasonClientTimedOut).
 const (
 	// ReasonFrameTooLarge: the client sent a message over MaxFrame bytes;
@@ -44,18 +44,18 @@ const (
 	ReasonNotBinary = "client sent a text message"
 )
 
-// WebSocketConfig configures a [WebSocket] transport. Every zero field means
+// Config configures a [Transport]. Every zero field means
 // the default named on it.
 type Config struct {
-	// Path is where ListenWebSocket serves clients. "" means
-	// DefaultWebSocketPath. (A WebSocket mounted on a mux of your own serves
+	// Path is where Listen serves clients. "" means
+	// DefaultPath. (A WebSocket mounted on a mux of your own serves
 	// whatever path the mux gives it.)
 	Path string
-	// Pages, when set, serves every other path of ListenWebSocket's
+	// Pages, when set, serves every other path of Listen's
 	// server: the game's web page, say, which then opens its WebSocket to
 	// its own origin.
 	Pages http.Handler
-	// TLS, or CertFile and KeyFile (PEM), make ListenWebSocket serve wss://.
+	// TLS, or CertFile and KeyFile (PEM), make Listen serve wss://.
 	// Without them it serves plain ws://, for loopback and development, or
 	// behind a proxy that terminates TLS.
 	TLS               *tls.Config
@@ -68,9 +68,9 @@ type Config struct {
 	OriginPatterns []string
 
 	// ReliableQueue, StallTimeout, FlushTimeout, IdleTimeout, MaxFrame and
-	// InboundLimit mean what they mean in [QUICConfig], with the same
+	// InboundLimit mean what they mean in quic.Config, with the same
 	// defaults. A WebSocket client shows it is alive by any message or
-	// ping; [DialWebSocket] pings at a third of its idle timeout. A browser
+	// ping; client.DialWebSocket pings at a third of its idle timeout. A browser
 	// cannot send pings: a page keeps its session by sending its Move at
 	// least once an IdleTimeout, standing still or not.
 	ReliableQueue int
@@ -96,8 +96,8 @@ func (c Config) resolved() Config {
 	return c
 }
 
-// WebSocketCounters are the WebSocket transport's own counters, beside
-// [Stats]. Counters only grow.
+// Counters are the WebSocket transport's own counters, beside
+// [wire.Stats]. Counters only grow.
 type Counters struct {
 	// SlowClients counts sessions ended with ReasonSlowClient.
 	SlowClients uint64
@@ -112,26 +112,26 @@ type Counters struct {
 	RefusedUpgrades uint64
 }
 
-// WebSocket is the [Transport] for browsers (and any client that cannot
+// Transport is the [wire.Transport] for browsers (and any client that cannot
 // use QUIC): each client opens one WebSocket, asking for
-// [WebSocketSubprotocol], and every frame, reliable or movement, is one
+// [Subprotocol], and every frame, reliable or movement, is one
 // binary message. A WebSocket is one ordered, reliable stream, so movement
 // batches queue behind reliable frames rather than travel apart; the tick
 // still never waits for a client: each session has one writer goroutine
 // that takes, in turn, the reliable frames queued (at most ReliableQueue;
-// one more disconnects the client with [ReasonSlowClient]) and the newest
+// one more disconnects the client with [wire.ReasonSlowClient]) and the newest
 // tick's movement batches (a newer tick's replace those not yet written,
-// as in [QUIC]'s mailbox). A write that stays blocked for StallTimeout
+// as in quic.Transport's mailbox). A write that stays blocked for StallTimeout
 // (the client stopped reading) disconnects the client with
 // ReasonSlowClient, and a client silent (no message, no ping) for
-// IdleTimeout with [ReasonClientTimedOut].
+// IdleTimeout with [wire.ReasonClientTimedOut].
 //
 // A WebSocket is an http.Handler: mount it on a server of your own (with
-// its TLS and routes), or let [ListenWebSocket] run one. Disconnect and
+// its TLS and routes), or let [Listen] run one. Disconnect and
 // Close flush the frames queued before them (for at most FlushTimeout),
 // then close with code 4000 and the reason (4100 plus the RefuseCode and
 // the refusal's reason for a session refused before any Welcome), which
-// [DialWebSocket] turns into a *DisconnectedError or *RefusedError. A
+// client.DialWebSocket turns into a *DisconnectedError or *RefusedError. A
 // close reason longer than a WebSocket close frame takes (123 bytes) is
 // cut.
 //
@@ -161,7 +161,7 @@ type wsCounts struct {
 	refused atomic.Uint64
 }
 
-// NewWebSocket returns a WebSocket transport with no sessions, to be
+// New returns a WebSocket transport with no sessions, to be
 // mounted on an HTTP server of your own (it serves any path it is given).
 // Close it when done; closing it does not stop your server.
 func New(cfg Config) *Transport {
@@ -172,8 +172,8 @@ func New(cfg Config) *Transport {
 	return t
 }
 
-// ListenWebSocket listens on the TCP address addr (for example
-// "127.0.0.1:8080"; port 0 picks a free port, see [WebSocket.Addr]) and
+// Listen listens on the TCP address addr (for example
+// "127.0.0.1:8080"; port 0 picks a free port, see [Transport.Addr]) and
 // serves clients at cfg.Path, over TLS when cfg gives a certificate.
 func Listen(addr string, cfg Config) (*Transport, error) {
 	cfg = cfg.resolved()
@@ -212,8 +212,8 @@ func Listen(addr string, cfg Config) (*Transport, error) {
 	return t, nil
 }
 
-// Addr returns the TCP address ListenWebSocket listens on (nil for a
-// WebSocket from NewWebSocket).
+// Addr returns the TCP address Listen listens on (nil for a
+// WebSocket from New).
 func (t *Transport) Addr() stdnet.Addr {
 	if t.ln == nil {
 		return nil
@@ -222,7 +222,7 @@ func (t *Transport) Addr() stdnet.Addr {
 }
 
 // URL returns the address clients dial, ws:// or wss:// with the path
-// (empty for a WebSocket from NewWebSocket).
+// (empty for a WebSocket from New).
 func (t *Transport) URL() string {
 	if t.ln == nil {
 		return ""
@@ -241,7 +241,7 @@ func (t *Transport) session(s wire.SessionID) *wsConn {
 	return c
 }
 
-// Receive implements [Transport].
+// Receive implements [wire.Transport].
 func (t *Transport) Receive(dst []wire.Inbound) []wire.Inbound {
 	t.mu.Lock()
 	t.inbox, t.given = t.given, t.inbox
@@ -251,7 +251,7 @@ func (t *Transport) Receive(dst []wire.Inbound) []wire.Inbound {
 	return t.given.AppendTo(dst)
 }
 
-// SendUnreliable implements [Transport]: the batch goes into the session's
+// SendUnreliable implements [wire.Transport]: the batch goes into the session's
 // mailbox. One shorter than BatchHeaderSize or longer than MaxDatagram, for
 // an unknown or closed session, or older than the mailbox's tick is
 // dropped and counted.
@@ -259,7 +259,7 @@ func (t *Transport) SendUnreliable(s wire.SessionID, datagram []byte) {
 	t.SendUnreliableBatch(s, datagram, 0)
 }
 
-// SendUnreliableBatch implements [BatchSender].
+// SendUnreliableBatch implements [wire.BatchSender].
 func (t *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size int) {
 	var dropped uint64
 	if c := t.session(s); c == nil {
@@ -278,10 +278,10 @@ func (t *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size
 	}
 }
 
-// SendReliable implements [Transport]. A frame shorter than HeaderSize or
+// SendReliable implements [wire.Transport]. A frame shorter than HeaderSize or
 // longer than MaxFrame, or for an unknown or closed session, is dropped and
 // counted; one that finds the queue full is dropped and disconnects the
-// client with [ReasonSlowClient].
+// client with [wire.ReasonSlowClient].
 func (t *Transport) SendReliable(s wire.SessionID, frame []byte) {
 	if len(frame) < wire.HeaderSize || len(frame) > t.cfg.MaxFrame {
 		t.n.DroppedRel.Add(1)
@@ -312,14 +312,14 @@ func (t *Transport) SendReliable(s wire.SessionID, frame []byte) {
 	t.n.ReliableBytesOut.Add(uint64(len(frame)))
 }
 
-// Disconnect implements [Transport].
+// Disconnect implements [wire.Transport].
 func (t *Transport) Disconnect(s wire.SessionID, reason string) {
 	if c := t.session(s); c != nil {
 		t.endSession(c, reason, true)
 	}
 }
 
-// Stats implements [Transport].
+// Stats implements [wire.Transport].
 func (t *Transport) Stats() wire.Stats { return t.n.Stats() }
 
 // Counters returns the WebSocket transport's own counters so far.
@@ -333,10 +333,10 @@ func (t *Transport) Counters() Counters {
 	}
 }
 
-// Close implements [Transport]: it disconnects every session in session
+// Close implements [wire.Transport]: it disconnects every session in session
 // order with ReasonTransportClosed (flushing each for at most
 // FlushTimeout, all at once), waits for their goroutines and, for a
-// WebSocket from ListenWebSocket, stops its HTTP server. Their
+// WebSocket from Listen, stops its HTTP server. Their
 // SessionClosed are delivered by the next Receive.
 func (t *Transport) Close() error {
 	t.mu.Lock()

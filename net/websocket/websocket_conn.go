@@ -16,7 +16,7 @@ import (
 	"github.com/coder/websocket"
 )
 
-// wsConn is one session of a [WebSocket] transport.
+// wsConn is one session of a [Transport].
 type wsConn struct {
 	t    *Transport
 	id   wire.SessionID

@@ -367,7 +367,7 @@ func TestWebSocketCloseDoesNotWaitForAClientThatNeverAnswers(t *testing.T) {
 	assert.Equal(t, wire.ReasonTransportClosed, p.ClosedOf(t, s).Reason)
 }
 
-// TestWebSocketOverTLS: with a certificate ListenWebSocket serves wss://,
+// TestWebSocketOverTLS: with a certificate Listen serves wss://,
 // and a client that accepts the development certificate gets through.
 func TestWebSocketOverTLS(t *testing.T) {
 	tlsConf, err := quic.DevelopmentTLS()

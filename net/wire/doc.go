@@ -1,11 +1,19 @@
-// Package net is Throng's network room: the binary wire codec every client
-// and server speaks, the [Transport] interface the tick talks to, and its
-// implementations: the in-memory [Mem], [QUIC] for real clients, with
-// [Dial] as its Go client, and [WebSocket] for browsers, with
-// [DialWebSocket].
+// Package wire is what a Throng client and server say to each other, and
+// what the server asks of a transport: the binary codec of every frame, the
+// movement records and their batches, the framing of a reliable stream, and
+// the [Transport] interface the tick talks to.
 //
-// It imports nothing of Throng's and knows nothing of the ECS. The standard
-// library's net is imported as stdnet where needed.
+// It imports nothing of Throng's and knows nothing of the ECS. The
+// transports live beside it, each in a package of its own, so that a
+// program imports only those it uses:
+//
+//   - net/mem: in-process sessions, for tests, benchmarks and bots that
+//     share the server's process;
+//   - net/quic: real clients over QUIC;
+//   - net/websocket: browsers, one binary WebSocket message a frame;
+//   - net/multi: several transports serving one world;
+//   - net/client: the Go client, over QUIC or a WebSocket, for bots and
+//     tools.
 //
 // # Outline
 //
@@ -21,14 +29,9 @@
 //   - Stream framing: reliable frames travel on a byte stream behind a
 //     uint16 length prefix ([AppendStreamFrame]); a [StreamReader]
 //     reassembles them from reads split anywhere.
-//   - Transport: [Transport], [Inbound], [SessionID], [Stats]; [Mem] and
-//     [MemClient] for tests and benchmarks.
-//   - Network: [QUIC] ([ListenQUIC], [QUICConfig]) serves real clients
-//     over QUIC; [Dial] returns a [Client] for Go clients and bots.
-//     [WebSocket] ([ListenWebSocket], or [NewWebSocket] mounted on your
-//     own HTTP server) serves browsers, every frame one binary message on
-//     a connection with the [WebSocketSubprotocol]; [DialWebSocket]
-//     returns the same [Client] over it.
+//   - The server's side of a transport: [Transport], [Inbound],
+//     [SessionID], [Stats], and [BatchSender] for a transport that takes a
+//     session's datagrams of a tick in one call.
 //
 // # Wire format
 //
@@ -113,26 +116,6 @@
 // uint16 ([StreamPrefixSize] bytes); a reader rejects lengths below
 // [HeaderSize] or above its limit ([ErrStreamLength]).
 //
-// # QUIC
-//
-// A client opens a QUIC connection (TLS 1.3, ALPN [ALPN], source address
-// validated by Retry) with DATAGRAM support, then one bidirectional stream,
-// and sends its Hello on it. Reliable frames (Hello, Welcome, Appear,
-// Disappear, Correction, Refuse) travel on that stream behind their length
-// prefix; Move and Batch travel as one DATAGRAM each. The server closes a
-// session with QUIC's CONNECTION_CLOSE, whose reason the client reads
-// ([DisconnectedError]); before that it ends its side of the stream and
-// waits (briefly) for the client to end its own, so that no queued frame is
-// lost to the close.
-//
-// The tick never waits for a client: [QUIC.SendUnreliable] fills a one-slot
-// mailbox per session that keeps only the newest tick's datagrams, and
-// [QUIC.SendReliable] a bounded queue; a client whose queue overflows or
-// whose stream stays blocked is disconnected with [ReasonSlowClient]. The
-// certificate comes from files, or is generated at start in development
-// mode ([DevelopmentTLS]), which clients accept only with
-// [ClientConfig.InsecureSkipVerify].
-//
 // # Task -> API
 //
 //   - Send a client's movement: [AppendMove]; on the server, [DecodeMove].
@@ -141,7 +124,7 @@
 //     [RefuseProtocol] or [RefuseToken].
 //   - Tell a client who it sees: [AppendAppear], [AppendDisappear].
 //   - Carry the game's own messages, which Throng does not read: a
-//     client's commands ([Client.SendCommand], [AppendCommand],
+//     client's commands (client.Client.SendCommand, [AppendCommand],
 //     [DecodeCommand]) and the server's events ([AppendEvent]; a client
 //     reads [Frame.Payload] of a TypeEvent frame).
 //   - Reject a move: [AppendCorrection].
@@ -157,20 +140,5 @@
 //     [Transport.SendUnreliable] / [Transport.SendReliable] /
 //     [Transport.Disconnect]; read [Transport.Stats] for metrics. A
 //     transport that also implements [BatchSender] gets a session's
-//     datagrams of a tick in one call (Mem, QUIC, WebSocket and Multi do).
-//   - Test or benchmark without sockets: [NewMem], [Mem.Dial],
-//     [MemClient.Send], [MemClient.DrainDatagrams],
-//     [MemClient.DrainReliable], [MemClient.CloseReason];
-//     [MemOptions.CountOnly] for long benchmarks.
-//   - Serve real clients: [ListenQUIC] with [QUICConfig] (CertFile and
-//     KeyFile, or Development), [QUIC.Addr], then pass it as the server's
-//     transport; [QUIC.Counters] for slow clients and replaced datagrams.
-//   - Serve browsers: [ListenWebSocket] with [WebSocketConfig] (Pages for a
-//     page beside the socket), or [NewWebSocket] on your own HTTP server;
-//     [WebSocket.URL]; [WebSocket.Counters].
-//   - Serve both at once: [NewMulti].
-//   - Connect a Go client or bot: [Dial] (QUIC) or [DialWebSocket] with
-//     [ClientConfig], then [Client.SendMove], [Client.SendCommand],
-//     [Client.Poll], [Client.Stats]; a refusal is a [*RefusedError], a
-//     server's disconnect a [*DisconnectedError].
+//     datagrams of a tick in one call.
 package wire

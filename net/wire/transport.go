@@ -95,9 +95,9 @@ type Stats struct {
 
 // Transport is what the server talks to: it accepts client sessions, hands
 // the tick everything that arrived, and sends each client its movement
-// datagrams and reliable frames. Implementations: [Mem] (in-process, for
-// tests and benchmarks), [QUIC] (real clients over the network) and
-// [WebSocket] (browsers).
+// datagrams and reliable frames. Implementations: mem.Transport (in-process, for
+// tests and benchmarks), quic.Transport (real clients over the network) and
+// websocket.Transport (browsers).
 //
 // Nothing here blocks the tick on a slow client. Sending never returns an
 // error: a frame that cannot be sent (unknown or closed session, bad size,

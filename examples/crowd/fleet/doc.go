@@ -1,5 +1,5 @@
 // Package fleet runs the crowd example's bots as real QUIC clients of a
-// Throng server: each bot is a [scenario.Bot] behind its own [net.Client],
+// Throng server: each bot is a [scenario.Bot] behind its own [client.Client],
 // so the server sees what it would see from players on a network (TLS,
 // datagrams, a reliable stream per client), and the bots see what players
 // would: their Welcome, movement batches, corrections.

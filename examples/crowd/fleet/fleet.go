@@ -28,7 +28,7 @@ const (
 	DefaultDialConcurrency = 64
 	// DefaultDialTimeout bounds one dial, Welcome included.
 	DefaultDialTimeout = 10 * time.Second
-	// BusyRetryDelay is how long a bot refused with net.RefuseBusy waits
+	// BusyRetryDelay is how long a bot refused with wire.RefuseBusy waits
 	// before it dials again (see Config.RetryBusyFor): the server decides
 	// once a second whether it admits.
 	BusyRetryDelay = time.Second
@@ -69,13 +69,13 @@ type Config struct {
 	DialConcurrency int
 	// DialTimeout bounds one dial; 0 means [DefaultDialTimeout].
 	DialTimeout time.Duration
-	// RetryBusyFor is how long a bot refused as busy (net.RefuseBusy, "try
+	// RetryBusyFor is how long a bot refused as busy (wire.RefuseBusy, "try
 	// again shortly") keeps dialing again, every [BusyRetryDelay], from its
 	// first dial, as a player's client would. 0 never retries: the first
 	// refusal is final.
 	RetryBusyFor time.Duration
 	// WaveEvery is how often each bot sends the command "wave", a message
-	// of the game's own (net.Client.SendCommand); 0 never. Bot k waves
+	// of the game's own (client.Client.SendCommand); 0 never. Bot k waves
 	// first (k mod 16)/16 of the interval after it joins, so the waves
 	// spread out.
 	WaveEvery time.Duration
@@ -106,7 +106,7 @@ func (c Config) resolved() (Config, error) {
 // Totals is what a fleet's bots did so far. Counts only grow.
 type Totals struct {
 	// Joined counts bots welcomed; Refused, bots the server refused (a
-	// *net.RefusedError, "server busy" among them, counted once its
+	// *client.RefusedError, "server busy" among them, counted once its
 	// retries are over); Failed, bots whose dial ended otherwise (timeout,
 	// no server); Lost, joined bots whose connection closed before
 	// [Fleet.Close] (the server kicked them or went away).

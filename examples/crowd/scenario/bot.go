@@ -221,7 +221,7 @@ func normalYaw(yaw float32) float32 {
 }
 
 // Move returns the bot's next update: its position now, under the next
-// sequence number. For a client that spaces updates itself (net.Client's
+// sequence number. For a client that spaces updates itself (client.Client's
 // SendMove does); an update it skips leaves a gap in the sequence numbers,
 // which the server accepts.
 func (b *Bot) Move() wire.Move {

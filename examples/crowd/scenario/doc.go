@@ -4,7 +4,7 @@
 // function of (players, seed), and a bot that wanders the way players do.
 //
 // It sits in examples/, above the framework: it imports components, grid and
-// net, and never the ECS or the systems. Nothing here is package-level
+// net/wire, and never the ECS or the systems. Nothing here is package-level
 // mutable state; every random source belongs to a population or a bot.
 //
 // # The scenarios
@@ -24,7 +24,7 @@
 //	admit a bot's Hello at its spawn    [Population.Admit], [Token]
 //	admit anyone (development server)   [Population.AdmitAny]
 //	drive a bot                         [Population.Bot], [NewBot], [Bot.Advance], [Bot.AppendDueMove]
-//	hand updates to a net.Client        [Bot.Move]
+//	hand updates to a client.Client        [Bot.Move]
 //	move every tick (benchmarks)        [Bot.AppendMove], [RestlessGait]
 //	follow the server                   [Bot.Welcome], [Bot.Correct]
 //	space a client's updates            [SendLimiter]

@@ -1,5 +1,5 @@
 // Package viewer is the crowd example's page for browsers: served beside
-// the server's WebSocket (net.WebSocketConfig.Pages, -transport ws), it
+// the server's WebSocket (websocket.Config.Pages, -transport ws), it
 // joins the crowd as a player and draws the actors the server relays to
 // it. Its player walks with the arrow keys or WASD, or toward a point
 // clicked on the map, sending its Move ten times a second while it walks

@@ -72,8 +72,8 @@ console.log(JSON.stringify({
 `
 
 // TestScriptReadsAndWritesWhatGoDoes runs throng.mjs under Node (where Node
-// is installed) on frames the net package encoded, and compares the Hello
-// and Move it encodes with the net package's bytes.
+// is installed) on frames package wire encoded, and compares the Hello
+// and Move it encodes with wire's bytes.
 func TestScriptReadsAndWritesWhatGoDoes(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {

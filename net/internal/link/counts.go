@@ -9,7 +9,7 @@ import (
 )
 
 // networkCounts are the counters the network transports share: those of
-// [Stats], and of sessions ended as slow, datagrams replaced in a
+// [wire.Stats], and of sessions ended as slow, datagrams replaced in a
 // mailbox and client frames dropped.
 type Counts struct {
 	Opened, Closed                 atomic.Uint64
@@ -38,7 +38,7 @@ func EndAll[C any](sessions map[wire.SessionID]C, inbox *Inbox, closed *atomic.U
 	return open
 }
 
-// stats returns the counters of [Stats].
+// stats returns the counters of [wire.Stats].
 func (n *Counts) Stats() wire.Stats {
 	return wire.Stats{
 		Opened:           n.Opened.Load(),

@@ -3,7 +3,7 @@ package link
 import "github.com/throng-go/throng/net/wire"
 
 // postAll offers each datagram of a batch, laid out as
-// [BatchSender.SendUnreliableBatch] describes, to post (a session's
+// [wire.BatchSender.SendUnreliableBatch] describes, to post (a session's
 // mailbox, under its lock), and returns how many it kept and how many were
 // dropped: refused by post, shorter than a batch header, longer than
 // maxDatagram, or all of them when post is nil (no such session).
@@ -19,7 +19,7 @@ func PostAll(datagrams []byte, size, maxDatagram int, post func([]byte) bool) (k
 }
 
 // eachDatagram calls send with each datagram of a batch laid out as
-// [BatchSender.SendUnreliableBatch] describes.
+// [wire.BatchSender.SendUnreliableBatch] describes.
 func EachDatagram(datagrams []byte, size int, send func([]byte)) {
 	if size < 1 {
 		size = len(datagrams)
