@@ -169,11 +169,11 @@ type Counters struct {
 // turned away.
 //
 // Receive works like mem.Transport's: events go into a double-buffered arena under
-// one mutex, so Receive never blocks and allocates nothing in steady state.
+// one lock, so Receive never blocks and allocates nothing in steady state.
 // All methods are safe for concurrent use, except that calls to Receive
 // must not overlap.
 //
-// Lock order: the QUIC's mutex, then a session's.
+// Lock order: the session table's, then a session's.
 type Transport struct {
 	cfg    Config
 	udp    *stdnet.UDPConn
@@ -183,16 +183,8 @@ type Transport struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the accept loop, handshakes, session goroutines
 
-	mu       sync.Mutex
-	closed   bool
-	last     wire.SessionID
-	sessions map[wire.SessionID]*quicConn
-	inbox    link.Inbox
-	epoch    uint64 // Receive calls, for the per-session inbound limit
-
-	given link.Inbox // what the last Receive handed out; owned by its caller
-
-	n quicCounts
+	sessions link.Table[*quicConn]
+	n        quicCounts
 }
 
 // quicCounts are the transport's counters; atomics, so that counting never
@@ -221,7 +213,8 @@ func Listen(addr string, cfg Config) (*Transport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("quic: listen: %w", err)
 	}
-	q := &Transport{cfg: cfg, udp: udp, sessions: make(map[wire.SessionID]*quicConn)}
+	q := &Transport{cfg: cfg, udp: udp}
+	q.sessions.Init(cfg.InboundLimit, &q.n.Counts)
 	q.tr = &quicgo.Transport{
 		Conn: udp,
 		// Retry on every connection attempt without a token: one more
@@ -260,39 +253,17 @@ func (q *Transport) Addr() stdnet.Addr { return q.ln.Addr() }
 
 // session returns the open session s, or nil.
 func (q *Transport) session(s wire.SessionID) *quicConn {
-	q.mu.Lock()
-	c := q.sessions[s]
-	q.mu.Unlock()
+	c, _ := q.sessions.Get(s)
 	return c
-}
-
-// admitLocked counts one inbound frame of c against the inbound limit and
-// reports whether it fits; q.mu is held.
-func (q *Transport) admitLocked(c *quicConn) bool {
-	if c.inEpoch != q.epoch {
-		c.inEpoch, c.inCount = q.epoch, 0
-	}
-	if c.inCount >= q.cfg.InboundLimit {
-		return false
-	}
-	c.inCount++
-	return true
 }
 
 // endSession reports c's SessionClosed with reason, once, and starts
 // closing its connection; it returns false if the session had already
 // ended. flush writes the frames queued so far first.
 func (q *Transport) endSession(c *quicConn, reason string, flush bool) bool {
-	q.mu.Lock()
-	if c.gone {
-		q.mu.Unlock()
+	if !q.sessions.End(c, reason) {
 		return false
 	}
-	c.gone = true
-	delete(q.sessions, c.id)
-	q.inbox.Push(wire.SessionClosed, c.id, nil, reason)
-	q.n.Closed.Add(1)
-	q.mu.Unlock()
 	c.beginClose(reason, flush)
 	return true
 }
@@ -307,12 +278,7 @@ func (q *Transport) tooSlow(c *quicConn) {
 // Receive implements [wire.Transport]. Frames alias the transport's buffers and
 // stay valid until the next Receive.
 func (q *Transport) Receive(dst []wire.Inbound) []wire.Inbound {
-	q.mu.Lock()
-	q.inbox, q.given = q.given, q.inbox
-	q.inbox.Reset()
-	q.epoch++
-	q.mu.Unlock()
-	return q.given.AppendTo(dst)
+	return q.sessions.Receive(dst)
 }
 
 // SendUnreliable implements [wire.Transport]: datagram goes into the session's
@@ -412,14 +378,10 @@ func (q *Transport) Counters() Counters {
 // most FlushTimeout, all at once), waits for their goroutines and releases
 // the socket. Their SessionClosed are delivered by the next Receive.
 func (q *Transport) Close() error {
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
+	open, ok := q.sessions.Close()
+	if !ok {
 		return nil
 	}
-	q.closed = true
-	open := link.EndAll(q.sessions, &q.inbox, &q.n.Closed, func(c *quicConn) { c.gone = true })
-	q.mu.Unlock()
 	for _, c := range open {
 		c.beginClose(wire.ReasonTransportClosed, true)
 	}

@@ -38,19 +38,10 @@ func (q *Transport) handshake(conn *quicgo.Conn) {
 		return
 	}
 	c := newQUICConn(q, conn, stream)
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
+	if !q.sessions.Open(c, func() { q.wg.Add(4) }) {
 		conn.CloseWithError(link.CloseDisconnect, wire.ReasonTransportClosed)
 		return
 	}
-	q.last++
-	c.id = q.last
-	q.sessions[c.id] = c
-	q.inbox.Push(wire.SessionOpened, c.id, nil, "")
-	q.n.Opened.Add(1)
-	q.wg.Add(4)
-	q.mu.Unlock()
 	go c.readStream()
 	go c.readDatagrams()
 	go c.writeStream()

@@ -17,15 +17,10 @@ import (
 // quicConn is one session of a [Transport]: its connection, its
 // reliable stream, and the mailbox and queue its two writers drain.
 type quicConn struct {
-	q      *Transport
-	id     wire.SessionID
-	conn   *quicgo.Conn
-	stream *quicgo.Stream
-
-	// Guarded by q.mu.
-	gone    bool // SessionClosed reported; nothing more is delivered
-	inEpoch uint64
-	inCount int
+	link.Member // guarded by the transport's table
+	q           *Transport
+	conn        *quicgo.Conn
+	stream      *quicgo.Stream
 
 	// Guarded by mu.
 	mu        sync.Mutex
@@ -42,6 +37,9 @@ type quicConn struct {
 	relWake  chan struct{} // cap 1: the queue has frames, or closing began
 	peerDone chan struct{} // closed when the client's side of the stream ends
 }
+
+// Membership implements link.Session.
+func (c *quicConn) Membership() *link.Member { return &c.Member }
 
 func newQUICConn(q *Transport, conn *quicgo.Conn, stream *quicgo.Stream) *quicConn {
 	return &quicConn{
@@ -255,9 +253,9 @@ func (c *quicConn) readStream() {
 // deliverStream pushes every complete frame fed to r; it returns a reason
 // to end the session, or "".
 func (c *quicConn) deliverStream(r *wire.StreamReader) string {
-	q := c.q
-	q.mu.Lock()
-	defer q.mu.Unlock()
+	t := &c.q.sessions
+	t.Lock()
+	defer t.Unlock()
 	for {
 		frame, err := r.Next()
 		if err != nil {
@@ -266,15 +264,9 @@ func (c *quicConn) deliverStream(r *wire.StreamReader) string {
 		if frame == nil {
 			return ""
 		}
-		if c.gone {
-			continue
-		}
-		if !q.admitLocked(c) {
+		if !t.DeliverLocked(c, frame) {
 			return ReasonInboundFlood
 		}
-		q.inbox.Push(wire.FrameReceived, c.id, frame, "")
-		q.n.FramesIn.Add(1)
-		q.n.BytesIn.Add(uint64(len(frame)))
 	}
 }
 
@@ -300,18 +292,9 @@ func (c *quicConn) deliverDatagram(d []byte) {
 		q.n.DroppedInbound.Add(1)
 		return
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if c.gone {
-		return
-	}
-	if !q.admitLocked(c) {
+	if !q.sessions.Deliver(c, d) {
 		q.n.DroppedInbound.Add(1)
-		return
 	}
-	q.inbox.Push(wire.FrameReceived, c.id, d, "")
-	q.n.FramesIn.Add(1)
-	q.n.BytesIn.Add(uint64(len(d)))
 }
 
 // isStreamReset reports whether err ended only the stream, not the

@@ -95,10 +95,10 @@ func TestQUICTickPathsAllocateNothingInSteadyState(t *testing.T) {
 	// The transport without its network: a session whose reader
 	// goroutines would call deliverDatagram and whose writers would take
 	// the mailbox and the queue.
-	q := &Transport{cfg: Config{}.resolved(), sessions: map[wire.SessionID]*quicConn{}}
+	q := &Transport{cfg: Config{}.resolved()}
+	q.sessions.Init(q.cfg.InboundLimit, &q.n.Counts)
 	c := newQUICConn(q, nil, nil)
-	c.id = 1
-	q.sessions[c.id] = c
+	require.True(t, q.sessions.Open(c, func() {}))
 	move := wire.AppendMove(nil, wire.Move{Seq: 1})
 	appear := wire.AppendAppear(nil, wire.Appear{Actor: 2})
 	batch := wire.AppendBatchHeader(nil, 0, 0)
@@ -111,8 +111,8 @@ func TestQUICTickPathsAllocateNothingInSteadyState(t *testing.T) {
 		inbox = q.Receive(inbox[:0])
 		tick++
 		binary.LittleEndian.PutUint32(batch[wire.HeaderSize:], tick)
-		q.SendUnreliable(c.id, batch)
-		q.SendReliable(c.id, appear)
+		q.SendUnreliable(c.ID, batch)
+		q.SendReliable(c.ID, appear)
 		c.mu.Lock() // what the writers take
 		c.slot.Reset()
 		c.rel, c.relFrames = c.rel[:0], 0

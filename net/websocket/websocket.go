@@ -136,7 +136,7 @@ type Counters struct {
 // cut.
 //
 // All methods are safe for concurrent use, except that calls to Receive
-// must not overlap. Lock order: the WebSocket's mutex, then a session's.
+// must not overlap. Lock order: the session table's, then a session's.
 type Transport struct {
 	cfg    Config
 	srv    *http.Server // ListenWebSocket's; nil when mounted elsewhere
@@ -145,15 +145,8 @@ type Transport struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // sessions' goroutines and the watchdog
 
-	mu       sync.Mutex
-	closed   bool
-	last     wire.SessionID
-	sessions map[wire.SessionID]*wsConn
-	inbox    link.Inbox
-	epoch    uint64
-	given    link.Inbox
-
-	n wsCounts
+	sessions link.Table[*wsConn]
+	n        wsCounts
 }
 
 type wsCounts struct {
@@ -165,7 +158,8 @@ type wsCounts struct {
 // mounted on an HTTP server of your own (it serves any path it is given).
 // Close it when done; closing it does not stop your server.
 func New(cfg Config) *Transport {
-	t := &Transport{cfg: cfg.resolved(), sessions: make(map[wire.SessionID]*wsConn)}
+	t := &Transport{cfg: cfg.resolved()}
+	t.sessions.Init(t.cfg.InboundLimit, &t.n.Counts)
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.wg.Add(1)
 	go t.watchdog()
@@ -235,20 +229,13 @@ func (t *Transport) URL() string {
 }
 
 func (t *Transport) session(s wire.SessionID) *wsConn {
-	t.mu.Lock()
-	c := t.sessions[s]
-	t.mu.Unlock()
+	c, _ := t.sessions.Get(s)
 	return c
 }
 
 // Receive implements [wire.Transport].
 func (t *Transport) Receive(dst []wire.Inbound) []wire.Inbound {
-	t.mu.Lock()
-	t.inbox, t.given = t.given, t.inbox
-	t.inbox.Reset()
-	t.epoch++
-	t.mu.Unlock()
-	return t.given.AppendTo(dst)
+	return t.sessions.Receive(dst)
 }
 
 // SendUnreliable implements [wire.Transport]: the batch goes into the session's
@@ -339,14 +326,10 @@ func (t *Transport) Counters() Counters {
 // WebSocket from Listen, stops its HTTP server. Their
 // SessionClosed are delivered by the next Receive.
 func (t *Transport) Close() error {
-	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
+	open, ok := t.sessions.Close()
+	if !ok {
 		return nil
 	}
-	t.closed = true
-	open := link.EndAll(t.sessions, &t.inbox, &t.n.Closed, func(c *wsConn) { c.gone = true })
-	t.mu.Unlock()
 	for _, c := range open {
 		c.beginClose(wire.ReasonTransportClosed, true)
 	}

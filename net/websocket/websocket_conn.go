@@ -18,20 +18,15 @@ import (
 
 // wsConn is one session of a [Transport].
 type wsConn struct {
-	t    *Transport
-	id   wire.SessionID
-	conn *websocket.Conn
+	link.Member // guarded by the transport's table
+	t           *Transport
+	conn        *websocket.Conn
 	// ctx is the reader's: cancelling it while a read waits closes the
 	// connection outright, which is how a close that runs past its
 	// deadline is cut (coder/websocket's CloseNow waits for a close
 	// handshake under way).
 	ctx    context.Context
 	cancel context.CancelFunc
-
-	// Guarded by t.mu.
-	gone    bool
-	inEpoch uint64
-	inCount int
 
 	// Written by the reader and the writer, read by the watchdog.
 	heard   atomic.Int64 // Unix ns of the client's last message or ping
@@ -51,8 +46,12 @@ type wsConn struct {
 	cut  *time.Timer   // set by beginClose: cuts the connection at the flush deadline
 }
 
+// Membership implements link.Session.
+func (c *wsConn) Membership() *link.Member { return &c.Member }
+
 // ServeHTTP upgrades a client's request to a session and serves it until
 // the session ends.
+
 func (t *Transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := &wsConn{t: t, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
@@ -76,21 +75,12 @@ func (t *Transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.conn = conn
 	c.ctx, c.cancel = context.WithCancel(t.ctx)
 	c.heard.Store(time.Now().UnixNano())
-	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
+	if !t.sessions.Open(c, func() { t.wg.Add(2) }) {
 		c.cancel()
 		t.n.refused.Add(1)
 		conn.Close(link.WSCloseDisconnect, wire.ReasonTransportClosed)
 		return
 	}
-	t.last++
-	c.id = t.last
-	t.sessions[c.id] = c
-	t.inbox.Push(wire.SessionOpened, c.id, nil, "")
-	t.n.Opened.Add(1)
-	t.wg.Add(2)
-	t.mu.Unlock()
 	go c.write()
 	c.read() // the handler's goroutine reads until the connection ends
 }
@@ -147,23 +137,9 @@ func readMessage(rd io.Reader, buf []byte) (int, error) {
 var errTooLarge = errors.New("message over the read limit")
 
 func (c *wsConn) deliver(frame []byte) {
-	t := c.t
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if c.gone {
-		return
+	if !c.t.sessions.Deliver(c, frame) {
+		c.t.n.DroppedInbound.Add(1)
 	}
-	if c.inEpoch != t.epoch {
-		c.inEpoch, c.inCount = t.epoch, 0
-	}
-	if c.inCount >= t.cfg.InboundLimit {
-		t.n.DroppedInbound.Add(1)
-		return
-	}
-	c.inCount++
-	t.inbox.Push(wire.FrameReceived, c.id, frame, "")
-	t.n.FramesIn.Add(1)
-	t.n.BytesIn.Add(uint64(len(frame)))
 }
 
 // wsLostReason describes why a connection the server did not close ended.
@@ -187,16 +163,9 @@ func wsLostReason(err error) string {
 // closing its connection; it returns false if the session had already
 // ended. flush writes the frames queued so far first.
 func (t *Transport) endSession(c *wsConn, reason string, flush bool) bool {
-	t.mu.Lock()
-	if c.gone {
-		t.mu.Unlock()
+	if !t.sessions.End(c, reason) {
 		return false
 	}
-	c.gone = true
-	delete(t.sessions, c.id)
-	t.inbox.Push(wire.SessionClosed, c.id, nil, reason)
-	t.n.Closed.Add(1)
-	t.mu.Unlock()
 	c.beginClose(reason, flush)
 	return true
 }
@@ -349,12 +318,7 @@ func (t *Transport) watchdog() {
 		case <-t.ctx.Done():
 			return
 		}
-		t.mu.Lock()
-		open = open[:0]
-		for _, c := range t.sessions {
-			open = append(open, c)
-		}
-		t.mu.Unlock()
+		open = t.sessions.AppendOpen(open[:0])
 		now := time.Now()
 		for _, c := range open {
 			switch began := c.writing.Load(); {

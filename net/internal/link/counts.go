@@ -1,14 +1,12 @@
 package link
 
 import (
-	"maps"
-	"slices"
 	"sync/atomic"
 
 	"github.com/throng-go/throng/net/wire"
 )
 
-// networkCounts are the counters the network transports share: those of
+// Counts are the counters the network transports share: those of
 // [wire.Stats], and of sessions ended as slow, datagrams replaced in a
 // mailbox and client frames dropped.
 type Counts struct {
@@ -20,25 +18,7 @@ type Counts struct {
 	Slow, Replaced, DroppedInbound atomic.Uint64
 }
 
-// endAll reports a SessionClosed with ReasonTransportClosed for every
-// session of sessions, in session order, marking each gone, empties the
-// map and returns the sessions in that order; the caller holds the
-// transport's mutex.
-func EndAll[C any](sessions map[wire.SessionID]C, inbox *Inbox, closed *atomic.Uint64, gone func(C)) []C {
-	ids := slices.Sorted(maps.Keys(sessions))
-	open := make([]C, 0, len(ids))
-	for _, id := range ids {
-		c := sessions[id]
-		gone(c)
-		inbox.Push(wire.SessionClosed, id, nil, wire.ReasonTransportClosed)
-		closed.Add(1)
-		open = append(open, c)
-	}
-	clear(sessions)
-	return open
-}
-
-// stats returns the counters of [wire.Stats].
+// Stats returns the counters of [wire.Stats].
 func (n *Counts) Stats() wire.Stats {
 	return wire.Stats{
 		Opened:           n.Opened.Load(),

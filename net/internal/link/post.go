@@ -2,7 +2,7 @@ package link
 
 import "github.com/throng-go/throng/net/wire"
 
-// postAll offers each datagram of a batch, laid out as
+// PostAll offers each datagram of a batch, laid out as
 // [wire.BatchSender.SendUnreliableBatch] describes, to post (a session's
 // mailbox, under its lock), and returns how many it kept and how many were
 // dropped: refused by post, shorter than a batch header, longer than
@@ -18,7 +18,7 @@ func PostAll(datagrams []byte, size, maxDatagram int, post func([]byte) bool) (k
 	return kept, dropped
 }
 
-// eachDatagram calls send with each datagram of a batch laid out as
+// EachDatagram calls send with each datagram of a batch laid out as
 // [wire.BatchSender.SendUnreliableBatch] describes.
 func EachDatagram(datagrams []byte, size int, send func([]byte)) {
 	if size < 1 {

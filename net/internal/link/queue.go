@@ -8,7 +8,7 @@ import (
 	"github.com/throng-go/throng/net/wire"
 )
 
-// memInbox is a run of events whose frames are packed into one byte slice,
+// Inbox is a run of events whose frames are packed into one byte slice,
 // so that steady-state traffic reuses the same two arrays.
 type Inbox struct {
 	events []event
@@ -22,18 +22,20 @@ type event struct {
 	reason     string
 }
 
+// Push adds one event, copying its frame.
 func (q *Inbox) Push(kind wire.InboundKind, s wire.SessionID, frame []byte, reason string) {
 	start := len(q.data)
 	q.data = append(q.data, frame...)
 	q.events = append(q.events, event{kind: kind, session: s, start: start, end: len(q.data), reason: reason})
 }
 
+// Reset empties the inbox, keeping its memory.
 func (q *Inbox) Reset() {
 	q.events = q.events[:0]
 	q.data = q.data[:0]
 }
 
-// appendTo appends the inbox's events to dst as Inbounds whose frames
+// AppendTo appends the inbox's events to dst as Inbounds whose frames
 // alias the inbox, and returns the extended slice.
 func (q *Inbox) AppendTo(dst []wire.Inbound) []wire.Inbound {
 	for _, e := range q.events {
@@ -46,23 +48,25 @@ func (q *Inbox) AppendTo(dst []wire.Inbound) []wire.Inbound {
 	return dst
 }
 
-// memQueue is a run of byte strings packed into one slice.
+// Queue is a run of byte strings packed into one slice.
 type Queue struct {
 	data []byte
 	ends []int
 }
 
+// Push adds a copy of p.
 func (q *Queue) Push(p []byte) {
 	q.data = append(q.data, p...)
 	q.ends = append(q.ends, len(q.data))
 }
 
+// Reset empties the queue, keeping its memory.
 func (q *Queue) Reset() {
 	q.data = q.data[:0]
 	q.ends = q.ends[:0]
 }
 
-// latest returns the last string pushed, if any.
+// Latest returns the last string pushed, if any.
 func (q *Queue) Latest() ([]byte, bool) {
 	n := len(q.ends)
 	if n == 0 {
@@ -75,6 +79,7 @@ func (q *Queue) Latest() ([]byte, bool) {
 	return q.data[start:q.ends[n-1]], true
 }
 
+// Each calls fn with each string in order and returns how many there were.
 func (q *Queue) Each(fn func([]byte)) int {
 	start := 0
 	for _, end := range q.ends {
@@ -84,13 +89,13 @@ func (q *Queue) Each(fn func([]byte)) int {
 	return len(q.ends)
 }
 
-// mailbox holds the datagrams of one tick, packed into one slice.
+// Mailbox holds the datagrams of one tick, packed into one slice.
 type Mailbox struct {
 	tick uint32
 	Queue
 }
 
-// put adds d (a movement batch: its tick is bytes 2..5) to the mailbox: a
+// Put adds d (a movement batch: its tick is bytes 2..5) to the mailbox: a
 // newer tick's replaces what the mailbox holds, the same tick's joins it,
 // an older one is refused. It reports whether d was kept and how many
 // datagrams it replaced.
@@ -108,7 +113,7 @@ func (m *Mailbox) Put(d []byte) (kept bool, replaced int) {
 	return true, replaced
 }
 
-// countReplaced counts datagrams a newer tick's replaced in a mailbox:
+// CountReplaced counts datagrams a newer tick's replaced in a mailbox:
 // they are dropped, and counted as such too.
 func CountReplaced(replaced, dropped *atomic.Uint64, n int) {
 	if n > 0 {
@@ -117,7 +122,7 @@ func CountReplaced(replaced, dropped *atomic.Uint64, n int) {
 	}
 }
 
-// wake signals a writer without blocking; one pending signal is enough.
+// Wake signals a writer without blocking; one pending signal is enough.
 func Wake(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
@@ -125,7 +130,7 @@ func Wake(ch chan struct{}) {
 	}
 }
 
-// batchTick reads the tick of a movement batch (bytes 2..5); the caller
+// BatchTick reads the tick of a movement batch (bytes 2..5); the caller
 // checked that d is at least BatchHeaderSize long.
 func BatchTick(d []byte) uint32 { return binary.LittleEndian.Uint32(d[wire.HeaderSize:]) }
 

@@ -2,7 +2,7 @@ package link
 
 import "github.com/throng-go/throng/net/wire"
 
-// refusal follows a session's reliable frames until its Welcome: a
+// Refusal follows a session's reliable frames until its Welcome: a
 // Refuse queued before any Welcome makes the connection close with the
 // refusal's code and reason, so that a client that did not read the frame
 // still learns why it was turned away.
@@ -12,7 +12,7 @@ type Refusal struct {
 	Reason            string
 }
 
-// note looks at one reliable frame queued for the session.
+// Note looks at one reliable frame queued for the session.
 func (r *Refusal) Note(frame []byte) {
 	if r.Welcomed || r.Refused {
 		return
