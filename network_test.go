@@ -47,10 +47,12 @@ func TestServerListensWhereItsSettingsSay(t *testing.T) {
 	}
 	srv, err := throng.New(opts)
 	require.NoError(t, err)
-	multi, ok := srv.Transport().(*multi.Transport)
+	both, ok := srv.Transport().(*multi.Transport)
 	require.True(t, ok, "both listeners behind one transport, got %T", srv.Transport())
-	q := multi.Transports()[0].(*quic.Transport)
-	ws := multi.Transports()[1].(*websocket.Transport)
+	q := both.Transports()[0].(*quic.Transport)
+	ws := both.Transports()[1].(*websocket.Transport)
+	assert.Equal(t, []string{"quic://" + q.Addr().String(), ws.URL()}, srv.Listening())
+	assert.True(t, strings.HasPrefix(ws.URL(), "ws://127.0.0.1:"), ws.URL())
 
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)

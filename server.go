@@ -218,6 +218,31 @@ func (s *Server) World() *ecs.World { return s.world }
 // Transport returns the server's transport.
 func (s *Server) Transport() wire.Transport { return s.transport }
 
+// Listening returns where clients reach the server, for logs and for a
+// game's own lobby: "quic://host:port" for its QUIC transport, the
+// WebSocket's URL, both (QUIC first) when it serves both, and nothing for
+// an in-memory or mounted transport, which no address names.
+func (s *Server) Listening() []string { return listening(s.transport) }
+
+func listening(t wire.Transport) []string {
+	switch t := t.(type) {
+	case *quic.Transport:
+		return []string{"quic://" + t.Addr().String()}
+	case *websocket.Transport:
+		if t.Addr() == nil {
+			return nil
+		}
+		return []string{t.URL()}
+	case *multi.Transport:
+		var all []string
+		for _, inner := range t.Transports() {
+			all = append(all, listening(inner)...)
+		}
+		return all
+	}
+	return nil
+}
+
 // Commands returns the commands of the game's own that clients sent this
 // tick ([client.Client.SendCommand]), in the order they arrived, each with
 // its sender's actor: read them from a system of yours pinned after

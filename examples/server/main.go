@@ -26,9 +26,6 @@ import (
 	"syscall"
 
 	"github.com/throng-go/throng"
-	"github.com/throng-go/throng/net/multi"
-	"github.com/throng-go/throng/net/quic"
-	"github.com/throng-go/throng/net/websocket"
 	"github.com/throng-go/throng/net/wire"
 )
 
@@ -71,7 +68,7 @@ func run(ctx context.Context, configPath, tokensPath string, log *slog.Logger, r
 	if err != nil {
 		return err
 	}
-	log.Info("serving", "listen", listening(srv.Transport()), "tickRate", srv.Settings().TickRate, "tokens", tokensPath != "")
+	log.Info("serving", "listen", srv.Listening(), "tickRate", srv.Settings().TickRate, "tokens", tokensPath != "")
 	if ready != nil {
 		ready(srv)
 	}
@@ -103,22 +100,4 @@ func parseTokens(r io.Reader) (map[string]bool, error) {
 		return nil, fmt.Errorf("server: tokens: %w", err)
 	}
 	return tokens, nil
-}
-
-// listening names where t takes clients: QUIC's UDP address, the
-// WebSocket's URL, or both.
-func listening(t wire.Transport) []string {
-	switch t := t.(type) {
-	case *quic.Transport:
-		return []string{"quic://" + t.Addr().String()}
-	case *websocket.Transport:
-		return []string{t.URL()}
-	case *multi.Transport:
-		var all []string
-		for _, inner := range t.Transports() {
-			all = append(all, listening(inner)...)
-		}
-		return all
-	}
-	return nil
 }
