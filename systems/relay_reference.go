@@ -6,7 +6,8 @@ import (
 
 // The relay's rule, written plainly: visit walks a recipient's stencil
 // sender by sender and says which are due, as gather's fast paths must
-// (TestRelayMatchesBruteForce and the digest tests hold them to it), and
+// (reference_test.go lists the tests that hold them to it, one for each
+// mode: no budget, the budget, the budget under pressure, throttling), and
 // gatherOwed uses it where a recipient's backlog decides. due is the pair
 // test both share.
 
