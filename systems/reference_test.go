@@ -10,7 +10,7 @@ import (
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/interest"
-	"github.com/throng-go/throng/net"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // The relay's fast paths are held to its plain rule in every mode: without
@@ -124,13 +124,13 @@ func checkAgainstVisit(t *testing.T, cfg Config, spawns []components.Transform, 
 			pos[i][0] += float32(rng.NormFloat64() * 40)
 			pos[i][1] += float32(rng.NormFloat64() * 40)
 			r.seq[i]++
-			require.NoError(t, c.Send(net.AppendMove(nil, net.Move{Seq: r.seq[i], X: pos[i][0], Y: pos[i][1]})))
+			require.NoError(t, c.Send(wire.AppendMove(nil, wire.Move{Seq: r.seq[i], X: pos[i][0], Y: pos[i][1]})))
 		}
 		r.step()
 		for i, c := range r.clients {
 			got := map[uint32]bool{}
 			c.DrainDatagrams(func(d []byte) {
-				b, err := net.DecodeBatch(d)
+				b, err := wire.DecodeBatch(d)
 				require.NoError(t, err)
 				for k := range b.Len() {
 					id := b.At(k).Actor
