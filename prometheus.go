@@ -6,9 +6,9 @@ import (
 	"errors"
 	stdnet "net"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/throng-go/throng/internal/promtext"
 )
 
 // metricsServer serves the server's figures in the Prometheus text format
@@ -79,46 +79,23 @@ var metrics = []metric{
 // writeMetrics writes the page: every series of metrics, then each
 // system's times (Server.SystemTimes), labelled by system.
 func (s *Server) writeMetrics(w *bufio.Writer) {
+	p := promtext.New(w)
 	st := s.Stats()
 	for _, m := range metrics {
-		writeHeader(w, "throng_"+m.name, m.help, m.kind)
-		w.WriteString("throng_" + m.name + " " + formatValue(m.read(st)) + "\n")
+		p.Header("throng_"+m.name, m.help, m.kind)
+		p.Sample("throng_"+m.name, m.read(st))
 	}
 	times := s.SystemTimes(nil)
-	writeHeader(w, "throng_system_serial_seconds",
+	p.Header("throng_system_serial_seconds",
 		"Time per tick a system spent on the tick goroutine (its run, or its Plan), averaged over the last second.", "gauge")
 	for _, t := range times {
-		w.WriteString(`throng_system_serial_seconds{system="` + labelValue(t.Name) + `"} ` + formatValue(t.Serial.Seconds()) + "\n")
+		p.Labelled("throng_system_serial_seconds", "system", t.Name, t.Serial.Seconds())
 	}
-	writeHeader(w, "throng_system_unit_seconds",
+	p.Header("throng_system_unit_seconds",
 		"Time per tick spent in a system's units, summed over the goroutines that ran them, averaged over the last second.", "gauge")
 	for _, t := range times {
-		w.WriteString(`throng_system_unit_seconds{system="` + labelValue(t.Name) + `"} ` + formatValue(t.Units.Seconds()) + "\n")
+		p.Labelled("throng_system_unit_seconds", "system", t.Name, t.Units.Seconds())
 	}
-}
-
-func writeHeader(w *bufio.Writer, name, help, kind string) {
-	w.WriteString("# HELP " + name + " " + strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(help) + "\n")
-	w.WriteString("# TYPE " + name + " " + kind + "\n")
-}
-
-// labelValue escapes a label value as the text format asks: backslash,
-// double quote and line feed.
-func labelValue(v string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(v)
-}
-
-// formatValue writes a sample value as the text format reads it.
-func formatValue(v float64) string {
-	switch {
-	case v != v:
-		return "NaN"
-	case v > 1.7976931348623157e308:
-		return "+Inf"
-	case v < -1.7976931348623157e308:
-		return "-Inf"
-	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 // startMetrics listens on addr and serves /metrics for s.
@@ -129,7 +106,7 @@ func startMetrics(s *Server, addr string) (*metricsServer, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(rw http.ResponseWriter, _ *http.Request) {
-		rw.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		rw.Header().Set("Content-Type", promtext.ContentType)
 		w := bufio.NewWriter(rw)
 		s.writeMetrics(w)
 		w.Flush()
