@@ -242,6 +242,22 @@ func f32(b []byte) float32 {
 	return math.Float32frombits(binary.LittleEndian.Uint32(b))
 }
 
+// appendPlace appends where an actor stands, as Move, Welcome, Appear and
+// Correction carry it: x, y, z, yaw, then the worldOrCell (20 bytes).
+func appendPlace(dst []byte, x, y, z, yaw float32, worldOrCell uint32) []byte {
+	dst = appendF32(dst, x)
+	dst = appendF32(dst, y)
+	dst = appendF32(dst, z)
+	dst = appendF32(dst, yaw)
+	return binary.LittleEndian.AppendUint32(dst, worldOrCell)
+}
+
+// readPlace reads what appendPlace wrote; b holds at least 20 bytes.
+func readPlace(b []byte) (x, y, z, yaw float32, worldOrCell uint32) {
+	_ = b[19]
+	return f32(b), f32(b[4:]), f32(b[8:]), f32(b[12:]), binary.LittleEndian.Uint32(b[16:])
+}
+
 // checkHeader checks the version and type bytes of b against t.
 func checkHeader(b []byte, t Type) error {
 	if len(b) < HeaderSize {

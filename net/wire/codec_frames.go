@@ -46,11 +46,7 @@ func DecodeHello(b []byte) (Hello, error) {
 func AppendMove(dst []byte, m Move) []byte {
 	dst = appendHeader(dst, TypeMove)
 	dst = binary.LittleEndian.AppendUint32(dst, m.Seq)
-	dst = appendF32(dst, m.X)
-	dst = appendF32(dst, m.Y)
-	dst = appendF32(dst, m.Z)
-	dst = appendF32(dst, m.Yaw)
-	dst = binary.LittleEndian.AppendUint32(dst, m.WorldOrCell)
+	dst = appendPlace(dst, m.X, m.Y, m.Z, m.Yaw, m.WorldOrCell)
 	return binary.LittleEndian.AppendUint16(dst, m.Flags)
 }
 
@@ -59,15 +55,9 @@ func DecodeMove(b []byte) (Move, error) {
 	if err := checkFixed(b, TypeMove, MoveSize); err != nil {
 		return Move{}, err
 	}
-	return Move{
-		Seq:         binary.LittleEndian.Uint32(b[2:]),
-		X:           f32(b[6:]),
-		Y:           f32(b[10:]),
-		Z:           f32(b[14:]),
-		Yaw:         f32(b[18:]),
-		WorldOrCell: binary.LittleEndian.Uint32(b[22:]),
-		Flags:       binary.LittleEndian.Uint16(b[26:]),
-	}, nil
+	m := Move{Seq: binary.LittleEndian.Uint32(b[2:]), Flags: binary.LittleEndian.Uint16(b[26:])}
+	m.X, m.Y, m.Z, m.Yaw, m.WorldOrCell = readPlace(b[6:])
+	return m, nil
 }
 
 // AppendWelcome appends w as a Welcome frame of WelcomeSize bytes.
@@ -76,11 +66,7 @@ func AppendWelcome(dst []byte, w Welcome) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, w.Actor)
 	dst = binary.LittleEndian.AppendUint16(dst, w.TickRate)
 	dst = binary.LittleEndian.AppendUint32(dst, w.Tick)
-	dst = appendF32(dst, w.X)
-	dst = appendF32(dst, w.Y)
-	dst = appendF32(dst, w.Z)
-	dst = appendF32(dst, w.Yaw)
-	return binary.LittleEndian.AppendUint32(dst, w.WorldOrCell)
+	return appendPlace(dst, w.X, w.Y, w.Z, w.Yaw, w.WorldOrCell)
 }
 
 // DecodeWelcome decodes a Welcome frame.
@@ -88,27 +74,20 @@ func DecodeWelcome(b []byte) (Welcome, error) {
 	if err := checkFixed(b, TypeWelcome, WelcomeSize); err != nil {
 		return Welcome{}, err
 	}
-	return Welcome{
-		Actor:       binary.LittleEndian.Uint32(b[2:]),
-		TickRate:    binary.LittleEndian.Uint16(b[6:]),
-		Tick:        binary.LittleEndian.Uint32(b[8:]),
-		X:           f32(b[12:]),
-		Y:           f32(b[16:]),
-		Z:           f32(b[20:]),
-		Yaw:         f32(b[24:]),
-		WorldOrCell: binary.LittleEndian.Uint32(b[28:]),
-	}, nil
+	w := Welcome{
+		Actor:    binary.LittleEndian.Uint32(b[2:]),
+		TickRate: binary.LittleEndian.Uint16(b[6:]),
+		Tick:     binary.LittleEndian.Uint32(b[8:]),
+	}
+	w.X, w.Y, w.Z, w.Yaw, w.WorldOrCell = readPlace(b[12:])
+	return w, nil
 }
 
 // AppendAppear appends a as an Appear frame of AppearSize bytes.
 func AppendAppear(dst []byte, a Appear) []byte {
 	dst = appendHeader(dst, TypeAppear)
 	dst = binary.LittleEndian.AppendUint32(dst, a.Actor)
-	dst = appendF32(dst, a.X)
-	dst = appendF32(dst, a.Y)
-	dst = appendF32(dst, a.Z)
-	dst = appendF32(dst, a.Yaw)
-	dst = binary.LittleEndian.AppendUint32(dst, a.WorldOrCell)
+	dst = appendPlace(dst, a.X, a.Y, a.Z, a.Yaw, a.WorldOrCell)
 	return binary.LittleEndian.AppendUint16(dst, a.Flags)
 }
 
@@ -117,15 +96,9 @@ func DecodeAppear(b []byte) (Appear, error) {
 	if err := checkFixed(b, TypeAppear, AppearSize); err != nil {
 		return Appear{}, err
 	}
-	return Appear{
-		Actor:       binary.LittleEndian.Uint32(b[2:]),
-		X:           f32(b[6:]),
-		Y:           f32(b[10:]),
-		Z:           f32(b[14:]),
-		Yaw:         f32(b[18:]),
-		WorldOrCell: binary.LittleEndian.Uint32(b[22:]),
-		Flags:       binary.LittleEndian.Uint16(b[26:]),
-	}, nil
+	a := Appear{Actor: binary.LittleEndian.Uint32(b[2:]), Flags: binary.LittleEndian.Uint16(b[26:])}
+	a.X, a.Y, a.Z, a.Yaw, a.WorldOrCell = readPlace(b[6:])
+	return a, nil
 }
 
 // AppendDisappear appends d as a Disappear frame of DisappearSize bytes.
@@ -179,11 +152,7 @@ func DecodeRate(b []byte) (Rate, error) {
 func AppendCorrection(dst []byte, c Correction) []byte {
 	dst = appendHeader(dst, TypeCorrection)
 	dst = binary.LittleEndian.AppendUint32(dst, c.Seq)
-	dst = appendF32(dst, c.X)
-	dst = appendF32(dst, c.Y)
-	dst = appendF32(dst, c.Z)
-	dst = appendF32(dst, c.Yaw)
-	return binary.LittleEndian.AppendUint32(dst, c.WorldOrCell)
+	return appendPlace(dst, c.X, c.Y, c.Z, c.Yaw, c.WorldOrCell)
 }
 
 // DecodeCorrection decodes a Correction frame.
@@ -191,14 +160,9 @@ func DecodeCorrection(b []byte) (Correction, error) {
 	if err := checkFixed(b, TypeCorrection, CorrectionSize); err != nil {
 		return Correction{}, err
 	}
-	return Correction{
-		Seq:         binary.LittleEndian.Uint32(b[2:]),
-		X:           f32(b[6:]),
-		Y:           f32(b[10:]),
-		Z:           f32(b[14:]),
-		Yaw:         f32(b[18:]),
-		WorldOrCell: binary.LittleEndian.Uint32(b[22:]),
-	}, nil
+	c := Correction{Seq: binary.LittleEndian.Uint32(b[2:])}
+	c.X, c.Y, c.Z, c.Yaw, c.WorldOrCell = readPlace(b[6:])
+	return c, nil
 }
 
 // AppendRefuse appends r as a Refuse frame, always with the current Version.
