@@ -55,9 +55,8 @@ func DecodeMove(b []byte) (Move, error) {
 	if err := checkFixed(b, TypeMove, MoveSize); err != nil {
 		return Move{}, err
 	}
-	m := Move{Seq: binary.LittleEndian.Uint32(b[2:]), Flags: binary.LittleEndian.Uint16(b[26:])}
-	m.X, m.Y, m.Z, m.Yaw, m.WorldOrCell = readPlace(b[6:])
-	return m, nil
+	x, y, z, yaw, w := readPlace(b[6:])
+	return Move{Seq: binary.LittleEndian.Uint32(b[2:]), X: x, Y: y, Z: z, Yaw: yaw, WorldOrCell: w, Flags: binary.LittleEndian.Uint16(b[26:])}, nil
 }
 
 // AppendWelcome appends w as a Welcome frame of WelcomeSize bytes.
@@ -74,13 +73,13 @@ func DecodeWelcome(b []byte) (Welcome, error) {
 	if err := checkFixed(b, TypeWelcome, WelcomeSize); err != nil {
 		return Welcome{}, err
 	}
-	w := Welcome{
+	x, y, z, yaw, w := readPlace(b[12:])
+	return Welcome{
 		Actor:    binary.LittleEndian.Uint32(b[2:]),
 		TickRate: binary.LittleEndian.Uint16(b[6:]),
 		Tick:     binary.LittleEndian.Uint32(b[8:]),
-	}
-	w.X, w.Y, w.Z, w.Yaw, w.WorldOrCell = readPlace(b[12:])
-	return w, nil
+		X:        x, Y: y, Z: z, Yaw: yaw, WorldOrCell: w,
+	}, nil
 }
 
 // AppendAppear appends a as an Appear frame of AppearSize bytes.
@@ -96,9 +95,8 @@ func DecodeAppear(b []byte) (Appear, error) {
 	if err := checkFixed(b, TypeAppear, AppearSize); err != nil {
 		return Appear{}, err
 	}
-	a := Appear{Actor: binary.LittleEndian.Uint32(b[2:]), Flags: binary.LittleEndian.Uint16(b[26:])}
-	a.X, a.Y, a.Z, a.Yaw, a.WorldOrCell = readPlace(b[6:])
-	return a, nil
+	x, y, z, yaw, w := readPlace(b[6:])
+	return Appear{Actor: binary.LittleEndian.Uint32(b[2:]), X: x, Y: y, Z: z, Yaw: yaw, WorldOrCell: w, Flags: binary.LittleEndian.Uint16(b[26:])}, nil
 }
 
 // AppendDisappear appends d as a Disappear frame of DisappearSize bytes.
@@ -160,9 +158,8 @@ func DecodeCorrection(b []byte) (Correction, error) {
 	if err := checkFixed(b, TypeCorrection, CorrectionSize); err != nil {
 		return Correction{}, err
 	}
-	c := Correction{Seq: binary.LittleEndian.Uint32(b[2:])}
-	c.X, c.Y, c.Z, c.Yaw, c.WorldOrCell = readPlace(b[6:])
-	return c, nil
+	x, y, z, yaw, w := readPlace(b[6:])
+	return Correction{Seq: binary.LittleEndian.Uint32(b[2:]), X: x, Y: y, Z: z, Yaw: yaw, WorldOrCell: w}, nil
 }
 
 // AppendRefuse appends r as a Refuse frame, always with the current Version.
