@@ -1,13 +1,69 @@
 package systems
 
 import (
-	"math/bits"
 	"slices"
 	"time"
 
 	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net/wire"
 )
+
+// The relay sends every recipient, each tick, the movement records of the
+// senders due to it. Its rule is plain (relay_reference.go, visit); the
+// rest applies the rule to blocks of pairs instead of to each pair:
+// gather builds one recipient's batch, and the files beside this one hold
+// one idea each:
+//
+//   - relay_reference.go: the rule, written plainly, that the tests hold
+//     every fast path to (reference_test.go lists them);
+//   - relay_cells.go: cells, their boxes, classes and runs;
+//   - relay_walk.go: one recipient's walk over its stencil, cell by cell,
+//     and the strategy for each kind of cell (gatherCells);
+//   - due.go: the due lists the walk copies from;
+//   - relay_pick.go: choosing senders where no list applies;
+//   - relay_batch.go: writing records into datagrams;
+//   - relay_budget.go: the per-connection budget: spreads, base lists, the
+//     backlog.
+//
+// The AVX2 kernels (simd_amd64.s) are chosen inside the functions that
+// call them (beyondEdge, pointBands, chooseByTiers, chooseThrottled,
+// picker.aim, batchOut.roomFor32), each with a Go loop beside it that
+// other CPUs and -tags purego run; the code above them reads the same on
+// every CPU.
+//
+// The words, in the order they build on one another (docs/relay.md has
+// them with a picture, under "Words"):
+//
+//   - stencil: the 3x3 chunks around a recipient's chunk, in its
+//     worldOrCell; its senders are their actors, in the frame's canonical
+//     order.
+//   - cell: a square of a chunk, which a crowded chunk is cut into (a
+//     sparse chunk is one cell); a stencil is walked as its cells.
+//   - box: the bounding box of a cell's actors after this tick's moves.
+//     Two boxes bound the distance of every pair between their cells.
+//   - band: a range of distances to which the tier table gives one period.
+//   - class: how the pairs of a recipient cell and a sender cell fall into
+//     bands (cellClass): all in one, in two either side of an edge, or
+//     unknown (decided pair by pair).
+//   - run: consecutive stencil cells in one band of one period; their due
+//     lists lie back to back and are copied as one block.
+//   - half, phase, residue: every actor id hashes to a sender half and a
+//     recipient half; a pair's phase is the sender's half plus the
+//     recipient's, and the pair sends when its phase plus the tick is a
+//     multiple of its period. At period p the senders due to a recipient
+//     depend on it only through one number, its residue: the remainder
+//     modulo p that a sender's half must have.
+//   - due list, slot: for each cell, period and residue, the cell's
+//     senders due to every recipient with that residue, their records
+//     packed back to back, built once a tick (due.go); a slot is one
+//     (period, residue) pair, the same for every cell.
+//   - spread: the factor on a budgeted recipient's periods that keeps its
+//     records near its per-connection budget (adjustSpread).
+//   - base list: for a long spread, the list by residue modulo the spread
+//     itself, whose senders are then checked at their own stretched
+//     period (gatherBase).
+//   - stencil position: a cell's index in the recipient cell's stencil,
+//     by which the classes, runs and boxes are kept (relayScratch).
 
 // datagramSize is the size of a full movement datagram.
 const datagramSize = wire.BatchHeaderSize + wire.MaxRecordsPerBatch*wire.RecordSize
@@ -199,215 +255,6 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	return w.count
 }
 
-// gatherCells writes the senders due to recipient r cell by cell (see
-// gather), and returns how many pairs throttling alone held back.
-func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed bool, cells []int32, sc *relayScratch) (held int64) {
-	f := &p.frame
-	due := &f.due
-	tick := f.Tick
-	rx, ry, rz, rid := f.x[r], f.y[r], f.z[r], f.id[r]
-	rhalf := interest.RecipientHalf(rid)
-	rc := f.cellIdx[r]
-	var oldest uint64 // changes at or before it are stale for every pair
-	if longest := p.longest * uint64(spread); tick > longest {
-		oldest = tick - longest
-	}
-	if listed {
-		for _, tp := range due.tierPeriods { // the list each tier period's cells give r
-			sc.rslot[tp] = due.recipientSlot(stretch(tp, spread), rhalf)
-		}
-	}
-	pick := &sc.pick
-	pick.r, pick.rx, pick.ry, pick.rz, pick.oldest, pick.tick, pick.spread = r, rx, ry, rz, oldest, tick, spread
-	// The recipient's residues (pick.want) only matter to pairs decided
-	// one by one, which the lists leave to few cells if any: computed on
-	// the first.
-	wanted := false
-	// Which two-band cells are in one band seen from the recipient itself
-	// (see pointPeriod), by stencil position: computed on the first.
-	pointed := false
-	var nearBits, farBits uint64
-	// Lists of one slot for consecutive cells lie back to back (see
-	// dueLists.build): runLo..runHi is the block of due lists not yet
-	// written, extended while the next list continues it.
-	runLo, runHi := int32(-1), int32(-1)
-	for i := 0; i < len(cells); i++ {
-		ci := cells[i]
-		class := sc.classes[i]
-		if class.reach {
-			if p.cfg.Throttle.Reaches(farFrom(rx, ry, rz, &f.cells[ci])) {
-				class = cellClass{} // throttling may act: pair by pair, held pairs counted
-			} else {
-				class.reach = false // not from where this recipient stands
-			}
-		}
-		period := class.period()
-		if period == 0 && class.two() && listed {
-			if spread > 1 {
-				// Stretched by a spread, the periods are long and a cell's
-				// lists hold a sender or two, often none: only those are
-				// placed on either side of the edge, one by one; in a cell
-				// small enough, as bit sets (no merge of the two lists, a
-				// branch a sender the CPU could not predict).
-				if lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi; hi-lo <= maskActors {
-					near, far := due.mask(ci, sc.rslot[class.near], lo), due.mask(ci, sc.rslot[class.far], lo)
-					either := near | far
-					if ci == rc {
-						either &^= 1 << (r - lo)
-					}
-					if either == 0 {
-						continue // nothing due to this recipient: the pending block stays open
-					}
-					w.block(due.packed, runLo, runHi) // keep the canonical order
-					runLo, runHi = -1, -1
-					var beyond uint64
-					for set := either; set != 0; set &= set - 1 {
-						a := lo + int32(bits.TrailingZeros64(set))
-						dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
-						beyond |= uint64(b2i(dx*dx+dy*dy+dz*dz >= class.edge)) << (a - lo)
-					}
-					w.writeSet((near&^beyond|far&beyond)&either, lo)
-					continue
-				}
-				nlo, nhi := due.list(ci, sc.rslot[class.near])
-				flo, fhi := due.list(ci, sc.rslot[class.far])
-				if nlo == nhi && flo == fhi {
-					continue // nothing due to this recipient: the pending block stays open
-				}
-				w.block(due.packed, runLo, runHi) // keep the canonical order
-				runLo, runHi = -1, -1
-				p.writeTwoBands(w, due.picks[nlo:nhi], due.picks[flo:fhi], r, class.edge)
-				continue
-			}
-			// Seen from the recipient itself rather than from its whole
-			// cell, about half of the two-band blocks are in one band.
-			// With AVX2 the first maskActors stencil positions are
-			// checked at once, on the first such block (pointBands8: the
-			// same bounds as pointPeriod, eight boxes an instruction).
-			if !pointed && useAVX2 {
-				if sc.boxes.n < 0 {
-					sc.boxes.fill(f, cells, sc.classes)
-				}
-				nearBits, farBits = pointBands8(&sc.boxes, sc.boxes.n, rx, ry, rz)
-				pointed = true
-			}
-			if useAVX2 && i < sc.boxes.n {
-				switch {
-				case nearBits>>i&1 != 0:
-					period = class.near
-				case farBits>>i&1 != 0:
-					period = class.far
-				}
-			} else {
-				period = pointPeriod(rx, ry, rz, &f.cells[ci], class)
-			}
-		}
-		if period > 0 && listed { // one band, out of the throttle's reach (see classify)
-			// The cells of a run in one band have their lists back to
-			// back: one range for them all.
-			last := ci
-			if n := sc.runs[i]; n > 1 && class.period() > 0 {
-				i += int(n) - 1
-				last = cells[i]
-			}
-			lo, hi := due.lists(ci, last, sc.rslot[period])
-			if lo != runHi { // not adjacent to the pending block: write that first
-				w.block(due.packed, runLo, runHi)
-				runLo = lo
-			}
-			runHi = hi
-			if ci <= rc && rc <= last { // the recipient's own cell: leave r out
-				if j, found := slices.BinarySearch(due.picks[lo:hi], r); found {
-					w.block(due.packed, runLo, lo+int32(j))
-					runLo = lo + int32(j) + 1
-				}
-			}
-			continue
-		}
-		w.block(due.packed, runLo, runHi) // keep the canonical order
-		runLo, runHi = -1, -1
-		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
-		if !wanted && !(class.two() && listed && hi-lo <= maskActors) {
-			pick.want, wanted = p.clock.Want(rid), true
-			if useAVX2 {
-				pick.k.aim(pick, &p.bands)
-				if level > 0 {
-					pick.k.aimThrottled(pick, &p.bands, p.cfg.Throttle, level)
-				}
-			}
-		}
-		switch {
-		case class.two() && listed && hi-lo <= maskActors:
-			// Two neighbouring bands, as bit sets: which senders are past
-			// the edge is the only thing to compute per pair; the due
-			// lists of both periods, as masks, do the rest.
-			beyond := beyondEdge(f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], rx, ry, rz, class.edge)
-			picks := due.mask(ci, sc.rslot[class.near], lo)&^beyond | due.mask(ci, sc.rslot[class.far], lo)&beyond
-			if ci == rc {
-				picks &^= 1 << (r - lo)
-			}
-			w.writeSet(picks, lo)
-		case level == 0 && int(p.tiers.Longest())*int(spread) < interest.FastPeriods:
-			// Two bands in a cell too big for bit sets, more than two
-			// bands, or a cell too small to classify, or a budgeted
-			// client's cell without lists whose stretched periods are
-			// all short: the tier table per pair, without a branch per
-			// pair. The following cells of that kind whose actors
-			// continue this cell's join it (in a sparse world, a stencil
-			// row of chunks is one run of actors): one call for them all.
-			i, hi = f.joinRun(cells, sc.classes, i, hi)
-			changed, res := f.changed[lo:hi], f.res[lo:hi]
-			sc.growSel(len(changed))
-			pick.lo = lo
-			w.write(sc.sel[:pick.chooseByTiers(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, &p.tiers)])
-		case level > 0 && p.tiers.Longest() < interest.FastPeriods && p.cfg.Throttle.MaxLevel() < interest.FastPeriods-1:
-			// Throttling may act on these pairs: each pair's interest and
-			// combined periods from the tables, the pairs held back by
-			// throttling alone counted, without a branch per pair; the
-			// following cells of the kind whose actors continue this
-			// cell's in the same call.
-			i, hi = f.joinRun(cells, sc.classes, i, hi)
-			changed, res := f.changed[lo:hi], f.res[lo:hi]
-			sc.growSel(len(changed))
-			pick.lo, pick.rhalf, pick.clock = lo, rhalf, p.clock
-			m, h := pick.chooseThrottled(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, f.half[lo:hi], &p.tiers, p.cfg.Throttle, level)
-			held += int64(h)
-			w.write(sc.sel[:m])
-		default:
-			// A spread without lists, very long periods: pair by pair.
-			xs, ys, zs := f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
-			changed, res, want := f.changed[lo:hi], f.res[lo:hi], &pick.want
-			for k, c := range changed {
-				a := lo + int32(k)
-				if c <= oldest || a == r {
-					continue
-				}
-				dx, dy, dz := xs[k]-rx, ys[k]-ry, zs[k]-rz
-				period := p.tiers.PeriodSq(dx*dx + dy*dy + dz*dz)
-				ip := period
-				if level > 0 {
-					ip, period = p.periods(dx*dx+dy*dy+dz*dz, level)
-				}
-				if spread > 1 {
-					ip, period = stretch(ip, spread), stretch(period, spread)
-				}
-				if c+uint64(period) <= tick {
-					continue
-				}
-				if period > 1 && !p.due(&res[k], want, period, f.half[a], rhalf) {
-					if period > ip && c+uint64(ip) > tick && (ip == 1 || p.due(&res[k], want, ip, f.half[a], rhalf)) {
-						held++
-					}
-					continue
-				}
-				w.one(a)
-			}
-		}
-	}
-	w.block(due.packed, runLo, runHi)
-	return held
-}
-
 // growSel makes room in sel for n senders.
 func (sc *relayScratch) growSel(n int) {
 	if len(sc.sel) < n {
@@ -421,7 +268,7 @@ func (sc *relayScratch) growSel(n int) {
 type relayScratch struct {
 	cell    int32
 	classes []cellClass
-	boxes   cellBoxes  // the classes' boxes and edges, for pointBands8
+	boxes   cellBoxes  // the classes' boxes and edges, for pointBands
 	sel     []int32    // senders chosen in one cell
 	pick    picker     // the current recipient, for choosing in two-band cells
 	rslot   [256]int32 // per tier period: the due list slot of the current recipient

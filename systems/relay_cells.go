@@ -13,9 +13,10 @@ func (f *Frame) joinRun(cells []int32, classes []cellClass, i int, hi int32) (in
 }
 
 // cellBoxes is the boxes of a recipient cell's stencil positions, axis by
-// axis, with their classes' edges: what pointBands8 reads, eight positions
-// an instruction. n is the positions it covers, a multiple of 8 and at
-// most maskActors (the rest are padding); later positions use pointPeriod.
+// axis, with their classes' edges: what pointBands reads (with AVX2, eight
+// positions an instruction). n is the positions it covers, a multiple of 8
+// and at most maskActors (the rest are padding); later positions use
+// pointPeriod.
 type cellBoxes struct {
 	minx, maxx, miny, maxy, minz, maxz, edge []float32
 	n                                        int
@@ -219,4 +220,37 @@ func (f *Frame) boundCells(c0, c1 int) {
 			c.fresh = c.fresh && f.changed[a] == f.Tick
 		}
 	}
+}
+
+// pointBands returns which boxes of b (a recipient cell's first stencil
+// positions, see cellBoxes) are in one band seen from (rx, ry, rz): bit i
+// of near is set when pointPeriod would give position i its class's near
+// period, of far when it would give the far one. Seen from the recipient
+// itself rather than from its whole cell, about half of the two-band
+// blocks are in one band. With AVX2, eight boxes an instruction
+// (pointBands8, the same float32 steps); else one by one.
+func pointBands(b *cellBoxes, rx, ry, rz float32) (near, far uint64) {
+	if useAVX2 {
+		return pointBands8(b, b.n, rx, ry, rz)
+	}
+	for i := range b.n {
+		nx, fx := axisSpan(b.minx[i]-rx, b.maxx[i]-rx)
+		ny, fy := axisSpan(b.miny[i]-ry, b.maxy[i]-ry)
+		nz, fz := axisSpan(b.minz[i]-rz, b.maxz[i]-rz)
+		near |= uint64(b2i(fx*fx+fy*fy+fz*fz < b.edge[i])) << i
+		far |= uint64(b2i(nx*nx+ny*ny+nz*nz >= b.edge[i])) << i
+	}
+	return near, far
+}
+
+// pointBand is pointPeriod for stencil position i of class, from the sets
+// pointBands returned shifted right by i.
+func pointBand(class cellClass, near, far uint64) uint8 {
+	switch {
+	case near&1 != 0:
+		return class.near
+	case far&1 != 0:
+		return class.far
+	}
+	return 0
 }

@@ -225,6 +225,21 @@ func (k *tierKernel) aim(t *picker, bands *tierBands) {
 	}
 }
 
+// aim gives the picker the recipient's residues, want, and, where the
+// vector kernels choose (chooseByTiers8, and at a level above 0
+// chooseThrottled8), loads the recipient and the tier table into them.
+// The picker's other fields must be set.
+func (t *picker) aim(want interest.Residues, bands *tierBands, throttle interest.Throttle, level uint8) {
+	t.want = want
+	if !useAVX2 {
+		return
+	}
+	t.k.aim(t, bands)
+	if level > 0 {
+		t.k.aimThrottled(t, bands, throttle, level)
+	}
+}
+
 // aimThrottled adds to aim the periods of pairs at or past throttle's
 // distance in a cluster at pressure level: each band's combined with the
 // throttle's, stretched by the recipient's spread, for chooseThrottled8.

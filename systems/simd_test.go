@@ -74,14 +74,13 @@ func BenchmarkBeyondEdge(b *testing.B) {
 	}
 }
 
-// TestPointBandsDecideLikePointPeriod: pointBands8 (AVX2) puts every box
-// in the band pointPeriod does, for random boxes around and away from the
-// recipient, half of them with the edge at one of the box's exact bounds,
-// where a different rounding would show.
+// TestPointBandsDecideLikePointPeriod: pointBands (pointBands8 with AVX2,
+// the Go loop with -tags purego) puts every box in the band pointPeriod
+// does, for random boxes around and away from the recipient, half of them
+// with the edge at one of the box's exact bounds, where a different
+// rounding would show.
 func TestPointBandsDecideLikePointPeriod(t *testing.T) {
-	if !useAVX2 {
-		t.Skip("no AVX2: pointPeriod decides every box")
-	}
+	t.Logf("AVX2: %v", useAVX2)
 	r := rand.New(rand.NewPCG(5, 6))
 	var b cellBoxes
 	for it := range 20000 {
@@ -109,16 +108,10 @@ func TestPointBandsDecideLikePointPeriod(t *testing.T) {
 			}
 		}
 		b.fill(f, cells, classes)
-		near, far := pointBands8(&b, b.n, rx, ry, rz)
+		near, far := pointBands(&b, rx, ry, rz)
 		for i := range n {
 			want := pointPeriod(rx, ry, rz, &f.cells[i], classes[i])
-			got := uint8(0)
-			switch {
-			case near>>i&1 != 0:
-				got = classes[i].near
-			case far>>i&1 != 0:
-				got = classes[i].far
-			}
+			got := pointBand(classes[i], near>>i, far>>i)
 			require.Equal(t, want, got, "case %d, box %d of %d", it, i, n)
 		}
 	}
