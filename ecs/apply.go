@@ -2,6 +2,7 @@ package ecs
 
 import (
 	"github.com/mlange-42/ark/ecs"
+
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/grid"
 )

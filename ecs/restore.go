@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/mlange-42/ark/ecs"
+
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/grid"
 )

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/mlange-42/ark/ecs"
+
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/grid"
 )

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/ecs/save"
 )

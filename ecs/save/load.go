@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	ark "github.com/mlange-42/ark/ecs"
+
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"

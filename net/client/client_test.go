@@ -3,15 +3,20 @@ package client_test
 import (
 	"context"
 	"errors"
-	"github.com/throng-go/throng/net/internal/nettest"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	cws "github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng/net/client"
+	"github.com/throng-go/throng/net/internal/nettest"
 	"github.com/throng-go/throng/net/quic"
+	"github.com/throng-go/throng/net/websocket"
 	"github.com/throng-go/throng/net/wire"
 )
 
@@ -152,4 +157,57 @@ func TestClientMeasuresRecordsPerSecond(t *testing.T) {
 	}
 	want := float64(sent) / time.Since(start).Seconds()
 	assert.InEpsilon(t, want, c.Stats().RecordsPerSecond, 0.3, "sent %d records", sent)
+}
+
+// TestAWebSocketClientWhoseServerStopsReadingIsClosed: a server that
+// welcomes the client and then never reads again (so it never answers a
+// ping, and its socket fills) does not leave the client's sends hanging:
+// the connection closes (within about four thirds of the idle timeout; the
+// test allows far more, for a loaded machine), and sends return its error.
+func TestAWebSocketClientWhoseServerStopsReadingIsClosed(t *testing.T) {
+	stalled := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := cws.Accept(w, r, &cws.AcceptOptions{Subprotocols: []string{websocket.Subprotocol}})
+		if err != nil {
+			return
+		}
+		defer conn.CloseNow()
+		ctx := r.Context()
+		_, _, err = conn.Read(ctx) // the Hello
+		if err != nil {
+			return
+		}
+		if conn.Write(ctx, cws.MessageBinary, wire.AppendWelcome(nil, wire.Welcome{Actor: 1, TickRate: 30})) != nil {
+			return
+		}
+		<-stalled // and never reads again
+	}))
+	defer srv.Close()
+	defer close(stalled)
+	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/throng"
+	const idle = 300 * time.Millisecond
+	c, err := client.DialWebSocket(context.Background(), url, client.Config{Token: "t", IdleTimeout: idle})
+	require.NoError(t, err)
+	defer c.Close()
+
+	payload := make([]byte, 900)
+	sending := make(chan int, 1)
+	go func() { // until a send fails; one blocked for good would hang here
+		sent := 0
+		for c.SendCommand(payload) == nil {
+			sent++
+		}
+		sending <- sent
+	}()
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client is still open 5 s after its server stopped reading; it should close within 0.4 s")
+	}
+	select {
+	case <-sending:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a send is still blocked after the connection closed")
+	}
+	assert.Error(t, c.SendCommand(payload), "a send after the close fails")
 }

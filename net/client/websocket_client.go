@@ -47,7 +47,7 @@ func DialWebSocket(ctx context.Context, url string, cfg Config) (*Client, error)
 		return nil, fmt.Errorf("client: dial %s: the server does not speak %s", url, link.Subprotocol)
 	}
 	conn.SetReadLimit(int64(max(cfg.MaxFrame, wire.MaxBatchPayload)))
-	l := &wsLink{conn: conn, finished: make(chan struct{}), writeTimeout: cfg.IdleTimeout}
+	l := &wsLink{conn: conn, finished: make(chan struct{})}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	c := &Client{cfg: cfg, link: l, drained: make(chan struct{}, 1)}
 	if err := c.wsHandshake(ctx, l, hello); err != nil {
@@ -164,7 +164,9 @@ func (c *Client) readWebSocket(l *wsLink) {
 }
 
 // pingWebSocket pings the server every third of the idle timeout, and
-// closes a connection whose server does not answer within it.
+// closes a connection whose server does not answer within it. A ping waits
+// for a write under way, so a write blocked that long closes the
+// connection too (at most four thirds of the idle timeout after it began).
 func (c *Client) pingWebSocket(l *wsLink) {
 	defer c.wg.Done()
 	every := c.cfg.IdleTimeout / 3
@@ -190,10 +192,9 @@ func (c *Client) pingWebSocket(l *wsLink) {
 
 // wsLink is a Client's WebSocket connection.
 type wsLink struct {
-	conn         *websocket.Conn
-	ctx          context.Context // ends with Close
-	cancel       context.CancelFunc
-	writeTimeout time.Duration
+	conn   *websocket.Conn
+	ctx    context.Context // ends with Close
+	cancel context.CancelFunc
 
 	mu       sync.Mutex
 	cause    error // why the connection ended
@@ -215,10 +216,13 @@ func (l *wsLink) end(cause error) {
 	})
 }
 
+// sendMove writes one message. Its context has no deadline, which keeps
+// a write free of timers: a write that stays blocked (the server stopped
+// reading) is bounded by the pings instead, which share the connection's
+// writer and close it when one is not answered within the idle timeout
+// (pingWebSocket).
 func (l *wsLink) sendMove(frame []byte) error {
-	ctx, cancel := context.WithTimeout(l.ctx, l.writeTimeout)
-	defer cancel()
-	return l.conn.Write(ctx, websocket.MessageBinary, frame)
+	return l.conn.Write(l.ctx, websocket.MessageBinary, frame)
 }
 
 func (l *wsLink) sendReliable(frame []byte) error { return l.sendMove(frame) }

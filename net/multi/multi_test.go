@@ -2,7 +2,6 @@ package multi_test
 
 import (
 	"context"
-	"github.com/throng-go/throng/net/internal/nettest"
 	"slices"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng/net/client"
+	"github.com/throng-go/throng/net/internal/nettest"
 	"github.com/throng-go/throng/net/mem"
 	"github.com/throng-go/throng/net/multi"
 	"github.com/throng-go/throng/net/quic"

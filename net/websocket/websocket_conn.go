@@ -3,8 +3,6 @@ package websocket
 import (
 	"context"
 	"errors"
-	"github.com/throng-go/throng/net/internal/link"
-	"github.com/throng-go/throng/net/wire"
 	"io"
 	stdnet "net"
 	"net/http"
@@ -14,6 +12,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/coder/websocket"
+
+	"github.com/throng-go/throng/net/internal/link"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // wsConn is one session of a [Transport].

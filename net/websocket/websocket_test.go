@@ -3,7 +3,6 @@ package websocket_test
 import (
 	"context"
 	"errors"
-	"github.com/throng-go/throng/net/internal/nettest"
 	"io"
 	"net/http"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng/net/client"
+	"github.com/throng-go/throng/net/internal/nettest"
 	"github.com/throng-go/throng/net/quic"
 	"github.com/throng-go/throng/net/websocket"
 	"github.com/throng-go/throng/net/wire"
