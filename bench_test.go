@@ -213,8 +213,8 @@ func (c *benchCrowd) tick() {
 // does (Server.WakeWorkers): they poll through the bots' sends and the
 // tick's serial start instead of sleeping, which they did between ticks
 // without it (the sends and the ingest outlast the pool's spin window),
-// and Move ran on the tick goroutine alone while they woke, 76 -> 43 us
-// at square/1000 parallel+interest. BenchmarkPacedTick measures ticks
+// and Move ran on the tick goroutine alone while they woke.
+// BenchmarkPacedTick measures ticks
 // with and without the wake-up. The split by system: <system>-us is each
 // system's time a tick (Server.SystemTimes), on the tick goroutine plus in
 // its units, summed over the cores that ran them. Setup and warm-up are
@@ -345,8 +345,8 @@ func BenchmarkThrottledTick(b *testing.B) {
 // them, with and without waking them ahead of the tick as Server.Run does
 // (parallelism.workerWakeAheadMicros, Server.WakeWorkers). BenchmarkTick
 // runs ticks back to back and wakes the workers before each one.
-// Where a sleeping thread is slow to wake (a virtual machine: hundreds of
-// microseconds on the development VM), a paced tick without the wake-up
+// Where a sleeping thread is slow to wake (a virtual machine may take
+// hundreds of microseconds), a paced tick without the wake-up
 // runs its first parallel phase, or all of a short tick, on the tick
 // goroutine alone.
 //

@@ -86,7 +86,7 @@ func BenchmarkScheduleRun(b *testing.B) {
 // after writing it on the same core. A tick hands a frame (positions,
 // records, due lists) from Move's cores to every Relay core, and each
 // core's sends to the sessions it relays: on a machine where these
-// figures are high (400 to 460 ns a round trip on the development VM), the
+// figures are high (hundreds of nanoseconds a round trip), the
 // Relay units' summed time grows when they run side by side
 // (BenchmarkTick's busy-us/tick), and two cores buy less than twice the
 // speed.
