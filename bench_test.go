@@ -214,8 +214,8 @@ func (c *benchCrowd) tick() {
 // tick's serial start instead of sleeping, which they did between ticks
 // without it (the sends and the ingest outlast the pool's spin window),
 // and Move ran on the tick goroutine alone while they woke.
-// BenchmarkPacedTick measures ticks
-// with and without the wake-up. The split by system: <system>-us is each
+// BenchmarkPacedTick measures ticks with and without the wake-up. The
+// split by system: <system>-us is each
 // system's time a tick (Server.SystemTimes), on the tick goroutine plus in
 // its units, summed over the cores that ran them. Setup and warm-up are
 // outside the timer. allocs/op is what a tick allocates: nothing on the
