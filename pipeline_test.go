@@ -324,7 +324,7 @@ func TestEveryRecordFollowsAnAppearAndDisappearEndsThem(t *testing.T) {
 }
 
 // TestRelayMatchesBruteForce compares, on random populations, the pairs the
-// server relayed in a tick with an O(N^2) reading of the rules: the
+// server relayed in a tick with an O(N^2) reading of the rules (plainRelay): the
 // recipient's 3x3 stencil (by the chunks at the start of the tick), not
 // itself, the tier period of their distance, and the pair's phase. The
 // sparse walks spread 80 players over six chunks (a cell or 2 x 2 cells a
@@ -383,6 +383,8 @@ func relayMatchesBruteForce(t *testing.T, spawns []components.Transform, steps [
 		pos[i] = [3]float32{s.X, s.Y, s.Z}
 	}
 	changed := make([]int, len(spawns)) // tick of each actor's last accepted update
+	var actors []plainActor
+	var batches [][]byte
 	for k, row := range steps {
 		before := slices.Clone(pos)
 		tick := st.srv.Stats().Tick + 1
@@ -394,21 +396,20 @@ func relayMatchesBruteForce(t *testing.T, spawns []components.Transform, steps [
 			}
 		}
 		require.EqualValues(t, tick, st.tick(), "%s: step %d", label, k)
-		for r := range spawns {
-			want := map[uint32]int{}
-			kr := grid.KeyOf(spawns[r].WorldOrCell, before[r][0], before[r][1], 4096)
-			for s := range spawns {
-				ks := grid.KeyOf(spawns[s].WorldOrCell, before[s][0], before[s][1], 4096)
-				if s == r || !grid.Visible(kr, ks) || changed[s] == 0 {
-					continue
-				}
-				dx, dy, dz := pos[s][0]-pos[r][0], pos[s][1]-pos[r][1], pos[s][2]-pos[r][2]
-				period := tiers.PeriodSq(dx*dx + dy*dy + dz*dz)
-				if changed[s]+int(period) > int(tick) && interest.Sends(interest.Phase(st.players[s].actor, st.players[r].actor), uint64(tick), period) {
-					want[st.players[s].actor] = 1
-				}
+		actors = actors[:0]
+		for i := range spawns {
+			a := plainActor{
+				id:      st.players[i].actor,
+				key:     grid.KeyOf(spawns[i].WorldOrCell, before[i][0], before[i][1], 4096),
+				pos:     pos[i],
+				changed: uint64(changed[i]),
 			}
-			require.Equal(t, want, st.senders(r, int(tick)), "%s: tick %d recipient %d", label, tick, r)
+			wire.PutRecord(a.record[:], wire.Record{Actor: a.id, X: a.pos[0], Y: a.pos[1], Z: a.pos[2]})
+			actors = append(actors, a)
+		}
+		batches = plainRelay(actors, &tiers, uint64(tick), batches)
+		for r := range spawns {
+			require.Equal(t, plainSenders(t, batches[r]), st.senders(r, int(tick)), "%s: tick %d recipient %d", label, tick, r)
 		}
 	}
 }
