@@ -3,12 +3,14 @@ package throng_test
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
 	"testing"
 	"time"
 
+	ark "github.com/mlange-42/ark/ecs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/throng-go/throng/examples/crowd/scenario"
 	"github.com/throng-go/throng/net/mem"
 	"github.com/throng-go/throng/net/wire"
+	"github.com/throng-go/throng/scheduler"
 )
 
 // tickMode is one way of running the tick: the modes every performance
@@ -138,6 +141,13 @@ func newBenchCrowd(tb testing.TB, name string, n int, m tickMode) *benchCrowd {
 
 // newCrowdOf is newBenchCrowd for any population.
 func newCrowdOf(tb testing.TB, pop scenario.Population, m tickMode) *benchCrowd {
+	return newCrowdWith(tb, pop, m, nil)
+}
+
+// newCrowdWith is newCrowdOf with setup run on the server before its
+// first tick (to add systems, say), unless nil; it returns how many actors
+// it spawned.
+func newCrowdWith(tb testing.TB, pop scenario.Population, m tickMode, setup func(*throng.Server) int) *benchCrowd {
 	tb.Helper()
 	n := len(pop.Spawns)
 	opts := m.options()
@@ -145,6 +155,10 @@ func newCrowdOf(tb testing.TB, pop scenario.Population, m tickMode) *benchCrowd 
 	srv, err := throng.New(opts)
 	require.NoError(tb, err)
 	tb.Cleanup(func() { srv.Close() })
+	spawned := 0
+	if setup != nil {
+		spawned = setup(srv)
+	}
 	c := &benchCrowd{
 		srv:    srv,
 		bots:   pop.Bots(scenario.RestlessGait(), 1),
@@ -175,7 +189,7 @@ func newCrowdOf(tb testing.TB, pop scenario.Population, m tickMode) *benchCrowd 
 	for range warm {
 		c.tick()
 	}
-	require.Equal(tb, n, srv.Stats().Actors, "every bot is in the world")
+	require.Equal(tb, n+spawned, srv.Stats().Actors, "every bot is in the world")
 	require.Zero(tb, srv.Stats().Corrections, "bots stay within the server's rules")
 	return c
 }
@@ -313,6 +327,77 @@ func BenchmarkDormantProps(b *testing.B) {
 			}
 			measureTicks(b, c)
 		})
+	}
+}
+
+// BenchmarkWorldLife is the world of 10,000 players with life in it: as
+// many NPCs, which a system of the game's own walks a step every tick, and
+// 100,000 props that never change, each part on and off, with the shipped
+// defaults. It is the baseline for actors that cost nothing while they do
+// nothing: props=100000 against props=0 is what idle props cost a tick.
+//
+//	go test -run '^$' -bench 'BenchmarkWorldLife' -benchtime 30x .
+func BenchmarkWorldLife(b *testing.B) {
+	for _, life := range []struct{ npcs, props int }{{0, 0}, {10_000, 0}, {0, 100_000}, {10_000, 100_000}} {
+		b.Run(fmt.Sprintf("npcs=%d/props=%d", life.npcs, life.props), func(b *testing.B) {
+			pop, err := scenario.New("world", 10_000, 1)
+			require.NoError(b, err)
+			walk := &npcWalk{}
+			c := newCrowdWith(b, pop, modeNamed("parallel+interest+budget"), func(srv *throng.Server) int {
+				w := srv.World()
+				rng := rand.New(rand.NewPCG(7, 7))
+				side := float32(scenario.WorldChunks) * scenario.ChunkSize
+				for range life.props {
+					w.Spawn(ecs.ActorSpec{Transform: components.Transform{X: rng.Float32() * side, Y: rng.Float32() * side}})
+				}
+				for range life.npcs {
+					walk.ids = append(walk.ids, w.Spawn(ecs.ActorSpec{Transform: components.Transform{X: rng.Float32() * side, Y: rng.Float32() * side}}))
+				}
+				walk.world, walk.side = w, side
+				walk.transforms = ark.NewMap[components.Transform](w.Ark())
+				require.NoError(b, srv.AddSystem(walk))
+				return life.npcs + life.props
+			})
+			for range warmUpTicks {
+				c.tick()
+			}
+			measureTicks(b, c)
+		})
+	}
+}
+
+// npcWalk walks every NPC of its list a step a tick, each on its own
+// heading, turning at the map's edges.
+type npcWalk struct {
+	world      *ecs.World
+	transforms *ark.Map[components.Transform]
+	ids        []components.ActorID
+	side       float32
+	tick       int
+}
+
+func (n *npcWalk) Name() string { return "npc-walk" }
+
+func (n *npcWalk) Access() scheduler.Access {
+	return scheduler.Uses(scheduler.Write[components.Transform]())
+}
+
+func (n *npcWalk) RunSerial(*scheduler.Tick) {
+	n.tick++
+	for i, id := range n.ids {
+		e, ok := n.world.Entity(id)
+		if !ok {
+			continue
+		}
+		t := n.transforms.Get(e)
+		heading := float64(i%360) * math.Pi / 180
+		step := float32(5)
+		if (n.tick/300)%2 == 1 { // back and forth, so they stay on the map
+			step = -step
+		}
+		t.X = min(max(t.X+step*float32(math.Cos(heading)), 0), n.side-1)
+		t.Y = min(max(t.Y+step*float32(math.Sin(heading)), 0), n.side-1)
+		t.Yaw = float32(heading)
 	}
 }
 
