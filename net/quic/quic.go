@@ -289,34 +289,17 @@ func (q *Transport) Receive(dst []wire.Inbound) []wire.Inbound {
 // Stats.DroppedDatagrams; Stats.DatagramsOut counts those the session's
 // writer handed to QUIC.
 func (q *Transport) SendUnreliable(s wire.SessionID, datagram []byte) {
-	if len(datagram) < wire.BatchHeaderSize || len(datagram) > q.cfg.MaxDatagram {
-		q.n.DroppedDatagrams.Add(1)
-		return
-	}
-	c := q.session(s)
-	if c == nil || !c.post(datagram) {
-		q.n.DroppedDatagrams.Add(1)
-	}
+	q.SendUnreliableBatch(s, datagram, 0)
 }
 
 // SendUnreliableBatch implements [wire.BatchSender]: the datagrams go into the
 // session's mailbox under one lock, and its writer is woken once. Each is
 // kept or dropped (and counted) as SendUnreliable would.
 func (q *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size int) {
-	var dropped uint64
-	if c := q.session(s); c == nil {
-		_, dropped = link.PostAll(datagrams, size, 0, nil)
+	if c := q.session(s); c != nil {
+		c.slot.PostBatch(&c.mu, &c.closing, c.dgWake, datagrams, size, q.cfg.MaxDatagram, &q.n.Counts)
 	} else {
-		var kept uint64
-		c.mu.Lock()
-		kept, dropped = link.PostAll(datagrams, size, q.cfg.MaxDatagram, c.postLocked)
-		c.mu.Unlock()
-		if kept > 0 {
-			link.Wake(c.dgWake)
-		}
-	}
-	if dropped > 0 { // the relay's send path touches no shared counter
-		q.n.DroppedDatagrams.Add(dropped)
+		link.DropBatch(datagrams, size, &q.n.Counts)
 	}
 }
 

@@ -50,31 +50,6 @@ func newQUICConn(q *Transport, conn *quicgo.Conn, stream *quicgo.Stream) *quicCo
 	}
 }
 
-// post puts one datagram into the mailbox (see postLocked) and reports
-// whether it was kept.
-func (c *quicConn) post(d []byte) bool {
-	c.mu.Lock()
-	kept := c.postLocked(d)
-	c.mu.Unlock()
-	if kept {
-		link.Wake(c.dgWake)
-	}
-	return kept
-}
-
-// postLocked puts one datagram into the mailbox, c.mu held: a newer tick
-// replaces the slot's content, the same tick joins it, an older one is
-// refused, as is every datagram once the connection is closing. It
-// reports whether d was kept; the caller wakes the writer.
-func (c *quicConn) postLocked(d []byte) bool {
-	if c.closing {
-		return false
-	}
-	kept, replaced := c.slot.Put(d)
-	link.CountReplaced(&c.q.n.Replaced, &c.q.n.DroppedDatagrams, replaced)
-	return kept
-}
-
 type queueResult uint8
 
 const (

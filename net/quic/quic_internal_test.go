@@ -19,37 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// mailboxTicks lists the ticks of the datagrams waiting in c's mailbox.
-func mailboxTicks(c *quicConn) []uint32 {
-	var ticks []uint32
-	c.slot.Each(func(d []byte) { ticks = append(ticks, link.BatchTick(d)) })
-	return ticks
-}
-
-func TestMailboxKeepsOnlyTheNewestTicksDatagrams(t *testing.T) {
-	q := &Transport{cfg: Config{}.resolved()}
-	c := newQUICConn(q, nil, nil)
-	dgram := func(tick uint32) []byte { return wire.AppendBatchHeader(nil, tick, 0) }
-
-	assert.True(t, c.post(dgram(5)))
-	assert.True(t, c.post(dgram(5)), "a second datagram of the same tick joins the first")
-	assert.Equal(t, []uint32{5, 5}, mailboxTicks(c))
-
-	assert.True(t, c.post(dgram(6)))
-	assert.Equal(t, []uint32{6}, mailboxTicks(c), "a newer tick replaces the whole slot")
-	assert.Equal(t, uint64(2), q.n.Replaced.Load())
-	assert.Equal(t, uint64(2), q.n.DroppedDatagrams.Load())
-
-	assert.False(t, c.post(dgram(4)), "an older tick never replaces a newer one")
-	assert.Equal(t, []uint32{6}, mailboxTicks(c))
-
-	wrap := newQUICConn(q, nil, nil)
-	assert.True(t, wrap.post(dgram(1<<32-1)))
-	assert.True(t, wrap.post(dgram(0)), "the tick counter wraps: tick 0 follows tick 2^32-1")
-	assert.Equal(t, []uint32{0}, mailboxTicks(wrap))
-	assert.False(t, wrap.post(dgram(1<<32-2)))
-}
-
 func TestQUICServesACertificateFromFilesThatClientsVerify(t *testing.T) {
 	certPEM, keyPEM, err := developmentCertificate(time.Now())
 	require.NoError(t, err)

@@ -246,22 +246,13 @@ func (t *Transport) SendUnreliable(s wire.SessionID, datagram []byte) {
 	t.SendUnreliableBatch(s, datagram, 0)
 }
 
-// SendUnreliableBatch implements [wire.BatchSender].
+// SendUnreliableBatch implements [wire.BatchSender]: the batches go into
+// the session's mailbox under one lock, and its writer is woken once.
 func (t *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size int) {
-	var dropped uint64
-	if c := t.session(s); c == nil {
-		_, dropped = link.PostAll(datagrams, size, 0, nil)
+	if c := t.session(s); c != nil {
+		c.slot.PostBatch(&c.mu, &c.closing, c.wake, datagrams, size, t.cfg.MaxDatagram, &t.n.Counts)
 	} else {
-		var kept uint64
-		c.mu.Lock()
-		kept, dropped = link.PostAll(datagrams, size, t.cfg.MaxDatagram, c.postLocked)
-		c.mu.Unlock()
-		if kept > 0 {
-			link.Wake(c.wake)
-		}
-	}
-	if dropped > 0 { // the relay's send path touches no shared counter
-		t.n.DroppedDatagrams.Add(dropped)
+		link.DropBatch(datagrams, size, &t.n.Counts)
 	}
 }
 

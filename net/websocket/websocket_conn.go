@@ -332,15 +332,3 @@ func (t *Transport) watchdog() {
 		clear(open)
 	}
 }
-
-// postLocked puts one batch into the session's mailbox (see
-// mailbox.put), c.mu held, and reports whether it was kept; the caller
-// wakes the writer.
-func (c *wsConn) postLocked(d []byte) bool {
-	if c.closing {
-		return false
-	}
-	kept, replaced := c.slot.Put(d)
-	link.CountReplaced(&c.t.n.Replaced, &c.t.n.DroppedDatagrams, replaced)
-	return kept
-}

@@ -3,7 +3,6 @@ package link
 import (
 	"encoding/binary"
 	"iter"
-	"sync/atomic"
 
 	"github.com/throng-go/throng/net/wire"
 )
@@ -111,15 +110,6 @@ func (m *Mailbox) Put(d []byte) (kept bool, replaced int) {
 	m.tick = tick
 	m.Queue.Push(d)
 	return true, replaced
-}
-
-// CountReplaced counts datagrams a newer tick's replaced in a mailbox:
-// they are dropped, and counted as such too.
-func CountReplaced(replaced, dropped *atomic.Uint64, n int) {
-	if n > 0 {
-		replaced.Add(uint64(n))
-		dropped.Add(uint64(n))
-	}
 }
 
 // Wake signals a writer without blocking; one pending signal is enough.
