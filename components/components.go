@@ -68,6 +68,16 @@ type Chunk struct {
 	X, Y        int32
 }
 
+// Prop marks an actor as a prop: a crate, a door, a lamp. A prop matters
+// only to players near it (within the server's prop radius), so it is kept
+// in tables of its own, apart from the players and NPCs every tick moves
+// and relays: a prop that does not change costs a tick nothing. It changes
+// only when the game says so (World.Update): its Transform and Animation
+// are then told, reliably and in that tick, to every player within its
+// radius. Its MoveInput holds the place and flags those players were last
+// told. A prop never has a client.
+type Prop struct{}
+
 // Client ties an actor to the network session that drives it. Every actor
 // carries one; Session 0 marks an actor without a client (props, NPCs),
 // which is relayed to players but receives nothing, and which server

@@ -68,6 +68,10 @@ const (
 	// Despawned: the actor left the world from chunk From (To == From).
 	// Change.Entity is dead by then and Ark may recycle it.
 	Despawned
+	// Updated: a prop changed its Transform or Animation ([World.Update],
+	// or a Relocate or Teleport of a prop), From -> To (which may be
+	// equal); Last is where its viewers saw it before.
+	Updated
 )
 
 // String returns the kind's name.
@@ -81,6 +85,8 @@ func (k ChangeKind) String() string {
 		return "Spawned"
 	case Despawned:
 		return "Despawned"
+	case Updated:
+		return "Updated"
 	}
 	return "ChangeKind(?)"
 }
@@ -93,6 +99,13 @@ type Change struct {
 	From, To grid.AreaKey
 	// Session is the actor's Client.Session (0: no client).
 	Session uint64
+	// Prop says the actor is a prop. Its changes are Spawned, Updated and
+	// Despawned, and for the last two Last is the place (X, Y, Z, Yaw,
+	// WorldOrCell) and Flags are the animation flags its viewers were last
+	// told, the prop's MoveInput before the change.
+	Prop  bool
+	Last  components.Transform
+	Flags uint16
 }
 
 // ApplyReport lists what an Apply did. Reuse one report across ticks: Apply
@@ -172,6 +185,10 @@ func (w *World) applyMove(op *moveOp, report *ApplyReport) {
 	if op.teleport {
 		*t = op.transform
 	}
+	if rec.prop {
+		w.applyUpdate(op.id, rec, report)
+		return
+	}
 	to := w.KeyOf(*t)
 	from := rec.key
 	if to != from {
@@ -198,6 +215,37 @@ func (w *World) applyMove(op *moveOp, report *ApplyReport) {
 	})
 }
 
+// applyUpdate carries out a prop's queued change: the prop moves to the
+// chunk its Transform lies in, and if that or its place or flags changed
+// since its viewers were last told (its MoveInput), the change is reported
+// with what they were told, which MoveInput then takes.
+func (w *World) applyUpdate(id components.ActorID, rec actorRecord, report *ApplyReport) {
+	_, t, in, anim, _, _ := w.actorMap.Get(rec.entity)
+	to, from := w.KeyOf(*t), rec.key
+	was := components.Transform{X: in.X, Y: in.Y, Z: in.Z, Yaw: in.Yaw, WorldOrCell: in.WorldOrCell}
+	if to == from && *t == was && anim.Flags == in.Flags {
+		return
+	}
+	report.Changes = append(report.Changes, Change{
+		ID: id, Entity: rec.entity, Kind: Updated, From: from, To: to, Prop: true, Last: was, Flags: in.Flags,
+	})
+	relayedAs(in, *t, anim.Flags)
+	if to != from {
+		target := w.enterChunk(to, report)
+		w.touch(w.chunks[from].entity)
+		w.changeChunk(rec.entity, target)
+		w.leaveChunk(from)
+		rec.key = to
+		w.actors.put(id, rec)
+	}
+}
+
+// relayedAs sets a client-less actor's MoveInput to the place and flags
+// it is shown at (see components.MoveInput).
+func relayedAs(in *components.MoveInput, t components.Transform, flags uint16) {
+	in.X, in.Y, in.Z, in.Yaw, in.WorldOrCell, in.Flags = t.X, t.Y, t.Z, t.Yaw, t.WorldOrCell, flags
+}
+
 // changeChunk moves entity to the table of chunk target. It removes the
 // InChunk relation and adds it back with the new target instead of calling
 // SetRelation: Ark v0.8.1's SetRelation allocates the entity's new relation
@@ -220,22 +268,28 @@ func (w *World) applySpawn(op *spawnOp, report *ApplyReport) {
 	if op.spec.Client.Session == 0 {
 		// An actor without a client starts as relayed where it spawns
 		// (its Appear says so): Move relays it once a system moves it.
-		t := &op.spec.Transform
-		input = components.MoveInput{X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, WorldOrCell: t.WorldOrCell, Flags: op.spec.Animation.Flags}
+		relayedAs(&input, op.spec.Transform, op.spec.Animation.Flags)
 	}
 	var marker components.InChunk
-	e := w.actorMap.NewEntity(&op.id, &op.spec.Transform, &input, &op.spec.Animation, &op.spec.Client, &marker,
-		ecs.RelIdx(inChunkIndex, target))
+	var e ecs.Entity
+	if op.spec.Prop {
+		e = w.propMap.NewEntity(&op.id, &op.spec.Transform, &input, &op.spec.Animation, &op.spec.Client, &marker, &components.Prop{},
+			ecs.RelIdx(inChunkIndex, target))
+		w.props++
+	} else {
+		e = w.actorMap.NewEntity(&op.id, &op.spec.Transform, &input, &op.spec.Animation, &op.spec.Client, &marker,
+			ecs.RelIdx(inChunkIndex, target))
+	}
 	if op.spec.Init != nil {
 		op.spec.Init(w.world, e)
 	}
 	client := op.spec.Client.Session != 0
-	w.actors.put(op.id, actorRecord{entity: e, key: key, client: client})
+	w.actors.put(op.id, actorRecord{entity: e, key: key, client: client, prop: op.spec.Prop})
 	if client {
 		w.addClients(key, 1)
 	}
 	report.Changes = append(report.Changes, Change{
-		ID: op.id, Entity: e, Kind: Spawned, From: key, To: key, Session: op.spec.Client.Session,
+		ID: op.id, Entity: e, Kind: Spawned, From: key, To: key, Session: op.spec.Client.Session, Prop: op.spec.Prop,
 	})
 }
 
@@ -245,7 +299,14 @@ func (w *World) applyDespawn(id components.ActorID, report *ApplyReport) {
 		report.Ignored++
 		return
 	}
-	session := w.clients.Get(rec.entity).Session
+	change := Change{ID: id, Entity: rec.entity, Kind: Despawned, From: rec.key, To: rec.key, Prop: rec.prop}
+	_, _, in, _, client, _ := w.actorMap.Get(rec.entity)
+	change.Session = client.Session
+	if rec.prop {
+		change.Last = components.Transform{X: in.X, Y: in.Y, Z: in.Z, Yaw: in.Yaw, WorldOrCell: in.WorldOrCell}
+		change.Flags = in.Flags
+		w.props--
+	}
 	w.touch(w.chunks[rec.key].entity)
 	w.world.RemoveEntity(rec.entity)
 	w.actors.drop(id)
@@ -253,9 +314,7 @@ func (w *World) applyDespawn(id components.ActorID, report *ApplyReport) {
 	if rec.client {
 		w.addClients(rec.key, -1)
 	}
-	report.Changes = append(report.Changes, Change{
-		ID: id, Entity: rec.entity, Kind: Despawned, From: rec.key, To: rec.key, Session: session,
-	})
+	report.Changes = append(report.Changes, change)
 }
 
 // enterChunk counts one more actor in chunk key, creating its entity if
@@ -295,8 +354,8 @@ func (w *World) newChunk(key grid.AreaKey) ecs.Entity {
 	// chunk that had it before.
 	c := &w.chunkSlots[id]
 	c.entity = e
-	c.filter = ecs.NewFilter6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk](w.world).
-		Relations(ecs.RelIdx(inChunkIndex, e))
+	c.filter = newActorFilter(w.world, false).Relations(ecs.RelIdx(inChunkIndex, e))
+	c.props = newActorFilter(w.world, true).Relations(ecs.RelIdx(inChunkIndex, e))
 	c.gen++
 	c.live = true
 	return e

@@ -282,3 +282,26 @@ func compareKeys(a, b grid.AreaKey) int {
 	}
 	return cmp.Compare(a.X, b.X)
 }
+
+// PropsIn appends to dst one [ChunkView] per table of props in chunk key
+// (none if the chunk has no entity) and returns it. The views are valid as
+// Snapshot's are: until the next structural change. Props have tables of
+// their own and no place in Snapshot's views, so that a tick's work over
+// actors never touches them: a game's systems and the join ask for the
+// props of the chunks they look at. It queries Ark, so call it in the
+// serial phases, not under the guard.
+func (w *World) PropsIn(key grid.AreaKey, dst []ChunkView) []ChunkView {
+	c, ok := w.chunks[key]
+	if !ok {
+		return dst
+	}
+	q := w.chunkSlots[c.entity.ID()].props.Query()
+	for q.NextTable() {
+		ids, transforms, inputs, animations, clients, _ := q.GetColumns()
+		dst = append(dst, ChunkView{
+			Key: key, Chunk: c.entity, Entities: q.Entities(), IDs: ids, Transforms: transforms,
+			Inputs: inputs, Animations: animations, Clients: clients,
+		})
+	}
+	return dst
+}

@@ -21,6 +21,11 @@ type ActorSpec struct {
 	Animation components.Animation
 	// Client.Session 0 means no client drives the actor (a prop or an NPC).
 	Client components.Client
+	// Prop makes the actor a prop (see [components.Prop]): kept out of
+	// [World.Snapshot], listed by [World.PropsIn], changed only through
+	// [World.Update]. A prop has no client: Spawn panics if Client.Session
+	// is set too.
+	Prop bool
 	// Init, if set, runs when the spawn is applied, with the new actor's
 	// entity: it may add the game's own components to it (Ark's Unsafe
 	// API or a Map), which then count as part of the spawn rather than as
@@ -48,6 +53,7 @@ type World struct {
 	clients    *ecs.Map[components.Client]
 	inChunk    *ecs.Map[components.InChunk]
 	chunkMap   *ecs.Map[components.Chunk]
+	propMap    *ecs.Map7[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk, components.Prop]
 	filter     *actorFilter
 
 	guardFilter *ecs.Filter0
@@ -55,6 +61,7 @@ type World struct {
 	guarded     bool
 
 	actors actorIndex
+	props  int // how many of actors are props
 	chunks map[grid.AreaKey]chunkRecord
 	// emptyChunks lists the empty chunks in the order they emptied (those
 	// of one Apply in a fixed order), which is the order they are let go
@@ -137,14 +144,25 @@ type World struct {
 type chunkSlot struct {
 	entity  ecs.Entity
 	filter  *actorFilter
+	props   *actorFilter // the chunk's props' tables (World.PropsIn)
 	mark    uint32
 	gen     uint32
 	clients int32 // actors with a client in the chunk, as chunkRecord.clients
 	live    bool  // the entity stands for a chunk in the index, not parked
 }
 
-// actorFilter matches every actor: the columns a ChunkView holds.
+// actorFilter matches actors by the columns a ChunkView holds.
 type actorFilter = ecs.Filter6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk]
+
+// newActorFilter returns a filter for every actor but the props, or for
+// the props alone.
+func newActorFilter(w *ecs.World, props bool) *actorFilter {
+	f := ecs.NewFilter6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk](w)
+	if props {
+		return f.With(ecs.C[components.Prop]())
+	}
+	return f.Without(ecs.C[components.Prop]())
+}
 
 // rankedChunk is a chunk as the ranking keeps it: its key with its entity,
 // so that numbering the chunks in key order is a plain walk, without a
@@ -159,6 +177,7 @@ type actorRecord struct {
 	entity ecs.Entity
 	key    grid.AreaKey
 	client bool // spawned with a session
+	prop   bool // spawned as a prop
 	live   bool // the record is in use (see actorIndex)
 }
 
@@ -202,7 +221,8 @@ func NewWorld(chunkSize float32) *World {
 		clients:      ecs.NewMap[components.Client](w),
 		inChunk:      ecs.NewMap[components.InChunk](w),
 		chunkMap:     ecs.NewMap[components.Chunk](w),
-		filter:       ecs.NewFilter6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk](w).Register(),
+		propMap:      ecs.NewMap7[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk, components.Prop](w),
+		filter:       newActorFilter(w, false).Register(),
 		guardFilter:  ecs.NewFilter0(w),
 		chunks:       make(map[grid.AreaKey]chunkRecord),
 		nextID:       1,
@@ -264,6 +284,9 @@ func (w *World) Key(id components.ActorID) (grid.AreaKey, bool) {
 	return r.key, ok
 }
 
+// Props returns how many of the world's actors ([World.Len]) are props.
+func (w *World) Props() int { return w.props }
+
 // Len returns the number of actors in the world: spawned by an Apply and
 // not yet despawned by one.
 func (w *World) Len() int { return w.actors.n }
@@ -320,6 +343,9 @@ func (w *World) addClients(key grid.AreaKey, n int32) {
 // It panics under the guard, and after 2^32-1 spawns.
 func (w *World) Spawn(spec ActorSpec) components.ActorID {
 	w.checkUnguarded("Spawn")
+	if spec.Prop && spec.Client.Session != 0 {
+		panic("ecs: a prop cannot have a client (ActorSpec.Prop with Client.Session set)")
+	}
 	if w.nextID == math.MaxUint32 {
 		panic("ecs: ActorID space exhausted (2^32-1 spawns); IDs are never reused")
 	}
@@ -355,6 +381,20 @@ func (w *World) Despawn(id components.ActorID) {
 // It panics under the guard.
 func (w *World) Relocate(id components.ActorID) {
 	w.checkUnguarded("Relocate")
+	w.queueMove(moveOp{id: id})
+}
+
+// Update queues a prop's change: the game has written its Transform or
+// Animation (a crate pushed, a door opened), and Apply moves it to its new
+// chunk and reports it as [Updated], with the place its viewers were last
+// told, so that the join tells everyone within the prop radius of either
+// place. An update that changed nothing is not reported. For an actor
+// that is not a prop, Update is [World.Relocate]: Move relays what such an
+// actor does. Unknown or despawned actors are ignored and counted.
+//
+// It panics under the guard.
+func (w *World) Update(id components.ActorID) {
+	w.checkUnguarded("Update")
 	w.queueMove(moveOp{id: id})
 }
 
