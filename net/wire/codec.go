@@ -32,6 +32,7 @@ const (
 	TypeRefuse     Type = 0x14 // server -> client, reliable: turned away ([Refuse])
 	TypeEvent      Type = 0x15 // server -> client, reliable: a game's own event (opaque payload)
 	TypeRate       Type = 0x16 // server -> client, reliable: the rate the server ticks at now ([Rate])
+	TypeProp       Type = 0x17 // server -> client, reliable: a prop in view, new or changed ([Prop])
 	TypeBatch      Type = 0x20 // server -> client, datagram: movement records ([Batch])
 )
 
@@ -58,6 +59,8 @@ func (t Type) String() string {
 		return "Refuse"
 	case TypeRate:
 		return "Rate"
+	case TypeProp:
+		return "Prop"
 	case TypeBatch:
 		return "Batch"
 	}
@@ -114,6 +117,7 @@ const (
 	DisappearSize  = HeaderSize + 4
 	CorrectionSize = HeaderSize + 4 + 4*4 + 4
 	RateSize       = HeaderSize + 2 + 2
+	PropSize       = AppearSize
 )
 
 // MaxTokenLen is the longest token a [Hello] carries, in bytes.
@@ -159,6 +163,20 @@ type Welcome struct {
 // moved into range). A client gets an actor's Appear before any movement
 // record for it.
 type Appear struct {
+	Actor       uint32
+	X, Y, Z     float32
+	Yaw         float32
+	WorldOrCell uint32
+	Flags       uint16
+}
+
+// Prop tells a client about a prop within its sight: the prop came into
+// it (spawned, or within reach as either moved) or changed (moved, or its
+// flags did: a door opened). The newest Prop for an actor is its state; a
+// [Disappear] ends it. Props are sent on the reliable stream, in the tick
+// they change, to every client within the server's prop radius, and no
+// movement record is ever sent for one. Its layout is Appear's.
+type Prop struct {
 	Actor       uint32
 	X, Y, Z     float32
 	Yaw         float32
@@ -300,7 +318,7 @@ func PeekType(b []byte) (Type, error) {
 	}
 	switch t {
 	case TypeHello, TypeMove, TypeCommand, TypeWelcome, TypeAppear, TypeDisappear,
-		TypeCorrection, TypeRefuse, TypeEvent, TypeRate, TypeBatch:
+		TypeCorrection, TypeRefuse, TypeEvent, TypeRate, TypeProp, TypeBatch:
 		return t, nil
 	}
 	return 0, ErrUnknownType

@@ -99,6 +99,23 @@ func DecodeAppear(b []byte) (Appear, error) {
 	return Appear{Actor: binary.LittleEndian.Uint32(b[2:]), X: x, Y: y, Z: z, Yaw: yaw, WorldOrCell: w, Flags: binary.LittleEndian.Uint16(b[26:])}, nil
 }
 
+// AppendProp appends a as a Prop frame of PropSize bytes.
+func AppendProp(dst []byte, a Prop) []byte {
+	dst = appendHeader(dst, TypeProp)
+	dst = binary.LittleEndian.AppendUint32(dst, a.Actor)
+	dst = appendPlace(dst, a.X, a.Y, a.Z, a.Yaw, a.WorldOrCell)
+	return binary.LittleEndian.AppendUint16(dst, a.Flags)
+}
+
+// DecodeProp decodes a Prop frame.
+func DecodeProp(b []byte) (Prop, error) {
+	if err := checkFixed(b, TypeProp, PropSize); err != nil {
+		return Prop{}, err
+	}
+	x, y, z, yaw, w := readPlace(b[6:])
+	return Prop{Actor: binary.LittleEndian.Uint32(b[2:]), X: x, Y: y, Z: z, Yaw: yaw, WorldOrCell: w, Flags: binary.LittleEndian.Uint16(b[26:])}, nil
+}
+
 // AppendDisappear appends d as a Disappear frame of DisappearSize bytes.
 func AppendDisappear(dst []byte, d Disappear) []byte {
 	dst = appendHeader(dst, TypeDisappear)

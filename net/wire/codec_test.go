@@ -55,6 +55,8 @@ func goldenFrames(t testing.TB) []struct {
 		{"Appear", AppendAppear(nil, Appear{Actor: 42, X: 1, Y: 2, Z: -3, Yaw: 0.5, WorldOrCell: 0x3c, Flags: 0x0102}),
 			"01 11 2a000000 0000803f 00000040 000040c0 0000003f 3c000000 0201"},
 		{"Disappear", AppendDisappear(nil, Disappear{Actor: 0xdeadbeef}), "01 12 efbeadde"},
+		{"Prop", AppendProp(nil, Prop{Actor: 42, X: 1, Y: 2, Z: -3, Yaw: 0.5, WorldOrCell: 0x3c, Flags: 0x0102}),
+			"01 17 2a000000 0000803f 00000040 000040c0 0000003f 3c000000 0201"},
 		{"Correction", AppendCorrection(nil, Correction{Seq: 9, X: 1, Y: 2, Z: -3, Yaw: 0.5, WorldOrCell: 0x3c}),
 			"01 13 09000000 0000803f 00000040 000040c0 0000003f 3c000000"},
 		{"Refuse", AppendRefuse(nil, Refuse{Code: RefuseBusy, Reason: []byte("busy")}), "01 14 01 04 62757379"},
@@ -138,6 +140,7 @@ func TestRandomFramesSurviveTheRoundTrip(t *testing.T) {
 			AppendWelcome(nil, Welcome{Actor: r.Uint32(), TickRate: uint16(r.Uint32()), Tick: r.Uint32(), X: randF32(r), Y: randF32(r), Z: randF32(r), Yaw: randF32(r), WorldOrCell: r.Uint32()}),
 			AppendAppear(nil, Appear{Actor: r.Uint32(), X: randF32(r), Y: randF32(r), Z: randF32(r), Yaw: randF32(r), WorldOrCell: r.Uint32(), Flags: uint16(r.Uint32())}),
 			AppendDisappear(nil, Disappear{Actor: r.Uint32()}),
+			AppendProp(nil, Prop{Actor: r.Uint32(), X: randF32(r), Y: randF32(r), Z: randF32(r), Yaw: randF32(r), WorldOrCell: r.Uint32(), Flags: uint16(r.Uint32())}),
 			AppendCorrection(nil, Correction{Seq: r.Uint32(), X: randF32(r), Y: randF32(r), Z: randF32(r), Yaw: randF32(r), WorldOrCell: r.Uint32()}),
 			AppendRefuse(nil, Refuse{Code: RefuseCode(r.Uint32()), Reason: reason}),
 			AppendCommand(nil, token),
@@ -168,6 +171,8 @@ func reencode(t testing.TB, f *Frame) []byte {
 		return AppendAppear(nil, f.Appear)
 	case TypeDisappear:
 		return AppendDisappear(nil, f.Disappear)
+	case TypeProp:
+		return AppendProp(nil, f.Prop)
 	case TypeCorrection:
 		return AppendCorrection(nil, f.Correction)
 	case TypeRefuse:

@@ -92,6 +92,9 @@
 //	  0  1  version       1  1  type
 //	  2  2  nominal tick rate (Hz)   4  2  rate over the last second (1/100 Hz)
 //
+//	Prop       0x17  server -> client, reliable        28 bytes
+//	  laid out as Appear: a prop in view, new or changed
+//
 //	Batch      0x20  server -> client, datagram        8 + 20*count bytes
 //	  0  1  version       1  1  type
 //	  2  4  tick (uint32, low 32 bits)
@@ -122,7 +125,8 @@
 //   - Handshake: client [AppendHello]; server [DecodeHello], then
 //     [AppendWelcome] or [AppendRefuse] with [RefuseBusy],
 //     [RefuseProtocol] or [RefuseToken].
-//   - Tell a client who it sees: [AppendAppear], [AppendDisappear].
+//   - Tell a client who it sees: [AppendAppear], [AppendDisappear]; the
+//     props near it: [AppendProp].
 //   - Carry the game's own messages, which Throng does not read: a
 //     client's commands (client.Client.SendCommand, [AppendCommand],
 //     [DecodeCommand]) and the server's events ([AppendEvent]; a client

@@ -10,6 +10,7 @@ type Frame struct {
 	Move       Move
 	Welcome    Welcome
 	Appear     Appear
+	Prop       Prop
 	Disappear  Disappear
 	Correction Correction
 	Refuse     Refuse
@@ -36,6 +37,8 @@ func Decode(b []byte, f *Frame) error {
 		f.Welcome, err = DecodeWelcome(b)
 	case TypeAppear:
 		f.Appear, err = DecodeAppear(b)
+	case TypeProp:
+		f.Prop, err = DecodeProp(b)
 	case TypeDisappear:
 		f.Disappear, err = DecodeDisappear(b)
 	case TypeCorrection:
