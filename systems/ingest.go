@@ -39,6 +39,7 @@ type session struct {
 
 // sessionIngest is what ingest and the join read and write.
 type sessionIngest struct {
+	id      wire.SessionID
 	state   sessionState
 	actor   components.ActorID
 	entity  ark.Entity // the actor's entity, once playing (stable for its life)
@@ -189,6 +190,7 @@ type routedMove struct {
 // the session without hashing.
 func (p *Pipeline) openSession(id wire.SessionID) {
 	s := &session{}
+	s.id = id
 	if n := len(p.freeSlots); n > 0 {
 		s.slot = p.freeSlots[n-1]
 		p.freeSlots = p.freeSlots[:n-1]

@@ -51,6 +51,7 @@ func (p *Pipeline) join() {
 	}
 	p.closedSlots = p.closedSlots[:0]
 	p.deriveVisibility()
+	p.tellProps()
 }
 
 // sendCorrections tells every client whose update was rejected this tick

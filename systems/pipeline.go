@@ -63,6 +63,12 @@ type Config struct {
 	// SavedTypes are the game's components that a player's actor keeps
 	// while the player is away (see Entry.Player).
 	SavedTypes []save.Type
+	// PropRadius is how near a player a prop must be to be in its sight,
+	// and PropSlack how far the player moves before its sight is taken
+	// again: a player sees every prop within PropRadius and none beyond
+	// PropRadius + 2*PropSlack (see props.go). 0 means the defaults,
+	// DefaultPropRadiusUnits and DefaultPropSlackUnits.
+	PropRadius, PropSlack float32
 }
 
 // Entry is what Admit decides for a Hello it lets in.
@@ -92,7 +98,8 @@ type TickStats struct {
 	BytesOut        int64
 	Corrections     int
 	Appears         int
-	Disappears      int
+	Disappears      int   // of actors and props
+	PropsSent       int   // Prop frames: props come into sight or changed
 	Throttled       int64 // pairs not sent this tick because of throttling
 	Owed            int   // records owed to clients after this tick's cuts
 	Pressure        int   // highest cluster pressure level this tick
@@ -191,6 +198,7 @@ type Pipeline struct {
 	out                    []byte
 	report                 ecs.ApplyReport
 	vis                    visibility
+	sight                  propSight
 	stats                  TickStats
 }
 
@@ -227,6 +235,7 @@ func New(cfg Config, world *ecs.World, transport wire.Transport) (*Pipeline, err
 	p.frame.due.setPeriods(&p.tiers)
 	p.bands = bandsOf(&p.tiers)
 	p.pressedSpread = pressedSpread(&p.tiers)
+	p.sight.configure(cfg.PropRadius, cfg.PropSlack)
 	return p, nil
 }
 

@@ -82,13 +82,16 @@ type changedActor struct {
 func (p *Pipeline) deriveVisibility() {
 	v := &p.vis
 	changes := p.report.Changes
-	p.stats.Appears, p.stats.Disappears = 0, 0
+	p.stats.Appears, p.stats.Disappears, p.stats.PropsSent = 0, 0, 0
 	if len(changes) == 0 {
 		return
 	}
 	v.index.reset(len(changes))
 	v.changed = v.changed[:0]
 	for _, c := range changes {
+		if c.Prop { // props are in sight by distance, not by chunk (tellProps)
+			continue
+		}
 		i, ok := v.index.get(c.ID.ID)
 		if !ok {
 			i = int32(len(v.changed))
@@ -113,7 +116,7 @@ func (p *Pipeline) deriveVisibility() {
 		}
 	}
 	for _, c := range changes {
-		if c.Kind == ecs.Spawned {
+		if c.Kind == ecs.Spawned && !c.Prop {
 			i, _ := v.index.get(c.ID.ID)
 			p.welcome(&v.changed[i])
 		}

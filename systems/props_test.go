@@ -1,0 +1,188 @@
+package systems
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/net/wire"
+)
+
+// propRig is a rig among props: the players walk, and the test spawns,
+// changes and despawns props between ticks, as a game's systems would.
+type propRig struct {
+	*rig
+	props []components.ActorID // spawned and not despawned
+	// known[i] is what player i was told: each prop in its sight, at the
+	// state last told.
+	known []map[uint32]wire.Prop
+	pos   []components.Transform // where each player asked to be
+}
+
+const (
+	testPropRadius = 3000
+	testPropSlack  = 400
+)
+
+func newPropRig(t *testing.T, players int, rng *rand.Rand) *propRig {
+	spawns := make([]components.Transform, players)
+	for i := range spawns {
+		spawns[i] = components.Transform{X: rng.Float32() * 12000, Y: rng.Float32() * 12000}
+	}
+	cfg := Config{PropRadius: testPropRadius, PropSlack: testPropSlack}
+	r := &propRig{rig: newRig(t, cfg, spawns), pos: spawns}
+	for range players {
+		r.known = append(r.known, map[uint32]wire.Prop{})
+	}
+	return r
+}
+
+// step moves every player by up to stride, ticks, and reads what each was
+// told, checking that a Prop frame is sent only for a prop that came into
+// sight or changed: told reports, per player, the props told this tick.
+func (r *propRig) step(rng *rand.Rand, stride float32) {
+	for i, c := range r.clients {
+		r.seq[i]++
+		p := &r.pos[i]
+		p.X = min(max(p.X+(rng.Float32()*2-1)*stride, 0), 12000)
+		p.Y = min(max(p.Y+(rng.Float32()*2-1)*stride, 0), 12000)
+		require.NoError(r.t, c.Send(wire.AppendMove(nil, wire.Move{Seq: r.seq[i], X: p.X, Y: p.Y})))
+	}
+	r.rig.step()
+	for i, c := range r.clients {
+		c.DrainDatagrams(func(d []byte) {
+			b, err := wire.DecodeBatch(d)
+			require.NoError(r.t, err)
+			for k := range b.Len() {
+				_, isProp := r.known[i][b.At(k).Actor]
+				require.False(r.t, isProp, "no movement record is sent for a prop")
+			}
+		})
+		c.DrainReliable(func(f []byte) {
+			var fr wire.Frame
+			require.NoError(r.t, wire.Decode(f, &fr))
+			switch fr.Type {
+			case wire.TypeProp:
+				was, ok := r.known[i][fr.Prop.Actor]
+				require.False(r.t, ok && was == fr.Prop, "tick %d: player %d told prop %d again, unchanged", r.tick, i, fr.Prop.Actor)
+				r.known[i][fr.Prop.Actor] = fr.Prop
+			case wire.TypeDisappear:
+				delete(r.known[i], fr.Disappear.Actor)
+			}
+		})
+	}
+}
+
+// check holds every player's props against the rule, worked out afresh
+// from the world: every prop within the radius of the player is known at
+// its state now, and every prop known is within the radius plus twice the
+// slack and known at its state now.
+func (r *propRig) check() {
+	p := r.p
+	now := map[uint32]wire.Prop{}
+	for _, id := range r.props {
+		e, ok := p.world.Entity(id)
+		require.True(r.t, ok)
+		now[id.ID] = p.propOf(id.ID, p.inputs.Get(e))
+	}
+	for i := range r.clients {
+		e, ok := p.world.Entity(components.ActorID{ID: r.actors[i]})
+		require.True(r.t, ok)
+		at := p.transforms.Get(e)
+		for id, state := range now {
+			d2 := sq(state.X-at.X) + sq(state.Y-at.Y)
+			known, ok := r.known[i][id]
+			if d2 <= testPropRadius*testPropRadius {
+				require.True(r.t, ok, "tick %d: player %d does not know prop %d, %.0f away", r.tick, i, id, sqrt(d2))
+			}
+			if ok {
+				require.Equal(r.t, state, known, "tick %d: player %d knows prop %d at an old state", r.tick, i, id)
+				require.LessOrEqual(r.t, d2, sq(testPropRadius+2*testPropSlack), "tick %d: player %d knows prop %d, %.0f away", r.tick, i, id, sqrt(d2))
+			}
+		}
+		for id := range r.known[i] {
+			_, ok := now[id]
+			require.True(r.t, ok, "tick %d: player %d still knows prop %d, despawned", r.tick, i, id)
+		}
+	}
+}
+
+func sq(v float32) float32 { return v * v }
+
+func sqrt(v float32) float32 {
+	x := v
+	for range 30 {
+		if x == 0 {
+			return 0
+		}
+		x = (x + v/x) / 2
+	}
+	return x
+}
+
+// TestPropsReachThePlayersWithinTheirRadius plays a world of walking
+// players among props that are spawned, pushed, changed and despawned,
+// and checks after every tick what each player was told against the rule
+// worked out from the world (propRig.check): every prop within the radius
+// known at its current state, none beyond the radius and twice the slack,
+// no despawned prop left, no Prop frame for a prop that did not change.
+func TestPropsReachThePlayersWithinTheirRadius(t *testing.T) {
+	for _, stride := range []float32{150, 900} { // a walk; leaps past the slack every tick
+		t.Run(fmt.Sprintf("stride=%g", stride), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(3, uint64(stride)))
+			r := newPropRig(t, 12, rng)
+			w := r.p.world
+			transforms, anims := r.p.transforms, r.p.anims
+			for range 400 {
+				r.props = append(r.props, w.Spawn(ecs.ActorSpec{
+					Transform: components.Transform{X: rng.Float32() * 12000, Y: rng.Float32() * 12000}, Prop: true,
+				}))
+			}
+			var told int
+			for tick := range 120 {
+				r.step(rng, stride)
+				r.check()
+				for _, k := range r.known {
+					told += len(k)
+				}
+				for range 10 { // push a few, change a few
+					id := r.props[rng.IntN(len(r.props))]
+					e, _ := w.Entity(id)
+					if rng.IntN(2) == 0 {
+						tr := transforms.Get(e)
+						tr.X = min(max(tr.X+(rng.Float32()*2-1)*2000, 0), 12000)
+						tr.Y = min(max(tr.Y+(rng.Float32()*2-1)*2000, 0), 12000)
+					} else {
+						anims.Get(e).Flags ^= 1 << rng.IntN(16)
+					}
+					w.Update(id)
+				}
+				if tick%7 == 0 { // one goes, one comes; one comes and goes at once
+					i := rng.IntN(len(r.props))
+					w.Despawn(r.props[i])
+					r.props = append(r.props[:i], r.props[i+1:]...)
+					r.props = append(r.props, w.Spawn(ecs.ActorSpec{
+						Transform: components.Transform{X: rng.Float32() * 12000, Y: rng.Float32() * 12000}, Prop: true,
+					}))
+					brief := w.Spawn(ecs.ActorSpec{Transform: r.pos[0], Prop: true})
+					w.Despawn(brief)
+				}
+				if tick%11 == 0 { // pushed, then gone in the same tick
+					i := rng.IntN(len(r.props))
+					e, _ := w.Entity(r.props[i])
+					transforms.Get(e).X += 500
+					w.Update(r.props[i])
+					w.Despawn(r.props[i])
+					r.props = append(r.props[:i], r.props[i+1:]...)
+				}
+			}
+			r.step(rng, stride)
+			r.check()
+			require.Greater(t, told, 12*120, "players had props in sight")
+		})
+	}
+}
