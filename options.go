@@ -131,6 +131,8 @@ type Options struct {
 	Persistence Persistence `json:"persistence,omitzero"`
 	// Debug opens the spectator window for operators. Key "debug".
 	Debug Debug `json:"debug,omitzero"`
+	// Props says how near players props matter. Key "props".
+	Props Props `json:"props,omitzero"`
 	// LoadFrom is a save to start from: a save directory (its latest
 	// save) or a save file. The server's world starts as the save left
 	// it, before the first tick; a save that cannot be read whole fails
@@ -311,6 +313,8 @@ type Settings struct {
 	Persistence PersistenceSettings
 	// Debug is the resolved "debug" section.
 	Debug DebugSettings
+	// Props is the resolved "props" section.
+	Props PropSettings
 	// LoadFrom is the save the world starts from, or "".
 	LoadFrom string
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/throng-go/throng/net/client"
+	"github.com/throng-go/throng/systems"
 )
 
 // Defaults of the operational sections.
@@ -29,7 +30,49 @@ const (
 	// is disconnected.
 	DefaultFloodFactor  = 10
 	DefaultFloodSeconds = 2
+	// DefaultPropRadiusUnits and DefaultPropSlackUnits: a player sees the
+	// props within 5,600 units (80 m where a 4,096-unit chunk is 58.5 m)
+	// and takes its sight again after walking 700 (10 m).
+	DefaultPropRadiusUnits = systems.DefaultPropRadiusUnits
+	DefaultPropSlackUnits  = systems.DefaultPropSlackUnits
 )
+
+// Props is the "props" section: how near a player props matter. A prop
+// (ecs.ActorSpec.Prop) is told to the players within its radius, in the
+// tick it spawns or changes, and to a player who comes within it; it
+// costs a tick nothing while it stands unchanged.
+type Props struct {
+	// RadiusUnits: every prop within this distance of a player, in world
+	// units, is in its sight. Above 0. Key "radiusUnits"; nil means
+	// [DefaultPropRadiusUnits].
+	RadiusUnits *float32 `json:"radiusUnits,omitempty"`
+	// SlackUnits is how far a player moves before its sight is taken
+	// again. A player sees no prop farther than RadiusUnits plus twice
+	// SlackUnits; a smaller slack makes that tighter and takes sight more
+	// often. Above 0. Key "slackUnits"; nil means [DefaultPropSlackUnits].
+	SlackUnits *float32 `json:"slackUnits,omitempty"`
+}
+
+// PropSettings is [Props] resolved.
+type PropSettings struct {
+	RadiusUnits, SlackUnits float32
+}
+
+func (p Props) resolve(r *resolver) PropSettings {
+	s := PropSettings{
+		RadiusUnits: r.distance("props.radiusUnits", p.RadiusUnits, DefaultPropRadiusUnits),
+		SlackUnits:  r.distance("props.slackUnits", p.SlackUnits, DefaultPropSlackUnits),
+	}
+	for _, k := range []struct {
+		key string
+		v   *float32
+	}{{"props.radiusUnits", p.RadiusUnits}, {"props.slackUnits", p.SlackUnits}} {
+		if k.v != nil && *k.v == 0 {
+			r.fail(k.key, "must be above 0")
+		}
+	}
+	return s
+}
 
 // Admission is the "admission" section: turning new players away while the
 // server is over budget, so those already playing keep their tick rate.

@@ -79,6 +79,7 @@ func TestZeroOptionsResolveToDocumentedDefaults(t *testing.T) {
 		MaxRecordsPerTick: 57,
 		Persistence:       throng.PersistenceSettings{Every: 300 * time.Second, Keep: 3},
 		Debug:             throng.DebugSettings{FramesPerSecond: 10},
+		Props:             throng.PropSettings{RadiusUnits: throng.DefaultPropRadiusUnits, SlackUnits: throng.DefaultPropSlackUnits},
 	}, s)
 }
 
@@ -279,6 +280,8 @@ func TestOutOfRangeValuesAreErrors(t *testing.T) {
 		{`{"parallelism": {"throttleWorkShare": 0}}`, "parallelism.throttleWorkShare: must be above 0 and at most 1, got 0"},
 		{`{"parallelism": {"throttleWorkShare": 1.5}}`, "parallelism.throttleWorkShare: must be above 0 and at most 1, got 1.5"},
 		{`{"admission": {"joinAppearsPerTick": -1}}`, "admission.joinAppearsPerTick: must not be negative, got -1"},
+		{`{"props": {"radiusUnits": 0}}`, "props.radiusUnits: must be above 0"},
+		{`{"props": {"slackUnits": -5}}`, "props.slackUnits: must not be negative, got -5"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.doc, func(t *testing.T) {
@@ -433,6 +436,7 @@ func fullOptions() throng.Options {
 		},
 		Persistence: throng.Persistence{Dir: "saves", EverySeconds: new(120.5), Keep: new(5)},
 		Debug:       throng.Debug{Listen: "127.0.0.1:7778", Token: "s3cret", FramesPerSecond: new(5)},
+		Props:       throng.Props{RadiusUnits: new(float32(4000)), SlackUnits: new(float32(250.5))},
 		LoadFrom:    "saves",
 	}
 }

@@ -124,6 +124,8 @@ func New(opts Options) (*Server, error) {
 		Protocol:          opts.Protocol,
 		Admit:             opts.Admit,
 		SavedTypes:        opts.SavedTypes,
+		PropRadius:        settings.Props.RadiusUnits,
+		PropSlack:         settings.Props.SlackUnits,
 	}, s.world, s.transport)
 	if err != nil {
 		s.pool.Close()
