@@ -39,6 +39,8 @@ type tickMode struct {
 	// throttled turns adaptive throttling on with a budget no tick meets,
 	// so that every cluster is at full pressure (BenchmarkThrottledTick).
 	throttled bool
+	// propSlack, when set, is props.slackUnits.
+	propSlack float32
 }
 
 // tickModes returns the modes in the order the benchmarks run them.
@@ -72,6 +74,10 @@ func (m tickMode) options() throng.Options {
 	if m.budget {
 		connection = throng.Connection{}
 	}
+	var props throng.Props
+	if m.propSlack > 0 {
+		props.SlackUnits = new(m.propSlack)
+	}
 	return throng.Options{
 		Transport: mem.New(mem.Options{CountOnly: true}),
 		Logger:    slog.New(slog.DiscardHandler),
@@ -85,6 +91,7 @@ func (m tickMode) options() throng.Options {
 			ThrottleWorkShare:      m.throttleWorkShare(),
 		},
 		Connection: connection,
+		Props:      props,
 	}
 }
 
@@ -189,7 +196,7 @@ func newCrowdWith(tb testing.TB, pop scenario.Population, m tickMode, setup func
 	for range warm {
 		c.tick()
 	}
-	require.Equal(tb, n+spawned, srv.Stats().Actors, "every bot is in the world")
+	require.Equal(tb, n+spawned, srv.World().Len(), "every bot is in the world")
 	require.Zero(tb, srv.Stats().Corrections, "bots stay within the server's rules")
 	return c
 }
@@ -348,7 +355,7 @@ func BenchmarkWorldLife(b *testing.B) {
 				rng := rand.New(rand.NewPCG(7, 7))
 				side := float32(scenario.WorldChunks) * scenario.ChunkSize
 				for range life.props {
-					w.Spawn(ecs.ActorSpec{Transform: components.Transform{X: rng.Float32() * side, Y: rng.Float32() * side}})
+					w.Spawn(ecs.ActorSpec{Transform: components.Transform{X: rng.Float32() * side, Y: rng.Float32() * side}, Prop: true})
 				}
 				for range life.npcs {
 					walk.ids = append(walk.ids, w.Spawn(ecs.ActorSpec{Transform: components.Transform{X: rng.Float32() * side, Y: rng.Float32() * side}}))
@@ -568,4 +575,53 @@ func TestRoamingTickAllocatesNothing(t *testing.T) {
 	})
 	assert.Zero(t, allocs, "allocations per tick of a crowd crossing chunk borders")
 	assert.Greater(t, crossings, 100, "actors crossed borders (appears sent) while allocations were counted")
+}
+
+// TestATickAmongPropsAllocatesNothing pins the promise for props: 240
+// players pace among 3,000 props, taking their sight again every few
+// ticks (props.slackUnits 100), while ten props a tick are changed and
+// told to those who see them. Once warmed up, a tick allocates nothing.
+func TestATickAmongPropsAllocatesNothing(t *testing.T) {
+	const chunk = scenario.ChunkSize
+	pop := scenario.Population{Name: "props"}
+	area := scenario.Area{MinX: 100, MaxX: 3*chunk - 100, MinY: 100, MaxY: chunk - 100}
+	for i := range 240 {
+		x := area.MinX + float32(i*37%int(area.MaxX-area.MinX))
+		y := area.MinY + float32(i*101%int(area.MaxY-area.MinY))
+		pop.Spawns = append(pop.Spawns, scenario.Spawn{Transform: components.Transform{X: x, Y: y}, Area: area})
+	}
+	m := modeNamed("parallel+interest")
+	m.workers, m.propSlack = 4, 100
+	var props []components.ActorID
+	c := newCrowdWith(t, pop, m, func(srv *throng.Server) int {
+		rng := rand.New(rand.NewPCG(5, 5))
+		for range 3000 {
+			props = append(props, srv.World().Spawn(ecs.ActorSpec{Prop: true, Transform: components.Transform{
+				X: rng.Float32() * 3 * chunk, Y: rng.Float32() * chunk,
+			}}))
+		}
+		return len(props)
+	})
+	w := c.srv.World()
+	anims := ark.NewMap[components.Animation](w.Ark())
+	next := 0
+	tick := func() int {
+		for range 10 {
+			id := props[next%len(props)]
+			next += 7
+			e, ok := w.Entity(id)
+			require.True(t, ok)
+			anims.Get(e).Flags++
+			w.Update(id)
+		}
+		c.tick()
+		return c.srv.Stats().PropsSent
+	}
+	for range 300 {
+		tick()
+	}
+	var told int
+	allocs := testing.AllocsPerRun(100, func() { told += tick() })
+	assert.Zero(t, allocs, "allocations per tick among props")
+	assert.Greater(t, told, 1000, "props were told (changed, or come into sight) while allocations were counted")
 }
