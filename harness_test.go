@@ -25,11 +25,12 @@ type player struct {
 
 // stage is a test server on the in-memory transport with scripted players.
 type stage struct {
-	t       *testing.T
-	srv     *throng.Server
-	players []*player
-	spawns  []components.Transform
-	maxOwed int // most records owed after any tick of runWalk
+	t         *testing.T
+	srv       *throng.Server
+	players   []*player
+	spawns    []components.Transform
+	maxOwed   int // most records owed after any tick of runWalk
+	propsSent int // Prop frames sent over a runWalkAmong
 }
 
 // newStage starts a server with opts and one player per spawn point, and

@@ -10,11 +10,13 @@ import (
 	"slices"
 	"testing"
 
+	ark "github.com/mlange-42/ark/ecs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net/wire"
@@ -100,13 +102,41 @@ func walk(seed uint64, n, ticks int) (spawns []components.Transform, steps [][][
 }
 
 func runWalk(t *testing.T, opts throng.Options, spawns []components.Transform, steps [][][3]float32) *stage {
+	return runWalkAmong(t, opts, spawns, steps, 0)
+}
+
+// runWalkAmong plays a walk among n props, five of them pushed and
+// changed every tick once there are any, so that the props' frames are
+// part of the bytes compared.
+func runWalkAmong(t *testing.T, opts throng.Options, spawns []components.Transform, steps [][][3]float32, n int) *stage {
 	st := newStage(t, opts, spawns)
-	for _, row := range steps {
+	w := st.srv.World()
+	rng := rand.New(rand.NewPCG(11, 11))
+	var props []components.ActorID
+	for range n {
+		props = append(props, w.Spawn(ecs.ActorSpec{Prop: true, Transform: components.Transform{
+			X: float32(rng.IntN(3*4096) - 4096), Y: float32(rng.IntN(2*4096) - 4096), WorldOrCell: uint32(rng.IntN(5) / 4),
+		}}))
+	}
+	transforms := ark.NewMap[components.Transform](w.Ark())
+	anims := ark.NewMap[components.Animation](w.Ark())
+	for k, row := range steps {
 		for i, p := range row {
 			st.move(i, p[0], p[1], p[2])
 		}
+		if k > 0 && n > 0 {
+			for range 5 {
+				id := props[rng.IntN(len(props))]
+				e, ok := w.Entity(id)
+				require.True(t, ok)
+				transforms.Get(e).X += float32(rng.IntN(1001) - 500)
+				anims.Get(e).Flags++
+				w.Update(id)
+			}
+		}
 		st.tick()
 		st.maxOwed = max(st.maxOwed, st.srv.Stats().Owed)
+		st.propsSent += st.srv.Stats().PropsSent
 	}
 	return st
 }
@@ -133,17 +163,18 @@ func TestSameInputsGiveSameBytesOnEveryWorkerAndShardCount(t *testing.T) {
 		opts.Connection.MaxRecordsPerTick = new(8)
 		return opts
 	}
-	reference := runWalk(t, budgeted(inline(true)), spawns, steps)
+	reference := runWalkAmong(t, budgeted(inline(true)), spawns, steps, 2000)
 	var total int
 	for _, p := range reference.players {
 		total += len(p.wire)
 	}
 	require.Greater(t, total, 10000, "the walk must produce traffic to compare")
+	require.Greater(t, reference.propsSent, 5000, "the walk must tell props")
 	require.Positive(t, reference.maxOwed, "the crowd must run into the per-connection budget")
 	for _, workers := range []int{1, 2, 4, 8} {
 		for _, shards := range []int{1, 16} {
 			t.Run(fmt.Sprintf("workers=%d/shards=%d", workers, shards), func(t *testing.T) {
-				sameBytes(t, reference, runWalk(t, budgeted(parallel(workers, shards, true)), spawns, steps))
+				sameBytes(t, reference, runWalkAmong(t, budgeted(parallel(workers, shards, true)), spawns, steps, 2000))
 			})
 		}
 	}

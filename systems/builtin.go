@@ -134,9 +134,9 @@ func (s *joinSystem) Name() string { return JoinName }
 func (s *joinSystem) Access() scheduler.Access {
 	return scheduler.Uses(scheduler.WriteResource(FrameResource), scheduler.WriteResource(TransportResource), scheduler.Structural())
 }
-func (s *joinSystem) RunSerial(*scheduler.Tick) {
+func (s *joinSystem) RunSerial(t *scheduler.Tick) {
 	s.p.world.Release()
-	s.p.join()
+	s.p.join(t)
 }
 
 // plan returns this tick's units: one per shard, or a single unit that

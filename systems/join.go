@@ -5,12 +5,15 @@ import (
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/net/wire"
+	"github.com/throng-go/throng/scheduler"
 )
 
 // join is the serial end of the tick: it queues the chunk moves Move found,
 // applies every queued structural change (ecs.World.Apply), then tells
-// clients who appeared and disappeared from their view, and sums up the
-// tick. Runs on the tick goroutine, after the world's guard is released.
+// clients who appeared and disappeared from their view and the props in
+// their sight (on the pool through t, when there are many to look at; t
+// may be nil), and sums up the tick. Runs on the tick goroutine, after
+// the world's guard is released.
 //
 // Movement datagrams are not handed over here: each Relay unit hands its
 // own recipients' datagrams to the transport as soon as they are built
@@ -18,7 +21,7 @@ import (
 // from one unit, in order, so every client's stream is the same on any
 // worker count, and the serial join never carries the N^2 volume, which
 // would make it the tick's ceiling however many cores relay.
-func (p *Pipeline) join() {
+func (p *Pipeline) join(t *scheduler.Tick) {
 	start := time.Now()
 	f := &p.frame
 	st := &p.stats
@@ -51,7 +54,7 @@ func (p *Pipeline) join() {
 	}
 	p.closedSlots = p.closedSlots[:0]
 	p.deriveVisibility()
-	p.tellProps()
+	p.tellProps(t)
 }
 
 // sendCorrections tells every client whose update was rejected this tick

@@ -7,6 +7,7 @@ import (
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/net/wire"
+	"github.com/throng-go/throng/scheduler"
 )
 
 // Prop sight: which props each player is told about.
@@ -32,21 +33,39 @@ import (
 // moves near it.
 
 // Defaults of the prop sight, in world units (about 70 to the metre where
-// a 4096-unit chunk is 58.5 m): the radius is 80 m, the radius seed games
-// of crowds and props held 200 players at 30 Hz with; the slack an eighth
-// of it, so that a walking player takes its sight again every few seconds.
+// a 4096-unit chunk is 58.5 m): the radius is 80 m, the radius at which
+// seed games of crowds among props held 200 players at 30 Hz; the slack
+// an eighth of it, so that a walking player takes its sight again every
+// few seconds.
 const (
 	DefaultPropRadiusUnits = 5600
 	DefaultPropSlackUnits  = 700
 )
 
 // propSight is the join's state of prop sight: each session's sight
-// point, by session slot, and the scratch of one look.
+// point by session slot, the props' places by chunk, and the work of this
+// tick's looks.
 type propSight struct {
 	reach, slack float32 // R+d and d
 	points       []sightPoint
-	views        []ecs.ChunkView
-	gone         []uint32 // props whose Updated found them despawned: their Despawned is told already
+	// places holds, per chunk looked at, its props as told: a flat copy
+	// of their MoveInputs that the looks read instead of querying Ark's
+	// tables, valid until a prop of the chunk changes (stale).
+	places map[grid.AreaKey]*propChunk
+	views  []ecs.ChunkView
+	gone   []uint32 // props whose Updated found them despawned: their Despawned is told already
+	// looks are this tick's sessions whose sight is taken again, and
+	// lookUnits their units on the pool (lookJob).
+	looks     []look
+	lookUnits []scheduler.Unit
+	lookers   []looker
+	job       lookJob
+}
+
+// propChunk is one chunk's props as told.
+type propChunk struct {
+	props []wire.Prop
+	stale bool
 }
 
 // sightPoint is where a session's props were last taken from.
@@ -56,17 +75,17 @@ type sightPoint struct {
 	world uint32
 }
 
-// place is where a prop stands for its viewers.
-type place struct {
-	x, y  float32
-	world uint32
+// look is one session's sight taken again: from old to next.
+type look struct {
+	session   wire.SessionID
+	old, next sightPoint
 }
 
-func (s sightPoint) sees(q place, reach float32) bool {
-	if s.actor == 0 || s.world != q.world {
+func (s sightPoint) sees(q *wire.Prop, reach float32) bool {
+	if s.actor == 0 || s.world != q.WorldOrCell {
 		return false
 	}
-	dx, dy := q.x-s.x, q.y-s.y
+	dx, dy := q.X-s.x, q.Y-s.y
 	return dx*dx+dy*dy <= reach*reach
 }
 
@@ -79,14 +98,21 @@ func (ps *propSight) configure(radius, slack float32) {
 		slack = DefaultPropSlackUnits
 	}
 	ps.reach, ps.slack = radius+slack, slack
+	ps.places = make(map[grid.AreaKey]*propChunk)
 }
+
+// minLooksToOffload is the fewest looks a tick hands to the pool; fewer
+// run on the tick goroutine, where a pool pass's handoff would cost more
+// than they do.
+const minLooksToOffload = 32
 
 // tellProps runs in the join after the actors' visibility: it tells the
 // props' changes of this Apply to the players who see them, then takes
 // again the sight points of the players who moved past the slack (and
-// first takes those of players new to it). A world without props skips
-// it: the points it would take describe no prop either way.
-func (p *Pipeline) tellProps() {
+// first takes those of players new to it), on the pool through t when
+// there are many. A world without props skips it: the points it would
+// take describe no prop either way.
+func (p *Pipeline) tellProps(t *scheduler.Tick) {
 	ps := &p.sight
 	if p.world.Props() == 0 && !p.propChanged() {
 		return
@@ -100,15 +126,16 @@ func (p *Pipeline) tellProps() {
 	if len(ps.points) < len(p.slots) {
 		ps.points = append(ps.points, make([]sightPoint, len(p.slots)-len(ps.points))...)
 	}
+	ps.looks = ps.looks[:0]
 	for slot, s := range p.slots {
 		pt := &ps.points[slot]
 		if s == nil || s.state != playing {
 			pt.actor = 0
 			continue
 		}
-		t := p.transforms.Get(s.entity)
-		if pt.actor == s.actor.ID && pt.world == t.WorldOrCell {
-			dx, dy := t.X-pt.x, t.Y-pt.y
+		tr := p.transforms.Get(s.entity)
+		if pt.actor == s.actor.ID && pt.world == tr.WorldOrCell {
+			dx, dy := tr.X-pt.x, tr.Y-pt.y
 			if dx*dx+dy*dy <= ps.slack*ps.slack {
 				continue
 			}
@@ -116,92 +143,157 @@ func (p *Pipeline) tellProps() {
 		if pt.actor != s.actor.ID {
 			pt.actor = 0 // a new player, or a new one in the slot: it saw nothing
 		}
-		p.lookAgain(s, pt, sightPoint{actor: s.actor.ID, x: t.X, y: t.Y, world: t.WorldOrCell})
-	}
-}
-
-// propChanged reports whether this Apply changed a prop.
-func (p *Pipeline) propChanged() bool {
-	for i := range p.report.Changes {
-		if p.report.Changes[i].Prop {
-			return true
+		next := sightPoint{actor: s.actor.ID, x: tr.X, y: tr.Y, world: tr.WorldOrCell}
+		ps.looks = append(ps.looks, look{session: s.id, old: *pt, next: next})
+		// The chunks it will look in are brought up to date here, on the
+		// tick goroutine: the looks only read them.
+		p.placesAround(next)
+		if pt.actor != 0 {
+			p.placesAround(*pt)
 		}
+		*pt = next
 	}
-	return false
+	p.runLooks(t)
 }
 
-// tellPropChange tells one prop change to the players who see the prop,
-// before or after it.
-func (p *Pipeline) tellPropChange(c *ecs.Change) {
+// runLooks runs this tick's looks: in units of consecutive looks on the
+// pool, each unit with its own buffer and counts, or all on the tick
+// goroutine when they are few or t is nil. Each session's frames come
+// from one look, so the split never changes a byte a client gets.
+func (p *Pipeline) runLooks(t *scheduler.Tick) {
 	ps := &p.sight
-	was := place{c.Last.X, c.Last.Y, c.Last.WorldOrCell}
-	switch c.Kind {
-	case ecs.Spawned:
-		e, ok := p.world.Entity(c.ID)
-		if !ok { // despawned in the same Apply: no one was told of it
-			ps.gone = append(ps.gone, c.ID.ID)
-			return
+	n := 1
+	if t != nil && !p.inline && len(ps.looks) >= minLooksToOffload {
+		n = max(min(len(p.units), len(ps.looks)/(minLooksToOffload/2)), 1)
+	}
+	if len(ps.lookers) < n {
+		ps.lookers = append(ps.lookers, make([]looker, n-len(ps.lookers))...)
+	}
+	ps.job = lookJob{p: p, n: n}
+	if n == 1 {
+		ps.job.RunUnit(0)
+	} else {
+		ps.lookUnits = ps.lookUnits[:0]
+		for u := range n {
+			ps.lookUnits = append(ps.lookUnits, scheduler.Unit{Key: lookKeySalt ^ uint64(u), Cost: float64(len(ps.looks) / n)})
 		}
-		msg := p.propOf(c.ID.ID, p.inputs.Get(e))
-		now := place{msg.X, msg.Y, msg.WorldOrCell}
-		for slot := range ps.points {
-			if ps.points[slot].sees(now, ps.reach) {
-				p.sendProp(slot, msg)
-			}
-		}
-	case ecs.Updated:
-		e, ok := p.world.Entity(c.ID)
-		if !ok { // despawned later in the same Apply: its viewers lose it here
-			ps.gone = append(ps.gone, c.ID.ID)
-			p.tellGone(c.ID.ID, was)
-			return
-		}
-		msg := p.propOf(c.ID.ID, p.inputs.Get(e))
-		now := place{msg.X, msg.Y, msg.WorldOrCell}
-		for slot := range ps.points {
-			pt := &ps.points[slot]
-			if pt.sees(now, ps.reach) {
-				p.sendProp(slot, msg)
-			} else if pt.sees(was, ps.reach) {
-				p.sendPropGone(slot, c.ID.ID)
-			}
-		}
-	case ecs.Despawned:
-		for _, id := range ps.gone {
-			if id == c.ID.ID {
-				return
-			}
-		}
-		p.tellGone(c.ID.ID, was)
+		t.Parallel(&ps.job, ps.lookUnits)
+	}
+	for u := range n {
+		lk := &ps.lookers[u]
+		p.stats.PropsSent += lk.props
+		p.stats.Disappears += lk.disappears
+		lk.props, lk.disappears = 0, 0
 	}
 }
 
-// tellGone tells everyone who saw prop id at q that it is gone.
-func (p *Pipeline) tellGone(id uint32, q place) {
-	ps := &p.sight
-	for slot := range ps.points {
-		if ps.points[slot].sees(q, ps.reach) {
-			p.sendPropGone(slot, id)
-		}
+// lookKeySalt keeps the looks' units apart from the join's other keys in
+// the pool's cost table.
+const lookKeySalt = 0x510e527fade682d1
+
+// lookJob runs the looks: unit u the u-th of n slices of them.
+type lookJob struct {
+	p *Pipeline
+	n int
+}
+
+func (j *lookJob) RunUnit(u int) {
+	ps := &j.p.sight
+	lk := &ps.lookers[u]
+	for i := len(ps.looks) * u / j.n; i < len(ps.looks)*(u+1)/j.n; i++ {
+		lk.look(j.p, &ps.looks[i])
 	}
 }
 
-// lookAgain moves a session's sight point from *pt to next and tells it
-// the props that came into its sight and left it: it walks the props of
-// the chunks around both points, those around the old one only where they
-// are not around the new one.
-func (p *Pipeline) lookAgain(s *session, pt *sightPoint, next sightPoint) {
-	old := *pt
-	*pt = next
-	lo, hi := p.sightChunks(next)
-	p.lookIn(s, old, next, lo, hi, nil)
-	if old.actor != 0 {
-		olo, ohi := p.sightChunks(old)
-		if old.world != next.world {
-			p.lookIn(s, old, next, olo, ohi, nil)
+// looker is one unit's state: its frame buffer and what it sent.
+type looker struct {
+	out               []byte
+	props, disappears int
+}
+
+// look tells one session what came into its sight and what left it as
+// its point moved from l.old to l.next: it walks the props of the chunks
+// around the new point, then those around the old one that the first walk
+// did not cover.
+func (lk *looker) look(p *Pipeline, l *look) {
+	lo, hi := p.sightChunks(l.next)
+	lk.lookIn(p, l, lo, hi, nil)
+	if l.old.actor != 0 {
+		olo, ohi := p.sightChunks(l.old)
+		if l.old.world != l.next.world {
+			lk.lookIn(p, l, olo, ohi, nil)
 		} else {
-			p.lookIn(s, old, next, olo, ohi, &[2]grid.AreaKey{lo, hi})
+			lk.lookIn(p, l, olo, ohi, &[2]grid.AreaKey{lo, hi})
 		}
+	}
+}
+
+// lookIn compares, for every prop in the chunks from lo to hi (skipping
+// those from skip[0] to skip[1]), whether l.old and l.next see it, and
+// tells l.session the difference.
+func (lk *looker) lookIn(p *Pipeline, l *look, lo, hi grid.AreaKey, skip *[2]grid.AreaKey) {
+	reach := p.sight.reach
+	for y := lo.Y; y <= hi.Y; y++ {
+		for x := lo.X; x <= hi.X; x++ {
+			if skip != nil && x >= skip[0].X && x <= skip[1].X && y >= skip[0].Y && y <= skip[1].Y {
+				continue
+			}
+			c := p.sight.places[grid.AreaKey{WorldOrCell: lo.WorldOrCell, X: x, Y: y}]
+			if c == nil {
+				continue
+			}
+			for i := range c.props {
+				q := &c.props[i]
+				seen, sees := l.old.sees(q, reach), l.next.sees(q, reach)
+				switch {
+				case sees && !seen:
+					lk.out = wire.AppendProp(lk.out[:0], *q)
+					p.transport.SendReliable(l.session, lk.out)
+					lk.props++
+				case seen && !sees:
+					lk.out = wire.AppendDisappear(lk.out[:0], wire.Disappear{Actor: q.Actor})
+					p.transport.SendReliable(l.session, lk.out)
+					lk.disappears++
+				}
+			}
+		}
+	}
+}
+
+// placesAround brings up to date the places of the chunks a sight point's
+// reach touches.
+func (p *Pipeline) placesAround(pt sightPoint) {
+	ps := &p.sight
+	lo, hi := p.sightChunks(pt)
+	for y := lo.Y; y <= hi.Y; y++ {
+		for x := lo.X; x <= hi.X; x++ {
+			key := grid.AreaKey{WorldOrCell: pt.world, X: x, Y: y}
+			c := ps.places[key]
+			if c != nil && !c.stale {
+				continue
+			}
+			if c == nil {
+				c = &propChunk{}
+				ps.places[key] = c
+			}
+			c.stale = false
+			c.props = c.props[:0]
+			ps.views = p.world.PropsIn(key, ps.views[:0])
+			for vi := range ps.views {
+				v := &ps.views[vi]
+				for r := range v.Inputs {
+					c.props = append(c.props, propOf(v.IDs[r].ID, &v.Inputs[r]))
+				}
+			}
+			clear(ps.views) // no column buffers kept past the tick
+		}
+	}
+}
+
+// staleChunk marks chunk key's places out of date.
+func (ps *propSight) staleChunk(key grid.AreaKey) {
+	if c := ps.places[key]; c != nil {
+		c.stale = true
 	}
 }
 
@@ -218,66 +310,98 @@ func chunkOf(v, size float32) int32 {
 	return int32(math.Floor(float64(v / size)))
 }
 
-// lookIn compares, for every prop in the chunks from lo to hi (skipping
-// those from skip[0] to skip[1]), whether old and next see it, and tells
-// session s the difference.
-func (p *Pipeline) lookIn(s *session, old, next sightPoint, lo, hi grid.AreaKey, skip *[2]grid.AreaKey) {
-	ps := &p.sight
-	for y := lo.Y; y <= hi.Y; y++ {
-		for x := lo.X; x <= hi.X; x++ {
-			if skip != nil && x >= skip[0].X && x <= skip[1].X && y >= skip[0].Y && y <= skip[1].Y {
-				continue
-			}
-			ps.views = p.world.PropsIn(grid.AreaKey{WorldOrCell: lo.WorldOrCell, X: x, Y: y}, ps.views[:0])
-			for vi := range ps.views {
-				v := &ps.views[vi]
-				for r := range v.Inputs {
-					in := &v.Inputs[r]
-					q := place{in.X, in.Y, in.WorldOrCell}
-					seen, sees := old.sees(q, ps.reach), next.sees(q, ps.reach)
-					switch {
-					case sees && !seen:
-						p.sendPropTo(uint64(s.id), p.propOf(v.IDs[r].ID, in))
-					case seen && !sees:
-						p.sendDisappear(uint64(s.id), v.IDs[r].ID)
-					}
-				}
-			}
+// propChanged reports whether this Apply changed a prop.
+func (p *Pipeline) propChanged() bool {
+	for i := range p.report.Changes {
+		if p.report.Changes[i].Prop {
+			return true
 		}
 	}
-	clear(ps.views) // no column buffers kept past the tick
+	return false
+}
+
+// tellPropChange tells one prop change to the players who see the prop,
+// before or after it, and marks the places of its chunks out of date.
+func (p *Pipeline) tellPropChange(c *ecs.Change) {
+	ps := &p.sight
+	ps.staleChunk(c.From)
+	ps.staleChunk(c.To)
+	was := wire.Prop{Actor: c.ID.ID, X: c.Last.X, Y: c.Last.Y, WorldOrCell: c.Last.WorldOrCell}
+	switch c.Kind {
+	case ecs.Spawned:
+		e, ok := p.world.Entity(c.ID)
+		if !ok { // despawned in the same Apply: no one was told of it
+			ps.gone = append(ps.gone, c.ID.ID)
+			return
+		}
+		msg := propOf(c.ID.ID, p.inputs.Get(e))
+		for slot := range ps.points {
+			if ps.points[slot].sees(&msg, ps.reach) {
+				p.sendProp(slot, msg)
+			}
+		}
+	case ecs.Updated:
+		e, ok := p.world.Entity(c.ID)
+		if !ok { // despawned later in the same Apply: its viewers lose it here
+			ps.gone = append(ps.gone, c.ID.ID)
+			p.tellGone(&was)
+			return
+		}
+		msg := propOf(c.ID.ID, p.inputs.Get(e))
+		for slot := range ps.points {
+			pt := &ps.points[slot]
+			if pt.sees(&msg, ps.reach) {
+				p.sendProp(slot, msg)
+			} else if pt.sees(&was, ps.reach) {
+				p.sendPropGone(slot, c.ID.ID)
+			}
+		}
+	case ecs.Despawned:
+		for _, id := range ps.gone {
+			if id == c.ID.ID {
+				return
+			}
+		}
+		p.tellGone(&was)
+	}
+}
+
+// tellGone tells everyone who saw prop q.Actor at q that it is gone.
+func (p *Pipeline) tellGone(q *wire.Prop) {
+	ps := &p.sight
+	for slot := range ps.points {
+		if ps.points[slot].sees(q, ps.reach) {
+			p.sendPropGone(slot, q.Actor)
+		}
+	}
 }
 
 // propOf is a prop's Prop frame: the place and flags it is told at.
-func (p *Pipeline) propOf(id uint32, in *components.MoveInput) wire.Prop {
+func propOf(id uint32, in *components.MoveInput) wire.Prop {
 	return wire.Prop{Actor: id, X: in.X, Y: in.Y, Z: in.Z, Yaw: in.Yaw, WorldOrCell: in.WorldOrCell, Flags: in.Flags}
 }
 
 // viewer returns the session of slot if it is the player whose sight
 // point the slot holds: a session that left this tick, or a new one in its
 // slot, is told nothing by the point of the last.
-func (p *Pipeline) viewer(slot int) (uint64, bool) {
+func (p *Pipeline) viewer(slot int) (wire.SessionID, bool) {
 	s := p.slots[slot]
 	if s == nil || s.state != playing || s.actor.ID != p.sight.points[slot].actor {
 		return 0, false
 	}
-	return uint64(s.id), true
+	return s.id, true
 }
 
 func (p *Pipeline) sendProp(slot int, msg wire.Prop) {
 	if session, ok := p.viewer(slot); ok {
-		p.sendPropTo(session, msg)
+		p.out = wire.AppendProp(p.out[:0], msg)
+		p.transport.SendReliable(session, p.out)
+		p.stats.PropsSent++
 	}
 }
 
 func (p *Pipeline) sendPropGone(slot int, id uint32) {
 	if session, ok := p.viewer(slot); ok {
-		p.sendDisappear(session, id)
+		p.sendDisappear(uint64(session), id)
 	}
-}
-
-func (p *Pipeline) sendPropTo(session uint64, msg wire.Prop) {
-	p.out = wire.AppendProp(p.out[:0], msg)
-	p.transport.SendReliable(wire.SessionID(session), p.out)
-	p.stats.PropsSent++
 }

@@ -87,7 +87,7 @@ func (r *propRig) check() {
 	for _, id := range r.props {
 		e, ok := p.world.Entity(id)
 		require.True(r.t, ok)
-		now[id.ID] = p.propOf(id.ID, p.inputs.Get(e))
+		now[id.ID] = propOf(id.ID, p.inputs.Get(e))
 	}
 	for i := range r.clients {
 		e, ok := p.world.Entity(components.ActorID{ID: r.actors[i]})

@@ -104,7 +104,7 @@ func (r *rig) step() {
 		r.afterRelay()
 	}
 	p.world.Release()
-	p.join()
+	p.join(nil)
 }
 
 // standStep sends an update in place for every player and ticks.
