@@ -269,6 +269,67 @@ func TestEveryOwedSenderArrivesWithinTheBoundAndNearOnesMoreOften(t *testing.T) 
 	t.Logf("bound %d ticks, worst wait %d; near sends %d, far sends %d", bound, worst, near, far)
 }
 
+// TestUnderTheBudgetNPCsWaitNoLongerThanPlayers: a listener among 200
+// players and 200 NPCs on the same four rings, all moving every tick, with
+// room for 100 records a tick: every sender, player or NPC, arrives within
+// interest.WaitBound, and NPCs are sent as often as players at the same
+// distance.
+func TestUnderTheBudgetNPCsWaitNoLongerThanPlayers(t *testing.T) {
+	const pairs, budget = 200, 100
+	at := func(i int, npc bool, jiggle float32) components.Transform {
+		angle := float64(i) * 0.7
+		if npc {
+			angle += 0.35
+		}
+		ring := float32(500+1000*(i%4)) + jiggle
+		return components.Transform{X: 2048 + ring*float32(math.Cos(angle)), Y: 2048 + ring*float32(math.Sin(angle))}
+	}
+	spawns := []components.Transform{{X: 2048, Y: 2048}}
+	for i := range pairs {
+		spawns = append(spawns, at(i, false, 0))
+	}
+	r := newRig(t, Config{MaxRecordsPerTick: budget, Tiers: defaultTiers(t)}, spawns)
+	npcs := make([]components.ActorID, pairs)
+	for i := range npcs {
+		npcs[i] = r.p.world.Spawn(ecs.ActorSpec{Transform: at(i, true, 0)})
+	}
+	r.stand()
+	bound := interest.WaitBound(2*pairs, budget, 1, 4)
+	last, count := map[uint32]int{}, map[uint32]int{}
+	worst := 0
+	const ticks = 120
+	for k := 1; k <= ticks; k++ {
+		for i, id := range npcs { // every NPC steps a little, every tick
+			e, ok := r.p.world.Entity(id)
+			require.True(t, ok)
+			*r.p.transforms.Get(e) = at(i, true, float32(k%2))
+		}
+		heard := r.stand()
+		require.LessOrEqual(t, len(heard[0]), budget)
+		for id := range heard[0] {
+			worst = max(worst, k-last[id])
+			last[id] = k
+			count[id]++
+		}
+	}
+	var players, npcSends [4]int
+	for i := range pairs {
+		p, n := r.actors[1+i], npcs[i].ID
+		for _, id := range []uint32{p, n} {
+			require.Positive(t, count[id], "sender %d never arrived", id)
+			worst = max(worst, ticks+1-last[id])
+		}
+		players[i%4] += count[p]
+		npcSends[i%4] += count[n]
+	}
+	assert.LessOrEqual(t, worst, bound+4, "longest wait (ticks) within the documented bound plus one period")
+	for ring := range 4 {
+		assert.InDelta(t, players[ring], npcSends[ring], float64(players[ring])/10, "ring %d: NPCs are sent as often as players", ring)
+	}
+	assert.Less(t, players[3], players[0], "far senders are sent less often than near ones")
+	t.Logf("bound %d, worst wait %d; players %v, NPCs %v", bound, worst, players, npcSends)
+}
+
 // TestThrottleLeavesWhatItCannotLengthenToTheLists: under rising pressure,
 // a crowd over two chunks gets the same bytes, tick by tick, and the same
 // count of pairs held back, whether every cell pair the throttle distance
