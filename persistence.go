@@ -172,6 +172,6 @@ func (s *Server) load(path string, types []save.Type) error {
 	}
 	s.pipe.KeepAll(kept)
 	s.tick = f.Tick()
-	s.log.Info("throng: world loaded", "file", f.Path(), "tick", f.Tick(), "actors", s.world.Len(), "kept_players", len(kept))
+	s.log.Info("throng: world loaded", "file", f.Path(), "tick", f.Tick(), "actors", s.world.Len(), "props", s.world.Props(), "kept_players", len(kept))
 	return nil
 }

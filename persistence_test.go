@@ -17,6 +17,7 @@ import (
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/ecs/save"
+	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/net/mem"
 	"github.com/throng-go/throng/net/wire"
 )
@@ -349,3 +350,139 @@ func TestASaveIsAPictureOfOneTickBoundary(t *testing.T) {
 		assert.Equal(t, want[k.ID.ID], k.Transform, "player %s", k.Player)
 	}
 }
+
+// worldProp is what a player would notice of a prop: where it stands, its
+// chunk, its animation flags and its crate.
+type worldProp struct {
+	Key       grid.AreaKey
+	Transform components.Transform
+	Flags     uint16
+	Crate     *Crate
+}
+
+// worldProps returns w's props by ID, as PropsIn lists them chunk by
+// chunk, and checks that Snapshot holds none of them.
+func worldProps(t *testing.T, w *ecs.World) map[uint32]worldProp {
+	t.Helper()
+	crates := ark.NewMap[Crate](w.Ark())
+	actors := map[uint32]bool{}
+	for _, v := range w.Snapshot(nil) {
+		for _, id := range v.IDs {
+			actors[id.ID] = true
+		}
+	}
+	out := map[uint32]worldProp{}
+	for _, v := range w.PropSnapshot(nil) {
+		inChunk := map[uint32]bool{}
+		for _, pv := range w.PropsIn(v.Key, nil) {
+			for _, id := range pv.IDs {
+				inChunk[id.ID] = true
+			}
+		}
+		for r, id := range v.IDs {
+			assert.True(t, inChunk[id.ID], "PropsIn lists prop %d in its chunk", id.ID)
+			p := worldProp{Key: v.Key, Transform: v.Transforms[r], Flags: v.Animations[r].Flags}
+			if crates.Has(v.Entities[r]) {
+				p.Crate = crates.Get(v.Entities[r])
+			}
+			out[id.ID] = p
+			assert.False(t, actors[id.ID], "prop %d is in Snapshot", id.ID)
+		}
+	}
+	require.Len(t, out, w.Props())
+	return out
+}
+
+// TestAServerLoadedFromASaveHasTheSameProps: a server whose world holds
+// players, NPCs and props (some crates, some with animation flags, one
+// pushed into another chunk) saves and restarts from the save: the same
+// props come back as props, with their IDs, places, flags, chunks and
+// crates; the NPCs come back as actors and the named player waits.
+func TestAServerLoadedFromASaveHasTheSameProps(t *testing.T) {
+	dir := t.TempDir()
+	opts := throng.Options{SavedTypes: savedTypes, Admit: func(h wire.Hello) (throng.Entry, error) {
+		return throng.Entry{Player: string(h.Token), Spawn: components.Transform{X: 500, Y: 500}}, nil
+	}}
+	srv, err := throng.New(opts)
+	require.NoError(t, err)
+	defer srv.Close()
+	join(t, srv, "alice")
+	w := srv.World()
+	var npcs, props []components.ActorID
+	for i := range 50 {
+		npcs = append(npcs, w.Spawn(ecs.ActorSpec{Transform: components.Transform{X: float32(i) * 90, Y: 700}}))
+	}
+	for i := range 80 {
+		props = append(props, w.Spawn(ecs.ActorSpec{
+			Transform: components.Transform{X: float32(i%10) * 1100, Y: float32(i/10) * 900, Yaw: float32(i)},
+			Animation: components.Animation{Flags: uint16(i % 4)},
+			Prop:      true,
+		}))
+	}
+	w.Apply(nil)
+	crates := ark.NewMap[Crate](w.Ark())
+	for i, id := range props {
+		if i%3 == 0 {
+			e, _ := w.Entity(id)
+			crates.Add(e, &Crate{Contents: uint32(i), Open: i%2 == 0})
+		}
+	}
+	pushed := props[5]
+	e, _ := w.Entity(pushed)
+	ark.NewMap[components.Transform](w.Ark()).Get(e).X += 5000
+	w.Update(pushed)
+	srv.Tick()
+	want := worldProps(t, w)
+	require.Len(t, want, 80)
+	rep := saveNow(t, srv, dir)
+	assert.Equal(t, 50+80, rep.Actors, "NPCs and props")
+	assert.Equal(t, 80, rep.Props)
+	assert.Equal(t, 1, rep.Players)
+
+	opts.LoadFrom = dir
+	loaded, err := throng.New(opts)
+	require.NoError(t, err)
+	defer loaded.Close()
+	lw := loaded.World()
+	assert.Equal(t, 50+80, lw.Len())
+	assert.Equal(t, 80, lw.Props())
+	assert.Equal(t, want, worldProps(t, lw))
+	assert.Equal(t, lw.KeyOf(components.Transform{X: 5*1100 + 5000}), worldProps(t, lw)[pushed.ID].Key)
+	var actors []components.ActorID
+	for _, v := range lw.Snapshot(nil) {
+		actors = append(actors, v.IDs...)
+	}
+	assert.ElementsMatch(t, npcs, actors, "the NPCs are back as actors, alice's actor waits")
+	_, ok := loaded.Kept("alice")
+	assert.True(t, ok, "alice waits for her return")
+}
+
+// TestAServerLoadsAVersion2Save: a save written before props were
+// saved (format version 2) still starts a server, with no props.
+func TestAServerLoadsAVersion2Save(t *testing.T) {
+	type health struct {
+		Points, Max int32
+		Poisoned    bool
+	}
+	chunk := float32(64)
+	srv, err := throng.New(throng.Options{
+		ChunkSize: &chunk,
+		LoadFrom:  filepath.Join("ecs", "save", "testdata", "world-v2.save"),
+		SavedTypes: []save.Type{
+			save.Plain[health]("game.health", 1),
+			save.Coded[string]("game.label", 2, textCodec{}),
+		},
+	})
+	require.NoError(t, err)
+	defer srv.Close()
+	assert.Equal(t, 53, srv.World().Len())
+	assert.Zero(t, srv.World().Props())
+	_, ok := srv.Kept("away")
+	assert.True(t, ok)
+}
+
+// textCodec saves a string as its bytes.
+type textCodec struct{}
+
+func (textCodec) Append(dst []byte, v *string) []byte { return append(dst, *v...) }
+func (textCodec) Decode(src []byte, v *string) error  { *v = string(src); return nil }

@@ -34,8 +34,10 @@
 //   - Look up an actor: [World.Entity], [World.Key], [World.Len].
 //   - Look up a chunk: [World.ChunkEntity], [World.Chunks], [World.KeyOf].
 //   - Own components, systems and queries: [World.Ark] with Ark's API.
-//   - Load a saved actor before the first tick: [World.Restore],
-//     [World.ReserveIDs] (package ecs/save does both from a save file).
+//   - Every prop table at once (a save): [World.PropSnapshot].
+//   - Load saved actors before the first tick: [World.RestoreBlock],
+//     [World.RestoreProps], [World.ReserveIDs] (package ecs/save does it
+//     from a save file).
 //
 // # Lifecycle of a tick
 //

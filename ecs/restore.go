@@ -38,6 +38,22 @@ type SavedActor struct {
 // one restored (and above [World.ReserveIDs]'s).
 func (w *World) RestoreBlock(key grid.AreaKey, actors []SavedActor, extra []ecs.ID) ([]ecs.Entity, error) {
 	w.checkUnguarded("RestoreBlock")
+	return w.restore(key, actors, extra, false)
+}
+
+// RestoreProps is [World.RestoreBlock] for props: the actors land in the
+// prop tables of chunk key as props spawned there would ([ActorSpec.Prop]),
+// so that [World.Props] counts them, [World.PropsIn] lists them and
+// [World.Snapshot] leaves them out. Each starts told where it stands: its
+// MoveInput is its place and flags. Its refusals and the reuse of the
+// returned slice are RestoreBlock's.
+func (w *World) RestoreProps(key grid.AreaKey, actors []SavedActor, extra []ecs.ID) ([]ecs.Entity, error) {
+	w.checkUnguarded("RestoreProps")
+	return w.restore(key, actors, extra, true)
+}
+
+// restore places a block of actors, or of props.
+func (w *World) restore(key grid.AreaKey, actors []SavedActor, extra []ecs.ID, prop bool) ([]ecs.Entity, error) {
 	if len(w.spawns) > 0 {
 		return nil, fmt.Errorf("ecs: restore: spawns are queued; restore before spawning")
 	}
@@ -60,7 +76,11 @@ func (w *World) RestoreBlock(key grid.AreaKey, actors []SavedActor, extra []ecs.
 	w.chunks[key] = c
 	u := w.world.Unsafe()
 	ids6 := w.actorIDs()
-	ids := append(append(w.restoreIDs[:0], ids6[:]...), extra...)
+	ids := append(w.restoreIDs[:0], ids6[:]...)
+	if prop {
+		ids = append(ids, ecs.ComponentID[components.Prop](w.world))
+	}
+	ids = append(ids, extra...)
 	w.restoreIDs = ids
 	entities := w.restoreEntities[:0]
 	next := uint32(0)
@@ -76,12 +96,16 @@ func (w *World) RestoreBlock(key grid.AreaKey, actors []SavedActor, extra []ecs.
 		t := &a.Transform
 		*(*components.ActorID)(u.Get(e, ids[0])) = a.ID
 		*(*components.Transform)(u.Get(e, ids[1])) = *t
-		// As a spawned actor without a client: relayed where it stands.
-		*(*components.MoveInput)(u.Get(e, ids[2])) = components.MoveInput{X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, WorldOrCell: t.WorldOrCell, Flags: a.Animation.Flags}
+		// As a spawned actor without a client: relayed (a prop: told)
+		// where it stands.
+		relayedAs((*components.MoveInput)(u.Get(e, ids[2])), *t, a.Animation.Flags)
 		*(*components.Animation)(u.Get(e, ids[3])) = a.Animation
-		if !w.actors.put(a.ID, actorRecord{entity: e, key: key}) {
+		if !w.actors.put(a.ID, actorRecord{entity: e, key: key, prop: prop}) {
 			w.restoreEntities = entities
 			return nil, fmt.Errorf("ecs: restore: actor %d is in the world twice; throw this world away", a.ID.ID)
+		}
+		if prop {
+			w.props++
 		}
 		next = max(next, a.ID.ID+1)
 	}

@@ -25,11 +25,12 @@ var ErrBusy = errors.New("save: the last save is still being written")
 // [Saver.Write] hands the picture to a goroutine that writes it while the
 // world ticks on. One save is written at a time.
 //
-// What a save keeps: every actor without a client (props, NPCs, whatever
-// the game spawned), each with its ActorID, Transform and Animation and
-// its components of the registered [Type]s; the actors of named players,
-// those in play as they stand and those kept while their players are away
-// ([Players]), under the players' names; and the next ActorID, so that
+// What a save keeps: every actor without a client (NPCs, whatever the
+// game spawned), each with its ActorID, Transform and Animation and its
+// components of the registered [Type]s; the props, the same way, as props
+// (a load puts them back in the world's prop tables); the actors of named
+// players, those in play as they stand and those kept while their players
+// are away ([Players]), under the players' names; and the next ActorID, so that
 // IDs are never reused. What it does not keep is runtime state: guests'
 // actors (players without a name), sessions, pending inputs (MoveInput),
 // send counters, interest phases and owed records; a loaded actor starts
@@ -42,6 +43,7 @@ type Saver struct {
 
 	ids   []ark.ID // the types' Ark IDs
 	views []ecs.ChunkView
+	props []ecs.ChunkView // the prop tables (World.PropSnapshot)
 	// The last picture's views, tables and columns, kept for the next
 	// Begin: a table whose column buffers are the same as last time is
 	// the same Ark table at the same capacity, so its game columns are
@@ -49,6 +51,7 @@ type Saver struct {
 	// kept views hold those buffers alive, so that no other table can
 	// have been given one of them since.
 	prevViews  []ecs.ChunkView
+	prevProps  []ecs.ChunkView
 	prevTables []tablePic
 	prevCols   []colPic
 
@@ -74,11 +77,13 @@ type picture struct {
 }
 
 // tablePic is one chunk table of the picture. Begin fills in what the
-// world's snapshot says; the table's copy unit finds its columns, from
-// colStart on, and lays them out in its region of the arena.
+// world's snapshots (of actors, of props) say; the table's copy unit finds
+// its columns, from colStart on, and lays them out in its region of the
+// arena.
 type tablePic struct {
 	key              grid.AreaKey
 	view             *ecs.ChunkView
+	prop             bool           // a table of props: a props' block, no players
 	ids              unsafe.Pointer // its ActorID column's buffer
 	first            uint32         // the ActorID of its first row, for its order
 	prev             int            // the same table in the last picture, or -1
@@ -153,9 +158,12 @@ const unitBytes = 256 << 10
 // returns ErrBusy while the last save is being written. The world must not
 // change until every unit has run.
 //
-// Begin itself only lists the world's chunk tables and cuts them into
-// units; finding each table's columns (the game's among them) is part of
-// its unit's work, so that the pool shares it too.
+// Begin itself only lists the world's chunk tables, the actors' and the
+// props', and cuts them into units; finding each table's columns (the
+// game's among them) is part of its unit's work, so that the pool shares
+// it too. A prop table is copied as an actor table is, less its Client
+// rows (a prop has no client), so a table of props at rest costs a save
+// the copy of its columns and nothing per prop.
 func (s *Saver) Begin(tick uint64, players Players) (int, error) {
 	if !s.busy.CompareAndSwap(false, true) {
 		return 0, ErrBusy
@@ -165,18 +173,30 @@ func (s *Saver) Begin(tick uint64, players Players) (int, error) {
 	p.names = append(p.names[:0], players.Names...)
 	p.kept = append(p.kept[:0], players.Kept...)
 	s.prevViews, s.views = s.views, s.prevViews
+	s.prevProps, s.props = s.props, s.prevProps
 	s.prevTables, p.tables = p.tables, s.prevTables
 	s.prevCols, p.cols = p.cols, s.prevCols
 	s.views = s.world.Snapshot(s.views[:0])
-	p.tables = slices.Grow(p.tables[:0], len(s.views))[:len(s.views)]
+	s.props = s.world.PropSnapshot(s.props[:0])
+	n := len(s.views) + len(s.props)
+	p.tables = slices.Grow(p.tables[:0], n)[:n]
 	width := s.maxColumns()
-	p.cols = slices.Grow(p.cols[:0], len(s.views)*width)[:len(s.views)*width]
+	p.cols = slices.Grow(p.cols[:0], n*width)[:n*width]
 	stride := s.maxStride()
 	off, j := 0, 0
 	prev := s.prevTables
-	for i := range s.views {
-		v := &s.views[i]
-		t := tablePic{key: v.Key, view: v, ids: unsafe.Pointer(&v.IDs[0]), first: v.IDs[0].ID, prev: -1, rows: v.Len(), region: off,
+	views, props := s.views, s.props
+	for i := range n {
+		// The actors' tables and the props' merged, in the order both
+		// lists are in.
+		var v *ecs.ChunkView
+		prop := len(views) == 0 || len(props) > 0 && viewBefore(&props[0], &views[0])
+		if prop {
+			v, props = &props[0], props[1:]
+		} else {
+			v, views = &views[0], views[1:]
+		}
+		t := tablePic{key: v.Key, view: v, prop: prop, ids: unsafe.Pointer(&v.IDs[0]), first: v.IDs[0].ID, prev: -1, rows: v.Len(), region: off,
 			colStart: i * width, colEnd: i * width, clientCol: -1}
 		// Both pictures list tables in the same order (by chunk, then the
 		// ActorID of the first row): one walk matches them.
@@ -197,13 +217,21 @@ func (s *Saver) Begin(tick uint64, players Players) (int, error) {
 	return s.plan(stride), nil
 }
 
-// tableBefore reports whether a comes before b in the snapshot's order:
+// tableBefore reports whether a comes before b in the snapshots' order:
 // by chunk, then by the ActorID of the first row.
 func tableBefore(a, b *tablePic) bool {
 	if a.key != b.key {
 		return grid.Less(a.key, b.key)
 	}
 	return a.first < b.first
+}
+
+// viewBefore is tableBefore for views.
+func viewBefore(a, b *ecs.ChunkView) bool {
+	if a.Key != b.Key {
+		return grid.Less(a.Key, b.Key)
+	}
+	return a.IDs[0].ID < b.IDs[0].ID
 }
 
 // maxColumns returns the most columns a table can have: Throng's own, its
@@ -248,10 +276,10 @@ func (s *Saver) plan(stride int) int {
 }
 
 // columns finds table t's columns: Throng's own, its Client rows where its
-// chunk has players (to leave them out), and the game's, read from the
-// table's first row (an Ark table keeps each component's values in one
-// array, so the first row's address is the column's); the plain ones are
-// laid out in t's region of the arena.
+// chunk has players (to leave them out; a prop table has none), and the
+// game's, read from the table's first row (an Ark table keeps each
+// component's values in one array, so the first row's address is the
+// column's); the plain ones are laid out in t's region of the arena.
 func (s *Saver) columns(t *tablePic) {
 	p := &s.pic
 	v := t.view
@@ -261,7 +289,7 @@ func (s *Saver) columns(t *tablePic) {
 		colPic{typ: colTransform, src: unsafe.Pointer(&v.Transforms[0]), stride: 20},
 		colPic{typ: colAnimation, src: unsafe.Pointer(&v.Animations[0]), stride: 2},
 	)
-	if s.world.ClientsIn(v.Chunk) > 0 {
+	if !t.prop && s.world.ClientsIn(v.Chunk) > 0 {
 		t.clientCol = t.colStart + len(cols)
 		cols = append(cols, colPic{typ: clientColumn, src: unsafe.Pointer(&v.Clients[0]), stride: int(unsafe.Sizeof(components.Client{}))})
 	}

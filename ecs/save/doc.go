@@ -1,15 +1,15 @@
 // Package save writes a Throng world to disk and reads it back: the
-// actors the game spawned (props, NPCs, the world's own objects), with
-// their Transform, Animation and the game's own components registered as
-// a [Type].
+// actors the game spawned (NPCs, the world's own objects) and its props,
+// which come back as props, each with its Transform, Animation and the
+// game's own components registered as a [Type].
 //
 // A save is a picture of one tick boundary, taken in two steps so that
 // the world barely stops. The freeze ([Saver.Begin], then
 // [Saver.CopyUnit] for each unit, on the server's worker pool) copies the
-// component columns of every chunk table into one buffer, sized and
-// touched after the save before; the rest ([Saver.Write]: encoding,
-// checksums, writing, fsync) runs on a goroutine of its own while the
-// world ticks on.
+// component columns of every chunk table, the props' tables too, into one
+// buffer, sized and touched after the save before; the rest
+// ([Saver.Write]: encoding, checksums, writing, fsync) runs on a goroutine
+// of its own while the world ticks on.
 //
 // A save directory holds save files and a MANIFEST naming the latest
 // complete one. Each file is written to a temporary name, fsynced,

@@ -7,38 +7,43 @@ import (
 	"math"
 )
 
-// The file format, version 2. Every number is little endian.
+// The file format, version 3. Every number is little endian.
 //
 //	header      magic "THRONGSV", version u32, tick u64, nextID u32,
 //	            chunkSize f32, types u32, blocks u32, actors u64,
 //	            CRC32C of the bytes before it u32
 //	type table  per type: name length u8, name, version u32, size u32
-//	            (0: coded), layout length u16, layout; then the CRC32C of
-//	            the table u32
+//	            (0: coded, or a marker), layout length u16, layout; then
+//	            the CRC32C of the table u32
 //	blocks      per chunk table: worldOrCell u32, x i32, y i32, rows u32,
 //	            columns u16, per column its type's index u16, payload
 //	            length u64; the payload; the CRC32C of the block's header
 //	            and payload u32. A plain column is rows values of its
-//	            type's size; a coded one is rows of (length u32, bytes).
+//	            type's size; a coded one is rows of (length u32, bytes); a
+//	            marker's holds no bytes.
 //	trailer     magic "THRONGEN", blocks u32, CRC32C of the whole file
 //	            before it u32
 //
-// The first four types of every file are Throng's own (builtinTypes): an
-// actor's ActorID, Transform and Animation, and a player's name. A block's
-// first three columns are the first three types. A players' block has a
-// fourth, of the name type: its rows are players' actors, kept for their
-// players' return rather than placed in the world; the world's blocks
-// have none. The game's types and columns follow, each block's in the
-// order of the type table.
+// The first five types of every file are Throng's own (builtinTypes): an
+// actor's ActorID, Transform and Animation, a player's name, and the prop
+// marker. A block's first three columns are the first three types. Its
+// fourth may say what its rows are: a players' block has the name type
+// there, its rows players' actors, kept for their players' return rather
+// than placed in the world; a props' block has the prop marker (size 0,
+// layout "marker", no bytes), its rows props, which go back into the
+// world's prop tables. The other blocks' rows are the world's actors. The
+// game's types and columns follow, each block's in the order of the type
+// table. The actors count of the header counts every block's rows.
 //
-// Version 1 had no name type (three of Throng's own types, no players'
-// blocks); this build reads it.
+// Version 2 had no prop marker (four of Throng's own types, no props'
+// blocks), and version 1 no name type either (three of Throng's own, no
+// players' blocks); this build reads both.
 const (
 	magic    = "THRONGSV"
 	endMagic = "THRONGEN"
 	// Version is the format version this build writes. It reads every
 	// version from 1 up to it.
-	Version = 2
+	Version = 3
 
 	headerSize      = 8 + 4 + 8 + 4 + 4 + 4 + 4 + 8 + 4
 	trailerSize     = 8 + 4 + 4
@@ -59,12 +64,14 @@ type builtin struct {
 
 // builtinTypes are Throng's own types, first in every type table: the
 // columns of every block (an actor's ActorID, Transform and Animation),
-// then a player's name, the fourth column of a players' block.
+// then a player's name, the fourth column of a players' block, and the
+// prop marker, the fourth column of a props' block.
 var builtinTypes = [...]builtin{
 	{"throng.ActorID", 1, 4, "{ID@0:uint32}"},
 	{"throng.Transform", 1, 20, "{X@0:float32,Y@4:float32,Z@8:float32,Yaw@12:float32,WorldOrCell@16:uint32}"},
 	{"throng.Animation", 1, 2, "{Flags@0:uint16}"},
 	{"throng.Player", 1, 0, "coded"},
+	{"throng.Prop", 1, 0, "marker"},
 }
 
 const (
@@ -72,9 +79,11 @@ const (
 	colTransform
 	colAnimation
 	builtinColumns // the columns of every block
-	// colPlayer is a players' block's fourth column, of type playerType.
-	colPlayer  = builtinColumns
+	// colKind is the fourth column of a players' block (of type
+	// playerType) or of a props' block (propType).
+	colKind    = builtinColumns
 	playerType = 3
+	propType   = 4
 	// firstGame is the type table index of the game's first type.
 	firstGame = len(builtinTypes)
 )
@@ -82,8 +91,11 @@ const (
 // builtinsIn returns how many of Throng's own types a file of the given
 // version starts its type table with.
 func builtinsIn(version uint32) int {
-	if version == 1 {
+	switch version {
+	case 1:
 		return builtinColumns
+	case 2:
+		return playerType + 1
 	}
 	return len(builtinTypes)
 }

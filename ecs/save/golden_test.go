@@ -41,11 +41,16 @@ func TestGoldenSavesStayReadable(t *testing.T) {
 		assert.Equal(t, uint64(1234), f.Tick())
 		kept, err := f.Kept(gameTypes())
 		require.NoError(t, err)
-		if v == 1 {
+		switch v {
+		case 1:
 			assert.Equal(t, 53, f.Actors(), "60 actors, 6 players, 1 despawned")
 			assert.Empty(t, kept, "version 1 kept no players")
-		} else {
+		case 2:
 			assert.Equal(t, 53+4, f.Actors(), "and 3 named players in play and 1 away")
+		default:
+			assert.Equal(t, 53+4+len(goldenProps), f.Actors(), "and the props")
+		}
+		if v >= 2 {
 			byName := map[string]*save.Kept{}
 			for _, k := range kept {
 				byName[k.Player] = k
@@ -66,7 +71,26 @@ func TestGoldenSavesStayReadable(t *testing.T) {
 		require.True(t, ok)
 		assert.Equal(t, Health{Points: 5, Max: 100}, *health.Get(e))
 		assert.Equal(t, "crate 5", label.Get(e).Text)
-		assert.Equal(t, uint32(61), w.NextID())
+		if v < 3 {
+			assert.Equal(t, uint32(61), w.NextID())
+			assert.Zero(t, w.Props(), "version %d kept no props", v)
+			continue
+		}
+		assert.Equal(t, uint32(61+len(goldenProps)), w.NextID())
+		assert.Equal(t, len(goldenProps), w.Props())
+		for i, gp := range goldenProps {
+			id := components.ActorID{ID: uint32(61 + i)}
+			e, ok := w.Entity(id)
+			require.True(t, ok, "prop %d", id.ID)
+			assert.Contains(t, propsIn(w, w.KeyOf(gp.at)), id.ID, "prop %d is a prop of its chunk", id.ID)
+			assert.Equal(t, gp.at, *ark.NewMap[components.Transform](w.Ark()).Get(e))
+			assert.Equal(t, gp.flags, ark.NewMap[components.Animation](w.Ark()).Get(e).Flags)
+			assert.Equal(t, gp.health != 0, health.Has(e), "prop %d", id.ID)
+			assert.Equal(t, gp.label != "", label.Has(e), "prop %d", id.ID)
+		}
+		e, _ = w.Entity(components.ActorID{ID: 63})
+		assert.Equal(t, Health{Points: 3, Max: 9}, *health.Get(e))
+		assert.Equal(t, "chest", label.Get(e).Text)
 	}
 	// Today's writer still writes today's golden file.
 	got, err := os.ReadFile(goldenSave(t).Path)
@@ -76,10 +100,39 @@ func TestGoldenSavesStayReadable(t *testing.T) {
 	assert.True(t, bytes.Equal(want, got), "the writer's bytes changed: bump save.Version and add a golden file, or run with -update if the change is meant")
 }
 
+// goldenProp is a prop of the golden world.
+type goldenProp struct {
+	at     components.Transform
+	flags  uint16
+	health int32 // its Health's Points, 0: no Health
+	label  string
+}
+
+// goldenProps are the golden world's props, since version 3: IDs 61 on.
+var goldenProps = []goldenProp{
+	{at: components.Transform{X: 10, Y: 10, Yaw: 1}, flags: 0x11, health: 1},
+	{at: components.Transform{X: 70, Y: 10}, label: "door"},
+	{at: components.Transform{X: 12, Y: 11, Z: 2}, flags: 3, health: 3, label: "chest"},
+	{at: components.Transform{X: 5, Y: 5, WorldOrCell: 1}},
+	{at: components.Transform{X: 300, Y: -200}, flags: 7, health: 5},
+}
+
 // goldenSave saves the golden world: 60 actors, 6 of them players, of
-// whom those of slots 3, 23 and 43 are named, and a kept player away.
+// whom those of slots 3, 23 and 43 are named, a kept player away, and the
+// goldenProps.
 func goldenSave(t *testing.T) save.Result {
 	w := world(t, 60, true)
+	for _, gp := range goldenProps {
+		id := w.Spawn(ecs.ActorSpec{Transform: gp.at, Animation: components.Animation{Flags: gp.flags}, Prop: true})
+		w.Apply(nil)
+		e, _ := w.Entity(id)
+		if gp.health != 0 {
+			ark.NewMap[Health](w.Ark()).Add(e, &Health{Points: gp.health, Max: 9})
+		}
+		if gp.label != "" {
+			ark.NewMap[Label](w.Ark()).Add(e, &Label{Text: gp.label})
+		}
+	}
 	s, err := save.NewSaver(w, gameTypes())
 	require.NoError(t, err)
 	names := make([]string, 60)

@@ -248,9 +248,9 @@ func parseFile(path string) (*File, error) {
 }
 
 // checkBlock checks that b's columns are known types, Throng's own first
-// (a player's name fourth in a players' block), then the game's in the
-// order of the type table, and that its payload holds exactly its rows; it
-// returns what is wrong.
+// (a player's name or the prop marker fourth in a players' or a props'
+// block), then the game's in the order of the type table, and that its
+// payload holds exactly its rows; it returns what is wrong.
 func (f *File) checkBlock(b *block) string {
 	if len(b.columns) < builtinColumns {
 		return fmt.Sprintf("%d columns, fewer than Throng's own %d", len(b.columns), builtinColumns)
@@ -262,7 +262,7 @@ func (f *File) checkBlock(b *block) string {
 		switch {
 		case c < builtinColumns:
 			ok = int(typ) == c
-		case c == colPlayer && int(typ) == playerType && f.builtins > playerType:
+		case c == colKind && f.kind(typ):
 		default:
 			ok = int(typ) >= f.builtins && int(typ) > int(b.columns[c-1])
 		}
@@ -271,6 +271,9 @@ func (f *File) checkBlock(b *block) string {
 		}
 		if int(typ) >= len(f.types) {
 			return fmt.Sprintf("column %d is of type %d; the table has %d", c, typ, len(f.types))
+		}
+		if f.marker(typ) {
+			continue
 		}
 		if size := f.types[typ].size; size > 0 {
 			need = b.rows * size
@@ -293,10 +296,25 @@ func (f *File) checkBlock(b *block) string {
 	return ""
 }
 
-// players reports whether b is a players' block (version 1 had none: its
-// type playerType is a game's).
+// kind reports whether typ is one of the types that say what a block's
+// rows are: the player's name, the prop marker. An older file's index of
+// either is a type of the game's.
+func (f *File) kind(typ uint16) bool {
+	return int(typ) < f.builtins && (typ == playerType || typ == propType)
+}
+
+// marker reports whether typ is the prop marker, whose column holds no
+// bytes.
+func (f *File) marker(typ uint16) bool { return typ == propType && f.builtins > propType }
+
+// players reports whether b is a players' block.
 func (f *File) players(b *block) bool {
-	return f.builtins > playerType && len(b.columns) > colPlayer && b.columns[colPlayer] == playerType
+	return len(b.columns) > colKind && b.columns[colKind] == playerType && f.kind(playerType)
+}
+
+// props reports whether b is a props' block.
+func (f *File) props(b *block) bool {
+	return len(b.columns) > colKind && f.marker(b.columns[colKind])
 }
 
 // gameTypes matches the file's types of the game's own with types, by
@@ -330,6 +348,9 @@ func (f *File) columnStarts(b *block, at []int) []int {
 	off := 0
 	for _, typ := range b.columns {
 		at = append(at, off)
+		if f.marker(typ) {
+			continue
+		}
 		if size := f.types[typ].size; size > 0 {
 			off += b.rows * size
 			continue
@@ -381,7 +402,7 @@ func (f *File) Kept(types []Type) ([]*Kept, error) {
 		for r := range b.rows {
 			a := actorAt(b.payload, at, r)
 			k := &Kept{ID: a.ID, Transform: a.Transform, Animation: a.Animation}
-			for c := colPlayer; c < len(b.columns); c++ {
+			for c := colKind; c < len(b.columns); c++ {
 				typ := b.columns[c]
 				var v []byte
 				if size := f.types[typ].size; size > 0 {
@@ -390,7 +411,7 @@ func (f *File) Kept(types []Type) ([]*Kept, error) {
 					n := int(binary.LittleEndian.Uint32(cols[c]))
 					v, cols[c] = cols[c][4:4+n:4+n], cols[c][4+n:]
 				}
-				if c == colPlayer {
+				if c == colKind {
 					k.Player = string(v)
 					continue
 				}
@@ -413,12 +434,19 @@ func (f *File) Kept(types []Type) ([]*Kept, error) {
 // Restore places the file's actors in w, which must hold no actors yet
 // (a server's world before its first tick), with their components of
 // types, which must include every type of the game's that the file holds,
-// with the same version and layout. Players' actors are not placed: they
-// wait for their players ([File.Kept]). It checks all of that before
-// placing anything, and places a block (a chunk table) at a time, with
-// [ecs.World.RestoreBlock]. An actor the world refuses (a repeated ID, say,
-// in a file that was written wrong) or a codec's Decode error stops it
-// halfway, so restore into a world you can throw away.
+// with the same version and layout. Props go back as props, into the
+// world's prop tables. Players' actors are not placed: they wait for their
+// players ([File.Kept]). It checks all of that before placing anything,
+// and places a block (a chunk table) at a time, with
+// [ecs.World.RestoreBlock] or [ecs.World.RestoreProps]. An actor the world
+// refuses (a repeated ID, say, in a file that was written wrong) or a
+// codec's Decode error stops it halfway, so restore into a world you can
+// throw away.
+//
+// A prop whose Transform the game had moved out of its chunk without
+// [ecs.World.Update] when the save was taken is placed in the chunk its
+// Transform lies in, as that Update would have; so a save of such a world
+// loads, and its next save lists that prop in its new chunk.
 func (f *File) Restore(w *ecs.World, types []Type) error {
 	if w.Len() != 0 {
 		return fmt.Errorf("save: restore into a world that already has %d actors", w.Len())
@@ -430,54 +458,108 @@ func (f *File) Restore(w *ecs.World, types []Type) error {
 	if err != nil {
 		return err
 	}
-	ids := make([]ark.ID, len(f.types))
+	r := restoring{w: w, game: game, ids: make([]ark.ID, len(f.types))}
 	for i, t := range game {
 		if t != nil {
-			ids[i] = ark.TypeID(w.Ark(), t.typ)
+			r.ids[i] = ark.TypeID(w.Ark(), t.typ)
 		}
 	}
 	w.Reserve(int(f.header.actors), len(f.blocks))
-	le := binary.LittleEndian
-	var extra []ark.ID
-	var at []int
-	var actors []ecs.SavedActor
-	u := w.Ark().Unsafe()
 	for bi := range f.blocks {
 		b := &f.blocks[bi]
 		if f.players(b) {
 			continue
 		}
-		extra = extra[:0]
-		for _, typ := range b.columns[builtinColumns:] {
-			extra = append(extra, ids[typ])
-		}
-		at = f.columnStarts(b, at)
-		p := b.payload
-		actors = slices.Grow(actors[:0], b.rows)[:b.rows]
-		for r := range actors {
-			actors[r] = actorAt(p, at, r)
-		}
-		entities, err := w.RestoreBlock(b.key, actors, extra)
-		if err != nil {
-			return fmt.Errorf("save: %s: block of chunk %d/%d/%d: %w", f.path, b.key.WorldOrCell, b.key.X, b.key.Y, err)
-		}
-		for c := builtinColumns; c < len(b.columns); c++ {
-			t, id := game[b.columns[c]], ids[b.columns[c]]
-			col := p[at[c]:]
-			for r, e := range entities {
-				dst := u.Get(e, id)
-				if !t.coded() {
-					copy(unsafe.Slice((*byte)(dst), t.size), col[t.size*r:])
-					continue
-				}
-				n := int(le.Uint32(col))
-				if err := t.decode(col[4:4+n], dst); err != nil {
-					return fmt.Errorf("save: %s: actor %d: decoding %q: %w", f.path, actors[r].ID.ID, t.name, err)
-				}
-				col = col[4+n:]
-			}
+		if err := f.place(&r, b); err != nil {
+			return err
 		}
 	}
 	w.ReserveIDs(f.header.nextID)
 	return nil
+}
+
+// restoring is a Restore under way: the world, the game's types by file
+// index with their Ark IDs, and scratch reused from block to block.
+type restoring struct {
+	w      *ecs.World
+	game   []*Type
+	ids    []ark.ID
+	extra  []ark.ID
+	at     []int
+	actors []ecs.SavedActor
+	placed []ark.Entity
+}
+
+// place restores block b: its actors, then their components of the
+// game's.
+func (f *File) place(r *restoring, b *block) error {
+	first := builtinColumns // the block's first column of the game's
+	prop := f.props(b)
+	if prop {
+		first++
+	}
+	r.extra = r.extra[:0]
+	for _, typ := range b.columns[first:] {
+		r.extra = append(r.extra, r.ids[typ])
+	}
+	r.at = f.columnStarts(b, r.at)
+	p := b.payload
+	actors := slices.Grow(r.actors[:0], b.rows)[:b.rows]
+	r.actors = actors
+	for i := range actors {
+		actors[i] = actorAt(p, r.at, i)
+	}
+	var entities []ark.Entity
+	var err error
+	if prop {
+		entities, err = r.placeProps(b.key)
+	} else {
+		entities, err = r.w.RestoreBlock(b.key, actors, r.extra)
+	}
+	if err != nil {
+		return fmt.Errorf("save: %s: block of chunk %d/%d/%d: %w", f.path, b.key.WorldOrCell, b.key.X, b.key.Y, err)
+	}
+	le := binary.LittleEndian
+	u := r.w.Ark().Unsafe()
+	for c := first; c < len(b.columns); c++ {
+		t, id := r.game[b.columns[c]], r.ids[b.columns[c]]
+		col := p[r.at[c]:]
+		for i, e := range entities {
+			dst := u.Get(e, id)
+			if !t.coded() {
+				copy(unsafe.Slice((*byte)(dst), t.size), col[t.size*i:])
+				continue
+			}
+			n := int(le.Uint32(col))
+			if err := t.decode(col[4:4+n], dst); err != nil {
+				return fmt.Errorf("save: %s: actor %d: decoding %q: %w", f.path, actors[i].ID.ID, t.name, err)
+			}
+			col = col[4+n:]
+		}
+	}
+	return nil
+}
+
+// placeProps restores r.actors as props of chunk key, with the Ark
+// components r.extra, and returns their entities in order. A prop whose
+// Transform lies in another chunk (moved without an Update before the
+// save) is placed in that chunk; a block with such a prop is placed a prop
+// at a time.
+func (r *restoring) placeProps(key grid.AreaKey) ([]ark.Entity, error) {
+	strays := false
+	for i := range r.actors {
+		strays = strays || r.w.KeyOf(r.actors[i].Transform) != key
+	}
+	if !strays {
+		return r.w.RestoreProps(key, r.actors, r.extra)
+	}
+	r.placed = r.placed[:0]
+	for i := range r.actors {
+		es, err := r.w.RestoreProps(r.w.KeyOf(r.actors[i].Transform), r.actors[i:i+1], r.extra)
+		if err != nil {
+			return nil, err
+		}
+		r.placed = append(r.placed, es[0])
+	}
+	return r.placed, nil
 }

@@ -22,7 +22,8 @@ import (
 type Result struct {
 	Path    string        // the save file
 	Tick    uint64        // the tick boundary it pictures
-	Actors  int           // actors kept, players' left out
+	Actors  int           // actors kept, props included, players' left out
+	Props   int           // of Actors, the props
 	Players int           // players' actors kept: in play and away
 	Bytes   int64         // the file's size
 	Write   time.Duration // encoding, checksums, writing and fsync, in the background
@@ -123,6 +124,9 @@ func (s *Saver) write(dir string, keep int) (Result, error) {
 		if kept := t.rows - t.players; kept > 0 {
 			blocks++
 			res.Actors += kept
+			if t.prop {
+				res.Props += kept
+			}
 		}
 		if t.named > 0 {
 			blocks++
@@ -186,8 +190,9 @@ func (s *Saver) write(dir string, keep int) (Result, error) {
 	return res, nil
 }
 
-// writeBlock writes a block of table t: its rows without a session, or
-// with players its rows of named players, with their names.
+// writeBlock writes a block of table t: its rows without a session (a
+// prop table's, marked as props), or with players its rows of named
+// players, with their names.
 func (s *Saver) writeBlock(fw *fileWriter, t *tablePic, players bool, head, scratch []byte) ([]byte, []byte) {
 	p := &s.pic
 	u := &p.units[t.unit]
@@ -244,6 +249,10 @@ func (s *Saver) writeBlock(fw *fileWriter, t *tablePic, players bool, head, scra
 				}
 			}
 			types[ncols] = playerType
+			ncols++
+		}
+		if t.prop && col.typ == colAnimation {
+			types[ncols] = propType // a marker: no bytes
 			ncols++
 		}
 	}
