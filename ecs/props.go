@@ -16,15 +16,16 @@ import (
 // as Snapshot's are: until the next structural change.
 //
 // A world without props returns at once. Otherwise it queries every prop
-// table and builds a filter to do so: it is for the rare caller, not for
-// every tick (the tick asks [World.PropsIn] for the chunks it looks at).
-// It queries Ark, so call it in the serial phases, not under the guard.
+// table and sorts them: it is for the rare caller (a save, the spectator
+// window), not for every tick, which asks [World.PropsIn] for the chunks
+// it looks at. It queries Ark, so call it in the serial phases, not under
+// the guard.
 func (w *World) PropSnapshot(dst []ChunkView) []ChunkView {
 	dst = dst[:0]
 	if w.props == 0 {
 		return dst
 	}
-	q := newActorFilter(w.world, true).Query()
+	q := w.propFilter.Query()
 	for q.NextTable() {
 		ids, transforms, inputs, animations, clients, _ := q.GetColumns()
 		chunk := q.GetRelation(inChunkIndex)

@@ -55,6 +55,7 @@ type World struct {
 	chunkMap   *ecs.Map[components.Chunk]
 	propMap    *ecs.Map7[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk, components.Prop]
 	filter     *actorFilter
+	propFilter *actorFilter // every prop table (PropSnapshot)
 
 	guardFilter *ecs.Filter0
 	guard       ecs.Query0
@@ -223,6 +224,7 @@ func NewWorld(chunkSize float32) *World {
 		chunkMap:     ecs.NewMap[components.Chunk](w),
 		propMap:      ecs.NewMap7[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk, components.Prop](w),
 		filter:       newActorFilter(w, false).Register(),
+		propFilter:   newActorFilter(w, true).Register(),
 		guardFilter:  ecs.NewFilter0(w),
 		chunks:       make(map[grid.AreaKey]chunkRecord),
 		nextID:       1,

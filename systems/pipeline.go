@@ -175,6 +175,7 @@ type Pipeline struct {
 	watch, watched         uint32
 	watchSent, watchOwed   []uint32
 	spectGroup, spectShard []int32
+	spectProps             []ecs.ChunkView
 	slots                  []*session // by Client.Slot; nil when free
 	freeSlots              []uint32
 	closedSlots            []uint32 // freed once this tick's despawns are applied

@@ -12,7 +12,7 @@ import (
 // are reused by the next [Pipeline.Spectate].
 type Spectacle struct {
 	Tick     uint64
-	Actors   []SpectatedActor // in the tick's canonical order
+	Actors   []SpectatedActor // in the tick's canonical order, then the props in chunk order
 	Chunks   []SpectatedChunk // in key order
 	Clusters int
 	Shards   int
@@ -31,8 +31,8 @@ type SpectatedActor struct {
 }
 
 // ActorKind is what a [Spectacle] tells actors apart by: players are
-// driven by a client; of the others, those a system of the game's has
-// moved since they spawned are NPCs, those never moved props.
+// driven by a client, props were spawned as props (ecs.ActorSpec.Prop),
+// and the other actors are NPCs.
 type ActorKind uint8
 
 // Actor kinds.
@@ -90,15 +90,21 @@ func (p *Pipeline) Spectate(sp *Spectacle) {
 	n := f.Len()
 	sp.Actors = resizeSlice(sp.Actors, n)
 	for a := range n {
-		kind := KindProp
-		switch {
-		case f.session[a] != 0:
+		kind := KindNPC
+		if f.session[a] != 0 {
 			kind = KindPlayer
-		case f.changed[a] != 0:
-			kind = KindNPC
 		}
 		sp.Actors[a] = SpectatedActor{ID: f.id[a], X: f.x[a], Y: f.y[a], Kind: kind}
 	}
+	p.spectProps = p.world.PropSnapshot(p.spectProps)
+	for i := range p.spectProps {
+		v := &p.spectProps[i]
+		for r := range v.Inputs {
+			in := &v.Inputs[r]
+			sp.Actors = append(sp.Actors, SpectatedActor{ID: v.IDs[r].ID, X: in.X, Y: in.Y, Kind: KindProp})
+		}
+	}
+	clear(p.spectProps) // no column buffers kept past the tick
 	// Each group's cluster, from the clusters' member views.
 	p.spectGroup = resizeSlice(p.spectGroup, len(f.groups))
 	for ci := range f.clusters {
