@@ -127,33 +127,62 @@ func (p *Pipeline) tellProps(t *scheduler.Tick) {
 		ps.points = append(ps.points, make([]sightPoint, len(p.slots)-len(ps.points))...)
 	}
 	ps.looks = ps.looks[:0]
-	for slot, s := range p.slots {
-		pt := &ps.points[slot]
-		if s == nil || s.state != playing {
-			pt.actor = 0
+	// The players the tick moved, from the frame: its arrays are read in
+	// order, and only a player past its slack (or in another worldOrCell:
+	// it crossed chunks) is looked up further. Then those the Apply
+	// placed: new players, and teleported ones, at their Transform now.
+	f := &p.frame
+	for a := range f.Len() {
+		if f.session[a] == 0 {
 			continue
 		}
-		tr := p.transforms.Get(s.entity)
-		if pt.actor == s.actor.ID && pt.world == tr.WorldOrCell {
-			dx, dy := tr.X-pt.x, tr.Y-pt.y
-			if dx*dx+dy*dy <= ps.slack*ps.slack {
+		pt := &ps.points[f.slot[a]]
+		if !f.crossed[a] && pt.actor == f.id[a] {
+			if dx, dy := f.x[a]-pt.x, f.y[a]-pt.y; dx*dx+dy*dy <= ps.slack*ps.slack {
 				continue
 			}
 		}
-		if pt.actor != s.actor.ID {
-			pt.actor = 0 // a new player, or a new one in the slot: it saw nothing
+		p.lookFrom(int(f.slot[a]))
+	}
+	for i := range p.report.Changes {
+		if c := &p.report.Changes[i]; c.Session != 0 && (c.Kind == ecs.Spawned || c.Kind == ecs.Teleported) {
+			if s := p.sessions[wire.SessionID(c.Session)]; s != nil {
+				p.lookFrom(int(s.slot))
+			}
 		}
-		next := sightPoint{actor: s.actor.ID, x: tr.X, y: tr.Y, world: tr.WorldOrCell}
-		ps.looks = append(ps.looks, look{session: s.id, old: *pt, next: next})
-		// The chunks it will look in are brought up to date here, on the
-		// tick goroutine: the looks only read them.
-		p.placesAround(next)
-		if pt.actor != 0 {
-			p.placesAround(*pt)
-		}
-		*pt = next
 	}
 	p.runLooks(t)
+}
+
+// lookFrom queues a look for the player of slot from where it stands now,
+// if it is still playing and has moved past its slack since its sight
+// point was taken (or has none yet).
+func (p *Pipeline) lookFrom(slot int) {
+	ps := &p.sight
+	pt := &ps.points[slot]
+	s := p.slots[slot]
+	if s == nil || s.state != playing {
+		pt.actor = 0
+		return
+	}
+	tr := p.transforms.Get(s.entity)
+	if pt.actor == s.actor.ID && pt.world == tr.WorldOrCell {
+		if dx, dy := tr.X-pt.x, tr.Y-pt.y; dx*dx+dy*dy <= ps.slack*ps.slack {
+			return
+		}
+	}
+	if pt.actor != s.actor.ID {
+		pt.actor = 0 // a new player, or a new one in the slot: it saw nothing
+	}
+	next := sightPoint{actor: s.actor.ID, x: tr.X, y: tr.Y, world: tr.WorldOrCell}
+	ps.looks = append(ps.looks, look{session: s.id, old: *pt, next: next})
+	// The chunks it will look in are brought up to date here, on the tick
+	// goroutine: the looks only read them.
+	p.placesAround(next)
+	if pt.actor != 0 {
+		p.placesAround(*pt)
+	}
+	*pt = next
 }
 
 // runLooks runs this tick's looks: in units of consecutive looks on the
@@ -213,18 +242,26 @@ type looker struct {
 
 // look tells one session what came into its sight and what left it as
 // its point moved from l.old to l.next: it walks the props of the chunks
-// around the new point, then those around the old one that the first walk
-// did not cover.
+// around either point once, the square around both when they are near
+// (the usual step), each square apart when they are not.
 func (lk *looker) look(p *Pipeline, l *look) {
 	lo, hi := p.sightChunks(l.next)
+	if l.old.actor == 0 {
+		lk.lookIn(p, l, lo, hi, nil)
+		return
+	}
+	olo, ohi := p.sightChunks(l.old)
+	if l.old.world == l.next.world && olo.X <= hi.X+1 && lo.X <= ohi.X+1 && olo.Y <= hi.Y+1 && lo.Y <= ohi.Y+1 {
+		lo.X, lo.Y = min(lo.X, olo.X), min(lo.Y, olo.Y)
+		hi.X, hi.Y = max(hi.X, ohi.X), max(hi.Y, ohi.Y)
+		lk.lookIn(p, l, lo, hi, nil)
+		return
+	}
 	lk.lookIn(p, l, lo, hi, nil)
-	if l.old.actor != 0 {
-		olo, ohi := p.sightChunks(l.old)
-		if l.old.world != l.next.world {
-			lk.lookIn(p, l, olo, ohi, nil)
-		} else {
-			lk.lookIn(p, l, olo, ohi, &[2]grid.AreaKey{lo, hi})
-		}
+	if l.old.world != l.next.world {
+		lk.lookIn(p, l, olo, ohi, nil)
+	} else {
+		lk.lookIn(p, l, olo, ohi, &[2]grid.AreaKey{lo, hi})
 	}
 }
 
