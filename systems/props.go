@@ -62,10 +62,12 @@ type propSight struct {
 	job       lookJob
 }
 
-// propChunk is one chunk's props as told.
+// propChunk is one chunk's props as told, with their x and y apart for
+// the looks' distance checks.
 type propChunk struct {
-	props []wire.Prop
-	stale bool
+	props  []wire.Prop
+	xs, ys []float32
+	stale  bool
 }
 
 // sightPoint is where a session's props were last taken from.
@@ -267,34 +269,70 @@ func (lk *looker) look(p *Pipeline, l *look) {
 
 // lookIn compares, for every prop in the chunks from lo to hi (skipping
 // those from skip[0] to skip[1]), whether l.old and l.next see it, and
-// tells l.session the difference.
+// tells l.session the difference. A chunk that lies wholly within both
+// sights, or wholly outside both, holds no difference and is passed over.
 func (lk *looker) lookIn(p *Pipeline, l *look, lo, hi grid.AreaKey, skip *[2]grid.AreaKey) {
 	reach := p.sight.reach
+	r2, size := reach*reach, p.cfg.ChunkSize
+	world := lo.WorldOrCell
+	nx, ny := l.next.x, l.next.y
+	if l.next.actor == 0 || l.next.world != world {
+		nx, ny = inf, inf
+	}
+	ox, oy := l.old.x, l.old.y
+	if l.old.actor == 0 || l.old.world != world {
+		ox, oy = inf, inf
+	}
 	for y := lo.Y; y <= hi.Y; y++ {
 		for x := lo.X; x <= hi.X; x++ {
 			if skip != nil && x >= skip[0].X && x <= skip[1].X && y >= skip[0].Y && y <= skip[1].Y {
 				continue
 			}
-			c := p.sight.places[grid.AreaKey{WorldOrCell: lo.WorldOrCell, X: x, Y: y}]
+			bx, by := float32(x)*size, float32(y)*size
+			inNew, outNew := boxInDisc(bx, by, size, nx, ny, r2)
+			inOld, outOld := boxInDisc(bx, by, size, ox, oy, r2)
+			if (inNew && inOld) || (outNew && outOld) {
+				continue
+			}
+			c := p.sight.places[grid.AreaKey{WorldOrCell: world, X: x, Y: y}]
 			if c == nil {
 				continue
 			}
-			for i := range c.props {
-				q := &c.props[i]
-				seen, sees := l.old.sees(q, reach), l.next.sees(q, reach)
-				switch {
-				case sees && !seen:
-					lk.out = wire.AppendProp(lk.out[:0], *q)
-					p.transport.SendReliable(l.session, lk.out)
+			xs, ys := c.xs, c.ys[:len(c.xs)]
+			for i, px := range xs {
+				py := ys[i]
+				dnx, dny, dox, doy := px-nx, py-ny, px-ox, py-oy
+				sees, seen := dnx*dnx+dny*dny <= r2, dox*dox+doy*doy <= r2
+				if sees == seen {
+					continue
+				}
+				if sees {
+					lk.out = wire.AppendProp(lk.out[:0], c.props[i])
 					lk.props++
-				case seen && !sees:
-					lk.out = wire.AppendDisappear(lk.out[:0], wire.Disappear{Actor: q.Actor})
-					p.transport.SendReliable(l.session, lk.out)
+				} else {
+					lk.out = wire.AppendDisappear(lk.out[:0], wire.Disappear{Actor: c.props[i].Actor})
 					lk.disappears++
 				}
+				p.transport.SendReliable(l.session, lk.out)
 			}
 		}
 	}
+}
+
+// inf stands for a sight point that sees nothing: every distance to it is
+// infinite.
+var inf = float32(math.Inf(1))
+
+// boxInDisc reports whether the square of side size at (bx, by) lies
+// wholly within the disc of squared radius r2 around (x, y), and whether
+// wholly outside it. The square is taken a unit larger on every side, so
+// that a prop that rounding put on a chunk's edge is never passed over.
+func boxInDisc(bx, by, size, x, y, r2 float32) (in, out bool) {
+	fx := max(x-bx, bx+size-x) + 1 // the farthest edge in x, and in y
+	fy := max(y-by, by+size-y) + 1
+	nx := max(bx-x-1, 0, x-(bx+size)-1) // the nearest, 0 within the box
+	ny := max(by-y-1, 0, y-(by+size)-1)
+	return fx*fx+fy*fy <= r2, nx*nx+ny*ny > r2
 }
 
 // placesAround brings up to date the places of the chunks a sight point's
@@ -314,12 +352,14 @@ func (p *Pipeline) placesAround(pt sightPoint) {
 				ps.places[key] = c
 			}
 			c.stale = false
-			c.props = c.props[:0]
+			c.props, c.xs, c.ys = c.props[:0], c.xs[:0], c.ys[:0]
 			ps.views = p.world.PropsIn(key, ps.views[:0])
 			for vi := range ps.views {
 				v := &ps.views[vi]
 				for r := range v.Inputs {
-					c.props = append(c.props, propOf(v.IDs[r].ID, &v.Inputs[r]))
+					in := &v.Inputs[r]
+					c.props = append(c.props, propOf(v.IDs[r].ID, in))
+					c.xs, c.ys = append(c.xs, in.X), append(c.ys, in.Y)
 				}
 			}
 			clear(ps.views) // no column buffers kept past the tick
