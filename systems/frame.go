@@ -88,6 +88,7 @@ type Frame struct {
 	slot    []uint32 // per actor: its Client.Slot
 	verdict []Verdict
 	crossed []bool
+	look    []bool // per player: past its prop sight's slack (Pipeline.pastSlack), while the world has props
 	records []byte              // per actor: its movement record (wire.RecordSize bytes), encoded once by Move
 	cellIdx []int32             // per actor: its cell in cells
 	res     []interest.Residues // per actor: its sender phase residues
@@ -140,6 +141,7 @@ func (f *Frame) resize(n int) {
 	f.slot = resizeSlice(f.slot, n)
 	f.verdict = resizeSlice(f.verdict, n)
 	f.crossed = resizeSlice(f.crossed, n)
+	f.look = resizeSlice(f.look, n)
 	f.records = resizeSlice(f.records, n*wire.RecordSize)
 	f.cellIdx = resizeSlice(f.cellIdx, n)
 	f.res = resizeSlice(f.res, n)

@@ -112,6 +112,9 @@ func (p *Pipeline) moveActor(a int32) {
 	f.x[a], f.y[a], f.z[a] = t.X, t.Y, t.Z
 	setIfChanged(&f.changed[a], in.ChangedTick)
 	setIfChanged(&f.crossed[a], p.world.KeyOf(*t) != view.Key)
+	if p.sight.watching {
+		setIfChanged(&f.look[a], client.Session != 0 && p.sight.pastSlack(client.Slot, id, t))
+	}
 	wire.PutRecord(f.recordOf(a), wire.Record{Actor: id, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, Flags: anim.Flags})
 }
 

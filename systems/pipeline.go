@@ -304,6 +304,7 @@ func (p *Pipeline) prepare(tick uint64) {
 	p.watched = 0 // the relay sets it again if the watched player is in
 	p.mergeInputs()
 	p.frame.prepare(p.world, tick, p.cfg.Shards)
+	p.sight.watching = p.world.Props() > 0
 	p.clock.Set(tick)
 	p.units = p.units[:0]
 	for _, sh := range p.frame.shards {

@@ -48,10 +48,16 @@ const (
 type propSight struct {
 	reach, slack float32 // R+d and d
 	points       []sightPoint
-	// places holds, per chunk looked at, its props as told: a flat copy
-	// of their MoveInputs that the looks read instead of querying Ark's
-	// tables, valid until a prop of the chunk changes (stale).
+	// watching says the world had props when this tick's frame was
+	// prepared: Move then marks the players past their slack (Frame.look).
+	watching bool
+	// places holds, per chunk, its props as told: a flat copy of their
+	// MoveInputs that the looks read instead of querying Ark's tables. It
+	// is built whole the first time it is needed (built), and a chunk is
+	// built again when a prop changes in it (dirty, in the join).
 	places map[grid.AreaKey]*propChunk
+	built  bool
+	dirty  []grid.AreaKey
 	views  []ecs.ChunkView
 	gone   []uint32 // props whose Updated found them despawned: their Despawned is told already
 	// looks are this tick's sessions whose sight is taken again, and
@@ -67,7 +73,7 @@ type propSight struct {
 type propChunk struct {
 	props  []wire.Prop
 	xs, ys []float32
-	stale  bool
+	dirty  bool // listed in propSight.dirty
 }
 
 // sightPoint is where a session's props were last taken from.
@@ -128,23 +134,23 @@ func (p *Pipeline) tellProps(t *scheduler.Tick) {
 	if len(ps.points) < len(p.slots) {
 		ps.points = append(ps.points, make([]sightPoint, len(p.slots)-len(ps.points))...)
 	}
+	p.refreshPlaces()
 	ps.looks = ps.looks[:0]
-	// The players the tick moved, from the frame: its arrays are read in
-	// order, and only a player past its slack (or in another worldOrCell:
-	// it crossed chunks) is looked up further. Then those the Apply
-	// placed: new players, and teleported ones, at their Transform now.
+	// The players Move found past their slack, in the frame's order, then
+	// those the Apply placed: new players, and teleported ones, at their
+	// Transform now. In a tick whose frame was prepared before the world
+	// had props, Move marked no one: every player is checked here.
 	f := &p.frame
-	for a := range f.Len() {
-		if f.session[a] == 0 {
-			continue
-		}
-		pt := &ps.points[f.slot[a]]
-		if !f.crossed[a] && pt.actor == f.id[a] {
-			if dx, dy := f.x[a]-pt.x, f.y[a]-pt.y; dx*dx+dy*dy <= ps.slack*ps.slack {
-				continue
+	if ps.watching {
+		for a, past := range f.look {
+			if past {
+				p.lookFrom(int(f.slot[a]))
 			}
 		}
-		p.lookFrom(int(f.slot[a]))
+	} else {
+		for slot := range p.slots {
+			p.lookFrom(slot)
+		}
 	}
 	for i := range p.report.Changes {
 		if c := &p.report.Changes[i]; c.Session != 0 && (c.Kind == ecs.Spawned || c.Kind == ecs.Teleported) {
@@ -178,13 +184,20 @@ func (p *Pipeline) lookFrom(slot int) {
 	}
 	next := sightPoint{actor: s.actor.ID, x: tr.X, y: tr.Y, world: tr.WorldOrCell}
 	ps.looks = append(ps.looks, look{session: s.id, old: *pt, next: next})
-	// The chunks it will look in are brought up to date here, on the tick
-	// goroutine: the looks only read them.
-	p.placesAround(next)
-	if pt.actor != 0 {
-		p.placesAround(*pt)
-	}
 	*pt = next
+}
+
+// pastSlack reports whether the player of slot (actor id, at t) must take
+// its prop sight again: it has none yet, or stands in another worldOrCell
+// or farther than the slack from its sight point. Move calls it for every
+// player (in parallel: the points change only in the join).
+func (ps *propSight) pastSlack(slot, id uint32, t *components.Transform) bool {
+	if int(slot) >= len(ps.points) {
+		return true
+	}
+	pt := &ps.points[slot]
+	dx, dy := t.X-pt.x, t.Y-pt.y
+	return pt.actor != id || pt.world != t.WorldOrCell || dx*dx+dy*dy > ps.slack*ps.slack
 }
 
 // runLooks runs this tick's looks: in units of consecutive looks on the
@@ -335,42 +348,56 @@ func boxInDisc(bx, by, size, x, y, r2 float32) (in, out bool) {
 	return fx*fx+fy*fy <= r2, nx*nx+ny*ny > r2
 }
 
-// placesAround brings up to date the places of the chunks a sight point's
-// reach touches.
-func (p *Pipeline) placesAround(pt sightPoint) {
+// refreshPlaces brings the props' places up to date for this tick's
+// looks, on the tick goroutine (the looks only read them): all of them the
+// first time, then the chunks where props changed.
+func (p *Pipeline) refreshPlaces() {
 	ps := &p.sight
-	lo, hi := p.sightChunks(pt)
-	for y := lo.Y; y <= hi.Y; y++ {
-		for x := lo.X; x <= hi.X; x++ {
-			key := grid.AreaKey{WorldOrCell: pt.world, X: x, Y: y}
-			c := ps.places[key]
-			if c != nil && !c.stale {
-				continue
+	if !ps.built {
+		ps.built = true
+		ps.views = p.world.PropSnapshot(ps.views)
+		for i := range ps.views {
+			if i == 0 || ps.views[i].Key != ps.views[i-1].Key {
+				ps.dirty = append(ps.dirty, ps.views[i].Key)
 			}
-			if c == nil {
-				c = &propChunk{}
-				ps.places[key] = c
-			}
-			c.stale = false
-			c.props, c.xs, c.ys = c.props[:0], c.xs[:0], c.ys[:0]
-			ps.views = p.world.PropsIn(key, ps.views[:0])
-			for vi := range ps.views {
-				v := &ps.views[vi]
-				for r := range v.Inputs {
-					in := &v.Inputs[r]
-					c.props = append(c.props, propOf(v.IDs[r].ID, in))
-					c.xs, c.ys = append(c.xs, in.X), append(c.ys, in.Y)
-				}
-			}
-			clear(ps.views) // no column buffers kept past the tick
 		}
+		clear(ps.views) // no column buffers kept past the tick
 	}
+	for _, key := range ps.dirty {
+		c := ps.places[key]
+		if c == nil {
+			c = &propChunk{}
+			ps.places[key] = c
+		}
+		c.dirty = false
+		c.props, c.xs, c.ys = c.props[:0], c.xs[:0], c.ys[:0]
+		ps.views = p.world.PropsIn(key, ps.views[:0])
+		for vi := range ps.views {
+			v := &ps.views[vi]
+			for r := range v.Inputs {
+				in := &v.Inputs[r]
+				c.props = append(c.props, propOf(v.IDs[r].ID, in))
+				c.xs, c.ys = append(c.xs, in.X), append(c.ys, in.Y)
+			}
+		}
+		clear(ps.views)
+	}
+	ps.dirty = ps.dirty[:0]
 }
 
-// staleChunk marks chunk key's places out of date.
+// staleChunk lists chunk key's places to be built again, once.
 func (ps *propSight) staleChunk(key grid.AreaKey) {
-	if c := ps.places[key]; c != nil {
-		c.stale = true
+	if !ps.built {
+		return // the first build takes every chunk
+	}
+	c := ps.places[key]
+	if c == nil {
+		c = &propChunk{}
+		ps.places[key] = c
+	}
+	if !c.dirty {
+		c.dirty = true
+		ps.dirty = append(ps.dirty, key)
 	}
 }
 
