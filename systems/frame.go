@@ -88,7 +88,7 @@ type Frame struct {
 	slot    []uint32 // per actor: its Client.Slot
 	verdict []Verdict
 	crossed []bool
-	look    []bool // per player: past its prop sight's slack (Pipeline.pastSlack), while the world has props
+	look    []bool              // per player: past its prop sight's slack (Pipeline.pastSlack), while the world has props
 	records []byte              // per actor: its movement record (wire.RecordSize bytes), encoded once by Move
 	cellIdx []int32             // per actor: its cell in cells
 	res     []interest.Residues // per actor: its sender phase residues
