@@ -9,6 +9,7 @@ import (
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/net/wire"
 )
 
@@ -184,5 +185,34 @@ func TestPropsReachThePlayersWithinTheirRadius(t *testing.T) {
 			r.check()
 			require.Greater(t, told, 12*120, "players had props in sight")
 		})
+	}
+}
+
+// TestThePlaceIndexFindsEveryChunkItWasGiven grows a world's grid in every
+// direction, chunk by chunk in a random order, and finds each chunk's
+// places again, and nothing where none were added.
+func TestThePlaceIndexFindsEveryChunkItWasGiven(t *testing.T) {
+	ix := placeIndex{worlds: map[uint32]*placeGrid{}}
+	rng := rand.New(rand.NewPCG(1, 2))
+	added := map[grid.AreaKey]*propChunk{}
+	for range 300 {
+		k := grid.AreaKey{WorldOrCell: uint32(rng.IntN(2)), X: int32(rng.IntN(41) - 20), Y: int32(rng.IntN(41) - 20)}
+		c := ix.add(k)
+		if was, ok := added[k]; ok {
+			require.Same(t, was, c, "a chunk added again keeps its places")
+		}
+		added[k] = c
+	}
+	for x := int32(-22); x <= 22; x++ {
+		for y := int32(-22); y <= 22; y++ {
+			for w := uint32(0); w < 3; w++ {
+				k := grid.AreaKey{WorldOrCell: w, X: x, Y: y}
+				var got *propChunk
+				if g := ix.worlds[w]; g != nil {
+					got = g.at(x, y)
+				}
+				require.Same(t, added[k], got, "chunk %v", k)
+			}
+		}
 	}
 }
