@@ -218,8 +218,10 @@ func (c *benchCrowd) tick() {
 	c.srv.Tick()
 }
 
-// BenchmarkTick measures one full tick of the design's scenarios: every
-// actor sends one Move through the in-memory transport, the server decodes
+// BenchmarkTick measures one full tick of the design's scenarios (square,
+// town, world, and world-life: the world with 10,000 NPCs walking and
+// 100,000 props standing, see newLifeCrowd): every player sends one Move
+// through the in-memory transport, the server decodes
 // them, runs Move and Relay (inline or on the pool) and hands every batch
 // back to the transport. One op is one tick including the bots' sends;
 // us/tick is the server's Tick alone; relays/tick and bytes/tick (movement
@@ -255,6 +257,7 @@ func BenchmarkTick(b *testing.B) {
 		{"square", []int{25, 50, 100, 150, 250, 400, 1000, 2000}},
 		{"town", []int{300, 1000}},
 		{"world", []int{10000}},
+		{"world-life", []int{10000}},
 	}
 	for _, sc := range scenarios {
 		b.Run("scenario="+sc.name, func(b *testing.B) {
@@ -270,6 +273,10 @@ func BenchmarkTick(b *testing.B) {
 }
 
 func benchmarkTick(b *testing.B, name string, n int, m tickMode) {
+	if name == "world-life" {
+		measureTicks(b, newLifeCrowd(b, 10_000, 100_000, m))
+		return
+	}
 	measureTicks(b, newBenchCrowd(b, name, n, m))
 }
 
@@ -347,30 +354,37 @@ func BenchmarkDormantProps(b *testing.B) {
 func BenchmarkWorldLife(b *testing.B) {
 	for _, life := range []struct{ npcs, props int }{{0, 0}, {10_000, 0}, {0, 100_000}, {10_000, 100_000}} {
 		b.Run(fmt.Sprintf("npcs=%d/props=%d", life.npcs, life.props), func(b *testing.B) {
-			pop, err := scenario.New("world", 10_000, 1)
-			require.NoError(b, err)
-			walk := &npcWalk{}
-			c := newCrowdWith(b, pop, modeNamed("parallel+interest+budget"), func(srv *throng.Server) int {
-				w := srv.World()
-				rng := rand.New(rand.NewPCG(7, 7))
-				side := float32(scenario.WorldChunks) * scenario.ChunkSize
-				for range life.props {
-					w.Spawn(ecs.ActorSpec{Transform: components.Transform{X: rng.Float32() * side, Y: rng.Float32() * side}, Prop: true})
-				}
-				for range life.npcs {
-					walk.ids = append(walk.ids, w.Spawn(ecs.ActorSpec{Transform: components.Transform{X: rng.Float32() * side, Y: rng.Float32() * side}}))
-				}
-				walk.world, walk.side = w, side
-				walk.transforms = ark.NewMap[components.Transform](w.Ark())
-				require.NoError(b, srv.AddSystem(walk))
-				return life.npcs + life.props
-			})
+			c := newLifeCrowd(b, life.npcs, life.props, modeNamed("parallel+interest+budget"))
 			for range warmUpTicks {
 				c.tick()
 			}
 			measureTicks(b, c)
 		})
 	}
+}
+
+// newLifeCrowd is the world of 10,000 players with npcs NPCs that a
+// system walks (npcWalk) and props props that never change, spread over
+// its map.
+func newLifeCrowd(tb testing.TB, npcs, props int, m tickMode) *benchCrowd {
+	pop, err := scenario.New("world", 10_000, 1)
+	require.NoError(tb, err)
+	walk := &npcWalk{}
+	return newCrowdWith(tb, pop, m, func(srv *throng.Server) int {
+		w := srv.World()
+		rng := rand.New(rand.NewPCG(7, 7))
+		side := float32(scenario.WorldChunks) * scenario.ChunkSize
+		for range props {
+			w.Spawn(ecs.ActorSpec{Transform: components.Transform{X: rng.Float32() * side, Y: rng.Float32() * side}, Prop: true})
+		}
+		for range npcs {
+			walk.ids = append(walk.ids, w.Spawn(ecs.ActorSpec{Transform: components.Transform{X: rng.Float32() * side, Y: rng.Float32() * side}}))
+		}
+		walk.world, walk.side = w, side
+		walk.transforms = ark.NewMap[components.Transform](w.Ark())
+		require.NoError(tb, srv.AddSystem(walk))
+		return npcs + props
+	})
 }
 
 // npcWalk walks every NPC of its list a step a tick, each on its own
