@@ -129,6 +129,7 @@ func (p *Pipeline) tellProps(t *scheduler.Tick) {
 	for i := range p.report.Changes {
 		if c := &p.report.Changes[i]; c.Prop {
 			p.tellPropChange(c)
+			p.stats.PropChanges++
 		}
 	}
 	if len(ps.points) < len(p.slots) {
