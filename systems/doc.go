@@ -19,7 +19,10 @@
 //	                   each unit writes its recipients' batches in one
 //	                   buffer and hands their datagrams to the transport
 //	Join    (serial)   release the guard, chunk moves, ecs.World.Apply,
-//	                   Welcome / Appear / Disappear, cluster pressure
+//	                   Welcome / Appear / Disappear, the props in each
+//	                   player's sight (Prop frames; the looks of players
+//	                   who walked past their slack on the pool), cluster
+//	                   pressure
 //
 // The canonical actor order (clusters by lowest chunk, chunks in key order,
 // cells of a chunk's grid in order, rows in view and table order) decides
@@ -41,7 +44,10 @@
 // (spawns, despawns, chunk moves, teleports), not from per-pair state: its
 // cost follows chunk crossings, not the square of a crowd. A client is
 // told about an actor before its first movement record and when it leaves
-// its stencil.
+// its stencil. Props (ecs.ActorSpec.Prop) are not in the frame at all: a
+// player is told, reliably, the props within the prop radius of it
+// ([Config.PropRadius], props.go), when they come into its sight and in
+// the tick they change.
 //
 // It imports grid, interest, components, ecs, scheduler and net/wire; only the
 // root package imports it.
