@@ -34,6 +34,11 @@
 //   - Look up an actor: [World.Entity], [World.Key], [World.Len].
 //   - Look up a chunk: [World.ChunkEntity], [World.Chunks], [World.KeyOf].
 //   - Own components, systems and queries: [World.Ark] with Ark's API.
+//   - Add a prop (a crate, a door: kept out of Snapshot, costs a tick
+//     nothing while it stands): [World.Spawn] with [ActorSpec].Prop; change
+//     it by writing its Transform or Animation, then [World.Update]; its
+//     change is reported as [Updated]; a chunk's props: [World.PropsIn];
+//     how many: [World.Props].
 //   - Every prop table at once (a save): [World.PropSnapshot].
 //   - Load saved actors before the first tick: [World.RestoreBlock],
 //     [World.RestoreProps], [World.ReserveIDs] (package ecs/save does it
