@@ -275,7 +275,7 @@ func shuffled(p scenario.Population, seed uint64) scenario.Population {
 	spawns := slices.Clone(p.Spawns)
 	rng := rand.New(rand.NewPCG(seed, 0x72616d70))
 	rng.Shuffle(len(spawns), func(i, j int) { spawns[i], spawns[j] = spawns[j], spawns[i] })
-	return scenario.Population{Name: p.Name, Spawns: spawns}
+	return scenario.Population{Name: p.Name, Spawns: spawns, Gait: p.Gait}
 }
 
 // recorder adds up ticks for the ramp: the tick goroutine adds, the ramp
