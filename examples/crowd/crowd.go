@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/examples/crowd/fleet"
+	"github.com/throng-go/throng/examples/crowd/plaza"
 	"github.com/throng-go/throng/examples/crowd/scenario"
 	"github.com/throng-go/throng/examples/crowd/viewer"
 	"github.com/throng-go/throng/net/client"
@@ -41,7 +43,7 @@ func runCrowd(ctx context.Context, cfg config, out io.Writer) error {
 		return fmt.Errorf("crowd: %w", err)
 	}
 	log := newLogger(out)
-	srv, addr, err := newServer(cfg, pop, log)
+	srv, world, addr, err := newServer(cfg, pop, log)
 	if err != nil {
 		return err
 	}
@@ -81,9 +83,10 @@ func runCrowd(ctx context.Context, cfg config, out io.Writer) error {
 			}
 		})
 	}
-	logStart(log, cfg, pop, srv, addr, nbots)
+	logStart(log, cfg, pop, srv, world, addr, nbots)
 
 	m := newMeter(log, srv, bots.Totals, nbots > 0, time.Now())
+	m.plaza = world
 	if err := srv.RunTicks(ctx, m.tick); err != nil {
 		bots.Close()
 		wg.Wait()
@@ -128,10 +131,16 @@ func saveOnStop(srv *throng.Server) (*throng.SaveReport, error) {
 }
 
 // newServer builds the server for cfg on its transport, admitting every
-// token at pop's spawns. On QUIC it returns the address it listens on, on
-// WebSocket the URL clients dial.
-func newServer(cfg config, pop scenario.Population, log *slog.Logger) (*throng.Server, string, error) {
+// token at pop's spawns, with the plaza's world on it for the plaza
+// scenario (nil otherwise). On QUIC it returns the address it listens on,
+// on WebSocket the URL clients dial.
+func newServer(cfg config, pop scenario.Population, log *slog.Logger) (*throng.Server, *plaza.World, string, error) {
 	opts := cfg.serverOptions()
+	if pop.Name == "plaza" && opts.LoadFrom != "" {
+		// The plaza spawns its props and NPCs afresh, and a save holds
+		// them without their Bodies and Strolls: they would stand twice.
+		return nil, nil, "", errors.New("crowd: the plaza scenario starts its world afresh; it cannot -load a save")
+	}
 	opts.Admit = pop.AdmitAny
 	opts.Logger = log
 	addr := ""
@@ -139,14 +148,14 @@ func newServer(cfg config, pop scenario.Population, log *slog.Logger) (*throng.S
 	case transportQUIC:
 		q, err := quic.Listen(cfg.addr, quic.Config{Development: true})
 		if err != nil {
-			return nil, "", fmt.Errorf("crowd: %w", err)
+			return nil, nil, "", fmt.Errorf("crowd: %w", err)
 		}
 		opts.Transport, addr = q, q.Addr().String()
 	case transportWS:
 		// The viewer page shares the WebSocket's origin (see package viewer).
 		ws, err := websocket.Listen(cfg.addr, websocket.Config{Pages: viewer.Handler()})
 		if err != nil {
-			return nil, "", fmt.Errorf("crowd: %w", err)
+			return nil, nil, "", fmt.Errorf("crowd: %w", err)
 		}
 		opts.Transport, addr = ws, ws.URL()
 	}
@@ -155,13 +164,21 @@ func newServer(cfg config, pop scenario.Population, log *slog.Logger) (*throng.S
 		if opts.Transport != nil {
 			opts.Transport.Close()
 		}
-		return nil, "", fmt.Errorf("crowd: %w", err)
+		return nil, nil, "", fmt.Errorf("crowd: %w", err)
 	}
 	if err := srv.AddSystem(&greeter{srv: srv}, scheduler.After(systems.IngestName)); err != nil {
 		srv.Close()
-		return nil, "", fmt.Errorf("crowd: %w", err)
+		return nil, nil, "", fmt.Errorf("crowd: %w", err)
 	}
-	return srv, addr, nil
+	if pop.Name != "plaza" {
+		return srv, nil, addr, nil
+	}
+	world, err := plaza.Setup(srv, plaza.Config{Seed: cfg.seed})
+	if err != nil {
+		srv.Close()
+		return nil, nil, "", fmt.Errorf("crowd: %w", err)
+	}
+	return srv, world, addr, nil
 }
 
 // serverOptions returns the settings file's options (the defaults without
@@ -219,7 +236,7 @@ func (g *greeter) RunSerial(*scheduler.Tick) {
 
 var wavedBack = []byte("waved back")
 
-func logStart(log *slog.Logger, cfg config, pop scenario.Population, srv *throng.Server, addr string, nbots int) {
+func logStart(log *slog.Logger, cfg config, pop scenario.Population, srv *throng.Server, world *plaza.World, addr string, nbots int) {
 	settings := srv.Settings()
 	mode := "parallel"
 	if !settings.Parallelism.Enabled {
@@ -245,6 +262,9 @@ func logStart(log *slog.Logger, cfg config, pop scenario.Population, srv *throng
 	}
 	if pop.Name == "town" {
 		attrs = append(attrs, "hub_relay_share", fmt.Sprintf("%.1f%%", 100*pop.RelayWork().Share(scenario.RegionHub)))
+	}
+	if world != nil {
+		attrs = append(attrs, "props", len(world.Props()), "npcs", len(world.NPCs()), "prop_radius", srv.Settings().Props.RadiusUnits)
 	}
 	log.Info("start", attrs...)
 	if nbots == 0 {

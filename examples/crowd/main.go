@@ -13,7 +13,13 @@
 // population. The bots run in this process, a few goroutines stepping them
 // (package fleet); each is a client.Client that wanders its part of the
 // scenario (package scenario), sends at most 30 updates a second (10
-// standing still), reads its batches and snaps to corrections.
+// standing still; 10 either way on the plaza), reads its batches and snaps
+// to corrections.
+//
+// -scenario plaza is the crowded worst case: players wandering and
+// jumping around a plaza of 5,000 props that they push about, with 200
+// NPCs among them that follow the players (package plaza, whose systems
+// run on this server).
 //
 // With -transport ws the server speaks WebSockets (websocket.Transport, what
 // browsers use; the bots dial it with client.DialWebSocket) and serves, beside
@@ -53,6 +59,12 @@
 //	busy_rejections  new players turned away as "server busy"
 //	dropped_inputs   updates not applied: over the rate limit, stale, or early
 //	corrections      corrections sent
+//	prop_changes     with -scenario plaza: prop changes the plaza's physics
+//	                 made (pushes, slides told, props come to rest), each
+//	                 a World.Update (package plaza)
+//	props_sent       with -scenario plaza: Prop frames the server sent,
+//	                 each change to every player within the prop radius
+//	                 (80 m), and every prop that came into a player's sight
 //	saves            saves written so far (shown once a save has begun)
 //	save_freeze_ms   how long the latest save paused the tick goroutine to
 //	                 copy the world
@@ -67,7 +79,8 @@
 //	                 of a 2-core machine)
 //
 // At the end a summary covers the whole run (p99_ms and max_ms besides the
-// seconds' figures; with saves, save_freeze_ms
+// seconds' figures; prop_changes and props_sent totalled with the plaza;
+// with saves, save_freeze_ms
 // and save_write_ms as the last tick saw them, once a save has begun), and
 // says what each system of the tick took over its last second (ingest_ms,
 // prepare_ms, move_ms, relay_ms, join_ms, greeter_ms: a tick's time in the
@@ -97,7 +110,8 @@
 // loadFrom). A save keeps the actors without a client, the game's props
 // and NPCs; players' actors are not kept, so a save of this example's
 // crowd, all players, holds no actors. The flags override the -config
-// file's persistence.dir, persistence.everySeconds and loadFrom. The load
+// file's persistence.dir, persistence.everySeconds and loadFrom (the
+// plaza, which spawns its world afresh, refuses -load). The load
 // test (-ramp) saves every -save-every too, but not as it ends.
 //
 // # Load test
@@ -171,6 +185,10 @@ Each second a line (key=value) gives the server's figures over the second:
   busy_rejections  new players turned away as "server busy"
   dropped_inputs   updates not applied: over the rate limit, stale, or early
   corrections      corrections sent
+  prop_changes     -scenario plaza: prop changes the plaza's physics made
+                   (pushes, slides told, props come to rest)
+  props_sent       -scenario plaza: Prop frames sent (each change to every
+                   player within the prop radius, props coming into sight)
   saves            saves written so far (-save; shown once a save has begun)
   save_freeze_ms   how long the latest save paused the tick to copy the world
   save_write_ms    how long the latest save took to write in the background

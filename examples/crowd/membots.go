@@ -60,7 +60,7 @@ func (c *memCrowd) grow(n int) error {
 		if err := client.Send(hello); err != nil {
 			return err
 		}
-		c.bots = append(c.bots, c.pop.Bot(i, scenario.WanderGait(), c.seed))
+		c.bots = append(c.bots, c.pop.Bot(i, c.pop.BotGait(), c.seed))
 		c.clients = append(c.clients, client)
 		c.welcomed = append(c.welcomed, false)
 	}

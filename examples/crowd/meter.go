@@ -7,6 +7,7 @@ import (
 
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/examples/crowd/fleet"
+	"github.com/throng-go/throng/examples/crowd/plaza"
 	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/systems"
 )
@@ -22,7 +23,8 @@ type meter struct {
 	log      *slog.Logger
 	srv      *throng.Server
 	bots     func() fleet.Totals
-	withBots bool // in-process bots to report on
+	withBots bool         // in-process bots to report on
+	plaza    *plaza.World // the plaza scenario's world, whose prop changes the lines count; nil for others
 	last     systems.TickStats
 
 	window, run tally
@@ -37,17 +39,28 @@ type tally struct {
 	throttled int64
 	pressure  int
 	moveBytes int64 // movement bytes handed to the transport
+	propsSent int64 // Prop frames sent
 	work      histogram
 
 	base     systems.TickStats // the server's running totals when it began
 	bytesOut uint64            // transport bytes out when it began
 	cpu      time.Duration     // process CPU when it began
 	bots     fleet.Totals      // the bots' counts when it began
+	changes  uint64            // the plaza's prop changes when it began
 }
 
 func (m *meter) begin(now time.Time) tally {
 	cpu, _ := fleet.ProcessCPU()
-	return tally{since: now, base: m.last, bytesOut: m.transportStats().bytesOut(), cpu: cpu, bots: m.bots()}
+	return tally{since: now, base: m.last, bytesOut: m.transportStats().bytesOut(), cpu: cpu, bots: m.bots(), changes: m.propChanges()}
+}
+
+// propChanges is the plaza's running count of prop changes, 0 without a
+// plaza.
+func (m *meter) propChanges() uint64 {
+	if m.plaza == nil {
+		return 0
+	}
+	return m.plaza.PropChanges()
 }
 
 func (t *tally) add(st systems.TickStats, work time.Duration) {
@@ -56,6 +69,7 @@ func (t *tally) add(st systems.TickStats, work time.Duration) {
 	t.throttled += st.Throttled
 	t.pressure = max(t.pressure, st.Pressure)
 	t.moveBytes += st.BytesOut
+	t.propsSent += int64(st.PropsSent)
 	t.work.add(work)
 }
 
@@ -116,6 +130,9 @@ func (m *meter) tick(st systems.TickStats, work time.Duration) {
 		"dropped_inputs", dropped(st) - dropped(w.base),
 		"corrections", st.CorrectionsSent - w.base.CorrectionsSent,
 	}
+	if m.plaza != nil {
+		attrs = append(attrs, "prop_changes", m.propChanges()-w.changes, "props_sent", w.propsSent)
+	}
 	attrs = m.appendSaves(attrs)
 	if m.withBots {
 		bots := m.bots()
@@ -153,12 +170,17 @@ func (m *meter) summary(now time.Time) {
 		"rate_limited", st.RateLimited,
 		"busy_rejections", st.BusyRejections,
 		"commands", st.Commands,
+	}
+	if m.plaza != nil {
+		attrs = append(attrs, "prop_changes", m.propChanges()-r.changes, "props_sent", r.propsSent)
+	}
+	attrs = append(attrs,
 		"work_ms", ms(r.work.mean()),
 		"p95_ms", ms(r.work.quantile(0.95)),
 		"p99_ms", ms(r.work.quantile(0.99)),
 		"max_ms", ms(r.work.max),
 		"cpu", fleet.CPUPercent(r.cpu, elapsed),
-	}
+	)
 	attrs = m.appendSaves(attrs)
 	// Each system's time a tick over the last full second: on the tick
 	// goroutine and in its units, summed over the cores that ran them.

@@ -121,7 +121,7 @@ func runRamp(ctx context.Context, cfg config, out io.Writer) error {
 		return fmt.Errorf("crowd: %w", err)
 	}
 	pop = shuffled(pop, cfg.seed)
-	srv, addr, err := newServer(cfg, pop, newLogger(out))
+	srv, _, addr, err := newServer(cfg, pop, newLogger(out))
 	if err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func runRamp(ctx context.Context, cfg config, out io.Writer) error {
 	}
 	var rec recorder
 	ticking, stopTicking := context.WithCancel(context.Background())
-	wg.Go(func() { _ = srv.RunTicks(ticking, rec.add) }) // its one error, a bad schedule, cannot happen here: crowd adds no systems
+	wg.Go(func() { _ = srv.RunTicks(ticking, rec.add) }) // its one error, a bad schedule, cannot happen here: the crowd's systems are pinned soundly
 
 	hz := srv.Settings().TickRate
 	writeRampHeader(out, cfg, hz)
@@ -275,7 +275,7 @@ func shuffled(p scenario.Population, seed uint64) scenario.Population {
 	spawns := slices.Clone(p.Spawns)
 	rng := rand.New(rand.NewPCG(seed, 0x72616d70))
 	rng.Shuffle(len(spawns), func(i, j int) { spawns[i], spawns[j] = spawns[j], spawns[i] })
-	return scenario.Population{Name: p.Name, Spawns: spawns}
+	return scenario.Population{Name: p.Name, Spawns: spawns, Gait: p.Gait}
 }
 
 // recorder adds up ticks for the ramp: the tick goroutine adds, the ramp

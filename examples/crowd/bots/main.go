@@ -14,8 +14,8 @@
 // built with -seed for -first+-n players, so with the server's -scenario
 // and -seed (both default to square and 1) each bot wanders the part of
 // the world it was placed in. Each bot sends at most 30 updates a second
-// (10 standing still), reads its movement batches and snaps to
-// corrections. A bot told "server busy" dials again once a second for
+// (10 standing still; 10 either way on the plaza), reads its movement
+// batches and snaps to corrections. A bot told "server busy" dials again once a second for
 // -retry-busy (30 s), as a player would. -insecure (the default) accepts
 // the server's development certificate; -insecure=false verifies it
 // against the system's roots.

@@ -46,7 +46,8 @@ type Config struct {
 	// Population gives bot k its area to wander ([scenario.Population.Bot]).
 	// It needs at least one spawn.
 	Population scenario.Population
-	// Gait is how the bots walk; the zero Gait means [scenario.WanderGait].
+	// Gait is how the bots walk; the zero Gait means the population's
+	// ([scenario.Population.BotGait]).
 	Gait scenario.Gait
 	// Seed fixes every bot's choices, bot k seeded from (Seed, k).
 	Seed uint64
@@ -57,7 +58,7 @@ type Config struct {
 	TokenPrefix string
 	// Client is every bot's client configuration; its Token is replaced by
 	// the bot's own. Set InsecureSkipVerify for a server in development
-	// mode.
+	// mode. Update rates left zero are the gait's ([scenario.Gait.Rates]).
 	Client client.Config
 	// Step is how often each bot is stepped; 0 means [DefaultStep].
 	Step time.Duration
@@ -93,8 +94,11 @@ func (c Config) resolved() (Config, error) {
 		return c, errors.New("fleet: Config.Step, Drivers, DialConcurrency, DialTimeout, RetryBusyFor and WaveEvery must not be negative")
 	}
 	if c.Gait == (scenario.Gait{}) {
-		c.Gait = scenario.WanderGait()
+		c.Gait = c.Population.BotGait()
 	}
+	moving, standing := c.Gait.Rates()
+	c.Client.MovingUpdatesPerSecond = cmp.Or(c.Client.MovingUpdatesPerSecond, moving)
+	c.Client.StandingUpdatesPerSecond = cmp.Or(c.Client.StandingUpdatesPerSecond, standing)
 	c.TokenPrefix = cmp.Or(c.TokenPrefix, DefaultTokenPrefix)
 	c.Step = cmp.Or(c.Step, DefaultStep)
 	c.Drivers = cmp.Or(c.Drivers, runtime.GOMAXPROCS(0))

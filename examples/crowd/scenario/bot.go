@@ -26,8 +26,19 @@ const MaxAdvance = time.Second
 // one-chunk limit. Faster speeds are lowered to it.
 const MaxSpeed = ChunkSize / 4
 
-// FlagWalking is the animation flag a bot sets while it walks.
-const FlagWalking uint16 = 1
+// Animation flags a bot sets: FlagWalking while it walks, FlagJumping
+// while it is in the air.
+const (
+	FlagWalking uint16 = 1
+	FlagJumping uint16 = 2
+)
+
+// A bot's jump ([Gait].JumpEvery): up JumpHeight units (about 0.7 m) and
+// back down to where it left the ground, in JumpTime, along a parabola.
+const (
+	JumpHeight = 50
+	JumpTime   = 600 * time.Millisecond
+)
 
 // Gait is how a bot moves: it walks a straight line at Speed for a random
 // time between MinWalk and MaxWalk, then stands still for MinStand to
@@ -38,6 +49,18 @@ type Gait struct {
 	Speed              float32 // units a second, at most MaxSpeed
 	MinWalk, MaxWalk   time.Duration
 	MinStand, MaxStand time.Duration
+	// JumpEvery is how often the bot jumps, walking or standing: each
+	// jump begins between half and one and a half times JumpEvery after
+	// the last began (the first within JumpEvery of the bot's start). 0
+	// never jumps; a positive JumpEvery under 2 x JumpTime is raised to
+	// it, so that the bot lands before it jumps again.
+	JumpEvery time.Duration
+	// UpdatesPerSecond is the most updates the bot sends a second, moving
+	// or standing ([Bot.AppendDueMove]; give a client.Client the same
+	// rates, [Gait.Rates]). 0 means the server's default limits:
+	// MovingUpdatesPerSecond while it moves, StandingUpdatesPerSecond
+	// while it stands.
+	UpdatesPerSecond int
 }
 
 // WanderGait is a player idling in a crowd: walking pace (300 units a
@@ -53,6 +76,27 @@ func RestlessGait() Gait {
 	g := WanderGait()
 	g.MinStand, g.MaxStand = 0, 0
 	return g
+}
+
+// PlazaGait is a player of the plaza scenario: it wanders like
+// WanderGait, jumps every 4 s or so, and sends at most 10 updates a
+// second, moving or standing, the rate of a game client that sends what
+// it has each of its frames at 10 frames a second.
+func PlazaGait() Gait {
+	g := WanderGait()
+	g.JumpEvery = 4 * time.Second
+	g.UpdatesPerSecond = 10
+	return g
+}
+
+// Rates returns the most updates a second the gait's bot sends while it
+// moves and while it stands: UpdatesPerSecond for both (never more than
+// StandingUpdatesPerSecond standing), or the server's default limits.
+func (g Gait) Rates() (moving, standing int) {
+	if g.UpdatesPerSecond <= 0 {
+		return MovingUpdatesPerSecond, StandingUpdatesPerSecond
+	}
+	return g.UpdatesPerSecond, min(g.UpdatesPerSecond, StandingUpdatesPerSecond)
 }
 
 // Bot is one simulated player: it keeps its own idea of where its actor is,
@@ -71,6 +115,13 @@ type Bot struct {
 	left         time.Duration // of the current walk or stop
 	clock        time.Duration // time simulated so far
 	seq          uint32
+
+	// The jumps, with Gait.JumpEvery: the time to the next one, and while
+	// airborne the time since it began and the height it began at.
+	jumpIn   time.Duration
+	airborne bool
+	air      time.Duration
+	ground   float32
 }
 
 // NewBot returns a bot standing at spawn's transform, about to walk, that
@@ -84,15 +135,23 @@ func NewBot(spawn Spawn, gait Gait, seed uint64) *Bot {
 		gait.MinStand = max(gait.MinStand, time.Millisecond)
 		gait.MaxStand = max(gait.MaxStand, gait.MinStand)
 	}
+	if gait.JumpEvery > 0 {
+		gait.JumpEvery = max(gait.JumpEvery, 2*JumpTime)
+	} else {
+		gait.JumpEvery = 0
+	}
 	t := spawn.Transform
 	b := &Bot{
 		area:  spawn.Area,
 		gait:  gait,
 		rng:   rand.New(rand.NewPCG(seed, 0x626f74)),
-		limit: NewSendLimiter(MovingUpdatesPerSecond, StandingUpdatesPerSecond),
+		limit: NewSendLimiter(gait.Rates()),
 		x:     t.X, y: t.Y, z: t.Z, yaw: t.Yaw, world: t.WorldOrCell,
 	}
 	b.startWalk()
+	if gait.JumpEvery > 0 { // a bot that never jumps draws nothing for it
+		b.jumpIn = b.between(0, gait.JumpEvery)
+	}
 	return b
 }
 
@@ -125,18 +184,24 @@ func (b *Bot) Position() components.Transform {
 // Moving reports whether the bot is walking (rather than standing still).
 func (b *Bot) Moving() bool { return b.walking }
 
+// Jumping reports whether the bot is in the air.
+func (b *Bot) Jumping() bool { return b.airborne }
+
 // Seq returns the sequence number of the last update the bot made.
 func (b *Bot) Seq() uint32 { return b.seq }
 
 // Advance simulates dt of the bot's life (at most [MaxAdvance]): it walks,
-// stops and turns as its gait says, turning back at its area's edges. dt
-// of zero or less does nothing.
+// stops, turns and jumps as its gait says, turning back at its area's
+// edges. dt of zero or less does nothing.
 func (b *Bot) Advance(dt time.Duration) {
 	if dt <= 0 {
 		return
 	}
 	dt = min(dt, MaxAdvance)
 	b.clock += dt
+	if b.gait.JumpEvery > 0 {
+		b.hop(dt)
+	}
 	for dt > 0 {
 		span := min(dt, b.left)
 		if b.walking {
@@ -169,6 +234,26 @@ func (b *Bot) startWalk() {
 
 func (b *Bot) between(lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(b.rng.Int64N(int64(hi-lo)+1))
+}
+
+// hop moves the bot's jump on by dt: in the air, it rises and falls along
+// the jump's parabola and lands at the height it left; on the ground, it
+// jumps when the next jump is due.
+func (b *Bot) hop(dt time.Duration) {
+	if b.airborne {
+		b.air += dt
+		if b.air >= JumpTime {
+			b.airborne, b.z = false, b.ground
+		} else {
+			s, t := b.air.Seconds(), JumpTime.Seconds()
+			b.z = b.ground + float32(4*JumpHeight*s*(t-s)/(t*t))
+		}
+	}
+	b.jumpIn -= dt
+	if b.jumpIn <= 0 && !b.airborne {
+		b.airborne, b.air, b.ground = true, 0, b.z
+		b.jumpIn = b.between(b.gait.JumpEvery/2, b.gait.JumpEvery*3/2)
+	}
 }
 
 // walk moves the bot along its heading for span. Inside its area it turns
@@ -230,6 +315,9 @@ func (b *Bot) Move() wire.Move {
 	if b.walking {
 		flags = FlagWalking
 	}
+	if b.airborne {
+		flags |= FlagJumping
+	}
 	return wire.Move{Seq: b.seq, X: b.x, Y: b.y, Z: b.z, Yaw: b.yaw, WorldOrCell: b.world, Flags: flags}
 }
 
@@ -240,19 +328,21 @@ func (b *Bot) AppendMove(dst []byte) []byte {
 }
 
 // AppendDueMove is AppendMove if the bot's [SendLimiter] allows an update
-// now (by the bot's own clock, which Advance moves): at most
-// MovingUpdatesPerSecond while walking, StandingUpdatesPerSecond while
-// standing. It returns dst and false when no update is due.
+// now (by the bot's own clock, which Advance moves): at most its gait's
+// rates ([Gait.Rates]), the moving one while it walks or jumps. It returns
+// dst and false when no update is due.
 func (b *Bot) AppendDueMove(dst []byte) ([]byte, bool) {
-	if !b.limit.Allow(b.clock, b.walking) {
+	if !b.limit.Allow(b.clock, b.walking || b.airborne) {
 		return dst, false
 	}
 	return b.AppendMove(dst), true
 }
 
-// Welcome places the bot where the server admitted its actor.
+// Welcome places the bot where the server admitted its actor, on the
+// ground.
 func (b *Bot) Welcome(w wire.Welcome) {
 	b.x, b.y, b.z, b.yaw, b.world = w.X, w.Y, w.Z, w.Yaw, w.WorldOrCell
+	b.airborne = false
 }
 
 // Correct snaps the bot to the server's authoritative position after a
@@ -261,4 +351,5 @@ func (b *Bot) Welcome(w wire.Welcome) {
 func (b *Bot) Correct(c wire.Correction) {
 	b.x, b.y, b.z, b.yaw, b.world = c.X, c.Y, c.Z, c.Yaw, c.WorldOrCell
 	b.seq = max(b.seq, c.Seq)
+	b.airborne = false // a jump in the air lands where the server has it
 }

@@ -9,8 +9,9 @@ import "time"
 // Both limits hold in two senses: two updates are never closer than one
 // interval (1 s / rate), and no half-open one-second window holds more than
 // the moving rate of updates, nor more than the standing rate when it ends
-// in an update sent standing still. A client ticking at exactly the moving
-// rate is allowed on every tick.
+// in an update sent standing still, both to within [LimiterSlack]. A client
+// ticking at exactly the moving rate is allowed on every tick, and one
+// ticking at k times a rate every k-th tick.
 //
 // Times are a monotonic clock of the caller's choice (a bot's own clock, or
 // time since start), as a time.Duration. The zero value allows nothing; make
@@ -21,6 +22,13 @@ type SendLimiter struct {
 	next             int             // ring index of the next send
 	count            int             // sends recorded, up to len(sent)
 }
+
+// LimiterSlack is how much shorter than an interval (or a second) a
+// [SendLimiter] lets a gap be: a driver stepping a period truncated to the
+// nanosecond (time.Second/30 is 33,333,333 ns) reaches three periods a
+// nanosecond before 100 ms, and would otherwise be held back a whole step,
+// sending 7.5 updates a second where 10 are allowed.
+const LimiterSlack = time.Microsecond
 
 // NewSendLimiter returns a limiter for movingPerSecond updates a second while
 // moving and standingPerSecond while standing still. Rates below 1 are
@@ -40,10 +48,10 @@ func (l *SendLimiter) Allow(now time.Duration, moving bool) bool {
 	if moving {
 		rate = l.moving
 	}
-	if l.count > 0 && now-l.latest(1) < time.Second/time.Duration(rate) {
+	if l.count > 0 && now-l.latest(1) < time.Second/time.Duration(rate)-LimiterSlack {
 		return false
 	}
-	if l.count >= rate && now-l.latest(rate) < time.Second {
+	if l.count >= rate && now-l.latest(rate) < time.Second-LimiterSlack {
 		return false
 	}
 	l.sent[l.next] = now

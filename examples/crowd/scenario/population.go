@@ -97,14 +97,26 @@ type Spawn struct {
 type Population struct {
 	Name   string
 	Spawns []Spawn
+	// Gait is how the scenario's bots walk (see [Population.BotGait]);
+	// the zero Gait means [WanderGait].
+	Gait Gait
+}
+
+// BotGait returns how the population's bots walk: its Gait, or
+// [WanderGait] if it has none.
+func (p Population) BotGait() Gait {
+	if p.Gait == (Gait{}) {
+		return WanderGait()
+	}
+	return p.Gait
 }
 
 // Names lists the scenarios [New] knows.
-func Names() []string { return []string{"square", "town", "world"} }
+func Names() []string { return []string{"square", "town", "world", "plaza"} }
 
-// New builds the scenario called name ("square", "town" or "world") with n
-// actors. The same (name, n, seed) always gives the same population. It
-// returns an error for an unknown name or a negative n.
+// New builds the scenario called name ("square", "town", "world" or
+// "plaza") with n actors. The same (name, n, seed) always gives the same
+// population. It returns an error for an unknown name or a negative n.
 func New(name string, n int, seed uint64) (Population, error) {
 	if n < 0 {
 		return Population{}, fmt.Errorf("scenario: players must not be negative, got %d", n)
@@ -116,6 +128,8 @@ func New(name string, n int, seed uint64) (Population, error) {
 		return Town(n, seed), nil
 	case "world":
 		return World(n, seed), nil
+	case "plaza":
+		return Plaza(n, seed), nil
 	}
 	return Population{}, fmt.Errorf("scenario: unknown scenario %q (want one of %s)", name, strings.Join(Names(), ", "))
 }
@@ -147,7 +161,7 @@ func randomYaw(rng *rand.Rand) float32 {
 // without interest management.
 func Square(n int, seed uint64) Population {
 	rng := newRand(seed, 1)
-	return Population{Name: "square", Spawns: place(nil, n, RegionOpen, chunkArea(0, 0, 0, 0, 0), rng)}
+	return Population{Name: "square", Spawns: place(nil, n, RegionOpen, chunkArea(0, 0, 0, 0, 0), rng), Gait: WanderGait()}
 }
 
 // World is n actors uniform over a WorldChunks x WorldChunks chunk world
@@ -155,7 +169,41 @@ func Square(n int, seed uint64) Population {
 // and so to cross chunk borders.
 func World(n int, seed uint64) Population {
 	rng := newRand(seed, 3)
-	return Population{Name: "world", Spawns: place(nil, n, RegionOpen, chunkArea(0, 0, 0, WorldChunks-1, WorldChunks-1), rng)}
+	return Population{Name: "world", Spawns: place(nil, n, RegionOpen, chunkArea(0, 0, 0, WorldChunks-1, WorldChunks-1), rng), Gait: WanderGait()}
+}
+
+// The plaza scenario's layout, in worldOrCell 0 at about 70 units to the
+// metre: a square plaza PlazaSide across (240 m) where the props stand,
+// in the middle of the square PlazaSpawnSide across (300 m) that the
+// players spawn and wander in, from (0, 0) to (PlazaSpawnSide,
+// PlazaSpawnSide). Both span several chunks (a chunk is 58.5 m), and
+// nearly everyone is within sight of nearly everything: the worst case a
+// crowded server meets.
+const (
+	PlazaSide      = 16800
+	PlazaSpawnSide = 21000
+)
+
+// PlazaArea is the plaza: the PlazaSide square centred in the spawn area.
+func PlazaArea() Area {
+	lo := float32(PlazaSpawnSide-PlazaSide) / 2
+	return Area{MinX: lo, MinY: lo, MaxX: lo + PlazaSide, MaxY: lo + PlazaSide}
+}
+
+// PlazaSpawnArea is where the plaza scenario's players spawn and wander:
+// the PlazaSpawnSide square around the plaza.
+func PlazaSpawnArea() Area {
+	return Area{MaxX: PlazaSpawnSide, MaxY: PlazaSpawnSide}
+}
+
+// Plaza is n players uniform over [PlazaSpawnArea], each wandering all of
+// it with [PlazaGait]: walking, stopping, jumping, 10 updates a second.
+// The plaza's props and NPCs are the game's, not the population's (package
+// examples/crowd/plaza spawns them); bots walk into the props simply by
+// wandering among them.
+func Plaza(n int, seed uint64) Population {
+	rng := newRand(seed, 4)
+	return Population{Name: "plaza", Spawns: place(nil, n, RegionOpen, PlazaSpawnArea(), rng), Gait: PlazaGait()}
 }
 
 // The town's parts, in shares of the population. Relay work is the number
@@ -253,7 +301,7 @@ func Town(n int, seed uint64) Population {
 			Region:    RegionTraveller,
 		})
 	}
-	return Population{Name: "town", Spawns: spawns}
+	return Population{Name: "town", Spawns: spawns, Gait: WanderGait()}
 }
 
 // travellerChunk draws a countryside chunk at least three chunks from the

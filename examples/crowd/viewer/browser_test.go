@@ -66,6 +66,13 @@ func (c crowd) page() string { return "http://" + c.ws.Addr().String() + "/" }
 // ends.
 func serve(t *testing.T, addr string, opts throng.Options) crowd {
 	t.Helper()
+	return serveWith(t, addr, opts, nil)
+}
+
+// serveWith is serve with setup run on the server before it starts, unless
+// nil.
+func serveWith(t *testing.T, addr string, opts throng.Options, setup func(*throng.Server)) crowd {
+	t.Helper()
 	ws, err := websocket.Listen(addr, websocket.Config{Pages: viewer.Handler()})
 	require.NoError(t, err)
 	opts.Transport = ws
@@ -76,6 +83,9 @@ func serve(t *testing.T, addr string, opts throng.Options) crowd {
 	if err != nil {
 		ws.Close()
 		require.NoError(t, err)
+	}
+	if setup != nil {
+		setup(srv)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)

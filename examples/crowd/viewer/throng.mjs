@@ -6,7 +6,7 @@ export const VERSION = 1;
 export const SUBPROTOCOL = "throng.v1";
 export const TYPE = {
   HELLO: 0x01, MOVE: 0x02, COMMAND: 0x03,
-  WELCOME: 0x10, APPEAR: 0x11, DISAPPEAR: 0x12, CORRECTION: 0x13, REFUSE: 0x14, EVENT: 0x15, RATE: 0x16,
+  WELCOME: 0x10, APPEAR: 0x11, DISAPPEAR: 0x12, CORRECTION: 0x13, REFUSE: 0x14, EVENT: 0x15, RATE: 0x16, PROP: 0x17,
   BATCH: 0x20,
 };
 // REFUSE are the codes of a Refuse frame (net.RefuseCode): why the server
@@ -79,6 +79,9 @@ export function decode(buf) {
     case TYPE.APPEAR:
       need(28);
       return { type: "appear", actor: v.getUint32(2, true), ...pos(6), worldOrCell: v.getUint32(22, true), flags: v.getUint16(26, true) };
+    case TYPE.PROP: // a prop in sight, new or changed: its newest Prop is its state, until a Disappear
+      need(28);
+      return { type: "prop", actor: v.getUint32(2, true), ...pos(6), worldOrCell: v.getUint32(22, true), flags: v.getUint16(26, true) };
     case TYPE.DISAPPEAR:
       need(6);
       return { type: "disappear", actor: v.getUint32(2, true) };

@@ -102,6 +102,7 @@ func TestScriptReadsAndWritesWhatGoDoes(t *testing.T) {
 		batch,
 		wire.AppendEvent(nil, []byte("door opened")),
 		wire.AppendRate(nil, wire.Rate{Nominal: 30, Centihertz: 1850}),
+		wire.AppendProp(nil, wire.Prop{Actor: 9, X: 7, Y: -8, Z: 0.5, Yaw: 0.25, WorldOrCell: 3, Flags: 0x200}),
 	}
 	hexes := make([]string, len(frames))
 	for i, f := range frames {
@@ -142,6 +143,7 @@ func TestScriptReadsAndWritesWhatGoDoes(t *testing.T) {
 	assert.Equal(t, 3.0, first["flags"])
 	assert.Equal(t, 4096.0, records[1].(map[string]any)["y"])
 	assert.Equal(t, map[string]any{"type": "rate", "nominal": 30.0, "hz": 18.5}, got.Decoded[7])
+	assert.Equal(t, map[string]any{"type": "prop", "actor": 9.0, "x": 7.0, "y": -8.0, "z": 0.5, "yaw": 0.25, "worldOrCell": 3.0, "flags": 512.0}, got.Decoded[8])
 	assert.True(t, strings.Contains(got.Bad, "28"), "a short Appear is refused: %q", got.Bad)
 
 	hello, err := wire.AppendHello(nil, wire.Hello{Protocol: 3, Token: []byte("viewer-7")})
