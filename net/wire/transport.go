@@ -153,3 +153,33 @@ type BatchSender interface {
 	// before returning and never blocks.
 	SendUnreliableBatch(s SessionID, datagrams []byte, size int)
 }
+
+// ReliableBatchSender is implemented by a [Transport] that takes several
+// reliable frames for one session in one call, so that it looks the
+// session up, locks and wakes its writer once rather than once per frame.
+// The join uses it for the frames one session is told in a tick (its
+// props, say) when the transport has it.
+type ReliableBatchSender interface {
+	// SendReliableBatch queues the frames laid back to back in frames,
+	// each behind its length prefix as [AppendStreamFrame] writes it: the
+	// same as calling SendReliable on each in order. It copies them before
+	// returning and never blocks. A batch that is cut short (a prefix
+	// longer than what follows) is sent up to the last whole frame and the
+	// rest dropped and counted.
+	SendReliableBatch(s SessionID, frames []byte)
+}
+
+// EachStreamFrame calls fn with each frame laid back to back in frames,
+// each behind its length prefix (see [ReliableBatchSender]), and returns
+// how many bytes at the end did not hold a whole frame.
+func EachStreamFrame(frames []byte, fn func(frame []byte)) (rest int) {
+	for len(frames) >= StreamPrefixSize {
+		n := int(frames[0]) | int(frames[1])<<8
+		if len(frames) < StreamPrefixSize+n {
+			break
+		}
+		fn(frames[StreamPrefixSize : StreamPrefixSize+n])
+		frames = frames[StreamPrefixSize+n:]
+	}
+	return len(frames)
+}
