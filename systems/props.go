@@ -1,6 +1,8 @@
 package systems
 
 import (
+	"slices"
+
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"
@@ -58,12 +60,24 @@ type propSight struct {
 	dirty  []grid.AreaKey
 	views  []ecs.ChunkView
 	gone   []uint32 // props whose Updated found them despawned: their Despawned is told already
-	// looks are this tick's sessions whose sight is taken again, and
-	// lookUnits their units on the pool (lookJob).
+	// news are this tick's prop changes as told, looks the sessions whose
+	// sight is taken again (lookAt: each slot's look, -1 for none), and
+	// tellers the pool units that tell them (tellJob).
+	news      []propNews
 	looks     []look
-	lookUnits []scheduler.Unit
-	lookers   []looker
-	job       lookJob
+	lookAt    []int32
+	tellUnits []scheduler.Unit
+	tellers   []teller
+	job       tellJob
+}
+
+// propNews is one prop change of the Apply as the join tells it: where
+// its viewers saw it (was, if it was in the world before) and what it is
+// now (now, if it still is). A viewer who sees it now gets a Prop frame; one
+// who saw it and does not now, a Disappear.
+type propNews struct {
+	was, now       wire.Prop
+	hadWas, hasNow bool
 }
 
 // propChunk is one chunk's props as told, with their x and y apart for
@@ -83,7 +97,6 @@ type sightPoint struct {
 
 // look is one session's sight taken again: from old to next.
 type look struct {
-	session   wire.SessionID
 	old, next sightPoint
 }
 
@@ -107,34 +120,34 @@ func (ps *propSight) configure(radius, slack float32) {
 	ps.places.worlds = make(map[uint32]*placeGrid)
 }
 
-// minLooksToOffload is the fewest looks a tick hands to the pool; fewer
-// run on the tick goroutine, where a pool pass's handoff would cost more
-// than they do.
-const minLooksToOffload = 32
+// minTellsToOffload is the least work, in slots times news plus looks
+// (each about a hundred), for which the telling runs on the pool; below it
+// a pool pass's handoff costs more than the second core saves.
+const minTellsToOffload = 2000
 
 // tellProps runs in the join after the actors' visibility: it tells the
 // props' changes of this Apply to the players who see them, then takes
 // again the sight points of the players who moved past the slack (and
-// first takes those of players new to it), on the pool through t when
-// there are many. A world without props skips it: the points it would
-// take describe no prop either way.
+// first takes those of players new to it). The serial part gathers the
+// news and the looks; the telling runs session by session, on the pool
+// through t when there is much of it, each session's frames in one batch.
+// A world without props skips it: the points it would take describe no
+// prop either way.
 func (p *Pipeline) tellProps(t *scheduler.Tick) {
 	ps := &p.sight
 	if p.world.Props() == 0 && !p.propChanged() {
 		return
 	}
-	ps.gone = ps.gone[:0]
-	for i := range p.report.Changes {
-		if c := &p.report.Changes[i]; c.Prop {
-			p.tellPropChange(c)
-			p.stats.PropChanges++
-		}
-	}
+	p.gatherNews()
 	if len(ps.points) < len(p.slots) {
 		ps.points = append(ps.points, make([]sightPoint, len(p.slots)-len(ps.points))...)
 	}
 	p.refreshPlaces()
 	ps.looks = ps.looks[:0]
+	ps.lookAt = resizeSlice(ps.lookAt, len(p.slots))
+	for i := range ps.lookAt {
+		ps.lookAt[i] = -1
+	}
 	// The players Move found past their slack, in the frame's order, then
 	// those the Apply placed: new players, and teleported ones, at their
 	// Transform now. In a tick whose frame was prepared before the world
@@ -158,7 +171,41 @@ func (p *Pipeline) tellProps(t *scheduler.Tick) {
 			}
 		}
 	}
-	p.runLooks(t)
+	if len(ps.news) > 0 || len(ps.looks) > 0 {
+		p.runTells(t)
+	}
+}
+
+// gatherNews turns the Apply's prop changes into news, in their order,
+// and marks the places of their chunks out of date.
+func (p *Pipeline) gatherNews() {
+	ps := &p.sight
+	ps.news, ps.gone = ps.news[:0], ps.gone[:0]
+	for i := range p.report.Changes {
+		c := &p.report.Changes[i]
+		if !c.Prop {
+			continue
+		}
+		p.stats.PropChanges++
+		ps.staleChunk(c.From)
+		ps.staleChunk(c.To)
+		n := propNews{was: wire.Prop{Actor: c.ID.ID, X: c.Last.X, Y: c.Last.Y, WorldOrCell: c.Last.WorldOrCell}, hadWas: c.Kind != ecs.Spawned}
+		if c.Kind == ecs.Despawned && slices.Contains(ps.gone, c.ID.ID) {
+			continue // its viewers were told at its spawn or update
+		}
+		if c.Kind != ecs.Despawned {
+			if e, ok := p.world.Entity(c.ID); ok {
+				n.now, n.hasNow = propOf(c.ID.ID, p.inputs.Get(e)), true
+			} else {
+				// Despawned later in the same Apply: those who saw it lose
+				// it here (none, after a spawn), and its Despawned is told.
+				ps.gone = append(ps.gone, c.ID.ID)
+			}
+		}
+		if n.hadWas || n.hasNow {
+			ps.news = append(ps.news, n)
+		}
+	}
 }
 
 // lookFrom queues a look for the player of slot from where it stands now,
@@ -182,7 +229,12 @@ func (p *Pipeline) lookFrom(slot int) {
 		pt.actor = 0 // a new player, or a new one in the slot: it saw nothing
 	}
 	next := sightPoint{actor: s.actor.ID, x: tr.X, y: tr.Y, world: tr.WorldOrCell}
-	ps.looks = append(ps.looks, look{session: s.id, old: *pt, next: next})
+	if i := ps.lookAt[slot]; i >= 0 { // a second look in one tick (a teleport): from the first's start
+		ps.looks[i].next = next
+	} else {
+		ps.lookAt[slot] = int32(len(ps.looks))
+		ps.looks = append(ps.looks, look{old: *pt, next: next})
+	}
 	*pt = next
 }
 
@@ -209,88 +261,7 @@ func (p *Pipeline) propChanged() bool {
 	return false
 }
 
-// tellPropChange tells one prop change to the players who see the prop,
-// before or after it, and marks the places of its chunks out of date.
-func (p *Pipeline) tellPropChange(c *ecs.Change) {
-	ps := &p.sight
-	ps.staleChunk(c.From)
-	ps.staleChunk(c.To)
-	was := wire.Prop{Actor: c.ID.ID, X: c.Last.X, Y: c.Last.Y, WorldOrCell: c.Last.WorldOrCell}
-	switch c.Kind {
-	case ecs.Spawned:
-		e, ok := p.world.Entity(c.ID)
-		if !ok { // despawned in the same Apply: no one was told of it
-			ps.gone = append(ps.gone, c.ID.ID)
-			return
-		}
-		msg := propOf(c.ID.ID, p.inputs.Get(e))
-		for slot := range ps.points {
-			if ps.points[slot].sees(&msg, ps.reach) {
-				p.sendProp(slot, msg)
-			}
-		}
-	case ecs.Updated:
-		e, ok := p.world.Entity(c.ID)
-		if !ok { // despawned later in the same Apply: its viewers lose it here
-			ps.gone = append(ps.gone, c.ID.ID)
-			p.tellGone(&was)
-			return
-		}
-		msg := propOf(c.ID.ID, p.inputs.Get(e))
-		for slot := range ps.points {
-			pt := &ps.points[slot]
-			if pt.sees(&msg, ps.reach) {
-				p.sendProp(slot, msg)
-			} else if pt.sees(&was, ps.reach) {
-				p.sendPropGone(slot, c.ID.ID)
-			}
-		}
-	case ecs.Despawned:
-		for _, id := range ps.gone {
-			if id == c.ID.ID {
-				return
-			}
-		}
-		p.tellGone(&was)
-	}
-}
-
-// tellGone tells everyone who saw prop q.Actor at q that it is gone.
-func (p *Pipeline) tellGone(q *wire.Prop) {
-	ps := &p.sight
-	for slot := range ps.points {
-		if ps.points[slot].sees(q, ps.reach) {
-			p.sendPropGone(slot, q.Actor)
-		}
-	}
-}
-
 // propOf is a prop's Prop frame: the place and flags it is told at.
 func propOf(id uint32, in *components.MoveInput) wire.Prop {
 	return wire.Prop{Actor: id, X: in.X, Y: in.Y, Z: in.Z, Yaw: in.Yaw, WorldOrCell: in.WorldOrCell, Flags: in.Flags}
-}
-
-// viewer returns the session of slot if it is the player whose sight
-// point the slot holds: a session that left this tick, or a new one in its
-// slot, is told nothing by the point of the last.
-func (p *Pipeline) viewer(slot int) (wire.SessionID, bool) {
-	s := p.slots[slot]
-	if s == nil || s.state != playing || s.actor.ID != p.sight.points[slot].actor {
-		return 0, false
-	}
-	return s.id, true
-}
-
-func (p *Pipeline) sendProp(slot int, msg wire.Prop) {
-	if session, ok := p.viewer(slot); ok {
-		p.out = wire.AppendProp(p.out[:0], msg)
-		p.transport.SendReliable(session, p.out)
-		p.stats.PropsSent++
-	}
-}
-
-func (p *Pipeline) sendPropGone(slot int, id uint32) {
-	if session, ok := p.viewer(slot); ok {
-		p.sendDisappear(uint64(session), id)
-	}
 }

@@ -8,96 +8,164 @@ import (
 	"github.com/throng-go/throng/scheduler"
 )
 
-// A look is one player's prop sight taken again (props.go): the props
-// that came into it and left it, found by walking the chunks around the
-// old and the new sight point, on the pool when many players look in one
-// tick.
+// The telling of props (props.go), session by session: the tick's news
+// as the session saw before its look, then its look, if it has one: the
+// props that came into its sight and left it, found by walking the chunks
+// around the old and the new sight point.
 
-// runLooks runs this tick's looks: in units of consecutive looks on the
-// pool, each unit with its own buffer and counts, or all on the tick
-// goroutine when they are few or t is nil. Each session's frames come
-// from one look, so the split never changes a byte a client gets.
-func (p *Pipeline) runLooks(t *scheduler.Tick) {
+// runTells tells every session its props of this tick: in units of
+// consecutive slots on the pool, each unit with its own buffer and counts,
+// or all on the tick goroutine when there is little to tell or t is nil.
+// A session's frames come from one unit, in one order (the news, then its
+// look), so the split never changes a byte a client gets.
+func (p *Pipeline) runTells(t *scheduler.Tick) {
 	ps := &p.sight
 	n := 1
-	if t != nil && !p.inline && len(ps.looks) >= minLooksToOffload {
-		n = max(min(len(p.units), len(ps.looks)/(minLooksToOffload/2)), 1)
+	if work := len(ps.news)*len(p.slots) + 100*len(ps.looks); t != nil && !p.inline && work >= minTellsToOffload {
+		n = max(min(len(p.units), work/(minTellsToOffload/2)), 1)
 	}
-	if len(ps.lookers) < n {
-		ps.lookers = append(ps.lookers, make([]looker, n-len(ps.lookers))...)
+	if len(ps.tellers) < n {
+		ps.tellers = append(ps.tellers, make([]teller, n-len(ps.tellers))...)
 	}
-	ps.job = lookJob{p: p, n: n}
+	ps.job = tellJob{p: p, n: n}
 	if n == 1 {
 		ps.job.RunUnit(0)
 	} else {
-		ps.lookUnits = ps.lookUnits[:0]
+		ps.tellUnits = ps.tellUnits[:0]
 		for u := range n {
-			ps.lookUnits = append(ps.lookUnits, scheduler.Unit{Key: lookKeySalt ^ uint64(u), Cost: float64(len(ps.looks) / n)})
+			ps.tellUnits = append(ps.tellUnits, scheduler.Unit{Key: tellKeySalt ^ uint64(u), Cost: float64(len(p.slots) / n)})
 		}
-		t.Parallel(&ps.job, ps.lookUnits)
+		t.Parallel(&ps.job, ps.tellUnits)
 	}
 	for u := range n {
-		lk := &ps.lookers[u]
-		p.stats.PropsSent += lk.props
-		p.stats.Disappears += lk.disappears
-		lk.props, lk.disappears = 0, 0
+		tl := &ps.tellers[u]
+		p.stats.PropsSent += tl.props
+		p.stats.Disappears += tl.disappears
+		tl.props, tl.disappears = 0, 0
 	}
 }
 
-// lookKeySalt keeps the looks' units apart from the join's other keys in
-// the pool's cost table.
-const lookKeySalt = 0x510e527fade682d1
+// tellKeySalt keeps the telling's units apart from the join's other keys
+// in the pool's cost table.
+const tellKeySalt = 0x510e527fade682d1
 
-// lookJob runs the looks: unit u the u-th of n slices of them.
-type lookJob struct {
+// tellJob tells the sessions: unit u those of the u-th of n slices of the
+// slots.
+type tellJob struct {
 	p *Pipeline
 	n int
 }
 
-func (j *lookJob) RunUnit(u int) {
-	ps := &j.p.sight
-	lk := &ps.lookers[u]
-	for i := len(ps.looks) * u / j.n; i < len(ps.looks)*(u+1)/j.n; i++ {
-		lk.look(j.p, &ps.looks[i])
+func (j *tellJob) RunUnit(u int) {
+	p := j.p
+	tl := &p.sight.tellers[u]
+	for slot := len(p.slots) * u / j.n; slot < len(p.slots)*(u+1)/j.n; slot++ {
+		tl.tell(p, slot)
 	}
 }
 
-// looker is one unit's state: its frame buffer and what it sent.
-type looker struct {
+// teller is one unit's state: the frames of the session it is telling,
+// each behind its stream length prefix, and what it sent.
+type teller struct {
 	out               []byte
 	props, disappears int
+}
+
+// tell tells the session of slot what the news change in its sight, as
+// it saw before its look, then what its look brings into sight and takes
+// out, and hands the frames to the transport in one batch.
+func (tl *teller) tell(p *Pipeline, slot int) {
+	ps := &p.sight
+	s := p.slots[slot]
+	if s == nil || s.state != playing {
+		return
+	}
+	var l *look
+	before := ps.points[slot]
+	if i := ps.lookAt[slot]; i >= 0 {
+		l = &ps.looks[i]
+		before = l.old
+	}
+	tl.out = tl.out[:0]
+	if before.actor == s.actor.ID {
+		for i := range ps.news {
+			n := &ps.news[i]
+			seen := n.hadWas && before.sees(&n.was, ps.reach)
+			switch {
+			case n.hasNow && before.sees(&n.now, ps.reach):
+				tl.appendProp(&n.now)
+			case seen:
+				tl.appendDisappear(n.was.Actor)
+			}
+		}
+	}
+	if l != nil {
+		tl.look(p, l)
+	}
+	if len(tl.out) > 0 {
+		sendFrames(p.transport, s.id, tl.out)
+	}
+}
+
+// appendProp adds q's Prop frame behind its length prefix.
+func (tl *teller) appendProp(q *wire.Prop) {
+	tl.out = append(tl.out, wire.PropSize, 0)
+	tl.out = wire.AppendProp(tl.out, *q)
+	tl.props++
+}
+
+// appendDisappear adds actor's Disappear frame behind its length prefix.
+func (tl *teller) appendDisappear(actor uint32) {
+	tl.out = append(tl.out, wire.DisappearSize, 0)
+	tl.out = wire.AppendDisappear(tl.out, wire.Disappear{Actor: actor})
+	tl.disappears++
+}
+
+// sendFrames hands a session's frames, laid back to back behind their
+// length prefixes, to the transport: in one call when it takes batches
+// (wire.ReliableBatchSender), else one SendReliable each.
+func sendFrames(t wire.Transport, s wire.SessionID, frames []byte) {
+	if b, ok := t.(wire.ReliableBatchSender); ok {
+		b.SendReliableBatch(s, frames)
+		return
+	}
+	for len(frames) >= wire.StreamPrefixSize {
+		n := int(frames[0]) | int(frames[1])<<8
+		t.SendReliable(s, frames[wire.StreamPrefixSize:wire.StreamPrefixSize+n])
+		frames = frames[wire.StreamPrefixSize+n:]
+	}
 }
 
 // look tells one session what came into its sight and what left it as
 // its point moved from l.old to l.next: it walks the props of the chunks
 // around either point once, the square around both when they are near
 // (the usual step), each square apart when they are not.
-func (lk *looker) look(p *Pipeline, l *look) {
+func (tl *teller) look(p *Pipeline, l *look) {
 	lo, hi := p.sightChunks(l.next)
 	if l.old.actor == 0 {
-		lk.lookIn(p, l, lo, hi, nil)
+		tl.lookIn(p, l, lo, hi, nil)
 		return
 	}
 	olo, ohi := p.sightChunks(l.old)
 	if l.old.world == l.next.world && olo.X <= hi.X+1 && lo.X <= ohi.X+1 && olo.Y <= hi.Y+1 && lo.Y <= ohi.Y+1 {
 		lo.X, lo.Y = min(lo.X, olo.X), min(lo.Y, olo.Y)
 		hi.X, hi.Y = max(hi.X, ohi.X), max(hi.Y, ohi.Y)
-		lk.lookIn(p, l, lo, hi, nil)
+		tl.lookIn(p, l, lo, hi, nil)
 		return
 	}
-	lk.lookIn(p, l, lo, hi, nil)
+	tl.lookIn(p, l, lo, hi, nil)
 	if l.old.world != l.next.world {
-		lk.lookIn(p, l, olo, ohi, nil)
+		tl.lookIn(p, l, olo, ohi, nil)
 	} else {
-		lk.lookIn(p, l, olo, ohi, &[2]grid.AreaKey{lo, hi})
+		tl.lookIn(p, l, olo, ohi, &[2]grid.AreaKey{lo, hi})
 	}
 }
 
 // lookIn compares, for every prop in the chunks from lo to hi (skipping
 // those from skip[0] to skip[1]), whether l.old and l.next see it, and
-// tells l.session the difference. A chunk that lies wholly within both
+// adds the difference to the session's frames. A chunk that lies wholly within both
 // sights, or wholly outside both, holds no difference and is passed over.
-func (lk *looker) lookIn(p *Pipeline, l *look, lo, hi grid.AreaKey, skip *[2]grid.AreaKey) {
+func (tl *teller) lookIn(p *Pipeline, l *look, lo, hi grid.AreaKey, skip *[2]grid.AreaKey) {
 	reach := p.sight.reach
 	r2, size := reach*reach, p.cfg.ChunkSize
 	world := lo.WorldOrCell
@@ -137,13 +205,10 @@ func (lk *looker) lookIn(p *Pipeline, l *look, lo, hi grid.AreaKey, skip *[2]gri
 					continue
 				}
 				if sees {
-					lk.out = wire.AppendProp(lk.out[:0], c.props[i])
-					lk.props++
+					tl.appendProp(&c.props[i])
 				} else {
-					lk.out = wire.AppendDisappear(lk.out[:0], wire.Disappear{Actor: c.props[i].Actor})
-					lk.disappears++
+					tl.appendDisappear(c.props[i].Actor)
 				}
-				p.transport.SendReliable(l.session, lk.out)
 			}
 		}
 	}
