@@ -310,24 +310,13 @@ func (q *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size
 // queued for a session before any Welcome also sets what its connection
 // closes with (see [Transport]).
 func (q *Transport) SendReliable(s wire.SessionID, frame []byte) {
-	if len(frame) < wire.HeaderSize || len(frame) > q.cfg.MaxFrame {
-		q.n.DroppedRel.Add(1)
-		return
-	}
 	c := q.session(s)
 	if c == nil {
 		q.n.DroppedRel.Add(1)
 		return
 	}
-	switch c.queue(frame) {
-	case queued:
-		q.n.ReliableOut.Add(1)
-		q.n.ReliableBytesOut.Add(uint64(len(frame)))
-	case queueFull:
-		q.n.DroppedRel.Add(1)
+	if c.rel.Post(&c.mu, &c.closing, c.relWake, frame, q.cfg.MaxFrame, q.cfg.ReliableQueue, &q.n.Counts) {
 		q.tooSlow(c)
-	case queueClosed:
-		q.n.DroppedRel.Add(1)
 	}
 }
 

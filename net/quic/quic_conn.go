@@ -23,15 +23,13 @@ type quicConn struct {
 	stream      *quicgo.Stream
 
 	// Guarded by mu.
-	mu        sync.Mutex
-	slot      link.Mailbox // the newest tick's datagrams not yet taken by the writer
-	rel       []byte       // length-prefixed frames not yet taken by the stream writer
-	relFrames int
-	closing   bool
-	flush     bool      // write what is queued before closing
-	flushBy   time.Time // when flushing gives up
-	reason    string
-	refusal   link.Refusal
+	mu      sync.Mutex
+	slot    link.Mailbox  // the newest tick's datagrams not yet taken by the writer
+	rel     link.Reliable // frames not yet taken by the stream writer
+	closing bool
+	flush   bool      // write what is queued before closing
+	flushBy time.Time // when flushing gives up
+	reason  string
 
 	dgWake   chan struct{} // cap 1: the mailbox has datagrams
 	relWake  chan struct{} // cap 1: the queue has frames, or closing began
@@ -48,33 +46,6 @@ func newQUICConn(q *Transport, conn *quicgo.Conn, stream *quicgo.Stream) *quicCo
 		relWake:  make(chan struct{}, 1),
 		peerDone: make(chan struct{}),
 	}
-}
-
-type queueResult uint8
-
-const (
-	queued queueResult = iota
-	queueFull
-	queueClosed
-)
-
-// queue appends one reliable frame to the stream writer's queue.
-func (c *quicConn) queue(frame []byte) queueResult {
-	c.mu.Lock()
-	switch {
-	case c.closing:
-		c.mu.Unlock()
-		return queueClosed
-	case c.relFrames >= c.q.cfg.ReliableQueue:
-		c.mu.Unlock()
-		return queueFull
-	}
-	c.rel = wire.AppendStreamFrame(c.rel, frame)
-	c.relFrames++
-	c.refusal.Note(frame)
-	c.mu.Unlock()
-	link.Wake(c.relWake)
-	return queued
 }
 
 // beginClose tells the writers to finish: the stream writer flushes (if
@@ -141,8 +112,7 @@ func (c *quicConn) writeStream() {
 			return
 		}
 		c.mu.Lock()
-		c.rel, out = out[:0], c.rel
-		c.relFrames = 0
+		out = c.rel.Take(out)
 		closing, flush, flushBy, reason := c.closing, c.flush, c.flushBy, c.reason
 		if !closing {
 			c.stream.SetWriteDeadline(time.Now().Add(c.q.cfg.StallTimeout))
@@ -188,8 +158,8 @@ func (c *quicConn) finish(flush bool, flushBy time.Time, reason string) {
 	}
 	code := quicgo.ApplicationErrorCode(link.CloseDisconnect)
 	c.mu.Lock()
-	if c.refusal.Refused {
-		code, reason = link.CloseRefusal+quicgo.ApplicationErrorCode(c.refusal.Code), c.refusal.Reason
+	if r := &c.rel.Refusal; r.Refused {
+		code, reason = link.CloseRefusal+quicgo.ApplicationErrorCode(r.Code), r.Reason
 	}
 	c.mu.Unlock()
 	c.conn.CloseWithError(code, reason)

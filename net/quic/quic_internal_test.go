@@ -72,6 +72,7 @@ func TestQUICTickPathsAllocateNothingInSteadyState(t *testing.T) {
 	appear := wire.AppendAppear(nil, wire.Appear{Actor: 2})
 	batch := wire.AppendBatchHeader(nil, 0, 0)
 	var inbox []wire.Inbound
+	var written []byte // the stream writer's buffer
 	tick := uint32(0)
 	steady := func() {
 		for range 3 {
@@ -84,7 +85,7 @@ func TestQUICTickPathsAllocateNothingInSteadyState(t *testing.T) {
 		q.SendReliable(c.ID, appear)
 		c.mu.Lock() // what the writers take
 		c.slot.Reset()
-		c.rel, c.relFrames = c.rel[:0], 0
+		written = c.rel.Take(written)
 		c.mu.Unlock()
 	}
 	for range 10 {
@@ -144,17 +145,24 @@ func TestQUICRefusalReachesAClientThatNeverReadsItsStream(t *testing.T) {
 
 func TestOnlyARefuseBeforeTheWelcomeSetsTheClose(t *testing.T) {
 	q := &Transport{cfg: Config{}.resolved()}
+	q.sessions.Init(q.cfg.InboundLimit, &q.n.Counts)
+	open := func() *quicConn {
+		c := newQUICConn(q, nil, nil)
+		require.True(t, q.sessions.Open(c, func() {}))
+		return c
+	}
 	refuse := wire.AppendRefuse(nil, wire.Refuse{Code: wire.RefuseBusy, Reason: []byte("busy")})
 
-	refused := newQUICConn(q, nil, nil)
-	require.Equal(t, queued, refused.queue(refuse))
-	require.Equal(t, queued, refused.queue(wire.AppendRefuse(nil, wire.Refuse{Code: wire.RefuseToken, Reason: []byte("later")})))
-	assert.True(t, refused.refusal.Refused)
-	assert.Equal(t, wire.RefuseBusy, refused.refusal.Code, "the first Refuse counts")
-	assert.Equal(t, "busy", refused.refusal.Reason)
+	refused := open()
+	q.SendReliable(refused.ID, refuse)
+	q.SendReliable(refused.ID, wire.AppendRefuse(nil, wire.Refuse{Code: wire.RefuseToken, Reason: []byte("later")}))
+	assert.True(t, refused.rel.Refusal.Refused)
+	assert.Equal(t, wire.RefuseBusy, refused.rel.Refusal.Code, "the first Refuse counts")
+	assert.Equal(t, "busy", refused.rel.Refusal.Reason)
 
-	welcomed := newQUICConn(q, nil, nil)
-	require.Equal(t, queued, welcomed.queue(wire.AppendWelcome(nil, wire.Welcome{Actor: 1})))
-	require.Equal(t, queued, welcomed.queue(refuse))
-	assert.False(t, welcomed.refusal.Refused, "after a Welcome a Refuse is just a frame")
+	welcomed := open()
+	q.SendReliable(welcomed.ID, wire.AppendWelcome(nil, wire.Welcome{Actor: 1}))
+	q.SendReliable(welcomed.ID, refuse)
+	assert.False(t, welcomed.rel.Refusal.Refused, "after a Welcome a Refuse is just a frame")
+	assert.Equal(t, uint64(4), q.Stats().ReliableOut)
 }

@@ -261,33 +261,14 @@ func (t *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size
 // counted; one that finds the queue full is dropped and disconnects the
 // client with [wire.ReasonSlowClient].
 func (t *Transport) SendReliable(s wire.SessionID, frame []byte) {
-	if len(frame) < wire.HeaderSize || len(frame) > t.cfg.MaxFrame {
-		t.n.DroppedRel.Add(1)
-		return
-	}
 	c := t.session(s)
 	if c == nil {
 		t.n.DroppedRel.Add(1)
 		return
 	}
-	c.mu.Lock()
-	switch {
-	case c.closing:
-		c.mu.Unlock()
-		t.n.DroppedRel.Add(1)
-		return
-	case c.rel.Len() >= t.cfg.ReliableQueue:
-		c.mu.Unlock()
-		t.n.DroppedRel.Add(1)
+	if c.rel.Post(&c.mu, &c.closing, c.wake, frame, t.cfg.MaxFrame, t.cfg.ReliableQueue, &t.n.Counts) {
 		t.tooSlow(c)
-		return
 	}
-	c.rel.Push(frame)
-	c.refusal.Note(frame)
-	c.mu.Unlock()
-	link.Wake(c.wake)
-	t.n.ReliableOut.Add(1)
-	t.n.ReliableBytesOut.Add(uint64(len(frame)))
 }
 
 // Disconnect implements [wire.Transport].

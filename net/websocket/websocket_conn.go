@@ -35,12 +35,11 @@ type wsConn struct {
 
 	// Guarded by mu.
 	mu      sync.Mutex
-	slot    link.Mailbox // the newest tick's batches not yet written
-	rel     link.Queue
+	slot    link.Mailbox  // the newest tick's batches not yet written
+	rel     link.Reliable // the reliable frames not yet written
 	closing bool
 	flush   bool
 	reason  string
-	refusal link.Refusal
 
 	wake chan struct{} // cap 1: something to write, or closing began
 	done chan struct{} // closed when the writer has closed the connection
@@ -214,7 +213,7 @@ func (c *wsConn) write() {
 	defer c.t.wg.Done()
 	defer close(c.done)
 	t := c.t
-	var rel link.Queue
+	var rel []byte // frames behind their length prefixes
 	var out link.Mailbox
 	intact := true
 	for {
@@ -226,21 +225,20 @@ func (c *wsConn) write() {
 			return
 		}
 		c.mu.Lock()
-		c.rel, rel = rel, c.rel
-		c.rel.Reset()
+		rel = c.rel.Take(rel)
 		c.slot, out = out, c.slot
 		c.slot.Reset()
 		closing, flush, reason := c.closing, c.flush, c.reason
 		code := websocket.StatusCode(link.WSCloseDisconnect)
-		if c.refusal.Refused {
-			code, reason = link.WSCloseRefusal+websocket.StatusCode(c.refusal.Code), c.refusal.Reason
+		if r := &c.rel.Refusal; r.Refused {
+			code, reason = link.WSCloseRefusal+websocket.StatusCode(r.Code), r.Reason
 		}
 		c.mu.Unlock()
 		if intact && (!closing || flush) {
 			// A failed write means the connection is gone (the network,
 			// the client, or the watchdog cut it): the reader ends the
 			// session with why, and the writer only waits to close.
-			intact = c.writeAll(&rel) && c.writeBatches(&out)
+			intact = c.writeAll(rel) && c.writeBatches(&out)
 		}
 		if closing {
 			if intact {
@@ -256,14 +254,14 @@ func (c *wsConn) write() {
 	}
 }
 
-// writeAll writes the reliable frames of q; false when a write failed.
-func (c *wsConn) writeAll(q *link.Queue) bool {
-	for frame := range q.All() {
-		if !c.writeMessage(frame) {
-			return false
-		}
-	}
-	return true
+// writeAll writes the reliable frames laid back to back in frames, one
+// message each, as link.Reliable queues them; false when a write failed.
+func (c *wsConn) writeAll(frames []byte) bool {
+	ok := true
+	wire.EachStreamFrame(frames, func(frame []byte) {
+		ok = ok && c.writeMessage(frame)
+	})
+	return ok
 }
 
 // writeBatches writes the movement batches of m; false when a write failed.

@@ -12,11 +12,16 @@ type Refusal struct {
 	Reason            string
 }
 
-// Note looks at one reliable frame queued for the session.
+// Note looks at one reliable frame queued for the session. After the
+// Welcome or a Refuse it only checks a flag, inline, since every later
+// frame of the session passes through it.
 func (r *Refusal) Note(frame []byte) {
-	if r.Welcomed || r.Refused {
-		return
+	if !r.Welcomed && !r.Refused {
+		r.note(frame)
 	}
+}
+
+func (r *Refusal) note(frame []byte) {
 	switch t, _ := wire.PeekType(frame); t {
 	case wire.TypeWelcome:
 		r.Welcomed = true
