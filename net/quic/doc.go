@@ -13,7 +13,8 @@
 //
 // The tick never waits for a client: [Transport.SendUnreliable] fills a
 // one-slot mailbox per session that keeps only the newest tick's
-// datagrams, and [Transport.SendReliable] a bounded queue; a client whose
+// datagrams, and [Transport.SendReliable] (or [Transport.SendReliableBatch],
+// a tick's frames for a session in one call) a bounded queue; a client whose
 // queue overflows or whose stream stays blocked is disconnected with
 // wire.ReasonSlowClient. The certificate comes from files
 // ([Config.CertFile], [Config.KeyFile]), a [crypto/tls.Config], or is

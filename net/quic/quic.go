@@ -320,6 +320,22 @@ func (q *Transport) SendReliable(s wire.SessionID, frame []byte) {
 	}
 }
 
+// SendReliableBatch implements [wire.ReliableBatchSender]: the frames
+// join the session's queue under one lock, and its stream writer is woken
+// once. Each is kept, dropped and counted as SendReliable would keep it; a
+// batch that overflows the queue drops the frames that do not fit and
+// disconnects the session with [wire.ReasonSlowClient].
+func (q *Transport) SendReliableBatch(s wire.SessionID, frames []byte) {
+	c := q.session(s)
+	if c == nil {
+		link.DropReliable(frames, &q.n.Counts)
+		return
+	}
+	if c.rel.PostBatch(&c.mu, &c.closing, c.relWake, frames, q.cfg.MaxFrame, q.cfg.ReliableQueue, &q.n.Counts) {
+		q.tooSlow(c)
+	}
+}
+
 // Disconnect implements [wire.Transport]: the frames queued before it are
 // flushed (for at most FlushTimeout), then the connection closes with
 // reason, which the client reads from QUIC's CONNECTION_CLOSE.
@@ -367,4 +383,8 @@ func (q *Transport) Close() error {
 	return nil
 }
 
-var _ wire.Transport = (*Transport)(nil)
+var (
+	_ wire.Transport           = (*Transport)(nil)
+	_ wire.BatchSender         = (*Transport)(nil)
+	_ wire.ReliableBatchSender = (*Transport)(nil)
+)

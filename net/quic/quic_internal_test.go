@@ -70,6 +70,10 @@ func TestQUICTickPathsAllocateNothingInSteadyState(t *testing.T) {
 	require.True(t, q.sessions.Open(c, func() {}))
 	move := wire.AppendMove(nil, wire.Move{Seq: 1})
 	appear := wire.AppendAppear(nil, wire.Appear{Actor: 2})
+	var props []byte // a tick's Prop frames for the session, as one batch
+	for a := range uint32(20) {
+		props = wire.AppendStreamFrame(props, wire.AppendProp(nil, wire.Prop{Actor: a}))
+	}
 	batch := wire.AppendBatchHeader(nil, 0, 0)
 	var inbox []wire.Inbound
 	var written []byte // the stream writer's buffer
@@ -83,6 +87,7 @@ func TestQUICTickPathsAllocateNothingInSteadyState(t *testing.T) {
 		binary.LittleEndian.PutUint32(batch[wire.HeaderSize:], tick)
 		q.SendUnreliable(c.ID, batch)
 		q.SendReliable(c.ID, appear)
+		q.SendReliableBatch(c.ID, props)
 		c.mu.Lock() // what the writers take
 		c.slot.Reset()
 		written = c.rel.Take(written)

@@ -332,3 +332,73 @@ func TestQUICClientThatResetsItsStreamLosesItsSession(t *testing.T) {
 		t.Fatal("the server kept the connection of a session it closed")
 	}
 }
+
+// TestQUICReliableBatchIsEachFrameSentInTurn: a client sent a batch gets
+// what a client sent the same frames one by one gets, in the same place
+// among the frames sent before and after; the counters grow alike, and
+// the frames one by one would drop (over MaxFrame, under a header, a
+// cut-short tail, no session) are dropped and counted.
+func TestQUICReliableBatchIsEachFrameSentInTurn(t *testing.T) {
+	p := nettest.StartQUIC(t, quic.Config{MaxFrame: 100})
+	each, sEach := nettest.DialQUIC(t, p, "each", 1, client.Config{})
+	batched, sBatched := nettest.DialQUIC(t, p, "batched", 2, client.Config{})
+	appear := func(a uint32) []byte { return wire.AppendAppear(nil, wire.Appear{Actor: a}) }
+	frames := [][]byte{
+		appear(10), wire.AppendProp(nil, wire.Prop{Actor: 11}), filler(101),
+		appear(12), {wire.Version}, appear(13),
+	}
+
+	start := nettest.ReliableOf(p.Q)
+	p.Q.SendReliable(sEach, appear(1))
+	for _, f := range frames {
+		p.Q.SendReliable(sEach, f)
+	}
+	p.Q.SendReliable(sEach, appear(2))
+	mid := nettest.ReliableOf(p.Q)
+	p.Q.SendReliable(sBatched, appear(1))
+	p.Q.SendReliableBatch(sBatched, nettest.Stream(frames...))
+	p.Q.SendReliable(sBatched, appear(2))
+	end := nettest.ReliableOf(p.Q)
+
+	want := []string{"appear 1", "appear 10", "prop 11", "appear 12", "appear 13", "appear 2"}
+	assert.Equal(t, want, nettest.PollUntil(t, each, len(want)))
+	assert.Equal(t, want, nettest.PollUntil(t, batched, len(want)))
+	assert.Equal(t, nettest.Reliable{Out: 6, Bytes: 6 * wire.AppearSize, Dropped: 2}, mid.Minus(start))
+	assert.Equal(t, mid.Minus(start), end.Minus(mid))
+
+	cut := nettest.Stream(appear(14), appear(15))
+	p.Q.SendReliableBatch(sBatched, cut[:len(cut)-1])
+	assert.Equal(t, []string{"appear 14"}, nettest.PollUntil(t, batched, 1), "sent up to the last whole frame")
+	p.Q.SendReliableBatch(sBatched+100, nettest.Stream(frames...))
+	assert.Equal(t, nettest.Reliable{Out: 1, Bytes: wire.AppearSize, Dropped: 1 + 6}, nettest.ReliableOf(p.Q).Minus(end),
+		"the cut-short tail, and every frame for no session")
+}
+
+// TestQUICReliableBatchThatOverflowsTheQueueDisconnects: a batch longer
+// than the room left in the queue keeps what fits, drops the rest, and
+// ends the session as too slow, as the SendReliable that found the queue
+// full would.
+func TestQUICReliableBatchThatOverflowsTheQueueDisconnects(t *testing.T) {
+	p := nettest.StartQUIC(t, quic.Config{ReliableQueue: 4})
+	c, s := nettest.DialQUIC(t, p, "burst", 1, client.Config{})
+	start := nettest.ReliableOf(p.Q)
+	frames := make([][]byte, 10)
+	for i := range frames {
+		frames[i] = wire.AppendAppear(nil, wire.Appear{Actor: uint32(i)})
+	}
+	// The queue is empty (the Welcome was written), and the batch joins it
+	// under one lock: four fit, whatever the writer does meanwhile.
+	p.Q.SendReliableBatch(s, nettest.Stream(frames...))
+
+	assert.Equal(t, wire.ReasonSlowClient, p.ClosedOf(t, s).Reason)
+	assert.Equal(t, nettest.Reliable{Out: 4, Bytes: 4 * wire.AppearSize, Dropped: 6}, nettest.ReliableOf(p.Q).Minus(start))
+	assert.Equal(t, uint64(1), p.Q.Counters().SlowClients)
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client's connection did not close")
+	}
+	var gone *client.DisconnectedError
+	require.ErrorAs(t, c.Err(), &gone)
+	assert.Equal(t, wire.ReasonSlowClient, gone.Reason)
+}

@@ -271,6 +271,22 @@ func (t *Transport) SendReliable(s wire.SessionID, frame []byte) {
 	}
 }
 
+// SendReliableBatch implements [wire.ReliableBatchSender]: the frames
+// join the session's queue under one lock, and its writer is woken once.
+// Each is kept, dropped and counted as SendReliable would keep it; a batch
+// that overflows the queue drops the frames that do not fit and
+// disconnects the client with [wire.ReasonSlowClient].
+func (t *Transport) SendReliableBatch(s wire.SessionID, frames []byte) {
+	c := t.session(s)
+	if c == nil {
+		link.DropReliable(frames, &t.n.Counts)
+		return
+	}
+	if c.rel.PostBatch(&c.mu, &c.closing, c.wake, frames, t.cfg.MaxFrame, t.cfg.ReliableQueue, &t.n.Counts) {
+		t.tooSlow(c)
+	}
+}
+
 // Disconnect implements [wire.Transport].
 func (t *Transport) Disconnect(s wire.SessionID, reason string) {
 	if c := t.session(s); c != nil {
@@ -331,6 +347,7 @@ func (t *Transport) Close() error {
 }
 
 var (
-	_ wire.Transport   = (*Transport)(nil)
-	_ wire.BatchSender = (*Transport)(nil)
+	_ wire.Transport           = (*Transport)(nil)
+	_ wire.BatchSender         = (*Transport)(nil)
+	_ wire.ReliableBatchSender = (*Transport)(nil)
 )

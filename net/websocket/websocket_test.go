@@ -453,3 +453,75 @@ func TestCommandsAndEventsCrossEitherTransport(t *testing.T) {
 		})
 	}
 }
+
+// TestWebSocketReliableBatchIsEachFrameSentInTurn: a client sent a batch
+// gets what a client sent the same frames one by one gets, one message a
+// frame, in the same place among the frames sent before and after; the
+// counters grow alike, and the frames one by one would drop (over
+// MaxFrame, under a header, a cut-short tail, no session) are dropped and
+// counted.
+func TestWebSocketReliableBatchIsEachFrameSentInTurn(t *testing.T) {
+	p, ws := startWebSocket(t, websocket.Config{MaxFrame: 100})
+	each, sEach := dialWS(t, p, ws, "each", 1, client.Config{})
+	batched, sBatched := dialWS(t, p, ws, "batched", 2, client.Config{})
+	appear := func(a uint32) []byte { return wire.AppendAppear(nil, wire.Appear{Actor: a}) }
+	frames := [][]byte{
+		appear(10), wire.AppendProp(nil, wire.Prop{Actor: 11}), slices.Concat(appear(99), make([]byte, 101-wire.AppearSize)),
+		appear(12), {wire.Version}, appear(13),
+	}
+
+	start := nettest.ReliableOf(ws)
+	ws.SendReliable(sEach, appear(1))
+	for _, f := range frames {
+		ws.SendReliable(sEach, f)
+	}
+	ws.SendReliable(sEach, appear(2))
+	mid := nettest.ReliableOf(ws)
+	ws.SendReliable(sBatched, appear(1))
+	ws.SendReliableBatch(sBatched, nettest.Stream(frames...))
+	ws.SendReliable(sBatched, appear(2))
+	end := nettest.ReliableOf(ws)
+
+	want := []string{"appear 1", "appear 10", "prop 11", "appear 12", "appear 13", "appear 2"}
+	assert.Equal(t, want, nettest.PollUntil(t, each, len(want)))
+	assert.Equal(t, want, nettest.PollUntil(t, batched, len(want)))
+	assert.Equal(t, nettest.Reliable{Out: 6, Bytes: 6 * wire.AppearSize, Dropped: 2}, mid.Minus(start))
+	assert.Equal(t, mid.Minus(start), end.Minus(mid))
+
+	cut := nettest.Stream(appear(14), appear(15))
+	ws.SendReliableBatch(sBatched, cut[:len(cut)-1])
+	assert.Equal(t, []string{"appear 14"}, nettest.PollUntil(t, batched, 1), "sent up to the last whole frame")
+	ws.SendReliableBatch(sBatched+100, nettest.Stream(frames...))
+	assert.Equal(t, nettest.Reliable{Out: 1, Bytes: wire.AppearSize, Dropped: 1 + 6}, nettest.ReliableOf(ws).Minus(end),
+		"the cut-short tail, and every frame for no session")
+	require.NoError(t, batched.Err())
+}
+
+// TestWebSocketReliableBatchThatOverflowsTheQueueDisconnects: a batch
+// longer than the room left in the queue keeps what fits, drops the rest,
+// and ends the session as too slow, as the SendReliable that found the
+// queue full would.
+func TestWebSocketReliableBatchThatOverflowsTheQueueDisconnects(t *testing.T) {
+	p, ws := startWebSocket(t, websocket.Config{ReliableQueue: 4})
+	c, s := dialWS(t, p, ws, "burst", 1, client.Config{})
+	start := nettest.ReliableOf(ws)
+	frames := make([][]byte, 10)
+	for i := range frames {
+		frames[i] = wire.AppendAppear(nil, wire.Appear{Actor: uint32(i)})
+	}
+	// The queue is empty (the Welcome was written), and the batch joins it
+	// under one lock: four fit, whatever the writer does meanwhile.
+	ws.SendReliableBatch(s, nettest.Stream(frames...))
+
+	assert.Equal(t, wire.ReasonSlowClient, p.ClosedOf(t, s).Reason)
+	assert.Equal(t, nettest.Reliable{Out: 4, Bytes: 4 * wire.AppearSize, Dropped: 6}, nettest.ReliableOf(ws).Minus(start))
+	assert.Equal(t, uint64(1), ws.Counters().SlowClients)
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client's connection did not close")
+	}
+	var disc *client.DisconnectedError
+	require.ErrorAs(t, c.Err(), &disc)
+	assert.Equal(t, wire.ReasonSlowClient, disc.Reason)
+}

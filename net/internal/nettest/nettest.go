@@ -5,6 +5,7 @@ package nettest
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sync"
@@ -147,13 +148,15 @@ func DialQUIC(t *testing.T, p *Pump, token string, actor uint32, cfg client.Conf
 }
 
 // Polled collects every frame a client has received so far, re-encoded
-// where a test wants to compare bytes: "appear 7", "batch 12: 3 4".
+// where a test wants to compare bytes: "appear 7", "prop 8", "batch 12: 3 4".
 func Polled(c *client.Client) []string {
 	var out []string
 	c.Poll(func(f *wire.Frame) {
 		switch f.Type {
 		case wire.TypeAppear:
 			out = append(out, fmt.Sprintf("appear %d", f.Appear.Actor))
+		case wire.TypeProp:
+			out = append(out, fmt.Sprintf("prop %d", f.Prop.Actor))
 		case wire.TypeDisappear:
 			out = append(out, fmt.Sprintf("disappear %d", f.Disappear.Actor))
 		case wire.TypeBatch:
@@ -188,4 +191,32 @@ func Batch(tick uint32, actors ...uint32) []byte {
 		b = wire.AppendRecord(b, wire.Record{Actor: a, X: float32(a)})
 	}
 	return b
+}
+
+// Stream lays frames back to back behind their length prefixes, as a
+// wire.ReliableBatchSender takes them. Unlike wire.AppendStreamFrame it
+// takes a frame of any length a prefix can say, so that a test can put
+// frames a transport must drop in a batch.
+func Stream(frames ...[]byte) []byte {
+	var b []byte
+	for _, f := range frames {
+		b = binary.LittleEndian.AppendUint16(b, uint16(len(f)))
+		b = append(b, f...)
+	}
+	return b
+}
+
+// Reliable is the reliable half of a transport's Stats, to compare what
+// two runs of sends added.
+type Reliable struct{ Out, Bytes, Dropped uint64 }
+
+// ReliableOf reads tr's reliable counters.
+func ReliableOf(tr wire.Transport) Reliable {
+	st := tr.Stats()
+	return Reliable{st.ReliableOut, st.ReliableBytesOut, st.DroppedReliable}
+}
+
+// Minus returns what r counts beyond earlier.
+func (r Reliable) Minus(earlier Reliable) Reliable {
+	return Reliable{r.Out - earlier.Out, r.Bytes - earlier.Bytes, r.Dropped - earlier.Dropped}
 }
