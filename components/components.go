@@ -75,7 +75,8 @@ type Chunk struct {
 // only when the game says so (World.Update): its Transform and Animation
 // are then told, reliably and in that tick, to every player within its
 // radius. Its MoveInput holds the place and flags those players were last
-// told. A prop never has a client.
+// told, and Pending marks a nudge (World.Nudge) that some of them may not
+// have heard. A prop never has a client.
 type Prop struct{}
 
 // Client ties an actor to the network session that drives it. Every actor

@@ -69,8 +69,8 @@ const (
 	// Change.Entity is dead by then and Ark may recycle it.
 	Despawned
 	// Updated: a prop changed its Transform or Animation ([World.Update],
-	// or a Relocate or Teleport of a prop), From -> To (which may be
-	// equal); Last is where its viewers saw it before.
+	// [World.Nudge], or a Relocate or Teleport of a prop), From -> To
+	// (which may be equal); Last is where its viewers saw it before.
 	Updated
 )
 
@@ -106,6 +106,9 @@ type Change struct {
 	Prop  bool
 	Last  components.Transform
 	Flags uint16
+	// Nudged says an Updated prop was changed by World.Nudge: movement
+	// that far viewers may hear less often.
+	Nudged bool
 }
 
 // ApplyReport lists what an Apply did. Reuse one report across ticks: Apply
@@ -186,7 +189,7 @@ func (w *World) applyMove(op *moveOp, report *ApplyReport) {
 		*t = op.transform
 	}
 	if rec.prop {
-		w.applyUpdate(op.id, rec, report)
+		w.applyUpdate(op.id, rec, op.nudge, report)
 		return
 	}
 	to := w.KeyOf(*t)
@@ -218,18 +221,21 @@ func (w *World) applyMove(op *moveOp, report *ApplyReport) {
 // applyUpdate carries out a prop's queued change: the prop moves to the
 // chunk its Transform lies in, and if that or its place or flags changed
 // since its viewers were last told (its MoveInput), the change is reported
-// with what they were told, which MoveInput then takes.
-func (w *World) applyUpdate(id components.ActorID, rec actorRecord, report *ApplyReport) {
+// with what they were told, which MoveInput then takes. A prop's
+// MoveInput.Pending marks a nudge some viewers may not have heard: an
+// update (not a nudge) is then reported even if nothing changed since.
+func (w *World) applyUpdate(id components.ActorID, rec actorRecord, nudge bool, report *ApplyReport) {
 	_, t, in, anim, _, _ := w.actorMap.Get(rec.entity)
 	to, from := w.KeyOf(*t), rec.key
 	was := components.Transform{X: in.X, Y: in.Y, Z: in.Z, Yaw: in.Yaw, WorldOrCell: in.WorldOrCell}
-	if to == from && *t == was && anim.Flags == in.Flags {
+	if to == from && *t == was && anim.Flags == in.Flags && (nudge || !in.Pending) {
 		return
 	}
 	report.Changes = append(report.Changes, Change{
-		ID: id, Entity: rec.entity, Kind: Updated, From: from, To: to, Prop: true, Last: was, Flags: in.Flags,
+		ID: id, Entity: rec.entity, Kind: Updated, From: from, To: to, Prop: true, Last: was, Flags: in.Flags, Nudged: nudge,
 	})
 	relayedAs(in, *t, anim.Flags)
+	in.Pending = nudge
 	if to != from {
 		target := w.enterChunk(to, report)
 		w.touch(w.chunks[from].entity)

@@ -141,3 +141,33 @@ func TestAChunkOfPropsIsKept(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, []uint32{crate.ID}, propIDs(w, key(0, 0, 0)))
 }
+
+func TestANudgedPropIsToldInFullByItsNextUpdate(t *testing.T) {
+	w := ecs.NewWorld(100)
+	var r ecs.ApplyReport
+	crate := w.Spawn(ecs.ActorSpec{Transform: at(20, 10, 0), Prop: true})
+	w.Apply(&r)
+	e, _ := w.Entity(crate)
+	transforms := ark.NewMap[components.Transform](w.Ark())
+
+	transforms.Get(e).X = 30
+	w.Nudge(crate)
+	w.Apply(&r)
+	require.Len(t, r.Changes, 1)
+	assert.Equal(t, ecs.Updated, r.Changes[0].Kind)
+	assert.True(t, r.Changes[0].Nudged)
+
+	w.Nudge(crate) // nothing changed: nothing to nudge
+	w.Apply(&r)
+	assert.Empty(t, r.Changes)
+
+	w.Update(crate) // at rest where the nudge left it: told in full
+	w.Apply(&r)
+	require.Len(t, r.Changes, 1)
+	assert.False(t, r.Changes[0].Nudged)
+	assert.Equal(t, at(30, 10, 0), r.Changes[0].Last)
+
+	w.Update(crate) // told in full already
+	w.Apply(&r)
+	assert.Empty(t, r.Changes)
+}

@@ -195,6 +195,7 @@ type chunkRecord struct {
 type moveOp struct {
 	id        components.ActorID
 	teleport  bool
+	nudge     bool // World.Nudge
 	transform components.Transform
 }
 
@@ -398,6 +399,20 @@ func (w *World) Relocate(id components.ActorID) {
 func (w *World) Update(id components.ActorID) {
 	w.checkUnguarded("Update")
 	w.queueMove(moveOp{id: id})
+}
+
+// Nudge is [World.Update] for a prop's movement that need not reach every
+// viewer every time: a crate sliding between its push and its rest. The
+// change is reported as [Updated] with Nudged set, and the join may tell
+// it to far viewers less often, as the relay sends a moving actor's
+// updates (by the interest tiers' periods); the prop's next Update (its
+// rest, say) is reported even if nothing changed since the nudge, so that
+// every viewer then hears its state.
+//
+// It panics under the guard.
+func (w *World) Nudge(id components.ActorID) {
+	w.checkUnguarded("Nudge")
+	w.queueMove(moveOp{id: id, nudge: true})
 }
 
 // Teleport queues a server-ordered jump: Apply writes t as the actor's

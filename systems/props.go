@@ -78,6 +78,7 @@ type propSight struct {
 type propNews struct {
 	was, now       wire.Prop
 	hadWas, hasNow bool
+	nudge          bool // World.Nudge: a viewer who saw it and sees it may hear it later (teller.due)
 }
 
 // propChunk is one chunk's props as told, with their x and y apart for
@@ -189,7 +190,10 @@ func (p *Pipeline) gatherNews() {
 		p.stats.PropChanges++
 		ps.staleChunk(c.From)
 		ps.staleChunk(c.To)
-		n := propNews{was: wire.Prop{Actor: c.ID.ID, X: c.Last.X, Y: c.Last.Y, WorldOrCell: c.Last.WorldOrCell}, hadWas: c.Kind != ecs.Spawned}
+		n := propNews{
+			was:    wire.Prop{Actor: c.ID.ID, X: c.Last.X, Y: c.Last.Y, WorldOrCell: c.Last.WorldOrCell},
+			hadWas: c.Kind != ecs.Spawned, nudge: c.Nudged,
+		}
 		if c.Kind == ecs.Despawned && slices.Contains(ps.gone, c.ID.ID) {
 			continue // its viewers were told at its spawn or update
 		}

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/throng-go/throng/grid"
+	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/scheduler"
 )
@@ -93,7 +94,9 @@ func (tl *teller) tell(p *Pipeline, slot int) {
 			seen := n.hadWas && before.sees(&n.was, ps.reach)
 			switch {
 			case n.hasNow && before.sees(&n.now, ps.reach):
-				tl.appendProp(&n.now)
+				if !n.nudge || !seen || p.nudgeDue(&n.now, &before) {
+					tl.appendProp(&n.now)
+				}
 			case seen:
 				tl.appendDisappear(n.was.Actor)
 			}
@@ -105,6 +108,18 @@ func (tl *teller) tell(p *Pipeline, slot int) {
 	if len(tl.out) > 0 {
 		sendFrames(p.transport, s.id, tl.out)
 	}
+}
+
+// nudgeDue reports whether a nudge of prop q is told this tick to the
+// viewer whose sight point is pt, who knows the prop: as the relay sends a
+// moving actor's update, at the interest tiers' period for their distance
+// (from the sight point, within the slack of the viewer) and the pair's
+// phase, so that far viewers hear a sliding prop less often and every one
+// of them at least once a period. The prop's next Update tells everyone.
+func (p *Pipeline) nudgeDue(q *wire.Prop, pt *sightPoint) bool {
+	dx, dy := q.X-pt.x, q.Y-pt.y
+	period := uint32(p.tiers.PeriodSq(dx*dx + dy*dy))
+	return period <= 1 || (interest.Phase(q.Actor, pt.actor)+uint32(p.frame.Tick))%period == 0
 }
 
 // appendProp adds q's Prop frame behind its length prefix.

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng/components"
@@ -215,4 +216,49 @@ func TestThePlaceIndexFindsEveryChunkItWasGiven(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestANudgedPropReachesFarViewersLessOften: a crate slides (World.Nudge
+// every tick) between a player beside it and one 5,000 units away: the
+// near one hears every step, the far one one in its tiers' period (3 at
+// that distance: a step in 2,048 units from 4,096 on); when the crate
+// comes to rest (World.Update, where the last nudge left it), both know
+// where it stands.
+func TestANudgedPropReachesFarViewersLessOften(t *testing.T) {
+	spawns := []components.Transform{{X: 1000, Y: 1000}, {X: 1000, Y: 6000}}
+	r := newRig(t, Config{Tiers: defaultTiers(t), PropRadius: 6000, PropSlack: 400}, spawns)
+	w := r.p.world
+	crate := w.Spawn(ecs.ActorSpec{Transform: components.Transform{X: 1200, Y: 1000}, Prop: true})
+	heard := make([][]wire.Prop, 2)
+	step := func() {
+		r.standStep()
+		for i, c := range r.clients {
+			c.DrainDatagrams(func([]byte) {})
+			c.DrainReliable(func(f []byte) {
+				if q, err := wire.DecodeProp(f); err == nil {
+					heard[i] = append(heard[i], q)
+				}
+			})
+		}
+	}
+	step()
+	require.Len(t, heard[0], 1, "the near player is told of the crate")
+	require.Len(t, heard[1], 1, "so is the far one")
+	e, _ := w.Entity(crate)
+	const slides = 40
+	for range slides {
+		r.p.transforms.Get(e).X += 10
+		w.Nudge(crate)
+		step()
+	}
+	near, far := len(heard[0])-1, len(heard[1])-1
+	assert.Equal(t, slides, near, "the near player hears every step")
+	assert.InDelta(t, slides/3, far, 1, "the far player hears one step in three")
+	w.Update(crate)
+	step()
+	for i := range heard {
+		last := heard[i][len(heard[i])-1]
+		assert.Equal(t, float32(1200+10*slides), last.X, "player %d knows where the crate came to rest", i)
+	}
+	assert.Len(t, heard[1], 1+far+1, "the far player is told the rest")
 }

@@ -5,7 +5,8 @@
 // with -scenario plaza; the tick benchmarks call [Setup] the same way.
 //
 // It sits in examples/, above the framework, and shows a game's parts in
-// their places: props (ecs.ActorSpec.Prop) changed through World.Update,
+// their places: props (ecs.ActorSpec.Prop) changed through World.Update
+// and World.Nudge,
 // NPCs (actors without a client) moved by writing their Transform before
 // Move, components of the game's own ([Body], [Stroll]) that its systems
 // write, and systems placed by what they declare they touch.
@@ -20,7 +21,7 @@
 //	  3     relay           Transform, Animation  (the network)
 //	  3     plaza-physics   Transforms            props' Bodies
 //	  4     join
-//	  5     plaza-props     Bodies                props' Transforms, Animations; World.Update
+//	  5     plaza-props     Bodies                props' Transforms, Animations; World.Update, Nudge
 //
 // The NPCs (NPCsName) are moved before Prepare, beside Ingest, so that
 // Move relays their new places this tick. The physics (PhysicsName) runs
@@ -32,8 +33,8 @@
 // World.Update, which panics while the world is guarded, so the serial
 // step PropsName, pinned after the join, tells its changes, and the next
 // join sends them: one tick after the move that pushed. A sliding prop is
-// told [Config].SlideUpdatesPerSecond times a second, a push and the
-// place it comes to rest at once. [World.PropChanges] counts the changes
+// told [Config].SlideUpdatesPerSecond times a second (nudged: far players
+// hear it less often), a push and the place it comes to rest at once. [World.PropChanges] counts the changes
 // made, beside the server's count of Prop frames sent (Stats' PropsSent).
 //
 // Everything is a function of the seed and the players' moves: the layout

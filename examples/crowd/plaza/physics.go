@@ -213,9 +213,11 @@ func wall(x, v, lo, hi float32) (float32, float32) {
 // step runs where the world is free again. For each prop the physics
 // moved this tick, in band and cell order, it re-buckets the prop by its
 // Body, and when the change is due it copies the Body's place to the
-// Transform, sets or clears FlagSliding, and calls World.Update: a push
-// and a prop's coming to rest at once, a slide every tickRate /
-// SlideUpdatesPerSecond ticks (spread over the ticks by prop).
+// Transform, sets or clears FlagSliding, and tells it: a push and a
+// prop's coming to rest at once, through World.Update, which every viewer
+// hears; a step of a slide every tickRate / SlideUpdatesPerSecond ticks
+// (spread over the ticks by prop), through World.Nudge, which far viewers
+// hear less often (the rest's Update then tells everyone where it stands).
 //
 // The delay that gives: the physics of tick t reads where Move put the
 // players in t, and its changes are queued after t's join, so the next
@@ -279,8 +281,14 @@ func (t *teller) tell(i int32, tick, every uint64) bool {
 	if tr.X == body.X && tr.Y == body.Y && an.Flags == flags {
 		return slides
 	}
-	tr.X, tr.Y, an.Flags = body.X, body.Y, flags
-	t.w.srv.World().Update(components.ActorID{ID: p.first + uint32(i)})
+	id := components.ActorID{ID: p.first + uint32(i)}
+	if slides && told { // a step of a slide: far viewers may hear fewer
+		tr.X, tr.Y = body.X, body.Y
+		t.w.srv.World().Nudge(id)
+	} else { // a push or a rest: everyone hears it
+		tr.X, tr.Y, an.Flags = body.X, body.Y, flags
+		t.w.srv.World().Update(id)
+	}
 	t.w.changes.Add(1)
 	return slides
 }

@@ -270,8 +270,8 @@ func (w *World) NPCs() []components.ActorID { return w.npcs.ids() }
 func (w *World) Actors() int { return len(w.props.entities) + len(w.npcs.entities) }
 
 // PropChanges returns how many prop changes the plaza has made so far:
-// World.Update calls for a prop whose place or flags it changed (a push,
-// a slide told, a prop come to rest). Each is told, in the next join, to
+// World.Update and World.Nudge calls for a prop whose place or flags it
+// changed (a push, a slide told, a prop come to rest). Each is told, in the next join, to
 // every player within the server's prop radius of it (Stats' PropsSent
 // counts those frames).
 func (w *World) PropChanges() uint64 { return w.changes.Load() }

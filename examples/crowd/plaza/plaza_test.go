@@ -175,17 +175,21 @@ func TestADefaultPlazaHasFiveThousandPropsOnItsTwoHundredFortyMetres(t *testing.
 }
 
 // TestAPushSlidesThePropAndThePlayersAroundAreTold: a player walking into
-// a prop pushes it the way it walks; a player 50 m away is told where it
-// went, as it slides and where it comes to rest (within a few metres),
-// and one 150 m away, outside the prop radius, is told nothing of it.
+// a prop pushes it the way it walks; a player 20 m away is told where it
+// went, every step of its slide and where it comes to rest (within a few
+// metres); one 50 m away is told the push, every other step (the slide's
+// steps are nudges, which far players hear at their interest tiers'
+// period) and the rest; one 150 m away, outside the prop radius, is told
+// nothing of it.
 func TestAPushSlidesThePropAndThePlayersAroundAreTold(t *testing.T) {
 	s := newStage(t, plaza.Config{Props: 1, NPCs: -1, Seed: 4}, throng.Options{})
 	prop := s.plaza.Props()[0]
 	at := s.where(prop)
 	pusher := s.join("pusher", components.Transform{X: at.X - 300, Y: at.Y})
+	beside := s.join("beside", components.Transform{X: at.X, Y: at.Y - 1400})
 	near := s.join("near", components.Transform{X: at.X, Y: at.Y + 3500})
 	far := s.join("far", components.Transform{X: at.X, Y: at.Y + 10500})
-	s.tick(pusher, near, far)
+	s.tick(pusher, beside, near, far)
 	require.Len(t, near.props[prop.ID], 1, "the player 50 m away sees the prop")
 	assert.Empty(t, far.props[prop.ID], "the one 150 m away does not")
 	require.Zero(t, s.plaza.PropChanges())
@@ -195,14 +199,14 @@ func TestAPushSlidesThePropAndThePlayersAroundAreTold(t *testing.T) {
 	for range 60 {
 		x += 10
 		pusher.move(t, x, at.Y)
-		s.tick(pusher, near, far)
+		s.tick(pusher, beside, near, far)
 		if s.plaza.PropChanges() > 0 {
 			break
 		}
 	}
 	require.Positive(t, s.plaza.PropChanges(), "the walk reached the prop and pushed it")
 	assert.InDelta(t, at.X-plaza.PushReach, x, 15, "within a metre of it")
-	s.tick(pusher, near, far) // the join that tells the push
+	s.tick(pusher, beside, near, far) // the join that tells the push
 	heard := near.props[prop.ID]
 	require.Len(t, heard, 2, "the push is told at once")
 	assert.Greater(t, heard[1].X, at.X, "east, the way the pusher walked")
@@ -213,24 +217,29 @@ func TestAPushSlidesThePropAndThePlayersAroundAreTold(t *testing.T) {
 	// The pusher stands; the prop slides on, slowing, and comes to rest.
 	ticks := 0
 	for ; s.plaza.Sliding() > 0 && ticks < 300; ticks++ {
-		s.tick(pusher, near, far)
+		s.tick(pusher, beside, near, far)
 	}
 	require.Zero(t, s.plaza.Sliding(), "the prop came to rest")
 	slid := float64(s.where(prop).X - at.X)
 	assert.Greater(t, slid, 300.0, "a kick at walking pace slides it some metres")
 	assert.Less(t, slid, 900.0, "and friction stops it within about 13 m")
 	assert.InDelta(t, 2*30, ticks, 20, "in about 2 s")
-	s.tick(pusher, near, far)
-	heard = near.props[prop.ID]
-	last := heard[len(heard)-1]
-	assert.Equal(t, s.where(prop).X, last.X, "the place it came to rest at is told")
-	assert.Zero(t, last.Flags&plaza.FlagSliding, "at rest")
+	s.tick(pusher, beside, near, far)
+	for _, p := range []*player{beside, near} {
+		heard := p.props[prop.ID]
+		last := heard[len(heard)-1]
+		assert.Equal(t, s.where(prop).X, last.X, "the place it came to rest at is told")
+		assert.Zero(t, last.Flags&plaza.FlagSliding, "at rest")
+	}
+	heard = beside.props[prop.ID]
 	assert.InDelta(t, ticks/3, len(heard)-2, 3, "while it slid, about 10 times a second")
-	assert.Equal(t, uint64(len(heard)-1), s.plaza.PropChanges(), "every change made was told to the player near it")
+	assert.Equal(t, uint64(len(heard)-1), s.plaza.PropChanges(), "every change made was told to the player 20 m away")
+	heard = near.props[prop.ID]
+	assert.InDelta(t, ticks/6, len(heard)-3, 3, "50 m away, every other step of the slide")
 
 	told := len(heard)
 	for range 30 {
-		s.tick(pusher, near, far)
+		s.tick(pusher, beside, near, far)
 	}
 	assert.Len(t, near.props[prop.ID], told, "a prop at rest costs nothing")
 	assert.Empty(t, far.props[prop.ID], "the far player heard nothing of it all along")
