@@ -44,8 +44,8 @@ type Options struct {
 // sit alone on one cache line; only outside CountOnly mode does it also
 // take one lock of the session's, to queue a copy. In steady state (buffers
 // grown, clients drained or CountOnly) Receive, SendUnreliable,
-// SendReliable and Client.Send allocate nothing; in CountOnly mode the
-// server's sends never allocate.
+// SendReliable, the batch sends and Client.Send allocate nothing; in
+// CountOnly mode the server's sends never allocate.
 //
 // A server send to a session whose close (Disconnect, Close or
 // Client.Close) has returned is dropped and counted as dropped. A send
@@ -282,6 +282,55 @@ func (m *Transport) SendReliable(s wire.SessionID, frame []byte) {
 	m.deliver(c, &slot.frames, &slot.frameBytes, &m.droppedReliable, len(frame), func() { c.reliable.Push(frame) })
 }
 
+// SendReliableBatch implements [wire.ReliableBatchSender]: each frame is
+// kept, dropped and counted as SendReliable would, after one lookup of
+// the session and, outside CountOnly mode, under one lock of the client's.
+// A cut-short tail counts as one frame dropped. See [Transport] for a send
+// that overlaps the session's close.
+func (m *Transport) SendReliableBatch(s wire.SessionID, frames []byte) {
+	slot, c := m.open(s)
+	if c == nil {
+		m.dropReliable(link.BatchLen(frames))
+		return
+	}
+	if !m.countOnly {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.closed { // closed since the lookup
+			m.dropReliable(link.BatchLen(frames))
+			return
+		}
+	}
+	var sent, bytes uint64
+	dropped := 0
+	if wire.EachStreamFrame(frames, func(frame []byte) {
+		if len(frame) < wire.HeaderSize || len(frame) > m.maxFrame {
+			dropped++
+			return
+		}
+		if !m.countOnly {
+			c.reliable.Push(frame)
+		}
+		sent++
+		bytes += uint64(len(frame))
+	}) > 0 {
+		dropped++
+	}
+	if sent > 0 {
+		slot.frames.Add(sent)
+		slot.frameBytes.Add(bytes)
+	}
+	m.dropReliable(dropped)
+}
+
+// dropReliable counts n reliable frames dropped, touching the shared
+// counter only when there are some.
+func (m *Transport) dropReliable(n int) {
+	if n > 0 {
+		m.droppedReliable.Add(uint64(n))
+	}
+}
+
 // deliver counts a server send of size bytes to open client c in count
 // and bytes and, outside CountOnly mode, queues it with queue under the
 // client's lock; a send to a client closed since the lookup is counted in
@@ -376,4 +425,8 @@ func (m *Transport) closeLocked(c *Client, reason string) {
 	m.stats.Closed++
 }
 
-var _ wire.Transport = (*Transport)(nil)
+var (
+	_ wire.Transport           = (*Transport)(nil)
+	_ wire.BatchSender         = (*Transport)(nil)
+	_ wire.ReliableBatchSender = (*Transport)(nil)
+)

@@ -85,3 +85,46 @@ func BenchmarkMemTick(b *testing.B) {
 		})
 	}
 }
+
+// propBatch is n Prop frames laid back to back behind their length
+// prefixes, as the join hands a session its props of a tick.
+func propBatch(n int) []byte {
+	var b []byte
+	for a := range uint32(n) {
+		b = wire.AppendStreamFrame(b, wire.AppendProp(nil, wire.Prop{Actor: a, Flags: 1}))
+	}
+	return b
+}
+
+// BenchmarkMemReliableBatch is the cost of handing one session 100 Prop
+// frames: one SendReliable each, or one SendReliableBatch, in CountOnly
+// mode and queuing (drained after every op, as a client reads). One op is
+// the 100 frames.
+func BenchmarkMemReliableBatch(b *testing.B) {
+	const frames = 100
+	batch := propBatch(frames)
+	each := func(m *Transport, s wire.SessionID) {
+		wire.EachStreamFrame(batch, func(f []byte) { m.SendReliable(s, f) })
+	}
+	batched := func(m *Transport, s wire.SessionID) { m.SendReliableBatch(s, batch) }
+	for _, countOnly := range []bool{true, false} {
+		for _, bc := range []struct {
+			name string
+			send func(*Transport, wire.SessionID)
+		}{{"each", each}, {"batch", batched}} {
+			b.Run(fmt.Sprintf("countOnly=%v/%s", countOnly, bc.name), func(b *testing.B) {
+				m := New(Options{CountOnly: countOnly})
+				c := m.Dial()
+				s := c.Session()
+				for b.Loop() {
+					bc.send(m, s)
+					c.DrainReliable(func([]byte) {})
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*frames), "ns/frame")
+				if st := m.Stats(); st.DroppedReliable != 0 || st.ReliableOut != uint64(b.N*frames) {
+					b.Fatalf("sent %d frames, dropped %d", st.ReliableOut, st.DroppedReliable)
+				}
+			})
+		}
+	}
+}

@@ -333,6 +333,7 @@ func TestMemCountsEverySendOnceWhileSessionsClose(t *testing.T) {
 			}
 			datagram := make([]byte, 100)
 			frame := wire.AppendDisappear(nil, wire.Disappear{Actor: 1})
+			pair := frameStream(frame, frame) // a batch: two more frames a send
 			var wg, started sync.WaitGroup
 			var closing atomic.Bool
 			var sends atomic.Uint64
@@ -345,6 +346,7 @@ func TestMemCountsEverySendOnceWhileSessionsClose(t *testing.T) {
 						for _, c := range clients[w*perWorker : (w+1)*perWorker] {
 							m.SendUnreliable(c.Session(), datagram)
 							m.SendReliable(c.Session(), frame)
+							m.SendReliableBatch(c.Session(), pair)
 						}
 						sends.Add(perWorker)
 						if r == 0 {
@@ -378,19 +380,20 @@ func TestMemCountsEverySendOnceWhileSessionsClose(t *testing.T) {
 			assert.Equal(t, got.Datagrams, st.DatagramsOut)
 			assert.Equal(t, got.Frames, st.ReliableOut)
 			assert.Equal(t, sends.Load(), st.DatagramsOut+st.DroppedDatagrams)
-			assert.Equal(t, sends.Load(), st.ReliableOut+st.DroppedReliable)
+			assert.Equal(t, 3*sends.Load(), st.ReliableOut+st.DroppedReliable)
 
 			for i := 0; i < len(clients); i += 3 {
 				s := clients[i].Session()
 				m.SendUnreliable(s, datagram)
 				m.SendReliable(s, frame)
+				m.SendReliableBatch(s, pair)
 			}
 			closed := uint64((len(clients) + 2) / 3)
 			late := m.Stats()
 			assert.Equal(t, st.DatagramsOut, late.DatagramsOut, "a send after the close is dropped")
 			assert.Equal(t, st.ReliableOut, late.ReliableOut, "a send after the close is dropped")
 			assert.Equal(t, st.DroppedDatagrams+closed, late.DroppedDatagrams)
-			assert.Equal(t, st.DroppedReliable+closed, late.DroppedReliable)
+			assert.Equal(t, st.DroppedReliable+3*closed, late.DroppedReliable)
 		})
 	}
 }
@@ -536,4 +539,87 @@ func TestMemBatchSendAllocatesNothingInCountOnlyMode(t *testing.T) {
 	run := make([]byte, 3*wire.MaxBatchPayload)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { m.SendUnreliableBatch(c.Session(), run, wire.MaxBatchPayload) }))
 	assert.Equal(t, ClientStats{Datagrams: 3 * 101, DatagramBytes: 3 * wire.MaxBatchPayload * 101}, c.Received())
+}
+
+// frameStream lays frames back to back behind their length prefixes, as
+// SendReliableBatch takes them; a frame may be of any length a prefix can
+// say.
+func frameStream(frames ...[]byte) []byte {
+	var b []byte
+	for _, f := range frames {
+		b = append(b, byte(len(f)), byte(len(f)>>8))
+		b = append(b, f...)
+	}
+	return b
+}
+
+// TestMemReliableBatchIsEachFrameSentInTurn: a client sent a batch gets
+// what a client sent the same frames one by one gets, in the same place
+// among the frames sent before and after, with the same counts; what one
+// by one would drop (over MaxFrame, under a header, a cut-short tail, a
+// closed or unknown session), the batch drops and counts.
+func TestMemReliableBatchIsEachFrameSentInTurn(t *testing.T) {
+	for _, countOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("countOnly=%v", countOnly), func(t *testing.T) {
+			m := New(Options{MaxFrame: 50, CountOnly: countOnly})
+			each, batched, gone := m.Dial(), m.Dial(), m.Dial()
+			gone.Close()
+			appear := func(a uint32) []byte { return wire.AppendAppear(nil, wire.Appear{Actor: a}) }
+			frames := [][]byte{appear(10), wire.AppendProp(nil, wire.Prop{Actor: 11}), make([]byte, 51), appear(12), {wire.Version}, nil, appear(13)}
+
+			m.SendReliable(each.Session(), appear(1))
+			for _, f := range frames {
+				m.SendReliable(each.Session(), f)
+			}
+			m.SendReliable(each.Session(), appear(2))
+			afterEach := m.Stats()
+			m.SendReliable(batched.Session(), appear(1))
+			m.SendReliableBatch(batched.Session(), frameStream(frames...))
+			m.SendReliable(batched.Session(), appear(2))
+
+			want := ClientStats{Frames: 6, FrameBytes: 6 * wire.AppearSize}
+			assert.Equal(t, want, each.Received())
+			assert.Equal(t, want, batched.Received())
+			assert.Equal(t, uint64(3), afterEach.DroppedReliable)
+			assert.Equal(t, uint64(6), m.Stats().DroppedReliable)
+			if !countOnly {
+				sent := []string{string(appear(1)), string(frames[0]), string(frames[1]), string(frames[3]), string(frames[6]), string(appear(2))}
+				assert.Equal(t, sent, drainedReliable(each))
+				assert.Equal(t, sent, drainedReliable(batched))
+			}
+
+			cut := frameStream(appear(14), appear(15))
+			m.SendReliableBatch(batched.Session(), cut[:len(cut)-1])
+			m.SendReliableBatch(gone.Session(), frameStream(frames...))
+			m.SendReliableBatch(100000, cut)
+			m.SendReliableBatch(batched.Session(), nil)
+			assert.Equal(t, uint64(6+1+7+2), m.Stats().DroppedReliable,
+				"the cut-short tail, every frame for a closed session and for no session")
+			assert.Equal(t, uint64(1), batched.Received().Frames-want.Frames, "sent up to the last whole frame")
+			assert.Equal(t, uint64(6+7), m.Stats().ReliableOut)
+			if !countOnly {
+				assert.Equal(t, []string{string(appear(14))}, drainedReliable(batched))
+			}
+		})
+	}
+}
+
+func TestMemReliableBatchAllocatesNothingInSteadyState(t *testing.T) {
+	for _, countOnly := range []bool{true, false} {
+		t.Run(fmt.Sprintf("countOnly=%v", countOnly), func(t *testing.T) {
+			m := New(Options{CountOnly: countOnly})
+			c := m.Dial()
+			props := propBatch(100)
+			var bytes int
+			drain := func(f []byte) { bytes += len(f) }
+			tick := func() {
+				m.SendReliableBatch(c.Session(), props)
+				c.DrainReliable(drain)
+			}
+			tick()
+			tick()
+			assert.Zero(t, testing.AllocsPerRun(100, tick))
+			assert.Equal(t, ClientStats{Frames: 100 * 103, FrameBytes: 100 * 103 * wire.PropSize}, c.Received())
+		})
+	}
 }
