@@ -16,9 +16,10 @@ import (
 // order it reported them. Sends go to the session's own transport; Stats
 // adds the transports' counters up; Close closes them all.
 type Transport struct {
-	ts      []wire.Transport
-	batch   []wire.BatchSender // per transport, nil where it has none
-	scratch []wire.Inbound
+	ts       []wire.Transport
+	batch    []wire.BatchSender         // per transport, nil where it has none
+	reliable []wire.ReliableBatchSender // per transport, nil where it has none
+	scratch  []wire.Inbound
 }
 
 // New returns a Transport over ts, which it owns from then on (its Close
@@ -27,9 +28,14 @@ func New(ts ...wire.Transport) *Transport {
 	if len(ts) == 0 {
 		panic("multi: New needs at least one transport")
 	}
-	m := &Transport{ts: ts, batch: make([]wire.BatchSender, len(ts))}
+	m := &Transport{
+		ts:       ts,
+		batch:    make([]wire.BatchSender, len(ts)),
+		reliable: make([]wire.ReliableBatchSender, len(ts)),
+	}
 	for k, t := range ts {
 		m.batch[k], _ = t.(wire.BatchSender)
+		m.reliable[k], _ = t.(wire.ReliableBatchSender)
 	}
 	return m
 }
@@ -86,6 +92,22 @@ func (m *Transport) SendReliable(s wire.SessionID, frame []byte) {
 	t.SendReliable(local, frame)
 }
 
+// SendReliableBatch implements [wire.ReliableBatchSender]: the session's
+// transport takes the batch in one call where it can, frame by frame
+// where it cannot. There a cut-short tail is handed over as an empty
+// frame, which every transport drops and counts, so that it is counted
+// where the batch went.
+func (m *Transport) SendReliableBatch(s wire.SessionID, frames []byte) {
+	t, k, local := m.split(s)
+	if b := m.reliable[k]; b != nil {
+		b.SendReliableBatch(local, frames)
+		return
+	}
+	if wire.EachStreamFrame(frames, func(f []byte) { t.SendReliable(local, f) }) > 0 {
+		t.SendReliable(local, nil)
+	}
+}
+
 // Disconnect implements [wire.Transport].
 func (m *Transport) Disconnect(s wire.SessionID, reason string) {
 	t, _, local := m.split(s)
@@ -124,6 +146,7 @@ func (m *Transport) Close() error {
 }
 
 var (
-	_ wire.Transport   = (*Transport)(nil)
-	_ wire.BatchSender = (*Transport)(nil)
+	_ wire.Transport           = (*Transport)(nil)
+	_ wire.BatchSender         = (*Transport)(nil)
+	_ wire.ReliableBatchSender = (*Transport)(nil)
 )

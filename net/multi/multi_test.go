@@ -2,6 +2,7 @@ package multi_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -67,8 +68,8 @@ func TestMultiKeepsEachSessionOnItsOwnTransport(t *testing.T) {
 }
 
 // TestMultiServesQUICAndWebSocketClientsAtOnce: a QUIC client and a
-// WebSocket client of one Multi both get through the handshake and their
-// batches.
+// WebSocket client of one Multi both get through the handshake, their
+// batches and their reliable batches.
 func TestMultiServesQUICAndWebSocketClientsAtOnce(t *testing.T) {
 	tlsConf, err := quic.DevelopmentTLS()
 	require.NoError(t, err)
@@ -107,5 +108,62 @@ func TestMultiServesQUICAndWebSocketClientsAtOnce(t *testing.T) {
 		}
 		m.SendUnreliable(s, nettest.Batch(7, actor+10))
 		assert.Equal(t, []string{"batch 7: " + []string{"", "11", "12"}[actor]}, nettest.PollUntil(t, d.c, 1))
+		m.SendReliableBatch(s, nettest.Stream(
+			wire.AppendAppear(nil, wire.Appear{Actor: actor + 20}), wire.AppendProp(nil, wire.Prop{Actor: actor + 30})))
+		assert.Equal(t, []string{fmt.Sprintf("appear %d", actor+20), fmt.Sprintf("prop %d", actor+30)}, nettest.PollUntil(t, d.c, 2))
 	}
+}
+
+// counting passes a transport's calls on and counts the reliable ones.
+type counting struct {
+	wire.Transport
+	singles, batches int
+}
+
+func (c *counting) SendReliable(s wire.SessionID, frame []byte) {
+	c.singles++
+	c.Transport.SendReliable(s, frame)
+}
+
+// batching is a counting transport that takes reliable batches too.
+type batching struct{ counting }
+
+func (b *batching) SendReliableBatch(s wire.SessionID, frames []byte) {
+	b.batches++
+	b.Transport.(wire.ReliableBatchSender).SendReliableBatch(s, frames)
+}
+
+// TestMultiSendsAReliableBatchToItsSessionsTransport: a batch goes to the
+// session's own transport, in one call where that transport takes
+// batches and frame by frame where it does not; the client gets the same
+// frames either way, and the frames dropped (under a header, a cut-short
+// tail) are counted where the batch went.
+func TestMultiSendsAReliableBatchToItsSessionsTransport(t *testing.T) {
+	memA, memB := mem.New(mem.Options{}), mem.New(mem.Options{})
+	a, b := &batching{counting{Transport: memA}}, &counting{Transport: memB}
+	m := multi.New(a, b)
+	ca, other, cb := memA.Dial(), memA.Dial(), memB.Dial()
+	appear := func(actor uint32) []byte { return wire.AppendAppear(nil, wire.Appear{Actor: actor}) }
+	frames := nettest.Stream(appear(1), []byte{wire.Version}, appear(2), appear(3))
+	frames = frames[:len(frames)-1] // the last cut short
+
+	m.SendReliableBatch(m.Session(0, ca.Session()), frames)
+	m.SendReliableBatch(m.Session(1, cb.Session()), frames)
+
+	assert.Equal(t, 1, a.batches, "a takes the batch in one call")
+	assert.Zero(t, a.singles)
+	assert.Equal(t, 4, b.singles, "b takes each frame, and the tail as an empty frame")
+	want := []string{string(appear(1)), string(appear(2))}
+	for _, c := range []*mem.Client{ca, cb} {
+		var got []string
+		c.DrainReliable(func(f []byte) { got = append(got, string(f)) })
+		assert.Equal(t, want, got, "session %d", c.Session())
+	}
+	assert.Zero(t, other.DrainReliable(func([]byte) {}), "nothing reaches the other session")
+	for _, tr := range []*mem.Transport{memA, memB} {
+		st := tr.Stats()
+		assert.Equal(t, uint64(2), st.ReliableOut)
+		assert.Equal(t, uint64(2), st.DroppedReliable, "the short frame and the cut-short tail")
+	}
+	assert.Equal(t, uint64(4), m.Stats().ReliableOut)
 }
