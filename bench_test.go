@@ -388,11 +388,15 @@ func newLifeCrowd(tb testing.TB, npcs, props int, m tickMode) *benchCrowd {
 }
 
 // npcWalk walks every NPC of its list a step a tick, each on its own
-// heading, turning at the map's edges.
+// heading, back and forth so that they stay on the map. It keeps each
+// NPC's entity and the step of its heading, as a game's NPC system would,
+// so that a tick costs a Transform write an NPC.
 type npcWalk struct {
 	world      *ecs.World
 	transforms *ark.Map[components.Transform]
 	ids        []components.ActorID
+	entities   []ark.Entity
+	steps      [][2]float32
 	side       float32
 	tick       int
 }
@@ -404,21 +408,27 @@ func (n *npcWalk) Access() scheduler.Access {
 }
 
 func (n *npcWalk) RunSerial(*scheduler.Tick) {
+	if n.entities == nil { // their spawns are applied by the first tick
+		for i, id := range n.ids {
+			e, ok := n.world.Entity(id)
+			if !ok {
+				return
+			}
+			heading := float64(i%360) * math.Pi / 180
+			n.entities = append(n.entities, e)
+			n.steps = append(n.steps, [2]float32{5 * float32(math.Cos(heading)), 5 * float32(math.Sin(heading))})
+		}
+	}
 	n.tick++
-	for i, id := range n.ids {
-		e, ok := n.world.Entity(id)
-		if !ok {
-			continue
-		}
+	sign := float32(1)
+	if (n.tick/300)%2 == 1 {
+		sign = -1
+	}
+	for i, e := range n.entities {
 		t := n.transforms.Get(e)
-		heading := float64(i%360) * math.Pi / 180
-		step := float32(5)
-		if (n.tick/300)%2 == 1 { // back and forth, so they stay on the map
-			step = -step
-		}
-		t.X = min(max(t.X+step*float32(math.Cos(heading)), 0), n.side-1)
-		t.Y = min(max(t.Y+step*float32(math.Sin(heading)), 0), n.side-1)
-		t.Yaw = float32(heading)
+		t.X = min(max(t.X+sign*n.steps[i][0], 0), n.side-1)
+		t.Y = min(max(t.Y+sign*n.steps[i][1], 0), n.side-1)
+		t.Yaw = float32(i%360) * math.Pi / 180
 	}
 }
 
