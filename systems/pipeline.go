@@ -100,7 +100,7 @@ type TickStats struct {
 	Appears         int
 	Disappears      int   // of actors and props
 	PropsSent       int   // Prop frames: props come into sight or changed
-	PropChanges     int   // props spawned, changed (World.Update) or despawned by this tick's Apply, each told to all who see it
+	PropUpdates     int   // prop changes (World.Update, Nudge) this tick's join told, each to all who see the prop
 	Throttled       int64 // pairs not sent this tick because of throttling
 	Owed            int   // records owed to clients after this tick's cuts
 	Pressure        int   // highest cluster pressure level this tick

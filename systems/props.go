@@ -187,7 +187,9 @@ func (p *Pipeline) gatherNews() {
 		if !c.Prop {
 			continue
 		}
-		p.stats.PropChanges++
+		if c.Kind == ecs.Updated {
+			p.stats.PropUpdates++
+		}
 		ps.staleChunk(c.From)
 		ps.staleChunk(c.To)
 		n := propNews{

@@ -82,7 +82,7 @@ type changedActor struct {
 func (p *Pipeline) deriveVisibility() {
 	v := &p.vis
 	changes := p.report.Changes
-	p.stats.Appears, p.stats.Disappears, p.stats.PropsSent, p.stats.PropChanges = 0, 0, 0, 0
+	p.stats.Appears, p.stats.Disappears, p.stats.PropsSent, p.stats.PropUpdates = 0, 0, 0, 0
 	if len(changes) == 0 {
 		return
 	}

@@ -61,7 +61,13 @@
 //	corrections      corrections sent
 //	prop_changes     with -scenario plaza: prop changes the plaza's physics
 //	                 made (pushes, slides told, props come to rest), each
-//	                 a World.Update (package plaza)
+//	                 a World.Update or Nudge (package plaza)
+//	prop_changes_told
+//	                 with -scenario plaza: prop changes the server's joins
+//	                 told (systems.TickStats.PropUpdates): the plaza's
+//	                 changes of each tick are told in the next, so the
+//	                 summary's is the plaza's less the last tick's, and
+//	                 none is lost
 //	props_sent       with -scenario plaza: Prop frames the server sent,
 //	                 each change to every player within the prop radius
 //	                 (80 m), and every prop that came into a player's sight
@@ -187,6 +193,8 @@ Each second a line (key=value) gives the server's figures over the second:
   corrections      corrections sent
   prop_changes     -scenario plaza: prop changes the plaza's physics made
                    (pushes, slides told, props come to rest)
+  prop_changes_told  -scenario plaza: prop changes the server told, each
+                   in the tick after the plaza made it
   props_sent       -scenario plaza: Prop frames sent (each change to every
                    player within the prop radius, props coming into sight)
   saves            saves written so far (-save; shown once a save has begun)

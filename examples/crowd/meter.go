@@ -40,6 +40,7 @@ type tally struct {
 	pressure  int
 	moveBytes int64 // movement bytes handed to the transport
 	propsSent int64 // Prop frames sent
+	propsTold int64 // prop changes the joins told (TickStats.PropUpdates)
 	work      histogram
 
 	base     systems.TickStats // the server's running totals when it began
@@ -70,6 +71,7 @@ func (t *tally) add(st systems.TickStats, work time.Duration) {
 	t.pressure = max(t.pressure, st.Pressure)
 	t.moveBytes += st.BytesOut
 	t.propsSent += int64(st.PropsSent)
+	t.propsTold += int64(st.PropUpdates)
 	t.work.add(work)
 }
 
@@ -131,7 +133,7 @@ func (m *meter) tick(st systems.TickStats, work time.Duration) {
 		"corrections", st.CorrectionsSent - w.base.CorrectionsSent,
 	}
 	if m.plaza != nil {
-		attrs = append(attrs, "prop_changes", m.propChanges()-w.changes, "props_sent", w.propsSent)
+		attrs = append(attrs, "prop_changes", m.propChanges()-w.changes, "prop_changes_told", w.propsTold, "props_sent", w.propsSent)
 	}
 	attrs = m.appendSaves(attrs)
 	if m.withBots {
@@ -172,7 +174,7 @@ func (m *meter) summary(now time.Time) {
 		"commands", st.Commands,
 	}
 	if m.plaza != nil {
-		attrs = append(attrs, "prop_changes", m.propChanges()-r.changes, "props_sent", r.propsSent)
+		attrs = append(attrs, "prop_changes", m.propChanges()-r.changes, "prop_changes_told", r.propsTold, "props_sent", r.propsSent)
 	}
 	attrs = append(attrs,
 		"work_ms", ms(r.work.mean()),
