@@ -17,6 +17,7 @@ import (
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/examples/crowd/plaza"
 	"github.com/throng-go/throng/examples/crowd/scenario"
 	"github.com/throng-go/throng/net/mem"
 	"github.com/throng-go/throng/net/wire"
@@ -219,8 +220,9 @@ func (c *benchCrowd) tick() {
 }
 
 // BenchmarkTick measures one full tick of the design's scenarios (square,
-// town, world, and world-life: the world with 10,000 NPCs walking and
-// 100,000 props standing, see newLifeCrowd): every player sends one Move
+// town, world, world-life: the world with 10,000 NPCs walking and 100,000
+// props standing, see newLifeCrowd, and plaza: seed 003's test world, see
+// newPlazaCrowd): every player sends one Move
 // through the in-memory transport, the server decodes
 // them, runs Move and Relay (inline or on the pool) and hands every batch
 // back to the transport. One op is one tick including the bots' sends;
@@ -258,6 +260,7 @@ func BenchmarkTick(b *testing.B) {
 		{"town", []int{300, 1000}},
 		{"world", []int{10000}},
 		{"world-life", []int{10000}},
+		{"plaza", []int{1000, 2000}},
 	}
 	for _, sc := range scenarios {
 		b.Run("scenario="+sc.name, func(b *testing.B) {
@@ -273,11 +276,28 @@ func BenchmarkTick(b *testing.B) {
 }
 
 func benchmarkTick(b *testing.B, name string, n int, m tickMode) {
-	if name == "world-life" {
+	switch name {
+	case "world-life":
 		measureTicks(b, newLifeCrowd(b, 10_000, 100_000, m))
-		return
+	case "plaza":
+		measureTicks(b, newPlazaCrowd(b, n, m))
+	default:
+		measureTicks(b, newBenchCrowd(b, name, n, m))
 	}
-	measureTicks(b, newBenchCrowd(b, name, n, m))
+}
+
+// newPlazaCrowd is the plaza scenario with its world (plaza.Setup: 5,000
+// props the players push about, 200 NPCs) and n players. Like every
+// benchmark crowd its bots send an update every tick, where the crowd
+// example's plaza bots send 10 a second.
+func newPlazaCrowd(tb testing.TB, n int, m tickMode) *benchCrowd {
+	pop, err := scenario.New("plaza", n, 1)
+	require.NoError(tb, err)
+	return newCrowdWith(tb, pop, m, func(srv *throng.Server) int {
+		w, err := plaza.Setup(srv, plaza.Config{})
+		require.NoError(tb, err)
+		return w.Actors()
+	})
 }
 
 // measureTicks times c's ticks and reports BenchmarkTick's metrics.
