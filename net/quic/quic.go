@@ -268,11 +268,10 @@ func (q *Transport) endSession(c *quicConn, reason string, flush bool) bool {
 	return true
 }
 
-// tooSlow disconnects c with ReasonSlowClient.
+// tooSlow disconnects c with ReasonSlowClient (counted by the session
+// table as it ends the session).
 func (q *Transport) tooSlow(c *quicConn) {
-	if q.endSession(c, wire.ReasonSlowClient, false) {
-		q.n.Slow.Add(1)
-	}
+	q.endSession(c, wire.ReasonSlowClient, false)
 }
 
 // Receive implements [wire.Transport]. Frames alias the transport's buffers and

@@ -170,10 +170,10 @@ func (t *Transport) endSession(c *wsConn, reason string, flush bool) bool {
 	return true
 }
 
+// tooSlow disconnects c with ReasonSlowClient (counted by the session
+// table as it ends the session).
 func (t *Transport) tooSlow(c *wsConn) {
-	if t.endSession(c, wire.ReasonSlowClient, false) {
-		t.n.Slow.Add(1)
-	}
+	t.endSession(c, wire.ReasonSlowClient, false)
 }
 
 // beginClose tells the writer to finish: write what is queued (if flush)

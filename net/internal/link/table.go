@@ -78,7 +78,9 @@ func (t *Table[C]) Open(c C, start func()) bool {
 
 // End reports c's SessionClosed with reason and forgets c; it returns
 // false when c had already ended, so that only the first ending closes the
-// connection.
+// connection. An ending for wire.ReasonSlowClient is counted (Counts.Slow)
+// before the SessionClosed can be received, so that whoever sees the
+// close sees the count.
 func (t *Table[C]) End(c C, reason string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -88,6 +90,9 @@ func (t *Table[C]) End(c C, reason string) bool {
 	}
 	m.gone = true
 	delete(t.open, m.ID)
+	if reason == wire.ReasonSlowClient {
+		t.n.Slow.Add(1)
+	}
 	t.inbox.Push(wire.SessionClosed, m.ID, nil, reason)
 	t.n.Closed.Add(1)
 	return true
