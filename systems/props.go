@@ -1,6 +1,7 @@
 package systems
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/throng-go/throng/components"
@@ -64,12 +65,25 @@ type propSight struct {
 	// sight is taken again (lookAt: each slot's look, -1 for none), and
 	// tellers the pool units that tell them (tellJob).
 	news      []propNews
+	newsKeys  []newsKey // with many news: each news by the chunks it touches, sorted (spatialNews)
 	looks     []look
 	lookAt    []int32
 	tellUnits []scheduler.Unit
 	tellers   []teller
 	job       tellJob
 }
+
+// newsKey files a news by a chunk it touches (its place before or now).
+type newsKey struct {
+	key grid.AreaKey
+	at  int32 // index in propSight.news
+}
+
+// spatialNews is how many news a tick needs for each session to find
+// those near it by chunk (newsKeys) instead of checking every one: a
+// runtime spawn of a thousand props must not cost a thousand checks for
+// every player in the world.
+const spatialNews = 64
 
 // propNews is one prop change of the Apply as the join tells it: where
 // its viewers saw it (was, if it was in the world before) and what it is
@@ -212,6 +226,30 @@ func (p *Pipeline) gatherNews() {
 			ps.news = append(ps.news, n)
 		}
 	}
+	ps.newsKeys = ps.newsKeys[:0]
+	if len(ps.news) < spatialNews {
+		return
+	}
+	size := p.cfg.ChunkSize
+	for i := range ps.news {
+		n := &ps.news[i]
+		var was grid.AreaKey
+		if n.hadWas {
+			was = grid.KeyOf(n.was.WorldOrCell, n.was.X, n.was.Y, size)
+			ps.newsKeys = append(ps.newsKeys, newsKey{was, int32(i)})
+		}
+		if now := grid.KeyOf(n.now.WorldOrCell, n.now.X, n.now.Y, size); n.hasNow && (!n.hadWas || now != was) {
+			ps.newsKeys = append(ps.newsKeys, newsKey{now, int32(i)})
+		}
+	}
+	slices.SortFunc(ps.newsKeys, func(a, b newsKey) int {
+		return cmp.Or(compareKeys(a.key, b.key), cmp.Compare(a.at, b.at))
+	})
+}
+
+// compareKeys orders chunk keys as grid.Less does.
+func compareKeys(a, b grid.AreaKey) int {
+	return cmp.Or(cmp.Compare(a.WorldOrCell, b.WorldOrCell), cmp.Compare(a.Y, b.Y), cmp.Compare(a.X, b.X))
 }
 
 // lookFrom queues a look for the player of slot from where it stands now,

@@ -2,6 +2,7 @@ package systems
 
 import (
 	"math"
+	"slices"
 
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/interest"
@@ -22,7 +23,11 @@ import (
 func (p *Pipeline) runTells(t *scheduler.Tick) {
 	ps := &p.sight
 	n := 1
-	if work := len(ps.news)*len(p.slots) + 100*len(ps.looks); t != nil && !p.inline && work >= minTellsToOffload {
+	news := len(ps.news)
+	if len(ps.newsKeys) > 0 {
+		news = spatialNews // each session checks those near it
+	}
+	if work := news*len(p.slots) + 100*len(ps.looks); t != nil && !p.inline && work >= minTellsToOffload {
 		n = max(min(len(p.units), work/(minTellsToOffload/2)), 1)
 	}
 	if len(ps.tellers) < n {
@@ -69,6 +74,7 @@ func (j *tellJob) RunUnit(u int) {
 // each behind its stream length prefix, and what it sent.
 type teller struct {
 	out               []byte
+	near              []int32 // newsNear's
 	props, disappears int
 }
 
@@ -88,17 +94,14 @@ func (tl *teller) tell(p *Pipeline, slot int) {
 		before = l.old
 	}
 	tl.out = tl.out[:0]
-	if before.actor == s.actor.ID {
-		for i := range ps.news {
-			n := &ps.news[i]
-			seen := n.hadWas && before.sees(&n.was, ps.reach)
-			switch {
-			case n.hasNow && before.sees(&n.now, ps.reach):
-				if !n.nudge || !seen || p.nudgeDue(&n.now, &before) {
-					tl.appendProp(&n.now)
-				}
-			case seen:
-				tl.appendDisappear(n.was.Actor)
+	if before.actor == s.actor.ID && len(ps.news) > 0 {
+		if len(ps.newsKeys) == 0 {
+			for i := range ps.news {
+				tl.tellNews(p, &ps.news[i], &before)
+			}
+		} else {
+			for _, i := range tl.newsNear(p, &before) {
+				tl.tellNews(p, &ps.news[i], &before)
 			}
 		}
 	}
@@ -108,6 +111,40 @@ func (tl *teller) tell(p *Pipeline, slot int) {
 	if len(tl.out) > 0 {
 		sendFrames(p.transport, s.id, tl.out)
 	}
+}
+
+// tellNews adds to the session's frames what news n changes in the sight
+// of the point before: the prop's state if it sees the prop now (a nudge
+// only when due), a Disappear if it saw it and does not now.
+func (tl *teller) tellNews(p *Pipeline, n *propNews, before *sightPoint) {
+	reach := p.sight.reach
+	seen := n.hadWas && before.sees(&n.was, reach)
+	switch {
+	case n.hasNow && before.sees(&n.now, reach):
+		if !n.nudge || !seen || p.nudgeDue(&n.now, before) {
+			tl.appendProp(&n.now)
+		}
+	case seen:
+		tl.appendDisappear(n.was.Actor)
+	}
+}
+
+// newsNear returns, in the news' order and once each, the news filed
+// under the chunks the point pt's reach touches: the only ones it can see
+// before or after.
+func (tl *teller) newsNear(p *Pipeline, pt *sightPoint) []int32 {
+	keys := p.sight.newsKeys
+	tl.near = tl.near[:0]
+	lo, hi := p.sightChunks(*pt)
+	for y := lo.Y; y <= hi.Y; y++ {
+		first := grid.AreaKey{WorldOrCell: lo.WorldOrCell, X: lo.X, Y: y}
+		i, _ := slices.BinarySearchFunc(keys, first, func(k newsKey, key grid.AreaKey) int { return compareKeys(k.key, key) })
+		for ; i < len(keys) && keys[i].key.WorldOrCell == lo.WorldOrCell && keys[i].key.Y == y && keys[i].key.X <= hi.X; i++ {
+			tl.near = append(tl.near, keys[i].at)
+		}
+	}
+	slices.Sort(tl.near)
+	return slices.Compact(tl.near)
 }
 
 // nudgeDue reports whether a nudge of prop q is told this tick to the

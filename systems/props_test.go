@@ -133,8 +133,12 @@ func sqrt(v float32) float32 {
 // known at its current state, none beyond the radius and twice the slack,
 // no despawned prop left, no Prop frame for a prop that did not change.
 func TestPropsReachThePlayersWithinTheirRadius(t *testing.T) {
-	for _, stride := range []float32{150, 900} { // a walk; leaps past the slack every tick
-		t.Run(fmt.Sprintf("stride=%g", stride), func(t *testing.T) {
+	for _, c := range []struct {
+		stride float32 // a walk; leaps past the slack every tick
+		pushes int     // props changed a tick: few, or enough to be found by chunk (spatialNews)
+	}{{150, 10}, {900, 10}, {150, 100}} {
+		stride := c.stride
+		t.Run(fmt.Sprintf("stride=%g/pushes=%d", stride, c.pushes), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, uint64(stride)))
 			r := newPropRig(t, 12, rng)
 			w := r.p.world
@@ -151,7 +155,7 @@ func TestPropsReachThePlayersWithinTheirRadius(t *testing.T) {
 				for _, k := range r.known {
 					told += len(k)
 				}
-				for range 10 { // push a few, change a few
+				for range c.pushes { // push some, change some
 					id := r.props[rng.IntN(len(r.props))]
 					e, _ := w.Entity(id)
 					if rng.IntN(2) == 0 {
