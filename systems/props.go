@@ -92,7 +92,7 @@ const spatialNews = 64
 type propNews struct {
 	was, now       wire.Prop
 	hadWas, hasNow bool
-	nudge          bool // World.Nudge: a viewer who saw it and sees it may hear it later (teller.due)
+	nudge          bool // World.Nudge: a viewer who saw it and sees it may hear it later (Pipeline.nudgeDue)
 }
 
 // propChunk is one chunk's props as told, with their x and y apart for
