@@ -93,6 +93,7 @@ type walker struct {
 // its velocity: where it last stood, the velocity it moved there with,
 // and the tick it got there.
 type stride struct {
+	id     uint32 // the actor it was taken for: a slot is reused by later players
 	x, y   float32
 	vx, vy float32
 	world  uint32
@@ -111,12 +112,17 @@ type crowd struct {
 	list   []walker
 	cellOf []int32
 	cells  buckets
-	// strides is indexed by ActorID (which are never reused); nil when
-	// the crowd does not track velocities.
+	// strides is indexed by the players' session slots (Client.Slot),
+	// which the server reuses, so it grows with the most players ever in
+	// at once, not with every player who ever came; nil when the crowd
+	// does not track velocities (only a crowd of players does).
 	strides []stride
 }
 
 func newCrowd(w *ark.World, cell float32, players, velocities bool) *crowd {
+	if velocities && !players {
+		panic("plaza: a crowd tracks velocities by session slot: players only")
+	}
 	c := &crowd{
 		field:   newField(cell),
 		query:   ark.NewFilter3[components.ActorID, components.Transform, components.Client](w).Without(ark.C[components.Prop]()),
@@ -155,7 +161,7 @@ func (c *crowd) gather(tick uint64, dt float32) {
 			}
 			w := walker{id: ids[r].ID, x: t.X, y: t.Y}
 			if c.strides != nil {
-				w.vx, w.vy = c.observe(ids[r].ID, t, tick, dt, memory)
+				w.vx, w.vy = c.observe(clients[r].Slot, ids[r].ID, t, tick, dt, memory)
 			}
 			c.list = append(c.list, w)
 			cx, cy := c.field.cellOf(t.X, t.Y)
@@ -165,16 +171,16 @@ func (c *crowd) gather(tick uint64, dt float32) {
 	c.cells.build(c.field.cells(), c.cellOf)
 }
 
-// observe updates actor id's stride from where it stands this tick and
-// returns its velocity.
-func (c *crowd) observe(id uint32, t *components.Transform, tick uint64, dt float32, memory uint64) (vx, vy float32) {
-	if int(id) >= len(c.strides) {
-		c.strides = append(c.strides, make([]stride, int(id)+1-len(c.strides)+64)...)
+// observe updates the stride of actor id, the player of session slot,
+// from where it stands this tick and returns its velocity.
+func (c *crowd) observe(slot, id uint32, t *components.Transform, tick uint64, dt float32, memory uint64) (vx, vy float32) {
+	if int(slot) >= len(c.strides) {
+		c.strides = append(c.strides, make([]stride, int(slot)+1-len(c.strides)+64)...)
 	}
-	s := &c.strides[id]
+	s := &c.strides[slot]
 	switch {
-	case !s.seen || s.world != t.WorldOrCell:
-		*s = stride{x: t.X, y: t.Y, world: t.WorldOrCell, at: tick, seen: true}
+	case !s.seen || s.id != id || s.world != t.WorldOrCell:
+		*s = stride{id: id, x: t.X, y: t.Y, world: t.WorldOrCell, at: tick, seen: true}
 	case t.X != s.x || t.Y != s.y:
 		took := float32(min(max(tick-s.at, 1), memory)) * dt
 		s.vx, s.vy = (t.X-s.x)/took, (t.Y-s.y)/took
