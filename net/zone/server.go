@@ -201,6 +201,14 @@ func (z *Server) Stats() Stats {
 	}
 }
 
+// Revision returns the newest map revision the server has read and
+// whether that revision names it its zone's owner. The tick acts on what
+// it says at the tick's start. It may be called from any goroutine.
+func (z *Server) Revision() (revision uint64, holds bool) {
+	v := z.watch.load()
+	return v.revision, v.holds(z.opts.Zone, z.opts.Name)
+}
+
 // Heard returns the newest tick of a batch received from zone id, 0 if
 // none: tests and tools wait on it to know a neighbour's tick arrived.
 func (z *Server) Heard(id ID) uint64 {
