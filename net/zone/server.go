@@ -160,6 +160,12 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 		watch.stop()
 		return nil, fmt.Errorf("zone: subscribing: %w", err)
 	}
+	// The subscription is live once the server has it: from New's return
+	// on, every batch sent to the zone reaches it.
+	if err = nc.FlushWithContext(ctx); err != nil {
+		z.Close()
+		return nil, fmt.Errorf("zone: subscribing: %w", err)
+	}
 	err = errors.Join(
 		srv.AddSystem(&applySystem{z}, scheduler.After(systems.IngestName), scheduler.Before(systems.PrepareName)),
 		srv.AddSystem(&publishSystem{z}, scheduler.After(systems.JoinName)))
