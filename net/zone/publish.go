@@ -1,6 +1,8 @@
 package zone
 
 import (
+	"slices"
+
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/scheduler"
@@ -14,6 +16,17 @@ type publisher struct {
 	batches    [][]byte // the neighbours' batches, index for index
 	counts     []int
 	reach      []int // neighbours a chunk view is within reach of
+	subjects   map[ID]string
+}
+
+// subject returns zone id's ghost subject, built once.
+func (p *publisher) subject(prefix string, id ID) string {
+	s, ok := p.subjects[id]
+	if !ok {
+		s = GhostSubject(prefix, id)
+		p.subjects[id] = s
+	}
+	return s
 }
 
 type publishSystem struct{ z *Server }
@@ -47,7 +60,8 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 	for len(p.batches) < n {
 		p.batches = append(p.batches, nil)
 	}
-	p.counts = append(p.counts[:0], make([]int, n)...)
+	p.counts = slices.Grow(p.counts[:0], n)[:n]
+	clear(p.counts)
 	header := GhostHeader{Zone: z.opts.Zone, Revision: v.revision, Tick: t.Number}
 	for i, id := range p.neighbours {
 		nz, _ := v.m.Zone(id)
@@ -82,7 +96,7 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 		SetGhostCount(p.batches[i], p.counts[i])
 		// Publish copies the batch into the connection's buffer; a send
 		// that fails (the connection closed) is left to the next tick.
-		if err := z.nc.Publish(GhostSubject(z.prefix, id), p.batches[i]); err == nil {
+		if err := z.nc.Publish(p.subject(z.prefix, id), p.batches[i]); err == nil {
 			z.stats.sent.Add(1)
 			z.stats.sentActors.Add(uint64(p.counts[i]))
 		}

@@ -155,7 +155,8 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 		sources:    map[ID]*source{},
 		local:      map[components.ActorID]struct{}{},
 	}
-	z.inbox.latest = map[ID]heard{}
+	z.inbox.latest = map[ID]GhostBatch{}
+	z.pub.subjects = map[ID]string{}
 	if z.sub, err = nc.Subscribe(GhostSubject(prefix, opts.Zone), z.receive); err != nil {
 		watch.stop()
 		return nil, fmt.Errorf("zone: subscribing: %w", err)
@@ -229,14 +230,9 @@ func (z *Server) Heard(id ID) uint64 {
 // goroutine fills it; the tick goroutine empties it.
 type inbox struct {
 	mu     sync.Mutex
-	latest map[ID]heard
+	latest map[ID]GhostBatch
 	heard  map[ID]uint64
 	closed bool
-}
-
-// heard is a batch received and copied out of NATS' buffer.
-type heard struct {
-	batch GhostBatch
 }
 
 // receive is the subscription's handler: it decodes the batch strictly
@@ -253,12 +249,12 @@ func (z *Server) receive(msg *nats.Msg) {
 	if in.closed {
 		return
 	}
-	if old, ok := in.latest[b.Zone]; ok && old.batch.Tick >= b.Tick {
+	if old, ok := in.latest[b.Zone]; ok && old.Tick >= b.Tick {
 		return
 	}
 	// msg.Data is ours to keep (nats.go hands each message its own
 	// buffer), so the batch may alias it.
-	in.latest[b.Zone] = heard{batch: b}
+	in.latest[b.Zone] = b
 	if in.heard == nil {
 		in.heard = map[ID]uint64{}
 	}
@@ -269,8 +265,8 @@ func (z *Server) receive(msg *nats.Msg) {
 // by zone so that they are applied in the same order on every run.
 func (in *inbox) take(dst []GhostBatch) []GhostBatch {
 	in.mu.Lock()
-	for _, h := range in.latest {
-		dst = append(dst, h.batch)
+	for _, b := range in.latest {
+		dst = append(dst, b)
 	}
 	clear(in.latest)
 	in.mu.Unlock()
