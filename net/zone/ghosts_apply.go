@@ -1,6 +1,9 @@
 package zone
 
 import (
+	"cmp"
+	"slices"
+
 	ark "github.com/mlange-42/ark/ecs"
 
 	"github.com/throng-go/throng/components"
@@ -28,6 +31,10 @@ type ghosts struct {
 	local map[components.ActorID]struct{}
 	batch []GhostBatch
 	tick  uint64 // this server's tick, counted by the apply system
+	// gone collects the ghosts to despawn this tick; they are despawned
+	// in id order, not the maps' order, so that the same batches give the
+	// same Disappear frames on every run.
+	gone []components.ActorID
 }
 
 // source is what one neighbour lends.
@@ -59,6 +66,8 @@ func (s *applySystem) RunSerial(*scheduler.Tick) {
 	z := s.z
 	g := &z.ghosts
 	g.tick++
+	g.gone = g.gone[:0]
+	defer g.despawnGone()
 	v := z.watch.load()
 	g.batch = z.inbox.take(g.batch[:0])
 	if !v.holds(z.opts.Zone, z.opts.Name) {
@@ -139,7 +148,7 @@ func (g *ghosts) apply(b *GhostBatch, since uint64, me Zone) {
 	}
 	for id, gh := range src.actors {
 		if gh.gen != src.gen {
-			g.world.Despawn(gh.local)
+			g.gone = append(g.gone, gh.local)
 			delete(g.local, gh.local)
 			delete(src.actors, id)
 		}
@@ -153,8 +162,15 @@ func (g *ghosts) drop(id ID) {
 		return
 	}
 	for _, gh := range src.actors {
-		g.world.Despawn(gh.local)
+		g.gone = append(g.gone, gh.local)
 		delete(g.local, gh.local)
 	}
 	delete(g.sources, id)
+}
+
+func (g *ghosts) despawnGone() {
+	slices.SortFunc(g.gone, func(a, b components.ActorID) int { return cmp.Compare(a.ID, b.ID) })
+	for _, id := range g.gone {
+		g.world.Despawn(id)
+	}
 }
