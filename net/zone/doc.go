@@ -1,0 +1,35 @@
+// Package zone splits one world across several Throng servers: the
+// chunk map is cut into zones, rectangles of chunks each held by one
+// zone server, and the servers talk over NATS.
+//
+// This slice holds the zone map and the ghosts; hand-off of actors that
+// cross a border, commands addressed to ghosts and the handling of failed
+// servers come later (docs/zones.md says how they fit).
+//
+// # Outline
+//
+//   - The map: [Map], [Zone], [Rect]; decoded strictly from settings with
+//     [DecodeMap] and written to a JetStream key-value bucket with
+//     [PublishMap]. Its revision there is the number a server holds its
+//     zone as of (the fencing rule is on [Server]).
+//   - Ghosts: each tick a zone server sends each neighbour, in one batch,
+//     the actors of its own that the neighbour's players can see through
+//     the 3x3 stencil ([AppendGhostHeader], [AppendGhost],
+//     [DecodeGhosts]). The neighbour keeps them as client-less actors of
+//     its own world, so its relay shows them, Appear and Disappear
+//     included, like its own NPCs.
+//   - The glue: [New] wraps a throng.Server in a zone [Server], adding
+//     two systems to its tick ([ApplyName] before Prepare, [PublishName]
+//     after the join).
+//
+// # Task -> API
+//
+//   - Cut a world into zones: [Map], [Map.Validate], [DecodeMap].
+//   - Who owns a chunk, who borders a zone: [Map.Owner], [Map.Neighbours].
+//   - Publish the map for the servers: [PublishMap].
+//   - Make a server a zone's holder: [New]; watch it with [Server.Stats].
+//
+// Unlike the rest of net/, which stays below the ECS, this package sits
+// above package throng: it imports the server it extends, and only
+// programs that split a world import it (and NATS with it).
+package zone

@@ -1,0 +1,176 @@
+package zone
+
+import (
+	"cmp"
+	"slices"
+
+	ark "github.com/mlange-42/ark/ecs"
+
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/scheduler"
+)
+
+// ghosts is the zone server's table of the actors its neighbours lend it.
+//
+// A ghost is an ordinary client-less actor of this server's world,
+// spawned with World.Spawn and so given an ActorID of this world's own:
+// the table maps (owner zone, the owner's ActorID) to it. Ids therefore
+// never clash, however the zones number their actors, and a player sees
+// every actor, ghost or not, under an id of the server it is connected
+// to. A hand-off can later turn a ghost into the real actor (and the
+// real one into a ghost) in place, so that no player sees an actor blink
+// at a border.
+type ghosts struct {
+	world      *ecs.World
+	transforms *ark.Map[components.Transform]
+	animations *ark.Map[components.Animation]
+	sources    map[ID]*source
+	// local holds every ghost's ActorID here, so that the publisher never
+	// lends a neighbour what was only lent to us.
+	local map[components.ActorID]struct{}
+	batch []GhostBatch
+	tick  uint64 // this server's tick, counted by the apply system
+	// gone collects the ghosts to despawn this tick; they are despawned
+	// in id order, not the maps' order, so that the same batches give the
+	// same Disappear frames on every run.
+	gone []components.ActorID
+}
+
+// source is what one neighbour lends.
+type source struct {
+	since    uint64 // the map revision its ghosts were lent as of (view.since)
+	lastTick uint64 // the newest batch applied
+	heardAt  uint64 // our tick at which it was applied
+	gen      uint64 // bumped per batch applied; a ghost not listed lags it
+	actors   map[uint32]*ghost
+}
+
+type ghost struct {
+	local components.ActorID
+	gen   uint64
+}
+
+type applySystem struct{ z *Server }
+
+func (s *applySystem) Name() string { return ApplyName }
+
+// Access: spawns and despawns ghosts (structural) and writes their
+// Transform and Animation, before Prepare takes the tick's snapshot.
+func (s *applySystem) Access() scheduler.Access {
+	return scheduler.Uses(scheduler.Structural(),
+		scheduler.Write[components.Transform](), scheduler.Write[components.Animation]())
+}
+
+func (s *applySystem) RunSerial(*scheduler.Tick) {
+	z := s.z
+	g := &z.ghosts
+	g.tick++
+	g.gone = g.gone[:0]
+	defer g.despawnGone()
+	v := z.watch.load()
+	g.batch = z.inbox.take(g.batch[:0])
+	if !v.holds(z.opts.Zone, z.opts.Name) {
+		// Fenced: whatever the neighbours lent was lent to the owner we
+		// no longer are.
+		for id := range g.sources {
+			g.drop(id)
+		}
+		z.stats.refused.Add(uint64(len(g.batch)))
+		z.stats.ghosts.Store(int64(len(g.local)))
+		return
+	}
+	me, _ := v.m.Zone(z.opts.Zone)
+	// Lent under an older assignment of the lender's zone, or by a zone
+	// that no longer borders ours: gone.
+	for id, src := range g.sources {
+		if since, ok := v.since[id]; !ok || since != src.since || !neighbour(v, me, id) {
+			g.drop(id)
+		}
+	}
+	for i := range g.batch {
+		b := &g.batch[i]
+		since, ok := v.since[b.Zone]
+		if !ok || b.Revision < since || !neighbour(v, me, b.Zone) {
+			z.stats.refused.Add(1)
+			continue
+		}
+		z.stats.received.Add(1)
+		g.apply(b, since, me)
+	}
+	for id, src := range g.sources {
+		if g.tick-src.heardAt > uint64(z.opts.StaleTicks) {
+			g.drop(id)
+		}
+	}
+	z.stats.ghosts.Store(int64(len(g.local)))
+}
+
+func neighbour(v *view, me Zone, id ID) bool {
+	o, ok := v.m.Zone(id)
+	return ok && o.WorldOrCell == me.WorldOrCell && touch(o.Chunks, me.Chunks)
+}
+
+// apply makes the world's ghosts of b's zone what b lists: new ones
+// spawned, listed ones moved, unlisted ones (and any that stand beyond
+// our reach) despawned.
+func (g *ghosts) apply(b *GhostBatch, since uint64, me Zone) {
+	src := g.sources[b.Zone]
+	if src == nil {
+		src = &source{since: since, actors: map[uint32]*ghost{}}
+		g.sources[b.Zone] = src
+	}
+	if b.Tick <= src.lastTick {
+		return // NATS kept order; an old tick is a restarted sender's, or a replay
+	}
+	src.lastTick, src.heardAt = b.Tick, g.tick
+	src.gen++
+	for i := range b.Len() {
+		a := b.At(i)
+		t := components.Transform{X: a.X, Y: a.Y, Z: a.Z, Yaw: a.Yaw, WorldOrCell: a.WorldOrCell}
+		if !me.Within(g.world.KeyOf(t)) {
+			continue // not ours to show: despawned below if it was a ghost
+		}
+		gh := src.actors[a.ID]
+		if gh == nil {
+			id := g.world.Spawn(ecs.ActorSpec{Transform: t, Animation: components.Animation{Flags: a.Flags}})
+			src.actors[a.ID] = &ghost{local: id, gen: src.gen}
+			g.local[id] = struct{}{}
+			continue
+		}
+		gh.gen = src.gen
+		if e, ok := g.world.Entity(gh.local); ok {
+			// Written before Move, as a game's system moves an NPC: Move
+			// relays what changed and moves the ghost to its new chunk.
+			*g.transforms.Get(e) = t
+			g.animations.Get(e).Flags = a.Flags
+		}
+	}
+	for id, gh := range src.actors {
+		if gh.gen != src.gen {
+			g.gone = append(g.gone, gh.local)
+			delete(g.local, gh.local)
+			delete(src.actors, id)
+		}
+	}
+}
+
+// drop despawns every ghost zone id lent and forgets the zone.
+func (g *ghosts) drop(id ID) {
+	src := g.sources[id]
+	if src == nil {
+		return
+	}
+	for _, gh := range src.actors {
+		g.gone = append(g.gone, gh.local)
+		delete(g.local, gh.local)
+	}
+	delete(g.sources, id)
+}
+
+func (g *ghosts) despawnGone() {
+	slices.SortFunc(g.gone, func(a, b components.ActorID) int { return cmp.Compare(a.ID, b.ID) })
+	for _, id := range g.gone {
+		g.world.Despawn(id)
+	}
+}

@@ -1,0 +1,104 @@
+package zone
+
+import (
+	"slices"
+
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/scheduler"
+)
+
+// publisher builds one batch per neighbour per tick, reusing its buffers.
+type publisher struct {
+	views      []ecs.ChunkView
+	neighbours []ID
+	zones      []Zone   // the neighbours' entries, index for index
+	batches    [][]byte // the neighbours' batches, index for index
+	counts     []int
+	reach      []int // neighbours a chunk view is within reach of
+	subjects   map[ID]string
+}
+
+// subject returns zone id's ghost subject, built once.
+func (p *publisher) subject(prefix string, id ID) string {
+	s, ok := p.subjects[id]
+	if !ok {
+		s = GhostSubject(prefix, id)
+		p.subjects[id] = s
+	}
+	return s
+}
+
+type publishSystem struct{ z *Server }
+
+func (s *publishSystem) Name() string { return PublishName }
+
+// Access: reads the actors as the join left them.
+func (s *publishSystem) Access() scheduler.Access {
+	return scheduler.Uses(scheduler.Read[components.Transform](), scheduler.Read[components.Animation]())
+}
+
+// RunSerial sends each neighbour the actors of ours that stand within
+// its reach (in its zone or the ring of chunks around it, the 3x3
+// stencil), one batch per neighbour, an empty one included: an actor a
+// batch does not list is one the neighbour must stop showing. Ghosts
+// are never sent on: their owner lends them to whom it borders.
+func (s *publishSystem) RunSerial(t *scheduler.Tick) {
+	z := s.z
+	v := z.watch.load()
+	z.stats.revision.Store(v.revision)
+	if !v.holds(z.opts.Zone, z.opts.Name) {
+		z.stats.holds.Store(false)
+		z.stats.fencedTicks.Add(1)
+		return
+	}
+	z.stats.holds.Store(true)
+	p := &z.pub
+	p.neighbours = v.m.Neighbours(z.opts.Zone, p.neighbours)
+	n := len(p.neighbours)
+	p.zones = p.zones[:0]
+	for len(p.batches) < n {
+		p.batches = append(p.batches, nil)
+	}
+	p.counts = slices.Grow(p.counts[:0], n)[:n]
+	clear(p.counts)
+	header := GhostHeader{Zone: z.opts.Zone, Revision: v.revision, Tick: t.Number}
+	for i, id := range p.neighbours {
+		nz, _ := v.m.Zone(id)
+		p.zones = append(p.zones, nz)
+		p.batches[i] = AppendGhostHeader(p.batches[i][:0], header, 0)
+	}
+	p.views = z.ghosts.world.Snapshot(p.views)
+	for vi := range p.views {
+		cv := &p.views[vi]
+		p.reach = p.reach[:0]
+		for i := range p.zones {
+			if p.zones[i].Within(cv.Key) {
+				p.reach = append(p.reach, i)
+			}
+		}
+		if len(p.reach) == 0 {
+			continue
+		}
+		for r := range cv.Len() {
+			if _, lent := z.ghosts.local[cv.IDs[r]]; lent {
+				continue
+			}
+			tr := &cv.Transforms[r]
+			g := Ghost{ID: cv.IDs[r].ID, X: tr.X, Y: tr.Y, Z: tr.Z, Yaw: tr.Yaw, WorldOrCell: tr.WorldOrCell, Flags: cv.Animations[r].Flags}
+			for _, i := range p.reach {
+				p.batches[i] = AppendGhost(p.batches[i], g)
+				p.counts[i]++
+			}
+		}
+	}
+	for i, id := range p.neighbours {
+		SetGhostCount(p.batches[i], p.counts[i])
+		// Publish copies the batch into the connection's buffer; a send
+		// that fails (the connection closed) is left to the next tick.
+		if err := z.nc.Publish(p.subject(z.prefix, id), p.batches[i]); err == nil {
+			z.stats.sent.Add(1)
+			z.stats.sentActors.Add(uint64(p.counts[i]))
+		}
+	}
+}

@@ -1,0 +1,281 @@
+package zone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	ark "github.com/mlange-42/ark/ecs"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/throng-go/throng"
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/scheduler"
+	"github.com/throng-go/throng/systems"
+)
+
+// Names of the two systems a zone server adds to its throng.Server, for
+// pins of the game's own systems.
+const (
+	// ApplyName reads the neighbours' ghost batches and spawns, moves and
+	// despawns the ghosts, before Prepare.
+	ApplyName = "zone-apply-ghosts"
+	// PublishName sends this zone's border actors to its neighbours,
+	// after the join.
+	PublishName = "zone-publish-ghosts"
+)
+
+// DefaultStaleTicks is Options.StaleTicks when it is 0.
+const DefaultStaleTicks = 60
+
+// Options configures a zone [Server].
+type Options struct {
+	// Zone is the zone this server holds; it must be in the map, with
+	// Name as its owner, when New is called.
+	Zone ID
+	// Name is this server's name in the map's Owner fields. Required.
+	Name string
+	// Bucket is the JetStream key-value bucket holding the map; empty
+	// means DefaultBucket.
+	Bucket string
+	// Prefix starts every subject the zone servers of one world use;
+	// empty means "throng". Worlds sharing a NATS server need distinct
+	// prefixes.
+	Prefix string
+	// StaleTicks is how many of its own ticks a server keeps a
+	// neighbour's ghosts without a batch from it, before it despawns
+	// them as gone. 0 means DefaultStaleTicks.
+	StaleTicks int
+}
+
+// Server makes one throng.Server the holder of one zone: it adds the
+// ghost systems to it (see [ApplyName], [PublishName]), follows the zone
+// map in NATS' key-value store and receives the neighbours' ghost
+// batches. The throng.Server ticks as before, driven by its owner.
+//
+// Fencing: the server acts as the zone's owner (publishes its actors,
+// takes in its neighbours' ghosts) only while the newest map revision it
+// has read names it the zone's owner. Once a revision gives the zone to
+// another owner, deletes the map or is not a valid map, it stops at its
+// next tick, despawns its ghosts, and counts the ticks it sat fenced; it
+// acts again only if a later revision names it owner again. Every batch
+// it sends carries the revision it holds the zone as of, and a receiver
+// refuses a batch sent as of a revision older than the one from which
+// the map has named the sender's zone as it is now, so an owner that has
+// not yet heard it was replaced is not believed by those that have.
+type Server struct {
+	srv    *throng.Server
+	nc     *nats.Conn
+	opts   Options
+	watch  *mapWatch
+	sub    *nats.Subscription
+	prefix string
+
+	inbox inbox
+	ghosts
+	pub publisher
+
+	stats counters
+}
+
+// counters are the figures of [Stats], written by the tick goroutine and
+// NATS' delivery goroutine, read by anyone.
+type counters struct {
+	sent, sentActors, received, dropped, refused, fencedTicks atomic.Uint64
+	ghosts                                                    atomic.Int64
+	holds                                                     atomic.Bool
+	revision                                                  atomic.Uint64
+}
+
+// Stats are a zone server's counts since New.
+type Stats struct {
+	// BatchesSent and ActorsSent count the ghost batches published to the
+	// neighbours (one per neighbour per tick) and the actors they listed.
+	BatchesSent, ActorsSent uint64
+	// BatchesReceived counts well-formed batches taken from neighbours.
+	BatchesReceived uint64
+	// Dropped counts messages that were not a well-formed ghost batch.
+	Dropped uint64
+	// Refused counts well-formed batches not believed: from a zone that
+	// is not a neighbour, from a replaced owner (see the fencing rule on
+	// [Server]), or received while this server was fenced.
+	Refused uint64
+	// FencedTicks counts ticks in which the server held no zone.
+	FencedTicks uint64
+	// Ghosts is the number of ghosts in the world now.
+	Ghosts int
+	// Holds reports whether the server held its zone at its last tick,
+	// and Revision the map revision it last ticked as of.
+	Holds    bool
+	Revision uint64
+}
+
+// New makes srv the holder of zone opts.Zone: it reads the map from the
+// bucket (which [PublishMap] must have written), checks that the map
+// names opts.Name the zone's owner, subscribes to the zone's ghost
+// subject on nc and adds the ghost systems to srv. Call it before srv's
+// first tick; nc stays the caller's. Close stops it.
+func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (*Server, error) {
+	if opts.Name == "" {
+		return nil, errors.New("zone: Options.Name is required")
+	}
+	if opts.Bucket == "" {
+		opts.Bucket = DefaultBucket
+	}
+	if opts.StaleTicks <= 0 {
+		opts.StaleTicks = DefaultStaleTicks
+	}
+	prefix := opts.Prefix
+	if prefix == "" {
+		prefix = "throng"
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("zone: %w", err)
+	}
+	watch, err := watchMap(ctx, js, opts.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	if v := watch.load(); !v.holds(opts.Zone, opts.Name) {
+		watch.stop()
+		return nil, fmt.Errorf("zone: map revision %d does not name %q the owner of zone %d", v.revision, opts.Name, opts.Zone)
+	}
+	z := &Server{srv: srv, nc: nc, opts: opts, watch: watch, prefix: prefix}
+	world := srv.World()
+	z.ghosts = ghosts{
+		world:      world,
+		transforms: ark.NewMap[components.Transform](world.Ark()),
+		animations: ark.NewMap[components.Animation](world.Ark()),
+		sources:    map[ID]*source{},
+		local:      map[components.ActorID]struct{}{},
+	}
+	z.inbox.latest = map[ID]GhostBatch{}
+	z.pub.subjects = map[ID]string{}
+	if z.sub, err = nc.Subscribe(GhostSubject(prefix, opts.Zone), z.receive); err != nil {
+		watch.stop()
+		return nil, fmt.Errorf("zone: subscribing: %w", err)
+	}
+	// The subscription is live once the server has it: from New's return
+	// on, every batch sent to the zone reaches it.
+	if err = nc.FlushWithContext(ctx); err != nil {
+		z.Close()
+		return nil, fmt.Errorf("zone: subscribing: %w", err)
+	}
+	err = errors.Join(
+		srv.AddSystem(&applySystem{z}, scheduler.After(systems.IngestName), scheduler.Before(systems.PrepareName)),
+		srv.AddSystem(&publishSystem{z}, scheduler.After(systems.JoinName)))
+	if err != nil {
+		z.Close()
+		return nil, err
+	}
+	return z, nil
+}
+
+// GhostSubject is the subject zone id receives its neighbours' ghost
+// batches on.
+func GhostSubject(prefix string, id ID) string {
+	return prefix + ".ghosts." + strconv.Itoa(int(id))
+}
+
+// Close stops receiving batches and following the map. The systems stay
+// in the throng.Server; ticks after Close publish nothing.
+func (z *Server) Close() {
+	if z.sub != nil {
+		_ = z.sub.Unsubscribe()
+	}
+	z.watch.stop()
+	z.inbox.close()
+}
+
+// Zone returns the zone the server was made to hold.
+func (z *Server) Zone() ID { return z.opts.Zone }
+
+// Stats returns the server's counts. It may be called from any
+// goroutine.
+func (z *Server) Stats() Stats {
+	c := &z.stats
+	return Stats{
+		BatchesSent: c.sent.Load(), ActorsSent: c.sentActors.Load(),
+		BatchesReceived: c.received.Load(), Dropped: c.dropped.Load(), Refused: c.refused.Load(),
+		FencedTicks: c.fencedTicks.Load(), Ghosts: int(c.ghosts.Load()),
+		Holds: c.holds.Load(), Revision: c.revision.Load(),
+	}
+}
+
+// Revision returns the newest map revision the server has read and
+// whether that revision names it its zone's owner. The tick acts on what
+// it says at the tick's start. It may be called from any goroutine.
+func (z *Server) Revision() (revision uint64, holds bool) {
+	v := z.watch.load()
+	return v.revision, v.holds(z.opts.Zone, z.opts.Name)
+}
+
+// Heard returns the newest tick of a batch received from zone id, 0 if
+// none: tests and tools wait on it to know a neighbour's tick arrived.
+func (z *Server) Heard(id ID) uint64 {
+	z.inbox.mu.Lock()
+	defer z.inbox.mu.Unlock()
+	return z.inbox.heard[id]
+}
+
+// inbox holds the newest batch from each neighbour until the next tick
+// takes it: a batch that a newer one overtakes before then is never
+// applied, since the newer says where its actors are now. NATS' delivery
+// goroutine fills it; the tick goroutine empties it.
+type inbox struct {
+	mu     sync.Mutex
+	latest map[ID]GhostBatch
+	heard  map[ID]uint64
+	closed bool
+}
+
+// receive is the subscription's handler: it decodes the batch strictly
+// and keeps it if it is newer than what the inbox holds from its zone.
+func (z *Server) receive(msg *nats.Msg) {
+	b, err := DecodeGhosts(msg.Data)
+	if err != nil || b.Zone == z.opts.Zone {
+		z.stats.dropped.Add(1)
+		return
+	}
+	in := &z.inbox
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed {
+		return
+	}
+	if old, ok := in.latest[b.Zone]; ok && old.Tick >= b.Tick {
+		return
+	}
+	// msg.Data is ours to keep (nats.go hands each message its own
+	// buffer), so the batch may alias it.
+	in.latest[b.Zone] = b
+	if in.heard == nil {
+		in.heard = map[ID]uint64{}
+	}
+	in.heard[b.Zone] = max(in.heard[b.Zone], b.Tick)
+}
+
+// take appends the batches received since the last take to dst, ordered
+// by zone so that they are applied in the same order on every run.
+func (in *inbox) take(dst []GhostBatch) []GhostBatch {
+	in.mu.Lock()
+	for _, b := range in.latest {
+		dst = append(dst, b)
+	}
+	clear(in.latest)
+	in.mu.Unlock()
+	slices.SortFunc(dst, func(a, b GhostBatch) int { return int(a.Zone) - int(b.Zone) })
+	return dst
+}
+
+func (in *inbox) close() {
+	in.mu.Lock()
+	in.closed = true
+	in.mu.Unlock()
+}

@@ -1,0 +1,211 @@
+package zone_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	ark "github.com/mlange-42/ark/ecs"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/throng-go/throng"
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/net/mem"
+	"github.com/throng-go/throng/net/wire"
+	"github.com/throng-go/throng/net/zone"
+)
+
+// zones is one world split over zone servers in one process, each with a
+// NATS connection of its own as separate processes would have, ticked in
+// lockstep by the test.
+type zones struct {
+	t       *testing.T
+	url     string
+	js      jetstream.JetStream
+	servers map[zone.ID]*member
+	order   []zone.ID
+	tick    uint64
+}
+
+type member struct {
+	srv     *throng.Server
+	z       *zone.Server
+	spawnAt components.Transform // where the next player admitted spawns
+	moves   *ark.Map[components.Transform]
+}
+
+func startZones(t *testing.T, m zone.Map) *zones {
+	url := startNATS(t)
+	_, js := connect(t, url)
+	_, err := zone.PublishMap(testContext(t), js, "", m)
+	require.NoError(t, err)
+	w := &zones{t: t, url: url, js: js, servers: map[zone.ID]*member{}}
+	for _, zn := range m.Zones {
+		mb := &member{}
+		mb.srv, err = throng.New(throng.Options{
+			Parallelism: throng.Parallelism{Enabled: new(false)},
+			Admit:       func(wire.Hello) (throng.Entry, error) { return throng.Entry{Spawn: mb.spawnAt}, nil },
+		})
+		require.NoError(t, err)
+		t.Cleanup(func() { mb.srv.Close() })
+		nc, _ := connect(t, url)
+		mb.z, err = zone.New(testContext(t), mb.srv, nc, zone.Options{Zone: zn.ID, Name: zn.Owner})
+		require.NoError(t, err)
+		t.Cleanup(mb.z.Close)
+		mb.moves = ark.NewMap[components.Transform](mb.srv.World().Ark())
+		w.servers[zn.ID] = mb
+		w.order = append(w.order, zn.ID)
+	}
+	return w
+}
+
+// round ticks every zone once, then waits until every batch a holding
+// zone sent in that tick has reached its neighbours, so that the next
+// round applies it: a ghost moves one tick after its owner moved it.
+func (w *zones) round() {
+	w.tick++
+	for _, id := range w.order {
+		st := w.servers[id].srv.Tick()
+		require.Equal(w.t, w.tick, st.Tick)
+	}
+	m := w.currentMap()
+	for _, id := range w.order {
+		from := w.servers[id].z
+		if !from.Stats().Holds {
+			continue
+		}
+		for _, n := range m.Neighbours(id, nil) {
+			if to := w.servers[n]; to != nil {
+				require.Eventually(w.t, func() bool { return to.z.Heard(id) >= w.tick },
+					5*time.Second, time.Millisecond, "zone %d's tick %d batch to zone %d", id, w.tick, n)
+			}
+		}
+	}
+}
+
+func (w *zones) currentMap() zone.Map {
+	kv, err := w.js.KeyValue(testContext(w.t), zone.DefaultBucket)
+	require.NoError(w.t, err)
+	e, err := kv.Get(testContext(w.t), "map")
+	require.NoError(w.t, err)
+	m, err := zone.DecodeMap(e.Value())
+	require.NoError(w.t, err)
+	return m
+}
+
+// spawn places a client-less actor (an NPC) in a zone's world.
+func (w *zones) spawn(id zone.ID, x, y float32) components.ActorID {
+	return w.servers[id].srv.World().Spawn(ecs.ActorSpec{Transform: components.Transform{X: x, Y: y}})
+}
+
+// walk writes an NPC's X between ticks, as a game's system would before
+// Move.
+func (w *zones) walk(id zone.ID, npc components.ActorID, x float32) {
+	mb := w.servers[id]
+	e, ok := mb.srv.World().Entity(npc)
+	require.True(w.t, ok)
+	mb.moves.Get(e).X = x
+}
+
+// viewer is a player connected to one zone server, noting what a client
+// would notice.
+type viewer struct {
+	t       *testing.T
+	c       *mem.Client
+	self    uint32
+	visible map[uint32]bool
+	events  []string
+	xs      map[uint32][]float32 // the X of each record received, per actor
+}
+
+func (w *zones) join(id zone.ID, x, y float32) *viewer {
+	mb := w.servers[id]
+	mb.spawnAt = components.Transform{X: x, Y: y}
+	c := mb.srv.Mem().Dial()
+	hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte("p")})
+	require.NoError(w.t, err)
+	require.NoError(w.t, c.Send(hello))
+	return &viewer{t: w.t, c: c, visible: map[uint32]bool{}, xs: map[uint32][]float32{}}
+}
+
+// read takes in what the player received in the last tick: the relay's
+// datagrams, then the join's reliable frames, in the order the tick sent
+// them.
+func (v *viewer) read() {
+	var f wire.Frame
+	v.c.DrainDatagrams(func(b []byte) {
+		batch, err := wire.DecodeBatch(b)
+		require.NoError(v.t, err)
+		for i := range batch.Len() {
+			r := batch.At(i)
+			assert.True(v.t, v.visible[r.Actor], "record of %d, not visible", r.Actor)
+			v.xs[r.Actor] = append(v.xs[r.Actor], r.X)
+		}
+	})
+	v.c.DrainReliable(func(b []byte) {
+		require.NoError(v.t, wire.Decode(b, &f))
+		switch f.Type {
+		case wire.TypeWelcome:
+			v.self = f.Welcome.Actor
+		case wire.TypeAppear:
+			assert.False(v.t, v.visible[f.Appear.Actor], "appear of %d, already visible", f.Appear.Actor)
+			v.visible[f.Appear.Actor] = true
+			v.events = append(v.events, fmt.Sprintf("appear %d", f.Appear.Actor))
+		case wire.TypeDisappear:
+			assert.True(v.t, v.visible[f.Disappear.Actor], "disappear of %d, not visible", f.Disappear.Actor)
+			delete(v.visible, f.Disappear.Actor)
+			v.events = append(v.events, fmt.Sprintf("disappear %d", f.Disappear.Actor))
+		}
+	})
+}
+
+// others returns the actors the player sees besides itself.
+func (v *viewer) others() []uint32 {
+	var ids []uint32
+	for id := range v.visible {
+		if id != v.self {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// spy listens to every ghost subject of the world; the function it
+// returns says, per sending zone, how often each actor was listed so far.
+func (w *zones) spy() func() map[zone.ID]map[uint32]int {
+	nc, _ := connect(w.t, w.url)
+	got := map[zone.ID]map[uint32]int{}
+	msgs := make(chan *nats.Msg, 1<<16)
+	_, err := nc.ChanSubscribe("throng.ghosts.*", msgs)
+	require.NoError(w.t, err)
+	require.NoError(w.t, nc.Flush())
+	return func() map[zone.ID]map[uint32]int {
+		require.NoError(w.t, nc.Flush())
+		for {
+			select {
+			case m := <-msgs:
+				b, err := zone.DecodeGhosts(m.Data)
+				require.NoError(w.t, err)
+				if got[b.Zone] == nil {
+					got[b.Zone] = map[uint32]int{}
+				}
+				for i := range b.Len() {
+					got[b.Zone][b.At(i).ID]++
+				}
+			default:
+				return got
+			}
+		}
+	}
+}
+
+var twoZones = zone.Map{Zones: []zone.Zone{
+	{ID: 1, Owner: "a", Chunks: zone.Rect{MinX: 0, MinY: 0, MaxX: 1, MaxY: 1}},
+	{ID: 2, Owner: "b", Chunks: zone.Rect{MinX: 2, MinY: 0, MaxX: 3, MaxY: 1}},
+}}
+
+func itoa(v uint32) string { return fmt.Sprint(v) }
