@@ -2,6 +2,7 @@ package systems
 
 import (
 	"math"
+	mathbits "math/bits"
 	"slices"
 
 	"github.com/throng-go/throng/grid"
@@ -74,7 +75,7 @@ func (j *tellJob) RunUnit(u int) {
 // each behind its stream length prefix, and what it sent.
 type teller struct {
 	out               []byte
-	near              []int32 // newsNear's
+	near              []uint64 // markNear's bit set over the news
 	props, disappears int
 }
 
@@ -100,8 +101,13 @@ func (tl *teller) tell(p *Pipeline, slot int) {
 				tl.tellNews(p, &ps.news[i], &before)
 			}
 		} else {
-			for _, i := range tl.newsNear(p, &before) {
-				tl.tellNews(p, &ps.news[i], &before)
+			tl.markNear(p, &before)
+			for w, bits := range tl.near {
+				for bits != 0 {
+					i := w*64 + mathbits.TrailingZeros64(bits)
+					bits &= bits - 1
+					tl.tellNews(p, &ps.news[i], &before)
+				}
 			}
 		}
 	}
@@ -129,22 +135,22 @@ func (tl *teller) tellNews(p *Pipeline, n *propNews, before *sightPoint) {
 	}
 }
 
-// newsNear returns, in the news' order and once each, the news filed
-// under the chunks the point pt's reach touches: the only ones it can see
-// before or after.
-func (tl *teller) newsNear(p *Pipeline, pt *sightPoint) []int32 {
+// markNear marks, in a bit set over the news (tl.near), those filed under
+// the chunks the point pt's reach touches: the only ones it can see before
+// or after. Walking the set bits then visits them once each, in the news'
+// order, without sorting.
+func (tl *teller) markNear(p *Pipeline, pt *sightPoint) {
 	keys := p.sight.newsKeys
-	tl.near = tl.near[:0]
+	tl.near = resizeSlice(tl.near, (len(p.sight.news)+63)/64)
+	clear(tl.near)
 	lo, hi := p.sightChunks(*pt)
 	for y := lo.Y; y <= hi.Y; y++ {
 		first := grid.AreaKey{WorldOrCell: lo.WorldOrCell, X: lo.X, Y: y}
 		i, _ := slices.BinarySearchFunc(keys, first, func(k newsKey, key grid.AreaKey) int { return compareKeys(k.key, key) })
 		for ; i < len(keys) && keys[i].key.WorldOrCell == lo.WorldOrCell && keys[i].key.Y == y && keys[i].key.X <= hi.X; i++ {
-			tl.near = append(tl.near, keys[i].at)
+			tl.near[keys[i].at/64] |= 1 << (keys[i].at % 64)
 		}
 	}
-	slices.Sort(tl.near)
-	return slices.Compact(tl.near)
 }
 
 // nudgeDue reports whether a nudge of prop q is told this tick to the
