@@ -7,6 +7,7 @@ import (
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"
+	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/scheduler"
 )
@@ -92,7 +93,8 @@ const spatialNews = 64
 type propNews struct {
 	was, now       wire.Prop
 	hadWas, hasNow bool
-	nudge          bool // World.Nudge: a viewer who saw it and sees it may hear it later (Pipeline.nudgeDue)
+	nudge          bool   // World.Nudge: a viewer who saw it and sees it may hear it later (Pipeline.nudgeDue)
+	half           uint32 // the prop's sender half of the pair phase (interest.SenderHalf), for nudges
 }
 
 // propChunk is one chunk's props as told, with their x and y apart for
@@ -209,6 +211,9 @@ func (p *Pipeline) gatherNews() {
 		n := propNews{
 			was:    wire.Prop{Actor: c.ID.ID, X: c.Last.X, Y: c.Last.Y, WorldOrCell: c.Last.WorldOrCell},
 			hadWas: c.Kind != ecs.Spawned, nudge: c.Nudged,
+		}
+		if n.nudge {
+			n.half = interest.SenderHalf(c.ID.ID)
 		}
 		if c.Kind == ecs.Despawned && slices.Contains(ps.gone, c.ID.ID) {
 			continue // its viewers were told at its spawn or update

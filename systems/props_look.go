@@ -96,9 +96,10 @@ func (tl *teller) tell(p *Pipeline, slot int) {
 	}
 	tl.out = tl.out[:0]
 	if before.actor == s.actor.ID && len(ps.news) > 0 {
+		rhalf := interest.RecipientHalf(before.actor) // for nudges' phases
 		if len(ps.newsKeys) == 0 {
 			for i := range ps.news {
-				tl.tellNews(p, &ps.news[i], &before)
+				tl.tellNews(p, &ps.news[i], &before, rhalf)
 			}
 		} else {
 			tl.markNear(p, &before)
@@ -106,7 +107,7 @@ func (tl *teller) tell(p *Pipeline, slot int) {
 				for bits != 0 {
 					i := w*64 + mathbits.TrailingZeros64(bits)
 					bits &= bits - 1
-					tl.tellNews(p, &ps.news[i], &before)
+					tl.tellNews(p, &ps.news[i], &before, rhalf)
 				}
 			}
 		}
@@ -122,12 +123,12 @@ func (tl *teller) tell(p *Pipeline, slot int) {
 // tellNews adds to the session's frames what news n changes in the sight
 // of the point before: the prop's state if it sees the prop now (a nudge
 // only when due), a Disappear if it saw it and does not now.
-func (tl *teller) tellNews(p *Pipeline, n *propNews, before *sightPoint) {
+func (tl *teller) tellNews(p *Pipeline, n *propNews, before *sightPoint, rhalf uint32) {
 	reach := p.sight.reach
 	seen := n.hadWas && before.sees(&n.was, reach)
 	switch {
 	case n.hasNow && before.sees(&n.now, reach):
-		if !n.nudge || !seen || p.nudgeDue(&n.now, before) {
+		if !n.nudge || !seen || p.nudgeDue(n, before, rhalf) {
 			tl.appendProp(&n.now)
 		}
 	case seen:
@@ -153,16 +154,18 @@ func (tl *teller) markNear(p *Pipeline, pt *sightPoint) {
 	}
 }
 
-// nudgeDue reports whether a nudge of prop q is told this tick to the
-// viewer whose sight point is pt, who knows the prop: as the relay sends a
-// moving actor's update, at the interest tiers' period for their distance
-// (from the sight point, within the slack of the viewer) and the pair's
-// phase, so that far viewers hear a sliding prop less often and every one
-// of them at least once a period. The prop's next Update tells everyone.
-func (p *Pipeline) nudgeDue(q *wire.Prop, pt *sightPoint) bool {
-	dx, dy := q.X-pt.x, q.Y-pt.y
+// nudgeDue reports whether nudge n is told this tick to the viewer whose
+// sight point is pt, who knows the prop: as the relay sends a moving
+// actor's update, at the interest tiers' period for their distance (from
+// the sight point, within the slack of the viewer) and the pair's phase
+// (interest.Phase, from the prop's sender half and the viewer's recipient
+// half rhalf), so that far viewers hear a sliding prop less often and
+// every one of them at least once a period. The prop's next Update tells
+// everyone.
+func (p *Pipeline) nudgeDue(n *propNews, pt *sightPoint, rhalf uint32) bool {
+	dx, dy := n.now.X-pt.x, n.now.Y-pt.y
 	period := uint32(p.tiers.PeriodSq(dx*dx + dy*dy))
-	return period <= 1 || (interest.Phase(q.Actor, pt.actor)+uint32(p.frame.Tick))%period == 0
+	return period <= 1 || (n.half+rhalf+uint32(p.frame.Tick))%period == 0
 }
 
 // appendProp adds q's Prop frame behind its length prefix.
