@@ -60,13 +60,15 @@ func (z *Server) receiveRequest(msg *nats.Msg) {
 		z.stats.dropped.Add(1)
 		return
 	}
-	z.stats.h.RequestsReceived.Add(1)
 	mb := &z.mail
 	mb.mu.Lock()
 	if !mb.closed {
 		mb.requests = append(mb.requests, request{r, msg.Reply})
 	}
 	mb.mu.Unlock()
+	// Counted once queued: whoever sees the count knows the next tick
+	// takes it.
+	z.stats.h.RequestsReceived.Add(1)
 }
 
 func (z *Server) receiveAnswer(msg *nats.Msg) {
@@ -78,13 +80,13 @@ func (z *Server) receiveAnswer(msg *nats.Msg) {
 		z.stats.dropped.Add(1)
 		return
 	}
-	z.stats.h.AnswersReceived.Add(1)
 	mb := &z.mail
 	mb.mu.Lock()
 	if !mb.closed {
 		mb.answers = append(mb.answers, a)
 	}
 	mb.mu.Unlock()
+	z.stats.h.AnswersReceived.Add(1)
 }
 
 func (mb *mailbox) take(reqs []request, ans []HandoffAnswer) ([]request, []HandoffAnswer) {
@@ -299,4 +301,27 @@ func (z *Server) abandon() {
 func (z *Server) decline(r request) {
 	z.stats.h.Declined.Add(1)
 	z.answer(r.reply, HandoffAnswer{Kind: Refused, Zone: z.opts.Zone, Seq: r.Seq, Actor: r.Actor})
+}
+
+// Ghost reports whether actor id of this server's world is a ghost, and
+// if so which zone owns it and under which id there. A game's systems
+// leave ghosts alone: their owner moves them. An actor of ours whose
+// Commit is sent counts as a ghost of the zone it goes to: that zone may
+// own it already, and a move made here then would be lost. Call it from
+// the tick's goroutine (a system, or between ticks).
+func (z *Server) Ghost(id components.ActorID) (owner ID, remoteID uint32, ok bool) {
+	if o := z.hand.out[id]; o != nil && o.phase == committing {
+		return o.to, o.remote, true
+	}
+	if _, ok := z.ghosts.local[id]; !ok {
+		return 0, 0, false
+	}
+	for zid, src := range z.ghosts.sources {
+		for rid, gh := range src.actors {
+			if gh.local == id {
+				return zid, rid, true
+			}
+		}
+	}
+	return 0, 0, false
 }
