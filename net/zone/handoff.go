@@ -225,6 +225,11 @@ func (z *Server) handOver(id components.ActorID, o *outgoing, fromTick uint64) {
 	}
 	src.actors[o.remote] = &ghost{local: id, gen: src.gen, from: fromTick}
 	g.local[id] = struct{}{}
+	// Handed back whence it came: its arrival no longer makes the old
+	// owner's listings of it ours to skip.
+	if rec := h.in[remote{o.to, o.remote}]; rec != nil && rec.local == id {
+		rec.phase, rec.seenAt = returned, g.tick
+	}
 	z.stats.h.Committed.Add(1)
 }
 
@@ -279,8 +284,15 @@ func (z *Server) expire(revision uint64) {
 		z.stats.h.TimedOut.Add(1)
 		z.rollBack(id, o)
 	}
+	// A record is kept long enough to answer a late repeat (16 timeouts),
+	// and an actor taken for as long as it lives here.
 	for k, rec := range h.in {
-		if z.ghosts.tick-rec.seenAt > 16*timeout && rec.phase != taken {
+		if rec.phase == taken {
+			if _, alive := z.ghosts.world.Entity(rec.local); alive {
+				continue
+			}
+		}
+		if z.ghosts.tick-rec.seenAt > 16*timeout {
 			delete(h.in, k)
 		}
 	}

@@ -138,6 +138,14 @@ func TestAnNPCCrossingTheBorderIsHandedOffAndBackWithoutBlinking(t *testing.T) {
 		h := s.Stats().Handoffs
 		assert.Zero(t, h.Refused+h.TimedOut+h.RolledBack+h.Declined, "%+v", h)
 	}
+
+	// Out of zone 1's reach and back: zone 1 shows it again, as a ghost
+	// like any of zone 2's (the hand-off left nothing behind).
+	p1.events = nil
+	w.walkTo([]float32{13000, 13000, 8300, 8300, 8300}, step)
+	require.Len(t, p1.events, 2, "%v", p1.events)
+	assert.Equal(t, "disappear "+itoa(seen), p1.events[0])
+	assert.Len(t, p1.others(), 2)
 }
 
 // TestARepeatedCommitIsAnsweredWithoutActingTwice: after a hand-off, the
