@@ -23,10 +23,12 @@ import (
 // pins of the game's own systems.
 const (
 	// ApplyName reads the neighbours' ghost batches and spawns, moves and
-	// despawns the ghosts, before Prepare.
+	// despawns the ghosts, and acts on hand-off requests and answers,
+	// before Prepare.
 	ApplyName = "zone-apply-ghosts"
-	// PublishName sends this zone's border actors to its neighbours,
-	// after the join.
+	// PublishName sends this zone's border actors to its neighbours, and
+	// offers them those of its actors without a client that stand in
+	// their chunks, after the join.
 	PublishName = "zone-publish-ghosts"
 )
 
