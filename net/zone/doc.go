@@ -2,9 +2,10 @@
 // chunk map is cut into zones, rectangles of chunks each held by one
 // zone server, and the servers talk over NATS.
 //
-// This slice holds the zone map and the ghosts; hand-off of actors that
-// cross a border, commands addressed to ghosts and the handling of failed
-// servers come later (docs/zones.md says how they fit).
+// This package holds the zone map, the ghosts and the hand-off of actors
+// without a client; moving a client with its actor, commands addressed
+// to ghosts and the handling of failed servers come later (docs/zones.md
+// says how they fit).
 //
 // # Outline
 //
@@ -18,6 +19,11 @@
 //     [DecodeGhosts]). The neighbour keeps them as client-less actors of
 //     its own world, so its relay shows them, Appear and Disappear
 //     included, like its own NPCs.
+//   - Hand-off: an actor of ours without a client that stands in a
+//     neighbour's chunks is handed to it in two phases
+//     ([HandoffRequest], [HandoffAnswer], [HandoffSubject]); both sides
+//     change it in place, the receiver's ghost into its own actor and
+//     ours into a ghost of its.
 //   - The glue: [New] wraps a throng.Server in a zone [Server], adding
 //     two systems to its tick ([ApplyName] before Prepare, [PublishName]
 //     after the join).
@@ -28,6 +34,7 @@
 //   - Who owns a chunk, who borders a zone: [Map.Owner], [Map.Neighbours].
 //   - Publish the map for the servers: [PublishMap].
 //   - Make a server a zone's holder: [New]; watch it with [Server.Stats].
+//   - Keep the game's systems off actors another zone owns: [Server.Ghost].
 //
 // Unlike the rest of net/, which stays below the ECS, this package sits
 // above package throng: it imports the server it extends, and only

@@ -25,6 +25,7 @@ type ghosts struct {
 	world      *ecs.World
 	transforms *ark.Map[components.Transform]
 	animations *ark.Map[components.Animation]
+	inputs     *ark.Map[components.MoveInput]
 	sources    map[ID]*source
 	// local holds every ghost's ActorID here, so that the publisher never
 	// lends a neighbour what was only lent to us.
@@ -49,6 +50,10 @@ type source struct {
 type ghost struct {
 	local components.ActorID
 	gen   uint64
+	// from is the owner's first tick whose batches list it: a batch of an
+	// earlier tick that does not (sent before a hand-off made it the
+	// owner's) does not despawn it.
+	from uint64
 }
 
 type applySystem struct{ z *Server }
@@ -62,7 +67,10 @@ func (s *applySystem) Access() scheduler.Access {
 		scheduler.Write[components.Transform](), scheduler.Write[components.Animation]())
 }
 
-func (s *applySystem) RunSerial(*scheduler.Tick) {
+// RunSerial applies, in this order: the answers to our hand-off
+// requests, the neighbours' ghost batches, the hand-off requests made to
+// us, and the hand-offs whose answer is overdue.
+func (s *applySystem) RunSerial(t *scheduler.Tick) {
 	z := s.z
 	g := &z.ghosts
 	g.tick++
@@ -70,7 +78,10 @@ func (s *applySystem) RunSerial(*scheduler.Tick) {
 	defer g.despawnGone()
 	v := z.watch.load()
 	g.batch = z.inbox.take(g.batch[:0])
+	h := &z.hand
+	h.reqs, h.ans = z.mail.take(h.reqs[:0], h.ans[:0])
 	if !v.holds(z.opts.Zone, z.opts.Name) {
+		z.abandon()
 		// Fenced: whatever the neighbours lent was lent to the owner we
 		// no longer are.
 		for id := range g.sources {
@@ -81,6 +92,7 @@ func (s *applySystem) RunSerial(*scheduler.Tick) {
 		return
 	}
 	me, _ := v.m.Zone(z.opts.Zone)
+	z.takeAnswers(v.revision)
 	// Lent under an older assignment of the lender's zone, or by a zone
 	// that no longer borders ours: gone.
 	for id, src := range g.sources {
@@ -96,8 +108,10 @@ func (s *applySystem) RunSerial(*scheduler.Tick) {
 			continue
 		}
 		z.stats.received.Add(1)
-		g.apply(b, since, me)
+		z.apply(b, since, me)
 	}
+	z.takeRequests(v, me, t.Number)
+	z.expire(v.revision)
 	for id, src := range g.sources {
 		if g.tick-src.heardAt > uint64(z.opts.StaleTicks) {
 			g.drop(id)
@@ -114,7 +128,8 @@ func neighbour(v *view, me Zone, id ID) bool {
 // apply makes the world's ghosts of b's zone what b lists: new ones
 // spawned, listed ones moved, unlisted ones (and any that stand beyond
 // our reach) despawned.
-func (g *ghosts) apply(b *GhostBatch, since uint64, me Zone) {
+func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
+	g := &z.ghosts
 	src := g.sources[b.Zone]
 	if src == nil {
 		src = &source{since: since, actors: map[uint32]*ghost{}}
@@ -133,6 +148,12 @@ func (g *ghosts) apply(b *GhostBatch, since uint64, me Zone) {
 		}
 		gh := src.actors[a.ID]
 		if gh == nil {
+			gh = z.handed(b, a.ID)
+		}
+		if gh == nil {
+			if rec := z.hand.in[remote{b.Zone, a.ID}]; rec != nil && rec.phase == taken {
+				continue // ours since a hand-off; the old owner has not heard yet
+			}
 			id := g.world.Spawn(ecs.ActorSpec{Transform: t, Animation: components.Animation{Flags: a.Flags}})
 			src.actors[a.ID] = &ghost{local: id, gen: src.gen}
 			g.local[id] = struct{}{}
@@ -147,12 +168,25 @@ func (g *ghosts) apply(b *GhostBatch, since uint64, me Zone) {
 		}
 	}
 	for id, gh := range src.actors {
-		if gh.gen != src.gen {
+		if gh.gen != src.gen && b.Tick >= gh.from {
 			g.gone = append(g.gone, gh.local)
 			delete(g.local, gh.local)
 			delete(src.actors, id)
 		}
 	}
+}
+
+// handed returns the ghost our actor becomes when b, from the zone we
+// sent its Commit to, lists it: the new owner lists only its own actors,
+// so the listing answers the Commit as well as the answer does, and
+// whichever comes first hands the actor over.
+func (z *Server) handed(b *GhostBatch, id uint32) *ghost {
+	local, ok := z.hand.committing[remote{b.Zone, id}]
+	if !ok {
+		return nil
+	}
+	z.handOver(local, z.hand.out[local], b.Tick)
+	return z.ghosts.sources[b.Zone].actors[id]
 }
 
 // drop despawns every ghost zone id lent and forgets the zone.

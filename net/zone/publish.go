@@ -38,7 +38,9 @@ func (s *publishSystem) Access() scheduler.Access {
 	return scheduler.Uses(scheduler.Read[components.Transform](), scheduler.Read[components.Animation]())
 }
 
-// RunSerial sends each neighbour the actors of ours that stand within
+// RunSerial offers each neighbour the actors of ours without a client
+// that stand in its chunks (a hand-off; see docs/zones.md), and sends
+// each neighbour the actors of ours that stand within
 // its reach (in its zone or the ring of chunks around it, the 3x3
 // stencil), one batch per neighbour, an empty one included: an actor a
 // batch does not list is one the neighbour must stop showing. Ghosts
@@ -72,8 +74,12 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 	for vi := range p.views {
 		cv := &p.views[vi]
 		p.reach = p.reach[:0]
+		var owner ID // the neighbour whose chunk this is, if any
 		for i := range p.zones {
-			if p.zones[i].Within(cv.Key) {
+			if r := p.zones[i].Reach(cv.Key); r == 0 {
+				owner = p.zones[i].ID
+				p.reach = append(p.reach, i)
+			} else if r == 1 {
 				p.reach = append(p.reach, i)
 			}
 		}
@@ -85,6 +91,9 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 				continue
 			}
 			tr := &cv.Transforms[r]
+			if owner != 0 && cv.Clients[r].Session == 0 {
+				z.offer(owner, v.revision, cv.IDs[r], *tr, cv.Animations[r], cv.Inputs[r])
+			}
 			g := Ghost{ID: cv.IDs[r].ID, X: tr.X, Y: tr.Y, Z: tr.Z, Yaw: tr.Yaw, WorldOrCell: tr.WorldOrCell, Flags: cv.Animations[r].Flags}
 			for _, i := range p.reach {
 				p.batches[i] = AppendGhost(p.batches[i], g)

@@ -23,10 +23,12 @@ import (
 // pins of the game's own systems.
 const (
 	// ApplyName reads the neighbours' ghost batches and spawns, moves and
-	// despawns the ghosts, before Prepare.
+	// despawns the ghosts, and acts on hand-off requests and answers,
+	// before Prepare.
 	ApplyName = "zone-apply-ghosts"
-	// PublishName sends this zone's border actors to its neighbours,
-	// after the join.
+	// PublishName sends this zone's border actors to its neighbours, and
+	// offers them those of its actors without a client that stand in
+	// their chunks, after the join.
 	PublishName = "zone-publish-ghosts"
 )
 
@@ -51,6 +53,11 @@ type Options struct {
 	// neighbour's ghosts without a batch from it, before it despawns
 	// them as gone. 0 means DefaultStaleTicks.
 	StaleTicks int
+	// HandoffTimeout is how many of its own ticks a server waits for the
+	// answer to a hand-off request: a Prepare unanswered that long is
+	// rolled back (the actor stays, offered again as long after), a
+	// Commit is sent again. 0 means DefaultHandoffTimeout.
+	HandoffTimeout int
 }
 
 // Server makes one throng.Server the holder of one zone: it adds the
@@ -74,11 +81,15 @@ type Server struct {
 	opts   Options
 	watch  *mapWatch
 	sub    *nats.Subscription
+	reqSub *nats.Subscription
+	ansSub *nats.Subscription
 	prefix string
 
 	inbox inbox
+	mail  mailbox
 	ghosts
-	pub publisher
+	hand handoffs
+	pub  publisher
 
 	stats counters
 }
@@ -90,6 +101,12 @@ type counters struct {
 	ghosts                                                    atomic.Int64
 	holds                                                     atomic.Bool
 	revision                                                  atomic.Uint64
+	h                                                         handoffCounters
+}
+
+type handoffCounters struct {
+	Started, Committed, Refused, TimedOut, RolledBack, Taken, Declined atomic.Uint64
+	RequestsSent, RequestsReceived, AnswersSent, AnswersReceived       atomic.Uint64
 }
 
 // Stats are a zone server's counts since New.
@@ -113,6 +130,8 @@ type Stats struct {
 	// and Revision the map revision it last ticked as of.
 	Holds    bool
 	Revision uint64
+	// Handoffs counts the hand-offs of actors to and from neighbours.
+	Handoffs HandoffStats
 }
 
 // New makes srv the holder of zone opts.Zone: it reads the map from the
@@ -129,6 +148,9 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 	}
 	if opts.StaleTicks <= 0 {
 		opts.StaleTicks = DefaultStaleTicks
+	}
+	if opts.HandoffTimeout <= 0 {
+		opts.HandoffTimeout = DefaultHandoffTimeout
 	}
 	prefix := opts.Prefix
 	if prefix == "" {
@@ -152,13 +174,16 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 		world:      world,
 		transforms: ark.NewMap[components.Transform](world.Ark()),
 		animations: ark.NewMap[components.Animation](world.Ark()),
+		inputs:     ark.NewMap[components.MoveInput](world.Ark()),
 		sources:    map[ID]*source{},
 		local:      map[components.ActorID]struct{}{},
 	}
 	z.inbox.latest = map[ID]GhostBatch{}
 	z.pub.subjects = map[ID]string{}
-	if z.sub, err = nc.Subscribe(GhostSubject(prefix, opts.Zone), z.receive); err != nil {
-		watch.stop()
+	z.hand = handoffs{out: map[components.ActorID]*outgoing{}, committing: map[remote]components.ActorID{},
+		retryAt: map[components.ActorID]uint64{}, in: map[remote]*incoming{}}
+	if err = z.subscribe(); err != nil {
+		z.Close()
 		return nil, fmt.Errorf("zone: subscribing: %w", err)
 	}
 	// The subscription is live once the server has it: from New's return
@@ -177,6 +202,17 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 	return z, nil
 }
 
+func (z *Server) subscribe() (err error) {
+	if z.sub, err = z.nc.Subscribe(GhostSubject(z.prefix, z.opts.Zone), z.receive); err != nil {
+		return err
+	}
+	if z.reqSub, err = z.nc.Subscribe(HandoffSubject(z.prefix, z.opts.Zone), z.receiveRequest); err != nil {
+		return err
+	}
+	z.ansSub, err = z.nc.Subscribe(answerSubject(z.prefix, z.opts.Zone), z.receiveAnswer)
+	return err
+}
+
 // GhostSubject is the subject zone id receives its neighbours' ghost
 // batches on.
 func GhostSubject(prefix string, id ID) string {
@@ -186,11 +222,16 @@ func GhostSubject(prefix string, id ID) string {
 // Close stops receiving batches and following the map. The systems stay
 // in the throng.Server; ticks after Close publish nothing.
 func (z *Server) Close() {
-	if z.sub != nil {
-		_ = z.sub.Unsubscribe()
+	for _, sub := range []*nats.Subscription{z.sub, z.reqSub, z.ansSub} {
+		if sub != nil {
+			_ = sub.Unsubscribe()
+		}
 	}
 	z.watch.stop()
 	z.inbox.close()
+	z.mail.mu.Lock()
+	z.mail.closed = true
+	z.mail.mu.Unlock()
 }
 
 // Zone returns the zone the server was made to hold.
@@ -205,6 +246,13 @@ func (z *Server) Stats() Stats {
 		BatchesReceived: c.received.Load(), Dropped: c.dropped.Load(), Refused: c.refused.Load(),
 		FencedTicks: c.fencedTicks.Load(), Ghosts: int(c.ghosts.Load()),
 		Holds: c.holds.Load(), Revision: c.revision.Load(),
+		Handoffs: HandoffStats{
+			Started: c.h.Started.Load(), Committed: c.h.Committed.Load(), Refused: c.h.Refused.Load(),
+			TimedOut: c.h.TimedOut.Load(), RolledBack: c.h.RolledBack.Load(),
+			Taken: c.h.Taken.Load(), Declined: c.h.Declined.Load(),
+			RequestsSent: c.h.RequestsSent.Load(), RequestsReceived: c.h.RequestsReceived.Load(),
+			AnswersSent: c.h.AnswersSent.Load(), AnswersReceived: c.h.AnswersReceived.Load(),
+		},
 	}
 }
 

@@ -29,6 +29,15 @@ type zones struct {
 	servers map[zone.ID]*member
 	order   []zone.ID
 	tick    uint64
+	// silent counts hand-off requests that reached a subscriber that
+	// never answers (a test's stand-in for a zone gone quiet).
+	silent func() uint64
+	// tap counts hand-off requests a test sent by hand and the answers
+	// it received.
+	tap func() (sent, answers uint64)
+	// deaf lists zones closed by the test, whose batches nobody awaits.
+	deaf map[zone.ID]bool
+	opts zone.Options // HandoffTimeout and the like, for every server
 }
 
 type member struct {
@@ -39,11 +48,15 @@ type member struct {
 }
 
 func startZones(t *testing.T, m zone.Map) *zones {
+	return startZonesWith(t, m, zone.Options{})
+}
+
+func startZonesWith(t *testing.T, m zone.Map, opts zone.Options) *zones {
 	url := startNATS(t)
 	_, js := connect(t, url)
 	_, err := zone.PublishMap(testContext(t), js, "", m)
 	require.NoError(t, err)
-	w := &zones{t: t, url: url, js: js, servers: map[zone.ID]*member{}}
+	w := &zones{t: t, url: url, js: js, servers: map[zone.ID]*member{}, opts: opts}
 	for _, zn := range m.Zones {
 		mb := &member{}
 		mb.srv, err = throng.New(throng.Options{
@@ -53,7 +66,7 @@ func startZones(t *testing.T, m zone.Map) *zones {
 		require.NoError(t, err)
 		t.Cleanup(func() { mb.srv.Close() })
 		nc, _ := connect(t, url)
-		mb.z, err = zone.New(testContext(t), mb.srv, nc, zone.Options{Zone: zn.ID, Name: zn.Owner})
+		mb.z, err = zone.New(testContext(t), mb.srv, nc, zone.Options{Zone: zn.ID, Name: zn.Owner, HandoffTimeout: opts.HandoffTimeout})
 		require.NoError(t, err)
 		t.Cleanup(mb.z.Close)
 		mb.moves = ark.NewMap[components.Transform](mb.srv.World().Ark())
@@ -64,8 +77,9 @@ func startZones(t *testing.T, m zone.Map) *zones {
 }
 
 // round ticks every zone once, then waits until every batch a holding
-// zone sent in that tick has reached its neighbours, so that the next
-// round applies it: a ghost moves one tick after its owner moved it.
+// zone sent in that tick has reached its neighbours, and every hand-off
+// request and answer its addressee, so that the next round applies them:
+// a ghost moves one tick after its owner moved it.
 func (w *zones) round() {
 	w.tick++
 	for _, id := range w.order {
@@ -79,12 +93,31 @@ func (w *zones) round() {
 			continue
 		}
 		for _, n := range m.Neighbours(id, nil) {
-			if to := w.servers[n]; to != nil {
+			if to := w.servers[n]; to != nil && !w.deaf[n] {
 				require.Eventually(w.t, func() bool { return to.z.Heard(id) >= w.tick },
 					5*time.Second, time.Millisecond, "zone %d's tick %d batch to zone %d", id, w.tick, n)
 			}
 		}
 	}
+	require.Eventually(w.t, func() bool {
+		var h zone.HandoffStats
+		for _, mb := range w.servers {
+			s := mb.z.Stats().Handoffs
+			h.RequestsSent += s.RequestsSent
+			h.RequestsReceived += s.RequestsReceived
+			h.AnswersSent += s.AnswersSent
+			h.AnswersReceived += s.AnswersReceived
+		}
+		if w.silent != nil {
+			h.RequestsReceived += w.silent()
+		}
+		if w.tap != nil {
+			sent, answers := w.tap()
+			h.RequestsSent += sent
+			h.AnswersReceived += answers
+		}
+		return h.RequestsSent == h.RequestsReceived && h.AnswersSent == h.AnswersReceived
+	}, 5*time.Second, time.Millisecond, "hand-off messages of tick %d", w.tick)
 }
 
 func (w *zones) currentMap() zone.Map {

@@ -1,0 +1,339 @@
+package zone
+
+import (
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/throng-go/throng/components"
+)
+
+// DefaultHandoffTimeout is Options.HandoffTimeout when it is 0.
+const DefaultHandoffTimeout = 10
+
+// HandoffSubject is the subject zone id takes hand-off requests on.
+func HandoffSubject(prefix string, id ID) string {
+	return prefix + ".handoff." + strconv.Itoa(int(id))
+}
+
+// answerSubject is where zone id's hand-off requests are answered. It is
+// fixed per zone, not an inbox per request, so that a request is one
+// publish and an answer one message, both handled at a tick boundary.
+func answerSubject(prefix string, id ID) string {
+	return HandoffSubject(prefix, id) + ".answers"
+}
+
+// HandoffStats are a zone server's hand-off counts since New.
+type HandoffStats struct {
+	// As the actor's owner: hand-offs Started (a Prepare sent), Committed
+	// (the actor turned into a ghost of the new owner's), Refused by the
+	// receiver, TimedOut (no answer to the Prepare in time) and RolledBack
+	// (refused or timed out: the actor stays ours and is offered again
+	// later).
+	Started, Committed, Refused, TimedOut, RolledBack uint64
+	// As the receiver: actors Taken on a Commit, and requests Declined.
+	Taken, Declined uint64
+	// Messages: requests sent and received, answers sent and received.
+	RequestsSent, RequestsReceived, AnswersSent, AnswersReceived uint64
+}
+
+// mailbox holds the hand-off requests and answers NATS delivered since
+// the last tick; the tick takes them at its start. NATS' delivery
+// goroutines fill it, the tick goroutine empties it.
+type mailbox struct {
+	mu       sync.Mutex
+	requests []request
+	answers  []HandoffAnswer
+	closed   bool
+}
+
+type request struct {
+	HandoffRequest
+	reply string
+}
+
+func (z *Server) receiveRequest(msg *nats.Msg) {
+	r, err := DecodeHandoffRequest(msg.Data)
+	if err != nil {
+		z.stats.dropped.Add(1)
+		return
+	}
+	mb := &z.mail
+	mb.mu.Lock()
+	if !mb.closed {
+		mb.requests = append(mb.requests, request{r, msg.Reply})
+	}
+	mb.mu.Unlock()
+	// Counted once queued: whoever sees the count knows the next tick
+	// takes it.
+	z.stats.h.RequestsReceived.Add(1)
+}
+
+func (z *Server) receiveAnswer(msg *nats.Msg) {
+	if len(msg.Data) == 0 {
+		return // NATS' "no responders": as good as no answer
+	}
+	a, err := DecodeHandoffAnswer(msg.Data)
+	if err != nil {
+		z.stats.dropped.Add(1)
+		return
+	}
+	mb := &z.mail
+	mb.mu.Lock()
+	if !mb.closed {
+		mb.answers = append(mb.answers, a)
+	}
+	mb.mu.Unlock()
+	z.stats.h.AnswersReceived.Add(1)
+}
+
+func (mb *mailbox) take(reqs []request, ans []HandoffAnswer) ([]request, []HandoffAnswer) {
+	mb.mu.Lock()
+	reqs = append(reqs, mb.requests...)
+	ans = append(ans, mb.answers...)
+	mb.requests, mb.answers = mb.requests[:0], mb.answers[:0]
+	mb.mu.Unlock()
+	return reqs, ans
+}
+
+// handoffs is the tick goroutine's hand-off state, on both sides.
+type handoffs struct {
+	seq uint64 // the last sequence number this server gave a hand-off
+	// out holds our actors being handed off, by their id here, and
+	// committing the ones whose Commit is sent, by (new owner, its id).
+	out        map[components.ActorID]*outgoing
+	committing map[remote]components.ActorID
+	retryAt    map[components.ActorID]uint64 // our tick an actor rolled back may be offered again
+	// in remembers, per (owner zone, owner's id), the last hand-off
+	// offered to us, so that a repeat is answered without acting twice
+	// and an older one is refused.
+	in    map[remote]*incoming
+	reqs  []request
+	ans   []HandoffAnswer
+	msg   []byte
+	freed []components.ActorID
+}
+
+type remote struct {
+	zone  ID
+	actor uint32
+}
+
+type phase uint8
+
+const (
+	preparing phase = iota
+	committing
+	taken
+	returned
+)
+
+type outgoing struct {
+	to     ID
+	seq    uint64
+	phase  phase
+	remote uint32 // the actor's id at the new owner, from its Ready
+	sentAt uint64 // our tick the last request went out
+}
+
+type incoming struct {
+	seq    uint64
+	phase  phase
+	local  components.ActorID
+	tick   uint64 // for taken: our tick number it was taken at
+	seenAt uint64 // our tick of the last request about it
+}
+
+// offer starts handing our actor id, standing in zone to's chunks, to
+// that zone: a Prepare with its state. An actor already being handed
+// off, or rolled back less than a timeout ago, is left alone.
+func (z *Server) offer(to ID, revision uint64, id components.ActorID, t components.Transform, a components.Animation, in components.MoveInput) {
+	h := &z.hand
+	if _, busy := h.out[id]; busy {
+		return
+	}
+	if at, ok := h.retryAt[id]; ok {
+		if z.ghosts.tick < at {
+			return
+		}
+		delete(h.retryAt, id)
+	}
+	h.seq++
+	o := &outgoing{to: to, seq: h.seq, sentAt: z.ghosts.tick}
+	h.out[id] = o
+	z.stats.h.Started.Add(1)
+	z.send(o, HandoffRequest{Kind: Prepare, Zone: z.opts.Zone, Revision: revision, Seq: o.seq, Actor: id.ID,
+		Transform: t, Animation: a, Input: in})
+}
+
+func (z *Server) send(o *outgoing, r HandoffRequest) {
+	h := &z.hand
+	h.msg = AppendHandoffRequest(h.msg[:0], r)
+	if z.nc.PublishRequest(HandoffSubject(z.prefix, o.to), answerSubject(z.prefix, z.opts.Zone), h.msg) == nil {
+		z.stats.h.RequestsSent.Add(1)
+	}
+}
+
+// sendState sends request kind for o with the actor's state now.
+func (z *Server) sendState(kind uint8, revision uint64, id components.ActorID, o *outgoing) {
+	g := &z.ghosts
+	r := HandoffRequest{Kind: kind, Zone: z.opts.Zone, Revision: revision, Seq: o.seq, Actor: id.ID}
+	if e, ok := g.world.Entity(id); ok {
+		r.Transform, r.Animation, r.Input = *g.transforms.Get(e), *g.animations.Get(e), *g.inputs.Get(e)
+	}
+	o.sentAt = g.tick
+	z.send(o, r)
+}
+
+func (z *Server) answer(reply string, a HandoffAnswer) {
+	if reply == "" {
+		return
+	}
+	h := &z.hand
+	h.msg = AppendHandoffAnswer(h.msg[:0], a)
+	if z.nc.Publish(reply, h.msg) == nil {
+		z.stats.h.AnswersSent.Add(1)
+	}
+}
+
+// rollBack forgets hand-off o of actor id: it stays ours, offered again
+// a timeout from now.
+func (z *Server) rollBack(id components.ActorID, o *outgoing) {
+	h := &z.hand
+	delete(h.out, id)
+	if o.phase == committing {
+		delete(h.committing, remote{o.to, o.remote})
+	}
+	h.retryAt[id] = z.ghosts.tick + uint64(z.opts.HandoffTimeout)
+	z.stats.h.RolledBack.Add(1)
+}
+
+// handOver turns our actor id into a ghost of its new owner's, in place:
+// the same entity and ActorID, so our players see it go on moving.
+// fromTick is the new owner's first tick listing it as its own; its
+// batches of earlier ticks do not list it and must not despawn it.
+func (z *Server) handOver(id components.ActorID, o *outgoing, fromTick uint64) {
+	h, g := &z.hand, &z.ghosts
+	delete(h.out, id)
+	delete(h.committing, remote{o.to, o.remote})
+	src := g.sources[o.to]
+	if src == nil {
+		src = &source{since: z.watch.load().since[o.to], heardAt: g.tick, actors: map[uint32]*ghost{}}
+		g.sources[o.to] = src
+	}
+	src.actors[o.remote] = &ghost{local: id, gen: src.gen, from: fromTick}
+	g.local[id] = struct{}{}
+	// Handed back whence it came: its arrival no longer makes the old
+	// owner's listings of it ours to skip.
+	if rec := h.in[remote{o.to, o.remote}]; rec != nil && rec.local == id {
+		rec.phase, rec.seenAt = returned, g.tick
+	}
+	z.stats.h.Committed.Add(1)
+}
+
+// takeAnswers acts on the answers to our requests, at the tick's start.
+func (z *Server) takeAnswers(revision uint64) {
+	h := &z.hand
+	for _, a := range h.ans {
+		id := components.ActorID{ID: a.Actor}
+		o := h.out[id]
+		if o == nil || o.seq != a.Seq || o.to != a.Zone {
+			continue // late: the hand-off was rolled back or is done
+		}
+		switch {
+		case a.Kind == Refused:
+			z.stats.h.Refused.Add(1)
+			z.rollBack(id, o)
+		case a.Kind == Ready && o.phase == preparing:
+			o.phase, o.remote = committing, a.Local
+			h.committing[remote{o.to, o.remote}] = id
+			z.sendState(Commit, revision, id, o)
+		case a.Kind == Committed && o.phase == committing:
+			z.handOver(id, o, a.Tick)
+		}
+	}
+}
+
+// expire rolls back the hand-offs whose Prepare went unanswered for
+// HandoffTimeout ticks. A Commit is not rolled back but sent again (same
+// sequence, answered once): once it is sent the receiver may have taken
+// the actor, and rolling back then could leave it owned twice.
+func (z *Server) expire(revision uint64) {
+	h := &z.hand
+	timeout := uint64(z.opts.HandoffTimeout)
+	h.freed = h.freed[:0]
+	for id := range h.out {
+		h.freed = append(h.freed, id)
+	}
+	slices.SortFunc(h.freed, func(a, b components.ActorID) int { return int(a.ID) - int(b.ID) })
+	for _, id := range h.freed {
+		o := h.out[id]
+		if _, alive := z.ghosts.world.Entity(id); !alive {
+			z.rollBack(id, o) // despawned by the game meanwhile
+			continue
+		}
+		if z.ghosts.tick-o.sentAt < timeout {
+			continue
+		}
+		if o.phase == committing {
+			z.sendState(Commit, revision, id, o)
+			continue
+		}
+		z.stats.h.TimedOut.Add(1)
+		z.rollBack(id, o)
+	}
+	// A record is kept long enough to answer a late repeat (16 timeouts),
+	// and an actor taken for as long as it lives here.
+	for k, rec := range h.in {
+		if rec.phase == taken {
+			if _, alive := z.ghosts.world.Entity(rec.local); alive {
+				continue
+			}
+		}
+		if z.ghosts.tick-rec.seenAt > 16*timeout {
+			delete(h.in, k)
+		}
+	}
+}
+
+// abandon drops every hand-off in flight, when the server is fenced: it
+// no longer owns what it was handing off, nor may it take anything.
+func (z *Server) abandon() {
+	h := &z.hand
+	for _, r := range h.reqs {
+		z.decline(r)
+	}
+	for id, o := range h.out {
+		z.rollBack(id, o)
+	}
+}
+
+func (z *Server) decline(r request) {
+	z.stats.h.Declined.Add(1)
+	z.answer(r.reply, HandoffAnswer{Kind: Refused, Zone: z.opts.Zone, Seq: r.Seq, Actor: r.Actor})
+}
+
+// Ghost reports whether actor id of this server's world is a ghost, and
+// if so which zone owns it and under which id there. A game's systems
+// leave ghosts alone: their owner moves them. An actor of ours whose
+// Commit is sent counts as a ghost of the zone it goes to: that zone may
+// own it already, and a move made here then would be lost. Call it from
+// the tick's goroutine (a system, or between ticks).
+func (z *Server) Ghost(id components.ActorID) (owner ID, remoteID uint32, ok bool) {
+	if o := z.hand.out[id]; o != nil && o.phase == committing {
+		return o.to, o.remote, true
+	}
+	if _, ok := z.ghosts.local[id]; !ok {
+		return 0, 0, false
+	}
+	for zid, src := range z.ghosts.sources {
+		for rid, gh := range src.actors {
+			if gh.local == id {
+				return zid, rid, true
+			}
+		}
+	}
+	return 0, 0, false
+}

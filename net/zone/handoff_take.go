@@ -1,0 +1,107 @@
+package zone
+
+import (
+	ark "github.com/mlange-42/ark/ecs"
+
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs"
+)
+
+// takeRequests answers the hand-off requests received since the last
+// tick, after the ghost batches are applied (so a Prepare finds the ghost
+// the same tick's batch spawned). tick is this tick's number: the first
+// whose ghost batches list a taken actor as ours.
+func (z *Server) takeRequests(v *view, me Zone, tick uint64) {
+	h := &z.hand
+	for i := range h.reqs {
+		r := &h.reqs[i]
+		since, ok := v.since[r.Zone]
+		if !ok || r.Revision < since || !neighbour(v, me, r.Zone) ||
+			me.Reach(z.ghosts.world.KeyOf(r.Transform)) != 0 {
+			z.decline(*r)
+			continue
+		}
+		key := remote{r.Zone, r.Actor}
+		rec := h.in[key]
+		switch {
+		case rec != nil && r.Seq < rec.seq:
+			z.decline(*r) // stale: a newer hand-off of this actor came since
+		case rec != nil && r.Seq == rec.seq:
+			z.repeat(*r, rec, tick)
+		case r.Kind == Commit:
+			z.decline(*r) // never prepared
+		default:
+			z.prepare(*r, key)
+		}
+	}
+}
+
+// repeat answers a request of the hand-off rec already is, acting only
+// if it is the Commit of a prepared one.
+func (z *Server) repeat(r request, rec *incoming, tick uint64) {
+	rec.seenAt = z.ghosts.tick
+	a := HandoffAnswer{Kind: Ready, Zone: z.opts.Zone, Seq: r.Seq, Actor: r.Actor, Local: rec.local.ID}
+	switch {
+	case r.Kind == Commit && rec.phase == preparing:
+		z.take(r, rec, tick)
+		a.Kind, a.Tick = Committed, rec.tick
+	case r.Kind == Commit && rec.phase == taken:
+		a.Kind, a.Tick = Committed, rec.tick
+	case r.Kind == Commit:
+		a = HandoffAnswer{Kind: Refused, Zone: z.opts.Zone, Seq: r.Seq, Actor: r.Actor}
+	case rec.phase != preparing:
+		// A Prepare repeated after its Commit: the sender acts on the
+		// Commit's answer only, so Ready changes nothing.
+	}
+	z.answer(r.reply, a)
+}
+
+// prepare readies a new hand-off: the actor is (or becomes) a ghost here,
+// whose id the Ready answer carries.
+func (z *Server) prepare(r request, key remote) {
+	g := &z.ghosts
+	src := g.sources[r.Zone]
+	if src == nil {
+		src = &source{since: z.watch.load().since[r.Zone], heardAt: g.tick, actors: map[uint32]*ghost{}}
+		g.sources[r.Zone] = src
+	}
+	gh := src.actors[r.Actor]
+	if gh == nil {
+		// Its owner's batch has not reached us yet: spawn the ghost now,
+		// at the place the Prepare says.
+		id := g.world.Spawn(ecs.ActorSpec{Transform: r.Transform, Animation: r.Animation})
+		gh = &ghost{local: id, gen: src.gen}
+		src.actors[r.Actor] = gh
+		g.local[id] = struct{}{}
+	}
+	z.hand.in[key] = &incoming{seq: r.Seq, phase: preparing, local: gh.local, seenAt: g.tick}
+	z.answer(r.reply, HandoffAnswer{Kind: Ready, Zone: z.opts.Zone, Seq: r.Seq, Actor: r.Actor, Local: gh.local.ID})
+}
+
+// take makes the ghost of a prepared hand-off our own actor, in place:
+// it leaves the ghost table (so the publisher lends it to the
+// neighbours, its old owner included) and takes the state the Commit
+// carries. Written before Move, as a game's system moves an NPC.
+func (z *Server) take(r request, rec *incoming, tick uint64) {
+	g := &z.ghosts
+	if src := g.sources[r.Zone]; src != nil {
+		if gh := src.actors[r.Actor]; gh != nil && gh.local == rec.local {
+			delete(src.actors, r.Actor)
+		}
+	}
+	delete(g.local, rec.local)
+	e, ok := g.world.Entity(rec.local)
+	if !ok {
+		// The ghost went (its owner stopped lending it, or its spawn is
+		// still queued): the actor is spawned here as ours instead.
+		in := r.Input
+		rec.local = g.world.Spawn(ecs.ActorSpec{Transform: r.Transform, Animation: r.Animation,
+			Init: func(w *ark.World, e ark.Entity) { *ark.NewMap[components.MoveInput](w).Get(e) = in }})
+	} else {
+		*g.transforms.Get(e) = r.Transform
+		*g.animations.Get(e) = r.Animation
+		*g.inputs.Get(e) = r.Input
+	}
+	rec.phase, rec.tick = taken, tick
+	z.stats.h.Taken.Add(1)
+}

@@ -1,0 +1,271 @@
+package zone_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/net/zone"
+)
+
+// npcs returns the client-less actors zone id owns (its ghosts left
+// out), by id.
+func (w *zones) npcs(id zone.ID) []components.ActorID {
+	mb := w.servers[id]
+	var out []components.ActorID
+	for _, cv := range mb.srv.World().Snapshot(nil) {
+		for r := range cv.Len() {
+			if _, _, ghost := mb.z.Ghost(cv.IDs[r]); !ghost && cv.Clients[r].Session == 0 {
+				out = append(out, cv.IDs[r])
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b components.ActorID) int { return int(a.ID) - int(b.ID) })
+	return out
+}
+
+// walkNPC moves the one NPC of the world to x on whichever zone owns it,
+// as a game's system would before Move, and returns that zone; 0 while
+// its owner has sent the Commit of a hand-off and the new owner has not
+// taken it yet (nobody moves it then).
+func (w *zones) walkNPC(x float32) zone.ID {
+	var owner zone.ID
+	for _, id := range w.order {
+		if npcs := w.npcs(id); len(npcs) == 1 {
+			require.Zero(w.t, owner, "two zones own the NPC")
+			w.walk(id, npcs[0], x)
+			owner = id
+		}
+	}
+	return owner
+}
+
+// walkTo walks the NPC through xs, one step a round; a round in which
+// nobody owns it (see walkNPC) it stands.
+func (w *zones) walkTo(xs []float32, step func()) (owners []zone.ID) {
+	for i := 0; i < len(xs); {
+		owner := w.walkNPC(xs[i])
+		if owner != 0 {
+			i++
+			owners = append(owners, owner)
+		}
+		step()
+	}
+	return owners
+}
+
+func span(from, to, by float32) (xs []float32) {
+	for x := from; (by > 0 && x <= to) || (by < 0 && x >= to); x += by {
+		xs = append(xs, x)
+	}
+	return xs
+}
+
+// TestAnNPCCrossingTheBorderIsHandedOffAndBackWithoutBlinking: zone 2's
+// NPC walks into zone 1's chunks and zone 1 takes it (its world holds it
+// as its own, zone 2's as a ghost); it walks back and zone 2 takes it
+// again, under its first id. Players on both sides see it all along: no
+// Disappear, no second Appear, a record every tick it moves.
+func TestAnNPCCrossingTheBorderIsHandedOffAndBackWithoutBlinking(t *testing.T) {
+	w := startZones(t, twoZones)
+	npc := w.spawn(2, 8600, 100)
+	p1 := w.join(1, 7000, 100)
+	p2 := w.join(2, 9500, 100)
+	players := []*viewer{p1, p2}
+	step := func() {
+		w.round()
+		for _, p := range players {
+			p.read()
+		}
+	}
+	for range 3 {
+		step()
+	}
+	for _, p := range players {
+		require.Len(t, p.others(), 2, "the NPC and the other zone's player")
+	}
+	a, b := w.servers[1].z, w.servers[2].z
+	// Zone 1's player sees the NPC under zone 1's id for its ghost.
+	var seen uint32
+	for _, id := range p1.others() {
+		if owner, rid, ok := a.Ghost(components.ActorID{ID: id}); ok && owner == 2 && rid == npc.ID {
+			seen = id
+		}
+	}
+	require.NotZero(t, seen)
+	events := func() []string { return append(slices.Clone(p1.events), p2.events...) }
+	before := events()
+
+	owners := w.walkTo(append(span(8500, 7800, -100), 7800, 7800, 7800), step)
+	assert.Equal(t, before, events(), "no Appear or Disappear while the NPC crossed")
+	assert.Equal(t, []components.ActorID{{ID: seen}}, w.npcs(1), "zone 1 owns the NPC, under its ghost's id")
+	assert.Empty(t, w.npcs(2))
+	owner, rid, ghost := b.Ghost(npc)
+	assert.True(t, ghost, "zone 2 holds it as a ghost, in place")
+	assert.Equal(t, zone.ID(1), owner)
+	assert.Equal(t, seen, rid)
+	assert.Equal(t, uint64(1), a.Stats().Handoffs.Taken)
+	assert.Equal(t, uint64(1), b.Stats().Handoffs.Committed)
+	assert.Equal(t, zone.ID(2), owners[0])
+	assert.Equal(t, zone.ID(1), owners[len(owners)-1])
+
+	// Records keep coming on both sides: one per move, whoever owns it.
+	n1, n2 := len(p1.xs[seen]), len(p2.xs[npc.ID])
+	back := w.walkTo(append(span(7900, 8700, 100), 8700, 8700, 8700), step)
+	assert.Equal(t, before, events(), "no Appear or Disappear while it walked back")
+	assert.Equal(t, span(7900, 8700, 100), p1.xs[seen][n1:], "zone 1's player got every move")
+	// Zone 2 ticks after zone 1 in a round, so zone 1's batch may be
+	// overtaken by its next before zone 2 applies it (the inbox keeps the
+	// newest): while zone 1 owned the NPC, zone 2's player may skip a
+	// place, never go back or stop hearing.
+	got := p2.xs[npc.ID][n2:]
+	assert.GreaterOrEqual(t, len(got), 9-slices.Index(back, 2), "zone 2's player got every move of zone 2's at least: %v", got)
+	assert.True(t, slices.IsSorted(got), "%v", got)
+	assert.Equal(t, float32(8700), got[len(got)-1])
+	assert.Equal(t, []components.ActorID{npc}, w.npcs(2), "handed back, under its first id")
+	assert.Empty(t, w.npcs(1))
+	assert.Equal(t, uint64(1), b.Stats().Handoffs.Taken)
+	assert.Equal(t, uint64(1), a.Stats().Handoffs.Committed)
+	for _, p := range players {
+		assert.Len(t, p.others(), 2)
+	}
+	for _, s := range []*zone.Server{a, b} {
+		h := s.Stats().Handoffs
+		assert.Zero(t, h.Refused+h.TimedOut+h.RolledBack+h.Declined, "%+v", h)
+	}
+
+	// Out of zone 1's reach and back: zone 1 shows it again, as a ghost
+	// like any of zone 2's (the hand-off left nothing behind).
+	p1.events = nil
+	w.walkTo([]float32{13000, 13000, 8300, 8300, 8300}, step)
+	require.Len(t, p1.events, 2, "%v", p1.events)
+	assert.Equal(t, "disappear "+itoa(seen), p1.events[0])
+	assert.Len(t, p1.others(), 2)
+}
+
+// TestARepeatedCommitIsAnsweredWithoutActingTwice: after a hand-off, the
+// same Commit sent again is answered Committed and changes nothing; an
+// older sequence is refused.
+func TestARepeatedCommitIsAnsweredWithoutActingTwice(t *testing.T) {
+	w := startZones(t, twoZones)
+	npc := w.spawn(2, 8300, 100)
+	p1 := w.join(1, 7000, 100)
+	step := func() { w.round(); p1.read() }
+	step()
+	w.walkTo([]float32{8100, 8000, 8000, 8000, 8000}, step)
+	a := w.servers[1].z
+	require.Equal(t, uint64(1), a.Stats().Handoffs.Taken)
+	taken := w.npcs(1)
+	require.Len(t, taken, 1)
+	events := slices.Clone(p1.events)
+
+	nc, _ := connect(t, w.url)
+	answers := make(chan *nats.Msg, 16)
+	inbox := nats.NewInbox()
+	_, err := nc.ChanSubscribe(inbox, answers)
+	require.NoError(t, err)
+	var sent, read uint64
+	w.tap = func() (uint64, uint64) { return sent, read + uint64(len(answers)) }
+	received := a.Stats().Handoffs.RequestsReceived
+	rev, _ := w.servers[2].z.Revision()
+	commit := zone.HandoffRequest{Kind: zone.Commit, Zone: 2, Revision: rev, Seq: 1, Actor: npc.ID,
+		Transform: components.Transform{X: 8000, Y: 100}}
+	for _, seq := range []uint64{1, 1, 0} {
+		commit.Seq = seq
+		require.NoError(t, nc.PublishRequest(zone.HandoffSubject("throng", 1), inbox, zone.AppendHandoffRequest(nil, commit)))
+		sent++
+	}
+	require.Eventually(t, func() bool { return a.Stats().Handoffs.RequestsReceived == received+3 },
+		5*time.Second, time.Millisecond, "zone 1 has the three requests before its tick")
+	w.round()
+	p1.read()
+	require.Len(t, answers, 3)
+	var kinds []uint8
+	for range 3 {
+		ans, err := zone.DecodeHandoffAnswer((<-answers).Data)
+		read++
+		require.NoError(t, err)
+		kinds = append(kinds, ans.Kind)
+		if ans.Kind == zone.Committed {
+			assert.Equal(t, taken[0].ID, ans.Local)
+		}
+	}
+	assert.Equal(t, []uint8{zone.Committed, zone.Committed, zone.Refused}, kinds)
+	assert.Equal(t, uint64(1), a.Stats().Handoffs.Taken, "taken once")
+	assert.Equal(t, uint64(1), a.Stats().Handoffs.Declined, "the older sequence")
+	w.round()
+	p1.read()
+	assert.Equal(t, taken, w.npcs(1), "no second actor")
+	assert.Equal(t, events, p1.events)
+}
+
+// TestAPrepareToAFencedZoneIsRefused: zone 1 given to another owner in
+// the map, its old holder refuses zone 2's Prepare, and zone 2 keeps its
+// NPC and counts the refusal.
+func TestAPrepareToAFencedZoneIsRefused(t *testing.T) {
+	w := startZones(t, twoZones)
+	npc := w.spawn(2, 8300, 100)
+	w.round()
+	moved := zone.Map{Zones: append([]zone.Zone(nil), twoZones.Zones...)}
+	moved.Zones[0].Owner = "a2"
+	rev, err := zone.PublishMap(testContext(t), w.js, "", moved)
+	require.NoError(t, err)
+	for _, s := range []*zone.Server{w.servers[1].z, w.servers[2].z} {
+		require.Eventually(t, func() bool { r, _ := s.Revision(); return r == rev }, 5*time.Second, time.Millisecond)
+	}
+	w.walk(2, npc, 8000)
+	for range 3 {
+		w.round()
+	}
+	b := w.servers[2].z.Stats().Handoffs
+	assert.Equal(t, uint64(1), b.Started)
+	assert.Equal(t, uint64(1), b.Refused)
+	assert.Equal(t, uint64(1), b.RolledBack)
+	assert.Zero(t, b.Committed)
+	assert.Equal(t, uint64(1), w.servers[1].z.Stats().Handoffs.Declined)
+	assert.Equal(t, []components.ActorID{npc}, w.npcs(2), "zone 2 keeps its NPC")
+	assert.Empty(t, w.npcs(1))
+}
+
+// TestAHandoffNobodyAnswersIsRolledBackAndTriedAgain: with zone 1 no
+// longer answering, zone 2's Prepare times out after HandoffTimeout
+// ticks; zone 2 keeps its NPC, counts the time-out and offers it again
+// a timeout later.
+func TestAHandoffNobodyAnswersIsRolledBackAndTriedAgain(t *testing.T) {
+	w := startZonesWith(t, twoZones, zone.Options{HandoffTimeout: 3})
+	npc := w.spawn(2, 8300, 100)
+	w.round()
+	w.servers[1].z.Close()
+	w.deaf = map[zone.ID]bool{1: true}
+	nc, _ := connect(t, w.url)
+	heard := make(chan *nats.Msg, 16)
+	_, err := nc.ChanSubscribe(zone.HandoffSubject("throng", 1), heard)
+	require.NoError(t, err)
+	require.NoError(t, nc.Flush())
+	w.silent = func() uint64 { return uint64(len(heard)) }
+
+	w.walk(2, npc, 8000)
+	w.round() // zone 2 sends its Prepare after the join
+	b := w.servers[2].z
+	require.Equal(t, uint64(1), b.Stats().Handoffs.Started)
+	for range 3 {
+		w.round()
+	}
+	h := b.Stats().Handoffs
+	assert.Equal(t, uint64(1), h.TimedOut, "%+v", h)
+	assert.Equal(t, uint64(1), h.RolledBack)
+	assert.Equal(t, []components.ActorID{npc}, w.npcs(2), "zone 2 keeps its NPC")
+	_, _, ghost := b.Ghost(npc)
+	assert.False(t, ghost)
+	for range 4 {
+		w.round()
+	}
+	h = b.Stats().Handoffs
+	assert.Equal(t, uint64(2), h.Started, "offered again after the timeout")
+	assert.Zero(t, h.Committed)
+}
