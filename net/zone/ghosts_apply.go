@@ -36,6 +36,9 @@ type ghosts struct {
 	// in id order, not the maps' order, so that the same batches give the
 	// same Disappear frames on every run.
 	gone []components.ActorID
+	// changes collects this tick's changes to sources' actors, for the
+	// delivery goroutine's index of them (see share).
+	changes []lending
 }
 
 // source is what one neighbour lends.
@@ -69,7 +72,9 @@ func (s *applySystem) Access() scheduler.Access {
 
 // RunSerial applies, in this order: the answers to our hand-off
 // requests, the neighbours' ghost batches, the hand-off requests made to
-// us, and the hand-offs whose answer is overdue.
+// us, and the hand-offs whose answer is overdue. At its end it hands the
+// delivery goroutine the ghost table's changes and the view it checked,
+// which it answers Ready on until the next tick (see readyNow).
 func (s *applySystem) RunSerial(t *scheduler.Tick) {
 	z := s.z
 	g := &z.ghosts
@@ -89,9 +94,11 @@ func (s *applySystem) RunSerial(t *scheduler.Tick) {
 		}
 		z.stats.refused.Add(uint64(len(g.batch)))
 		z.stats.ghosts.Store(int64(len(g.local)))
+		z.share(nil, Zone{})
 		return
 	}
 	me, _ := v.m.Zone(z.opts.Zone)
+	defer z.share(v, me)
 	z.takeAnswers(v.revision)
 	// Lent under an older assignment of the lender's zone, or by a zone
 	// that no longer borders ours: gone.
@@ -157,6 +164,7 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 			id := g.world.Spawn(ecs.ActorSpec{Transform: t, Animation: components.Animation{Flags: a.Flags}})
 			src.actors[a.ID] = &ghost{local: id, gen: src.gen}
 			g.local[id] = struct{}{}
+			g.lend(remote{b.Zone, a.ID}, id)
 			continue
 		}
 		gh.gen = src.gen
@@ -172,6 +180,7 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 			g.gone = append(g.gone, gh.local)
 			delete(g.local, gh.local)
 			delete(src.actors, id)
+			g.lend(remote{b.Zone, id}, components.ActorID{})
 		}
 	}
 }
@@ -195,9 +204,10 @@ func (g *ghosts) drop(id ID) {
 	if src == nil {
 		return
 	}
-	for _, gh := range src.actors {
+	for rid, gh := range src.actors {
 		g.gone = append(g.gone, gh.local)
 		delete(g.local, gh.local)
+		g.lend(remote{id, rid}, components.ActorID{})
 	}
 	delete(g.sources, id)
 }

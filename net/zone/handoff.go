@@ -20,7 +20,8 @@ func HandoffSubject(prefix string, id ID) string {
 
 // answerSubject is where zone id's hand-off requests are answered. It is
 // fixed per zone, not an inbox per request, so that a request is one
-// publish and an answer one message, both handled at a tick boundary.
+// publish and an answer one message; the requester acts on answers at a
+// tick boundary anyway.
 func answerSubject(prefix string, id ID) string {
 	return HandoffSubject(prefix, id) + ".answers"
 }
@@ -41,17 +42,32 @@ type HandoffStats struct {
 
 // mailbox holds the hand-off requests and answers NATS delivered since
 // the last tick; the tick takes them at its start. NATS' delivery
-// goroutines fill it, the tick goroutine empties it.
+// goroutines fill it, the tick goroutine empties it. Under the same lock
+// it holds what the delivery goroutine answers Ready with (see readyNow).
 type mailbox struct {
 	mu       sync.Mutex
 	requests []request
 	answers  []HandoffAnswer
 	closed   bool
+	// lent indexes the ghost table as the last tick left it: (owner zone,
+	// owner's id) to the ghost's id here.
+	lent map[remote]components.ActorID
+	// seqs holds, per (owner zone, owner's id), the newest Prepare acted
+	// on, by either goroutine.
+	seqs map[remote]uint64
+	// view is the map view the last tick held its zone as of, nil when
+	// fenced; me is the zone's entry in it.
+	view *view
+	me   Zone
+	buf  [handoffAnswerSize]byte
 }
 
 type request struct {
 	HandoffRequest
 	reply string
+	// ready is the ghost's id the delivery goroutine answered Ready with,
+	// 0 when it left the request to the tick.
+	ready uint32
 }
 
 func (z *Server) receiveRequest(msg *nats.Msg) {
@@ -63,11 +79,11 @@ func (z *Server) receiveRequest(msg *nats.Msg) {
 	mb := &z.mail
 	mb.mu.Lock()
 	if !mb.closed {
-		mb.requests = append(mb.requests, request{r, msg.Reply})
+		mb.requests = append(mb.requests, request{r, msg.Reply, z.readyNow(r, msg.Reply)})
 	}
 	mb.mu.Unlock()
-	// Counted once queued: whoever sees the count knows the next tick
-	// takes it.
+	// Counted once queued (and answered, if it was): whoever sees the
+	// count knows the next tick takes it.
 	z.stats.h.RequestsReceived.Add(1)
 }
 
@@ -218,6 +234,7 @@ func (z *Server) handOver(id components.ActorID, o *outgoing, fromTick uint64) {
 	h, g := &z.hand, &z.ghosts
 	delete(h.out, id)
 	delete(h.committing, remote{o.to, o.remote})
+	g.lend(remote{o.to, o.remote}, id)
 	src := g.sources[o.to]
 	if src == nil {
 		src = &source{since: z.watch.load().since[o.to], heardAt: g.tick, actors: map[uint32]*ghost{}}
@@ -294,6 +311,7 @@ func (z *Server) expire(revision uint64) {
 		}
 		if z.ghosts.tick-rec.seenAt > 16*timeout {
 			delete(h.in, k)
+			z.mail.forget(k, rec.seq)
 		}
 	}
 }

@@ -66,6 +66,13 @@ func (z *Server) prepare(r request, key remote) {
 		g.sources[r.Zone] = src
 	}
 	gh := src.actors[r.Actor]
+	if r.ready != 0 && (gh == nil || gh.local.ID != r.ready) {
+		// Answered Ready from the delivery goroutine, but the ghost it
+		// named went since: refused, so the owner rolls back (nothing was
+		// done here) and offers it again.
+		z.decline(r)
+		return
+	}
 	if gh == nil {
 		// Its owner's batch has not reached us yet: spawn the ghost now,
 		// at the place the Prepare says.
@@ -73,8 +80,13 @@ func (z *Server) prepare(r request, key remote) {
 		gh = &ghost{local: id, gen: src.gen}
 		src.actors[r.Actor] = gh
 		g.local[id] = struct{}{}
+		g.lend(key, id)
 	}
 	z.hand.in[key] = &incoming{seq: r.Seq, phase: preparing, local: gh.local, seenAt: g.tick}
+	if r.ready != 0 {
+		return // answered already
+	}
+	z.mail.offered(key, r.Seq)
 	z.answer(r.reply, HandoffAnswer{Kind: Ready, Zone: z.opts.Zone, Seq: r.Seq, Actor: r.Actor, Local: gh.local.ID})
 }
 
@@ -87,6 +99,7 @@ func (z *Server) take(r request, rec *incoming, tick uint64) {
 	if src := g.sources[r.Zone]; src != nil {
 		if gh := src.actors[r.Actor]; gh != nil && gh.local == rec.local {
 			delete(src.actors, r.Actor)
+			g.lend(remote{r.Zone, r.Actor}, components.ActorID{})
 		}
 	}
 	delete(g.local, rec.local)

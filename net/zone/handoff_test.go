@@ -269,3 +269,47 @@ func TestAHandoffNobodyAnswersIsRolledBackAndTriedAgain(t *testing.T) {
 	assert.Equal(t, uint64(2), h.Started, "offered again after the timeout")
 	assert.Zero(t, h.Committed)
 }
+
+// TestAnActorAlreadyLentIsTakenWithinTwoTicksOfTheOffer: an NPC walks
+// back and forth across the border, each time into a zone that already
+// holds it as a ghost; the receiver takes it at most 2 ticks after the
+// owner offered it (docs/zones.md, "Latency").
+func TestAnActorAlreadyLentIsTakenWithinTwoTicksOfTheOffer(t *testing.T) {
+	w := startZones(t, twoZones)
+	w.spawn(2, 8300, 100)
+	for range 3 {
+		w.round()
+	}
+	var ticks []uint64
+	for i := range 10 {
+		to, from, x := w.servers[1].z, w.servers[2].z, float32(8000)
+		if i%2 == 1 {
+			to, from, x = from, to, 8300
+		}
+		started, taken := from.Stats().Handoffs.Started, to.Stats().Handoffs.Taken
+		require.NotZero(t, w.walkNPC(x))
+		var offeredAt, takenAt uint64
+		for range 10 {
+			w.round()
+			if offeredAt == 0 && from.Stats().Handoffs.Started > started {
+				offeredAt = w.tick
+			}
+			if to.Stats().Handoffs.Taken > taken {
+				takenAt = w.tick
+				break
+			}
+		}
+		require.NotZero(t, offeredAt, "crossing %d offered", i)
+		require.NotZero(t, takenAt, "crossing %d taken", i)
+		ticks = append(ticks, takenAt-offeredAt)
+		for range 3 {
+			w.round() // the old owner hands over
+		}
+	}
+	t.Logf("ticks from offer to taken: %v", ticks)
+	assert.LessOrEqual(t, slices.Max(ticks), uint64(2), "%v", ticks)
+	for _, s := range []*zone.Server{w.servers[1].z, w.servers[2].z} {
+		h := s.Stats().Handoffs
+		assert.Zero(t, h.Refused+h.TimedOut+h.RolledBack+h.Declined, "%+v", h)
+	}
+}

@@ -179,6 +179,7 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 		local:      map[components.ActorID]struct{}{},
 	}
 	z.inbox.latest = map[ID]GhostBatch{}
+	z.mail.lent, z.mail.seqs = map[remote]components.ActorID{}, map[remote]uint64{}
 	z.pub.subjects = map[ID]string{}
 	z.hand = handoffs{out: map[components.ActorID]*outgoing{}, committing: map[remote]components.ActorID{},
 		retryAt: map[components.ActorID]uint64{}, in: map[remote]*incoming{}}
