@@ -36,7 +36,7 @@ func (w *World) PropSnapshot(dst []ChunkView) []ChunkView {
 		})
 	}
 	slices.SortFunc(dst, func(a, b ChunkView) int {
-		return cmp.Or(compareKeys(a.Key, b.Key), cmp.Compare(a.IDs[0].ID, b.IDs[0].ID))
+		return cmp.Or(grid.Compare(a.Key, b.Key), cmp.Compare(a.IDs[0].ID, b.IDs[0].ID))
 	})
 	return dst
 }

@@ -1,7 +1,6 @@
 package ecs
 
 import (
-	"math"
 	"slices"
 	"testing"
 
@@ -9,36 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng/components"
-	"github.com/throng-go/throng/grid"
 )
-
-// TestCompareKeysAgreesWithLess pins compareKeys to grid.Less, which
-// defines the order, on every pair of keys built from the extremes of each
-// field and the values around zero.
-func TestCompareKeysAgreesWithLess(t *testing.T) {
-	coords := []int32{math.MinInt32, math.MinInt32 + 1, -1, 0, 1, math.MaxInt32 - 1, math.MaxInt32}
-	var keys []grid.AreaKey
-	for _, world := range []uint32{0, 1, math.MaxUint32} {
-		for _, y := range coords {
-			for _, x := range coords {
-				keys = append(keys, grid.AreaKey{WorldOrCell: world, X: x, Y: y})
-			}
-		}
-	}
-	for _, a := range keys {
-		for _, b := range keys {
-			want := 0
-			if grid.Less(a, b) {
-				want = -1
-			} else if grid.Less(b, a) {
-				want = 1
-			}
-			if got := compareKeys(a, b); got != want {
-				t.Fatalf("compareKeys(%v, %v) = %d, grid.Less says %d", a, b, got, want)
-			}
-		}
-	}
-}
 
 // TestRankingAllocatesNothingOnceGrown: merging a new chunk into the chunk
 // order, and dropping a removed one, reuse the World's slices. Creating a

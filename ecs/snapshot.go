@@ -1,7 +1,6 @@
 package ecs
 
 import (
-	"cmp"
 	"slices"
 
 	"github.com/mlange-42/ark/ecs"
@@ -222,7 +221,7 @@ func (w *World) rankChunks() {
 		w.chunksRemoved = false
 	}
 	added := w.unranked
-	slices.SortFunc(added, func(a, b rankedChunk) int { return compareKeys(a.key, b.key) })
+	slices.SortFunc(added, func(a, b rankedChunk) int { return grid.Compare(a.key, b.key) })
 	var top uint32
 	for _, c := range added {
 		top = max(top, c.entity.ID())
@@ -238,7 +237,7 @@ func (w *World) rankChunks() {
 	w.ranked = slices.Grow(w.ranked, len(added))[:end+len(added)]
 	for j := len(added) - 1; j >= 0; j-- {
 		at, _ := slices.BinarySearchFunc(w.ranked[:end], added[j].key, func(c rankedChunk, key grid.AreaKey) int {
-			return compareKeys(c.key, key)
+			return grid.Compare(c.key, key)
 		})
 		copy(w.ranked[at+j+1:], w.ranked[at:end])
 		w.ranked[at+j] = added[j]
@@ -268,19 +267,6 @@ func (w *World) dropRemoved(cs []rankedChunk) ([]rankedChunk, int) {
 		}
 	}
 	return kept, first
-}
-
-// compareKeys orders keys as [grid.Less] does (worldOrCell, then Y, then
-// X), comparing each field once where a comparison built on Less calls it
-// twice for keys that are not less.
-func compareKeys(a, b grid.AreaKey) int {
-	if a.WorldOrCell != b.WorldOrCell {
-		return cmp.Compare(a.WorldOrCell, b.WorldOrCell)
-	}
-	if a.Y != b.Y {
-		return cmp.Compare(a.Y, b.Y)
-	}
-	return cmp.Compare(a.X, b.X)
 }
 
 // PropsIn appends to dst one [ChunkView] per table of props in chunk key

@@ -1,6 +1,9 @@
 package grid
 
-import "math"
+import (
+	"cmp"
+	"math"
+)
 
 // DefaultChunkSize is the edge length of a chunk in world units when a
 // server does not configure one.
@@ -75,6 +78,20 @@ func Stencil(k AreaKey) [9]AreaKey {
 		}
 	}
 	return s
+}
+
+// Compare orders keys as [Less] does (worldOrCell, then Y, then X),
+// returning -1, 0 or +1, for sorting and binary searches: it compares each
+// field once, where a comparison built on Less calls it twice for keys
+// that are not less.
+func Compare(a, b AreaKey) int {
+	if a.WorldOrCell != b.WorldOrCell {
+		return cmp.Compare(a.WorldOrCell, b.WorldOrCell)
+	}
+	if a.Y != b.Y {
+		return cmp.Compare(a.Y, b.Y)
+	}
+	return cmp.Compare(a.X, b.X)
 }
 
 // Less orders chunks by worldOrCell, then Y, then X. It is the "lowest chunk

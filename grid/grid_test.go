@@ -107,3 +107,31 @@ func TestLessOrdersByWorldThenRowThenColumn(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareAgreesWithLess pins Compare to Less, which
+// defines the order, on every pair of keys built from the extremes of each
+// field and the values around zero.
+func TestCompareAgreesWithLess(t *testing.T) {
+	coords := []int32{math.MinInt32, math.MinInt32 + 1, -1, 0, 1, math.MaxInt32 - 1, math.MaxInt32}
+	var keys []grid.AreaKey
+	for _, world := range []uint32{0, 1, math.MaxUint32} {
+		for _, y := range coords {
+			for _, x := range coords {
+				keys = append(keys, grid.AreaKey{WorldOrCell: world, X: x, Y: y})
+			}
+		}
+	}
+	for _, a := range keys {
+		for _, b := range keys {
+			want := 0
+			if grid.Less(a, b) {
+				want = -1
+			} else if grid.Less(b, a) {
+				want = 1
+			}
+			if got := grid.Compare(a, b); got != want {
+				t.Fatalf("Compare(%v, %v) = %d, Less says %d", a, b, got, want)
+			}
+		}
+	}
+}

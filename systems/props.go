@@ -248,13 +248,8 @@ func (p *Pipeline) gatherNews() {
 		}
 	}
 	slices.SortFunc(ps.newsKeys, func(a, b newsKey) int {
-		return cmp.Or(compareKeys(a.key, b.key), cmp.Compare(a.at, b.at))
+		return cmp.Or(grid.Compare(a.key, b.key), cmp.Compare(a.at, b.at))
 	})
-}
-
-// compareKeys orders chunk keys as grid.Less does.
-func compareKeys(a, b grid.AreaKey) int {
-	return cmp.Or(cmp.Compare(a.WorldOrCell, b.WorldOrCell), cmp.Compare(a.Y, b.Y), cmp.Compare(a.X, b.X))
 }
 
 // lookFrom queues a look for the player of slot from where it stands now,

@@ -147,7 +147,7 @@ func (tl *teller) markNear(p *Pipeline, pt *sightPoint) {
 	lo, hi := p.sightChunks(*pt)
 	for y := lo.Y; y <= hi.Y; y++ {
 		first := grid.AreaKey{WorldOrCell: lo.WorldOrCell, X: lo.X, Y: y}
-		i, _ := slices.BinarySearchFunc(keys, first, func(k newsKey, key grid.AreaKey) int { return compareKeys(k.key, key) })
+		i, _ := slices.BinarySearchFunc(keys, first, func(k newsKey, key grid.AreaKey) int { return grid.Compare(k.key, key) })
 		for ; i < len(keys) && keys[i].key.WorldOrCell == lo.WorldOrCell && keys[i].key.Y == y && keys[i].key.X <= hi.X; i++ {
 			tl.near[keys[i].at/64] |= 1 << (keys[i].at % 64)
 		}
