@@ -88,4 +88,22 @@ type Client struct {
 	// Slot is the server's index of the session's state, so the tick
 	// reaches it without a map lookup. Meaningful only with a Session.
 	Slot uint32
+	// Class is the actor's relevance class: which interest tiers its
+	// updates follow, how it ranks under a client's budget and, for a
+	// prop, how near it matters (see [ClassPlayer]). It lives here, beside
+	// the session, because every actor carries a Client and the tick reads
+	// both together: the field fills what was padding.
+	Class uint8
 }
+
+// The relevance classes Throng defines. A game's own classes follow them,
+// numbered by the server's settings, up to MaxClasses in all. An actor
+// spawned without a client and with class ClassPlayer (the zero value) is
+// given ClassNPC, or ClassProp for a prop.
+const (
+	ClassPlayer uint8 = iota // an actor a client drives
+	ClassNPC                 // an actor the server's systems move
+	ClassProp                // a prop (see Prop)
+	// MaxClasses bounds the number of classes, Throng's and a game's.
+	MaxClasses = 16
+)

@@ -20,6 +20,9 @@ type ActorSpec struct {
 	Transform components.Transform
 	Animation components.Animation
 	// Client.Session 0 means no client drives the actor (a prop or an NPC).
+	// Client.Class is its relevance class: left at ClassPlayer for an actor
+	// without a client, Spawn makes it ClassNPC (ClassProp for a prop);
+	// Spawn panics at MaxClasses or beyond.
 	Client components.Client
 	// Prop makes the actor a prop (see [components.Prop]): kept out of
 	// [World.Snapshot], listed by [World.PropsIn], changed only through
@@ -348,6 +351,15 @@ func (w *World) Spawn(spec ActorSpec) components.ActorID {
 	w.checkUnguarded("Spawn")
 	if spec.Prop && spec.Client.Session != 0 {
 		panic("ecs: a prop cannot have a client (ActorSpec.Prop with Client.Session set)")
+	}
+	if spec.Client.Class >= components.MaxClasses {
+		panic(fmt.Sprintf("ecs: class %d is past components.MaxClasses", spec.Client.Class))
+	}
+	if spec.Client.Session == 0 && spec.Client.Class == components.ClassPlayer {
+		spec.Client.Class = components.ClassNPC
+		if spec.Prop {
+			spec.Client.Class = components.ClassProp
+		}
 	}
 	if w.nextID == math.MaxUint32 {
 		panic("ecs: ActorID space exhausted (2^32-1 spawns); IDs are never reused")
