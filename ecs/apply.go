@@ -97,8 +97,10 @@ type Change struct {
 	Entity   ecs.Entity
 	Kind     ChangeKind
 	From, To grid.AreaKey
-	// Session is the actor's Client.Session (0: no client).
+	// Session is the actor's Client.Session (0: no client), and Class
+	// its Client.Class.
 	Session uint64
+	Class   uint8
 	// Prop says the actor is a prop. Its changes are Spawned, Updated and
 	// Despawned, and for the last two Last is the place (X, Y, Z, Yaw,
 	// WorldOrCell) and Flags are the animation flags its viewers were last
@@ -212,9 +214,10 @@ func (w *World) applyMove(op *moveOp, report *ApplyReport) {
 	if op.teleport {
 		kind = Teleported
 	}
+	client := w.clients.Get(rec.entity)
 	report.Changes = append(report.Changes, Change{
 		ID: op.id, Entity: rec.entity, Kind: kind, From: from, To: to,
-		Session: w.clients.Get(rec.entity).Session,
+		Session: client.Session, Class: client.Class,
 	})
 }
 
@@ -225,14 +228,14 @@ func (w *World) applyMove(op *moveOp, report *ApplyReport) {
 // MoveInput.Pending marks a nudge some viewers may not have heard: an
 // update (not a nudge) is then reported even if nothing changed since.
 func (w *World) applyUpdate(id components.ActorID, rec actorRecord, nudge bool, report *ApplyReport) {
-	_, t, in, anim, _, _ := w.actorMap.Get(rec.entity)
+	_, t, in, anim, client, _ := w.actorMap.Get(rec.entity)
 	to, from := w.KeyOf(*t), rec.key
 	was := components.Transform{X: in.X, Y: in.Y, Z: in.Z, Yaw: in.Yaw, WorldOrCell: in.WorldOrCell}
 	if to == from && *t == was && anim.Flags == in.Flags && (nudge || !in.Pending) {
 		return
 	}
 	report.Changes = append(report.Changes, Change{
-		ID: id, Entity: rec.entity, Kind: Updated, From: from, To: to, Prop: true, Last: was, Flags: in.Flags, Nudged: nudge,
+		ID: id, Entity: rec.entity, Kind: Updated, From: from, To: to, Prop: true, Last: was, Flags: in.Flags, Nudged: nudge, Class: client.Class,
 	})
 	relayedAs(in, *t, anim.Flags)
 	in.Pending = nudge
@@ -295,7 +298,7 @@ func (w *World) applySpawn(op *spawnOp, report *ApplyReport) {
 		w.addClients(key, 1)
 	}
 	report.Changes = append(report.Changes, Change{
-		ID: op.id, Entity: e, Kind: Spawned, From: key, To: key, Session: op.spec.Client.Session, Prop: op.spec.Prop,
+		ID: op.id, Entity: e, Kind: Spawned, From: key, To: key, Session: op.spec.Client.Session, Class: op.spec.Client.Class, Prop: op.spec.Prop,
 	})
 }
 
@@ -307,7 +310,7 @@ func (w *World) applyDespawn(id components.ActorID, report *ApplyReport) {
 	}
 	change := Change{ID: id, Entity: rec.entity, Kind: Despawned, From: rec.key, To: rec.key, Prop: rec.prop}
 	_, _, in, _, client, _ := w.actorMap.Get(rec.entity)
-	change.Session = client.Session
+	change.Session, change.Class = client.Session, client.Class
 	if rec.prop {
 		change.Last = components.Transform{X: in.X, Y: in.Y, Z: in.Z, Yaw: in.Yaw, WorldOrCell: in.WorldOrCell}
 		change.Flags = in.Flags

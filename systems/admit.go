@@ -1,6 +1,8 @@
 package systems
 
 import (
+	"fmt"
+
 	ark "github.com/mlange-42/ark/ecs"
 
 	"github.com/throng-go/throng/components"
@@ -37,7 +39,12 @@ func (p *Pipeline) hello(id wire.SessionID, s *session, frame []byte) {
 		p.refuse(id, wire.RefuseToken, err.Error())
 		return
 	}
+	if adm.Class >= components.MaxClasses {
+		p.refuse(id, wire.RefuseUnspecified, fmt.Sprintf("admit gave class %d, past the %d classes", adm.Class, components.MaxClasses))
+		return
+	}
 	spawn := adm.Spawn
+	s.class = adm.Class
 	if s.player = adm.Player; s.player != "" {
 		if k, ok := p.kept[s.player]; ok {
 			delete(p.kept, s.player)
@@ -73,7 +80,7 @@ func (p *Pipeline) joinFits(spawn components.Transform) bool {
 // state of the actor kept for it, if any.
 func (p *Pipeline) spawnPlayer(id wire.SessionID, s *session, spawn components.Transform) {
 	p.joins++
-	spec := ecs.ActorSpec{Transform: spawn, Client: components.Client{Session: uint64(id), Slot: s.slot}}
+	spec := ecs.ActorSpec{Transform: spawn, Client: components.Client{Session: uint64(id), Slot: s.slot, Class: s.class}}
 	if k := s.kept; k != nil {
 		spec.Animation = k.Animation
 		types := p.cfg.SavedTypes

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/scheduler"
 )
@@ -118,7 +119,7 @@ func checkBudgetedRecipients(t *testing.T, spawns []components.Transform, budget
 func TestDueListsStaySmallWhateverTheSpreads(t *testing.T) {
 	tiers := defaultTiers(t)
 	var d dueLists
-	d.setPeriods(&tiers)
+	d.setPeriods([]interest.Tiers{tiers})
 	uses := func() *[256]int32 {
 		var spreads [256]int32
 		for s := 2; s < 64; s++ {

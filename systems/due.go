@@ -91,9 +91,15 @@ const maskSlots = 64
 // as bit sets (dueLists.mask).
 const maskActors = 64
 
-// setPeriods records the periods of the interest table.
-func (d *dueLists) setPeriods(tiers *interest.Tiers) {
-	d.tierPeriods = tiers.Periods(d.tierPeriods[:0])
+// setPeriods records the periods of the interest tables, every class's:
+// ascending, each once.
+func (d *dueLists) setPeriods(sets []interest.Tiers) {
+	d.tierPeriods = d.tierPeriods[:0]
+	for i := range sets {
+		d.tierPeriods = sets[i].Periods(d.tierPeriods)
+	}
+	slices.Sort(d.tierPeriods)
+	d.tierPeriods = slices.Compact(d.tierPeriods)
 	for p := 2; p < len(d.magic); p++ {
 		d.magic[p] = ^uint64(0)/uint64(p) + 1
 	}

@@ -3,6 +3,7 @@ package systems
 import (
 	"hash/maphash"
 
+	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/interest"
@@ -32,6 +33,7 @@ type cell struct {
 	actors   span
 	min, max [3]float32
 	fresh    bool
+	tiers    uint8 // its senders' tier set (Pipeline.tierSets): one class's table a cell
 }
 
 // Shard is one work unit of Move and Relay: a contiguous range of the
@@ -97,7 +99,14 @@ type Frame struct {
 
 	groups      []group
 	cells       []cell
-	cellOf      []uint8      // layout scratch
+	cellOf      []uint16     // layout scratch
+	counts      []int32      // layout scratch (placeBySet)
+	// sets is the number of distinct tier tables the classes follow, and
+	// classSet each class's: with more than one, cells are split by set
+	// (placeBySet). class is each actor's Client.Class, which Move fills.
+	sets     int
+	classSet [components.MaxClasses]uint8
+	class    []uint8
 	nbrCells    []int32      // per group, the cells of its stencil (see group.nbrLo)
 	viewGroup   []int32      // per view: its group
 	byKey       []int32      // groups in key order
@@ -139,6 +148,7 @@ func (f *Frame) resize(n int) {
 	f.changed = resizeSlice(f.changed, n)
 	f.session = resizeSlice(f.session, n)
 	f.slot = resizeSlice(f.slot, n)
+	f.class = resizeSlice(f.class, n)
 	f.verdict = resizeSlice(f.verdict, n)
 	f.crossed = resizeSlice(f.crossed, n)
 	f.look = resizeSlice(f.look, n)

@@ -47,6 +47,7 @@ type sessionIngest struct {
 	kicked  bool       // disconnected by the server; its close is on the way
 	slot    uint32     // index in Pipeline.slots, carried by the actor's Client
 	player  string     // the name Admit gave it; "" for a guest
+	class   uint8      // the class Admit gave its actor
 	kept    *save.Kept // the actor handed back to it, until its spawn is applied
 	limiter limiter
 	// The commands it sent in tick cmdTick, against MaxCommandsPerTick.

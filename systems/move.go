@@ -84,6 +84,7 @@ func (p *Pipeline) moveActor(a int32) {
 	}
 	setIfChanged(&f.session[a], client.Session)
 	setIfChanged(&f.slot[a], client.Slot)
+	setIfChanged(&f.class[a], client.Class%components.MaxClasses)
 	setIfChanged(&f.sess[a], sess)
 	v := NoUpdate
 	if in.Pending {

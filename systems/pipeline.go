@@ -2,6 +2,8 @@ package systems
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -69,6 +71,33 @@ type Config struct {
 	// PropRadius + 2*PropSlack (see props.go). 0 means the defaults,
 	// DefaultPropRadiusUnits and DefaultPropSlackUnits.
 	PropRadius, PropSlack float32
+	// Classes configures the relevance classes, by class
+	// (components.Client.Class): Classes[k] is class k. A class past its
+	// end follows Tiers, ranks 0 and, for props, has PropRadius.
+	Classes []Class
+}
+
+// Class is how the pipeline treats the actors of one relevance class.
+type Class struct {
+	// Tiers is the interest table a sender of the class follows, when
+	// OwnTiers is set; else it follows Config.Tiers, the players' table.
+	// For a prop class it spaces the nudges viewers hear (World.Nudge).
+	Tiers    interest.Tiers
+	OwnTiers bool
+	// Rank orders the classes under a client's per-connection budget: a
+	// sender of rank k is offered at its pair weight (interest.Weight)
+	// halved k times, never below 1. At equal distance a player (rank 0)
+	// goes before an NPC (rank 1), while weights stay within the tier
+	// table's range, so interest.WaitBound still bounds every wait.
+	Rank uint8
+	// PropRadius is a prop class's radius: a player sees every prop of
+	// the class within it (0 means Config.PropRadius).
+	PropRadius float32
+}
+
+// rankedWeight is weight under rank (see Class.Rank).
+func rankedWeight(weight, rank uint8) uint8 {
+	return max(weight>>min(rank, 7), 1)
 }
 
 // Entry is what Admit decides for a Hello it lets in.
@@ -84,6 +113,10 @@ type Entry struct {
 	Player string
 	// Spawn is where the actor spawns, unless one is kept for Player.
 	Spawn components.Transform
+	// Class is the actor's relevance class (components.Client.Class):
+	// ClassPlayer, or a game's own class for a player that others should
+	// see by other tiers or rank (a spectator's camera, a rider).
+	Class uint8
 }
 
 // TickStats is what one tick did, for the metrics line and Stats.
@@ -129,8 +162,13 @@ type Pipeline struct {
 	world     *ecs.World
 	transport wire.Transport
 	batcher   wire.BatchSender // transport's, when it has one
-	tiers     interest.Tiers
-	bands     tierBands // tiers, for chooseByTiers8
+	tiers     interest.Tiers // the players' table, tierSets[0]
+	bands     tierBands      // tiers, for chooseByTiers8
+	// tierSets are the distinct tables the classes follow, the players'
+	// first; a cell's senders follow one (cell.tiers). classRank is each
+	// class's Class.Rank.
+	tierSets  []interest.Tiers
+	classRank [components.MaxClasses]uint8
 	// throttleEveryReach is a test hook: the relay works at every level of
 	// pressure (relayLevel), and classify marks every class the throttle
 	// distance reaches, even those whose periods it cannot lengthen at the
@@ -233,13 +271,51 @@ func New(cfg Config, world *ecs.World, transport wire.Transport) (*Pipeline, err
 	p.move.p = p
 	p.relay.p = p
 	p.dueBuild = dueJob{f: &p.frame}
-	p.longest = uint64(max(p.tiers.Longest(), cfg.Throttle.MaxLevel()+1))
-	p.frame.due.setPeriods(&p.tiers)
+	if err := p.configureClasses(); err != nil {
+		return nil, err
+	}
+	p.longest = uint64(max(p.longestTier(), cfg.Throttle.MaxLevel()+1))
+	p.frame.due.setPeriods(p.tierSets)
 	p.bands = bandsOf(&p.tiers)
-	p.pressedSpread = pressedSpread(&p.tiers)
-	p.sight.configure(cfg.PropRadius, cfg.PropSlack)
+	p.pressedSpread = pressedSpread(p.longestTier())
+	p.sight.configure(cfg.PropRadius, cfg.PropSlack, cfg.Classes)
 	return p, nil
 }
+
+// configureClasses lays out cfg.Classes: the distinct tier tables
+// (tierSets, the players' first) and each class's set and rank.
+func (p *Pipeline) configureClasses() error {
+	if len(p.cfg.Classes) > components.MaxClasses {
+		return fmt.Errorf("systems: %d classes, at most components.MaxClasses (%d)", len(p.cfg.Classes), components.MaxClasses)
+	}
+	p.tierSets = append(p.tierSets[:0], p.tiers)
+	for k, c := range p.cfg.Classes {
+		p.classRank[k] = c.Rank
+		if !c.OwnTiers {
+			continue
+		}
+		set := slices.Index(p.tierSets, c.Tiers)
+		if set < 0 {
+			set = len(p.tierSets)
+			p.tierSets = append(p.tierSets, c.Tiers)
+		}
+		p.frame.classSet[k] = uint8(set)
+	}
+	p.frame.sets = len(p.tierSets)
+	return nil
+}
+
+// longestTier is the longest period any class's table gives.
+func (p *Pipeline) longestTier() uint8 {
+	longest := uint8(1)
+	for i := range p.tierSets {
+		longest = max(longest, p.tierSets[i].Longest())
+	}
+	return longest
+}
+
+// tiersOf returns the table cell ci's senders follow.
+func (p *Pipeline) tiersOf(ci int32) *interest.Tiers { return &p.tierSets[p.frame.cells[ci].tiers] }
 
 // Skip tells the pipeline that the server skipped n tick periods without
 // a tick (it fell behind its rate): the clients' rate limits count time in

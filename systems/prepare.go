@@ -3,6 +3,7 @@ package systems
 import (
 	"hash/maphash"
 
+	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"
 )
@@ -117,6 +118,10 @@ func (f *Frame) placeGroup(views []int32, at int32, n int, chunkSize float32) {
 	}
 	k := cellsPerSide(n)
 	f.groups = append(f.groups, group{key: key, actors: span{at, at + int32(n)}, cellsLo: int32(len(f.cells)), side: uint8(k)})
+	if f.sets > 1 {
+		f.placeBySet(views, at, n, k, chunkSize, g)
+		return
+	}
 	if k == 1 { // a sparse chunk is one cell: no sorting
 		only := int32(len(f.cells))
 		f.cells = append(f.cells, cell{actors: span{at, at + int32(n)}})
@@ -140,7 +145,7 @@ func (f *Frame) placeGroup(views []int32, at int32, n int, chunkSize float32) {
 		for _, t := range f.views[v].Transforms {
 			cx := min(max(int((t.X-ox)*scale), 0), k-1)
 			cy := min(max(int((t.Y-oy)*scale), 0), k-1)
-			c := uint8(cy*k + cx)
+			c := uint16(cy*k + cx)
 			f.cellOf[i] = c
 			counts[c+1]++
 			i++
@@ -153,6 +158,54 @@ func (f *Frame) placeGroup(views []int32, at int32, n int, chunkSize float32) {
 				f.cellIdx[a] = int32(len(f.cells))
 			}
 			f.cells = append(f.cells, cell{actors: span{lo, lo + counts[c]}})
+		}
+		counts[c] += counts[c-1]
+	}
+	i = 0
+	for _, v := range views {
+		for r := range f.views[v].Len() {
+			a := at + counts[f.cellOf[i]]
+			counts[f.cellOf[i]]++
+			i++
+			f.place(a, v, r, g)
+		}
+	}
+	f.groups[g].cellsHi = int32(len(f.cells))
+}
+
+// placeBySet is placeGroup's layout where classes follow tier tables of
+// their own (Frame.sets > 1): the actors are sorted by cell, then by their
+// class's tier set (Frame.classSet), so that every cell holds the senders
+// of one tier table and the relay decides a cell by that table alone. A
+// chunk with a single set is laid out as placeGroup would.
+func (f *Frame) placeBySet(views []int32, at int32, n, k int, chunkSize float32, g int32) {
+	key := f.groups[g].key
+	sets := f.sets
+	f.counts = resizeSlice(f.counts, k*k*sets+1)
+	counts := f.counts
+	clear(counts)
+	f.cellOf = resizeSlice(f.cellOf, n)
+	ox, oy := float32(key.X)*chunkSize, float32(key.Y)*chunkSize
+	scale := float32(k) / chunkSize
+	i := 0
+	for _, v := range views {
+		view := &f.views[v]
+		for r, t := range view.Transforms {
+			cx := min(max(int((t.X-ox)*scale), 0), k-1)
+			cy := min(max(int((t.Y-oy)*scale), 0), k-1)
+			c := uint16((cy*k+cx)*sets + int(f.classSet[view.Clients[r].Class%components.MaxClasses]))
+			f.cellOf[i] = c
+			counts[c+1]++
+			i++
+		}
+	}
+	for c := 1; c < len(counts); c++ {
+		if counts[c] > 0 {
+			lo := at + counts[c-1]
+			for a := lo; a < lo+counts[c]; a++ {
+				f.cellIdx[a] = int32(len(f.cells))
+			}
+			f.cells = append(f.cells, cell{actors: span{lo, lo + counts[c]}, tiers: uint8((c - 1) % sets)})
 		}
 		counts[c] += counts[c-1]
 	}

@@ -48,8 +48,12 @@ const (
 // point by session slot, the props' places by chunk, and the work of this
 // tick's looks.
 type propSight struct {
-	reach, slack float32 // R+d and d
-	points       []sightPoint
+	// reach is R+d for each class's radius R, reachLo and reachHi the
+	// least and the greatest of them; slack is d.
+	reach            [components.MaxClasses]float32
+	reachLo, reachHi float32
+	slack            float32
+	points           []sightPoint
 	// watching says the world had props when this tick's frame was
 	// prepared: Move then marks the players past their slack (Frame.look).
 	watching bool
@@ -93,8 +97,10 @@ const spatialNews = 64
 type propNews struct {
 	was, now       wire.Prop
 	hadWas, hasNow bool
-	nudge          bool   // World.Nudge: a viewer who saw it and sees it may hear it later (Pipeline.nudgeDue)
-	half           uint32 // the prop's sender half of the pair phase (interest.SenderHalf), for nudges
+	nudge          bool    // World.Nudge: a viewer who saw it and sees it may hear it later (Pipeline.nudgeDue)
+	half           uint32  // the prop's sender half of the pair phase (interest.SenderHalf), for nudges
+	reach          float32 // its class's R+d
+	tiers          uint8   // its class's tier set, for nudges
 }
 
 // propChunk is one chunk's props as told, with their x and y apart for
@@ -102,7 +108,8 @@ type propNews struct {
 type propChunk struct {
 	props  []wire.Prop
 	xs, ys []float32
-	dirty  bool // listed in propSight.dirty
+	reach2 []float32 // each prop's class's R+d, squared
+	dirty  bool      // listed in propSight.dirty
 }
 
 // sightPoint is where a session's props were last taken from.
@@ -125,17 +132,30 @@ func (s sightPoint) sees(q *wire.Prop, reach float32) bool {
 	return dx*dx+dy*dy <= reach*reach
 }
 
-// configure fills in the prop sight's radius and slack.
-func (ps *propSight) configure(radius, slack float32) {
+// configure fills in the prop sight's radii, by class (a class's own
+// PropRadius, else radius), and its slack.
+func (ps *propSight) configure(radius, slack float32, classes []Class) {
 	if !(radius > 0) {
 		radius = DefaultPropRadiusUnits
 	}
 	if !(slack > 0) {
 		slack = DefaultPropSlackUnits
 	}
-	ps.reach, ps.slack = radius+slack, slack
+	ps.slack = slack
+	ps.reachLo, ps.reachHi = radius+slack, radius+slack
+	for k := range ps.reach {
+		r := radius
+		if k < len(classes) && classes[k].PropRadius > 0 {
+			r = classes[k].PropRadius
+		}
+		ps.reach[k] = r + slack
+		ps.reachLo, ps.reachHi = min(ps.reachLo, r+slack), max(ps.reachHi, r+slack)
+	}
 	ps.places.worlds = make(map[uint32]*placeGrid)
 }
+
+// reachOf returns R+d for a prop of class.
+func (ps *propSight) reachOf(class uint8) float32 { return ps.reach[class%components.MaxClasses] }
 
 // minTellsToOffload is the least work, in slots times news plus looks
 // (each about a hundred), for which the telling runs on the pool; below it
@@ -211,6 +231,7 @@ func (p *Pipeline) gatherNews() {
 		n := propNews{
 			was:    wire.Prop{Actor: c.ID.ID, X: c.Last.X, Y: c.Last.Y, WorldOrCell: c.Last.WorldOrCell},
 			hadWas: c.Kind != ecs.Spawned, nudge: c.Nudged,
+			reach: ps.reachOf(c.Class), tiers: p.frame.classSet[c.Class%components.MaxClasses],
 		}
 		if n.nudge {
 			n.half = interest.SenderHalf(c.ID.ID)

@@ -124,7 +124,7 @@ func (tl *teller) tell(p *Pipeline, slot int) {
 // of the point before: the prop's state if it sees the prop now (a nudge
 // only when due), a Disappear if it saw it and does not now.
 func (tl *teller) tellNews(p *Pipeline, n *propNews, before *sightPoint, rhalf uint32) {
-	reach := p.sight.reach
+	reach := n.reach
 	seen := n.hadWas && before.sees(&n.was, reach)
 	switch {
 	case n.hasNow && before.sees(&n.now, reach):
@@ -164,7 +164,7 @@ func (tl *teller) markNear(p *Pipeline, pt *sightPoint) {
 // everyone.
 func (p *Pipeline) nudgeDue(n *propNews, pt *sightPoint, rhalf uint32) bool {
 	dx, dy := n.now.X-pt.x, n.now.Y-pt.y
-	period := uint32(p.tiers.PeriodSq(dx*dx + dy*dy))
+	period := uint32(p.tierSets[n.tiers].PeriodSq(dx*dx + dy*dy))
 	return period <= 1 || (n.half+rhalf+uint32(p.frame.Tick))%period == 0
 }
 
@@ -227,8 +227,7 @@ func (tl *teller) look(p *Pipeline, l *look) {
 // adds the difference to the session's frames. A chunk that lies wholly within both
 // sights, or wholly outside both, holds no difference and is passed over.
 func (tl *teller) lookIn(p *Pipeline, l *look, lo, hi grid.AreaKey, skip *[2]grid.AreaKey) {
-	reach := p.sight.reach
-	r2, size := reach*reach, p.cfg.ChunkSize
+	lo2, hi2, size := p.sight.reachLo*p.sight.reachLo, p.sight.reachHi*p.sight.reachHi, p.cfg.ChunkSize
 	world := lo.WorldOrCell
 	nx, ny := l.next.x, l.next.y
 	if l.next.actor == 0 || l.next.world != world {
@@ -248,8 +247,8 @@ func (tl *teller) lookIn(p *Pipeline, l *look, lo, hi grid.AreaKey, skip *[2]gri
 				continue
 			}
 			bx, by := float32(x)*size, float32(y)*size
-			inNew, outNew := boxInDisc(bx, by, size, nx, ny, r2)
-			inOld, outOld := boxInDisc(bx, by, size, ox, oy, r2)
+			inNew, outNew := boxInDisc(bx, by, size, nx, ny, lo2, hi2)
+			inOld, outOld := boxInDisc(bx, by, size, ox, oy, lo2, hi2)
 			if (inNew && inOld) || (outNew && outOld) {
 				continue
 			}
@@ -257,9 +256,9 @@ func (tl *teller) lookIn(p *Pipeline, l *look, lo, hi grid.AreaKey, skip *[2]gri
 			if c == nil {
 				continue
 			}
-			xs, ys := c.xs, c.ys[:len(c.xs)]
+			xs, ys, reach2 := c.xs, c.ys[:len(c.xs)], c.reach2[:len(c.xs)]
 			for i, px := range xs {
-				py := ys[i]
+				py, r2 := ys[i], reach2[i]
 				dnx, dny, dox, doy := px-nx, py-ny, px-ox, py-oy
 				sees, seen := dnx*dnx+dny*dny <= r2, dox*dox+doy*doy <= r2
 				if sees == seen {
@@ -280,21 +279,23 @@ func (tl *teller) lookIn(p *Pipeline, l *look, lo, hi grid.AreaKey, skip *[2]gri
 var inf = float32(math.Inf(1))
 
 // boxInDisc reports whether the square of side size at (bx, by) lies
-// wholly within the disc of squared radius r2 around (x, y), and whether
-// wholly outside it. The square is taken a unit larger on every side, so
-// that a prop that rounding put on a chunk's edge is never passed over.
-func boxInDisc(bx, by, size, x, y, r2 float32) (in, out bool) {
+// wholly within the disc of squared radius lo2 around (x, y), and whether
+// wholly outside the disc of squared radius hi2: within every class's
+// reach, or beyond every one. The square is taken a unit larger on every
+// side, so that a prop that rounding put on a chunk's edge is never
+// passed over.
+func boxInDisc(bx, by, size, x, y, lo2, hi2 float32) (in, out bool) {
 	fx := max(x-bx, bx+size-x) + 1 // the farthest edge in x, and in y
 	fy := max(y-by, by+size-y) + 1
 	nx := max(bx-x-1, 0, x-(bx+size)-1) // the nearest, 0 within the box
 	ny := max(by-y-1, 0, y-(by+size)-1)
-	return fx*fx+fy*fy <= r2, nx*nx+ny*ny > r2
+	return fx*fx+fy*fy <= lo2, nx*nx+ny*ny > hi2
 }
 
 // sightChunks returns the corner chunks of the square of chunks that a
 // sight point's reach touches.
 func (p *Pipeline) sightChunks(pt sightPoint) (lo, hi grid.AreaKey) {
-	r, size := p.sight.reach, p.cfg.ChunkSize
+	r, size := p.sight.reachHi, p.cfg.ChunkSize
 	lo = grid.AreaKey{WorldOrCell: pt.world, X: chunkOf(pt.x-r, size), Y: chunkOf(pt.y-r, size)}
 	hi = grid.AreaKey{WorldOrCell: pt.world, X: chunkOf(pt.x+r, size), Y: chunkOf(pt.y+r, size)}
 	return lo, hi

@@ -23,7 +23,7 @@ func (p *Pipeline) refreshPlaces() {
 	for _, key := range ps.dirty {
 		c := ps.places.add(key)
 		c.dirty = false
-		c.props, c.xs, c.ys = c.props[:0], c.xs[:0], c.ys[:0]
+		c.props, c.xs, c.ys, c.reach2 = c.props[:0], c.xs[:0], c.ys[:0], c.reach2[:0]
 		ps.views = p.world.PropsIn(key, ps.views[:0])
 		for vi := range ps.views {
 			v := &ps.views[vi]
@@ -31,6 +31,8 @@ func (p *Pipeline) refreshPlaces() {
 				in := &v.Inputs[r]
 				c.props = append(c.props, propOf(v.IDs[r].ID, in))
 				c.xs, c.ys = append(c.xs, in.X), append(c.ys, in.Y)
+				reach := ps.reachOf(v.Clients[r].Class)
+				c.reach2 = append(c.reach2, reach*reach)
 			}
 		}
 		clear(ps.views)

@@ -56,7 +56,7 @@ func TestThrottledTicksFollowThePlainRule(t *testing.T) {
 			for range 30 { // walkers in the chunks around the crowd
 				spawns = append(spawns, components.Transform{X: rng.Float32()*4*4096 - 4096, Y: rng.Float32()*3*4096 - 4096})
 			}
-			checkAgainstVisit(t, cfg, spawns, 30, 60)
+			checkAgainstVisit(t, cfg, spawns, nil, 30, 60)
 		})
 	}
 }
@@ -74,15 +74,15 @@ func TestWideStencilsFollowThePlainRule(t *testing.T) {
 			spawns = append(spawns, s)
 		}
 	}
-	checkAgainstVisit(t, Config{Tiers: defaultTiers(t)}, spawns, 0, 8)
+	checkAgainstVisit(t, Config{Tiers: defaultTiers(t)}, spawns, nil, 0, 8)
 }
 
-// checkAgainstVisit runs spawns under cfg for ticks ticks, the first
-// overloaded of them under pressure, and checks every recipient of every
-// tick against visit at its cluster's level.
-func checkAgainstVisit(t *testing.T, cfg Config, spawns []components.Transform, overloaded, ticks int) {
+// checkAgainstVisit runs spawns, of classes (see newClassRig), under cfg
+// for ticks ticks, the first overloaded of them under pressure, and checks
+// every recipient of every tick against visit at its cluster's level.
+func checkAgainstVisit(t *testing.T, cfg Config, spawns []components.Transform, classes []uint8, overloaded, ticks int) {
 	rng := rand.New(rand.NewPCG(uint64(len(spawns)), 33))
-	r := newRig(t, cfg, spawns)
+	r := newClassRig(t, cfg, spawns, classes)
 	p := r.p
 	pos := make([][2]float32, len(spawns))
 	for i, s := range spawns {
@@ -165,4 +165,74 @@ func TestBigCellsUnderASpreadFollowThePlainRule(t *testing.T) {
 		spawns = append(spawns, components.Transform{X: 2048 + rng.Float32()*1900, Y: 2048 + rng.Float32()*1900})
 	}
 	checkBudgetedRecipients(t, spawns, 30, 0, true)
+}
+
+// TestClassesFollowTheirOwnTiers: players admitted in several classes, some
+// with tier tables of their own (one shared by two classes, one that sends
+// every update), crowded in two chunks with walkers around, are each sent
+// exactly what visit calls due by their senders' classes, with and without
+// throttling: the relay splits cells by table (placeBySet) and decides each
+// by its own.
+func TestClassesFollowTheirOwnTiers(t *testing.T) {
+	near, err := interest.NewTiers([]interest.Step{{BeyondUnits: 800, Period: 2}, {BeyondUnits: 1600, Period: 5}, {BeyondUnits: 4000, Period: 8}}, 8)
+	require.NoError(t, err)
+	far, err := interest.NewTiers([]interest.Step{{BeyondUnits: 5000, Period: 3}}, 8)
+	require.NoError(t, err)
+	classes := []Class{
+		components.ClassPlayer: {},
+		components.ClassNPC:    {OwnTiers: true, Tiers: near},
+		components.ClassProp:   {},
+		3:                      {OwnTiers: true, Tiers: far},
+		4:                      {OwnTiers: true, Tiers: near}, // the same table as NPCs: one set
+		5:                      {OwnTiers: true},              // every update, at every distance
+	}
+	for _, throttled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("throttled=%v", throttled), func(t *testing.T) {
+			cfg := Config{Tiers: defaultTiers(t), Classes: classes}
+			overloaded := 0
+			if throttled {
+				thr, err := interest.NewThrottle(3000, 8)
+				require.NoError(t, err)
+				cfg.Throttle, cfg.BudgetMicros, overloaded = thr, 8000, 30
+			}
+			rng := rand.New(rand.NewPCG(51, 52))
+			spawns := append(oneChunkCrowd(rng, 150), oneChunkCrowd(rng, 150)...)
+			for i := range spawns[150:] {
+				spawns[150+i].X += 4096
+			}
+			for range 30 {
+				spawns = append(spawns, components.Transform{X: rng.Float32()*4*4096 - 4096, Y: rng.Float32()*3*4096 - 4096})
+			}
+			kinds := []uint8{components.ClassPlayer, components.ClassNPC, 3, 4, 5}
+			of := make([]uint8, len(spawns))
+			for i := range of {
+				of[i] = kinds[rng.IntN(len(kinds))]
+			}
+			checkAgainstVisit(t, cfg, spawns, of, overloaded, 45)
+		})
+	}
+}
+
+// TestClassTablesAreSharedAndCellsSplitByThem: classes with equal tables
+// share one set, and every cell of the frame holds the senders of one set.
+func TestClassTablesAreSharedAndCellsSplitByThem(t *testing.T) {
+	near, err := interest.NewTiers([]interest.Step{{BeyondUnits: 800, Period: 2}}, 8)
+	require.NoError(t, err)
+	cfg := Config{Tiers: defaultTiers(t), Classes: []Class{3: {OwnTiers: true, Tiers: near}, 4: {OwnTiers: true, Tiers: near}, 5: {Rank: 2}}}
+	rng := rand.New(rand.NewPCG(61, 62))
+	spawns := oneChunkCrowd(rng, 120)
+	of := make([]uint8, len(spawns))
+	for i := range of {
+		of[i] = []uint8{0, 3, 4, 5}[i%4]
+	}
+	r := newClassRig(t, cfg, spawns, of)
+	r.step()
+	p := r.p
+	require.Len(t, p.tierSets, 2, "the players' table and one shared by classes 3 and 4")
+	f := &p.frame
+	for ci, c := range f.cells {
+		for a := c.actors.lo; a < c.actors.hi; a++ {
+			require.Equal(t, f.classSet[f.class[a]], c.tiers, "cell %d, actor %d of class %d", ci, a, f.class[a])
+		}
+	}
 }

@@ -152,8 +152,8 @@ func (f *Frame) stencilSenders(g *group) int {
 // periods returns a pair's interest period and the period it gets once the
 // cluster's throttle level is applied: the larger of the two, never their
 // product. Pairs closer than the throttle distance are never throttled.
-func (p *Pipeline) periods(distSq float32, level uint8) (interestPeriod, period uint8) {
-	interestPeriod = p.tiers.PeriodSq(distSq)
+func (p *Pipeline) periods(tiers *interest.Tiers, distSq float32, level uint8) (interestPeriod, period uint8) {
+	interestPeriod = tiers.PeriodSq(distSq)
 	period = interestPeriod
 	if level > 0 {
 		period = interest.Combine(interestPeriod, p.cfg.Throttle.PeriodSq(distSq, level))
@@ -180,10 +180,15 @@ func (p *Pipeline) relayLevel(level uint8) uint8 {
 	if p.cfg.MaxRecordsPerTick > 0 {
 		return 0
 	}
-	if level > 0 && !p.throttleEveryReach && th.FarPeriod(level) <= p.tiers.PeriodSq(th.DistanceSq()) {
-		return 0
+	if level == 0 || p.throttleEveryReach {
+		return level
 	}
-	return level
+	for i := range p.tierSets {
+		if th.FarPeriod(level) > p.tierSets[i].PeriodSq(th.DistanceSq()) {
+			return level
+		}
+	}
+	return 0
 }
 
 // gather builds recipient r's batch: the record of every sender in r's 3x3

@@ -27,10 +27,10 @@ func (p *Pipeline) aimFor(level uint8) int {
 // the largest spread step whose base lists exist (its periods stretched by
 // it stay below 256, see dueLists.plan). Past it the relay would decide
 // pairs one by one, which costs more than it sheds.
-func pressedSpread(tiers *interest.Tiers) int {
+func pressedSpread(longest uint8) int {
 	most := 1
 	for _, s := range spreadSteps {
-		if int(s)*int(max(tiers.Longest(), 1)) <= 255 {
+		if int(s)*int(max(longest, 1)) <= 255 {
 			most = int(s)
 		}
 	}
@@ -184,7 +184,7 @@ func (p *Pipeline) chooseBased(sel, cands []int32, classes []cellClass, first, r
 		beyond := uint8(b2i(d >= class.edge)) // a flag, not a branch
 		tp := class.near ^ (class.near^class.far)&-beyond
 		if tp == 0 { // a cell without a class (a few senders): rare, so the branch is predicted
-			tp = p.tiers.PeriodSq(d)
+			tp = p.tiersOf(f.cellIdx[a]).PeriodSq(d)
 		}
 		period := tp * spread                       // no cap: based spreads keep their stretched periods under 256
 		res := due.residueAbove1(f.half[a], period) // a based spread is at least 5
@@ -219,7 +219,7 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttle
 		if !isDue && !owed {
 			return
 		}
-		s.backlog.Offer(f.id[a], interest.Weight(period, longest), isDue)
+		s.backlog.Offer(f.id[a], rankedWeight(interest.Weight(period, longest), p.classRank[f.class[a]]), isDue)
 		sc.offered = append(sc.offered, a)
 	})
 	if owed { // the fast path did not run: adjust the spread here

@@ -5,7 +5,7 @@ package systems
 // whose actors continue them, and returns the last position taken and
 // the run's end.
 func (f *Frame) joinRun(cells []int32, classes []cellClass, i int, hi int32) (int, int32) {
-	for i+1 < len(cells) && classes[i+1] == (cellClass{}) && f.cells[cells[i+1]].actors.lo == hi {
+	for i+1 < len(cells) && classes[i+1] == (cellClass{}) && f.cells[cells[i+1]].actors.lo == hi && f.cells[cells[i+1]].tiers == f.cells[cells[i]].tiers {
 		i++
 		hi = f.cells[cells[i]].actors.hi
 	}
@@ -85,14 +85,15 @@ func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []cellClas
 	// cell rc (one classify serves them all) or by the senders of the cell
 	// bounded. Between two cells of a few actors each (a sparse world), the
 	// pairs one by one cost less.
-	few := p.tiers.Longest() > 1 && c.actors.hi-c.actors.lo < minClassified
+	few := c.actors.hi-c.actors.lo < minClassified
 	// The throttle lengthens a pair's period to tp at most (Combine takes
 	// the larger): a class whose every period is at least tp is out of its
 	// reach at this level, and keeps its lists.
 	tp := p.cfg.Throttle.FarPeriod(level)
 	for i, di := range cells {
 		d := &f.cells[di]
-		if few && d.actors.hi-d.actors.lo < minClassified {
+		tiers := &p.tierSets[d.tiers]
+		if few && d.actors.hi-d.actors.lo < minClassified && tiers.Longest() > 1 {
 			out[i] = cellClass{}
 			continue
 		}
@@ -100,7 +101,7 @@ func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []cellClas
 		ny, fy := boxSpan(c.min[1], c.max[1], d.min[1], d.max[1])
 		nz, fz := boxSpan(c.min[2], c.max[2], d.min[2], d.max[2])
 		farSq := fx*fx + fy*fy + fz*fz
-		lo, hi, edge, ok := p.tiers.Span(nx*nx+ny*ny+nz*nz, farSq)
+		lo, hi, edge, ok := tiers.Span(nx*nx+ny*ny+nz*nz, farSq)
 		out[i] = cellClass{}
 		if ok {
 			out[i] = cellClass{near: lo, far: hi, edge: edge, reach: level > 0 && (lo < tp || p.throttleEveryReach) && p.cfg.Throttle.Reaches(farSq)}

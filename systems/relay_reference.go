@@ -34,12 +34,13 @@ func (p *Pipeline) visit(r int32, level, spread uint8, fn func(a int32, ip, peri
 	g := &f.groups[f.group[r]]
 	for _, ci := range f.stencilCells(g) {
 		for a := f.cells[ci].actors.lo; a < f.cells[ci].actors.hi; a++ {
+			tiers := &p.tierSets[f.classSet[f.class[a]]] // by the sender's class, not its cell's
 			changed := f.changed[a]
 			if changed == 0 || a == r {
 				continue
 			}
 			dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
-			ip, period := p.periods(dx*dx+dy*dy+dz*dz, level)
+			ip, period := p.periods(tiers, dx*dx+dy*dy+dz*dz, level)
 			if spread > 1 {
 				ip, period = stretch(ip, spread), stretch(period, spread)
 			}

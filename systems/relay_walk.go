@@ -94,13 +94,14 @@ func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed
 			w.writeSet(picks, lo)
 			continue
 		}
+		tiers := p.tiersOf(ci)
 		switch { // the tables while the periods stay short, else a pair at a time
-		case level == 0 && int(p.tiers.Longest())*int(spread) < interest.FastPeriods:
+		case level == 0 && int(tiers.Longest())*int(spread) < interest.FastPeriods:
 			i = c.tiersRun(w, i, lo, hi)
-		case level > 0 && p.tiers.Longest() < interest.FastPeriods && p.cfg.Throttle.MaxLevel() < interest.FastPeriods-1:
+		case level > 0 && tiers.Longest() < interest.FastPeriods && p.cfg.Throttle.MaxLevel() < interest.FastPeriods-1:
 			i = c.throttledRun(w, i, lo, hi)
 		default:
-			c.pairByPair(w, lo, hi)
+			c.pairByPair(w, ci, lo, hi)
 		}
 	}
 	w.block(due.packed, runLo, runHi)
@@ -225,10 +226,15 @@ func (c *cellWalk) bandsHere() (near, far uint64) {
 func (c *cellWalk) tiersRun(w *batchOut, i int, lo, hi int32) int {
 	c.wants()
 	f, sc := c.f, c.sc
+	set := f.cells[c.cells[i]].tiers
 	i, hi = f.joinRun(c.cells, sc.classes, i, hi)
 	changed, res := f.changed[lo:hi], f.res[lo:hi]
 	sc.growSel(len(changed))
 	c.pick.lo = lo
+	if set != 0 { // a class's own table: the vector kernel holds the players'
+		w.write(sc.sel[:c.pick.chooseByTiersOneByOne(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, &c.p.tierSets[set])])
+		return i
+	}
 	w.write(sc.sel[:c.pick.chooseByTiers(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, &c.p.tiers)])
 	return i
 }
@@ -240,11 +246,16 @@ func (c *cellWalk) tiersRun(w *batchOut, i int, lo, hi int32) int {
 func (c *cellWalk) throttledRun(w *batchOut, i int, lo, hi int32) int {
 	c.wants()
 	f, sc, p := c.f, c.sc, c.p
+	set := f.cells[c.cells[i]].tiers
 	i, hi = f.joinRun(c.cells, sc.classes, i, hi)
 	changed, res := f.changed[lo:hi], f.res[lo:hi]
 	sc.growSel(len(changed))
 	c.pick.lo = lo
-	m, h := c.pick.chooseThrottled(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, f.half[lo:hi], &p.tiers, p.cfg.Throttle, c.level)
+	choose := c.pick.chooseThrottled
+	if set != 0 { // a class's own table: the vector kernel holds the players'
+		choose = c.pick.chooseThrottledOneByOne
+	}
+	m, h := choose(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, f.half[lo:hi], &p.tierSets[set], p.cfg.Throttle, c.level)
 	c.held += int64(h)
 	w.write(sc.sel[:m])
 	return i
@@ -255,9 +266,10 @@ func (c *cellWalk) throttledRun(w *batchOut, i int, lo, hi int32) int {
 // cover (a spread without lists whose stretched periods are long,
 // throttling with very long periods). The pairs held back by throttling
 // alone are counted.
-func (c *cellWalk) pairByPair(w *batchOut, lo, hi int32) {
+func (c *cellWalk) pairByPair(w *batchOut, ci, lo, hi int32) {
 	c.wants()
 	p, f := c.p, c.f
+	tiers := p.tiersOf(ci)
 	xs, ys, zs := f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
 	t := c.pick
 	changed, res, want := f.changed[lo:hi], f.res[lo:hi], &t.want
@@ -270,10 +282,10 @@ func (c *cellWalk) pairByPair(w *batchOut, lo, hi int32) {
 			continue
 		}
 		dx, dy, dz := xs[k]-rx, ys[k]-ry, zs[k]-rz
-		period := p.tiers.PeriodSq(dx*dx + dy*dy + dz*dz)
+		period := tiers.PeriodSq(dx*dx + dy*dy + dz*dz)
 		ip := period
 		if level > 0 {
-			ip, period = p.periods(dx*dx+dy*dy+dz*dz, level)
+			ip, period = p.periods(tiers, dx*dx+dy*dy+dz*dz, level)
 		}
 		if spread > 1 {
 			ip, period = stretch(ip, spread), stretch(period, spread)

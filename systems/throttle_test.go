@@ -42,6 +42,13 @@ type rig struct {
 
 func newRig(t testing.TB, cfg Config, spawns []components.Transform) *rig {
 	t.Helper()
+	return newClassRig(t, cfg, spawns, nil)
+}
+
+// newClassRig is newRig whose player i is admitted with class classes[i]
+// (ClassPlayer past the end of classes).
+func newClassRig(t testing.TB, cfg Config, spawns []components.Transform, classes []uint8) *rig {
+	t.Helper()
 	mem := mem.New(mem.Options{})
 	world := ecs.NewWorld(4096)
 	cfg.ChunkSize, cfg.TickRate = 4096, 30
@@ -49,7 +56,11 @@ func newRig(t testing.TB, cfg Config, spawns []components.Transform) *rig {
 	cfg.Admit = func(h wire.Hello) (Entry, error) {
 		var i int
 		_, err := fmt.Sscanf(string(h.Token), "p%d", &i)
-		return Entry{Spawn: spawns[i]}, err
+		e := Entry{Spawn: spawns[i]}
+		if i < len(classes) {
+			e.Class = classes[i]
+		}
+		return e, err
 	}
 	p, err := New(cfg, world, mem)
 	require.NoError(t, err)
@@ -452,7 +463,7 @@ func TestPressureUnderTheBudgetSendsFewerRecordsAndStarvesNoOne(t *testing.T) {
 	// longest spread pressure gives (pressedSpread), and it sends once in
 	// every such window.
 	tiers := defaultTiers(t)
-	bound := int(tiers.Longest()) * pressedSpread(&tiers)
+	bound := int(tiers.Longest()) * pressedSpread(tiers.Longest())
 	assert.LessOrEqual(t, worst, bound, "longest wait, ticks")
 	t.Logf("records a tick: calm %d, pressed %d; longest wait %d ticks (bound %d)", calmRecords/window, pressedRecords/window, worst, bound)
 
