@@ -1,6 +1,7 @@
 package systems
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -20,7 +21,7 @@ import (
 // every spread the crowd reaches.
 func TestBudgetedRecipientsGetExactlyTheirDuePairs(t *testing.T) {
 	t.Run("crowd", func(t *testing.T) {
-		checkBudgetedRecipients(t, oneChunkCrowd(rand.New(rand.NewPCG(5, 6)), 160), 24, 0, true)
+		checkBudgetedRecipients(t, oneChunkCrowd(rand.New(rand.NewPCG(5, 6)), 160), nil, nil, 24, 0, true)
 	})
 	// Four chunks of 60: cells that straddle two bands between chunks,
 	// small enough for bit sets, at spreads whose lists are stretched.
@@ -34,7 +35,7 @@ func TestBudgetedRecipientsGetExactlyTheirDuePairs(t *testing.T) {
 				spawns = append(spawns, s)
 			}
 		}
-		checkBudgetedRecipients(t, spawns, 60, 0, true) // spreads of 2 to 4: lists stretched, not base lists
+		checkBudgetedRecipients(t, spawns, nil, nil, 60, 0, true) // spreads of 2 to 4: lists stretched, not base lists
 	})
 }
 
@@ -42,15 +43,41 @@ func TestBudgetedRecipientsGetExactlyTheirDuePairs(t *testing.T) {
 // grow for a spread (here: no room for any), its recipients are decided
 // pair by pair, with the same result.
 func TestUnlistedSpreadsAreDecidedPairByPairAlike(t *testing.T) {
-	checkBudgetedRecipients(t, oneChunkCrowd(rand.New(rand.NewPCG(5, 6)), 160), 24, 1, false)
+	checkBudgetedRecipients(t, oneChunkCrowd(rand.New(rand.NewPCG(5, 6)), 160), nil, nil, 24, 1, false)
 }
 
-// checkBudgetedRecipients runs the crowd with the given slot budget for
-// the due lists (0: the default) and checks every fast-path recipient; at
-// spreads above 1 their lists exist as listed says.
-func checkBudgetedRecipients(t *testing.T, spawns []components.Transform, budget, slotBudget int, listed bool) {
-	cfg := Config{MaxRecordsPerTick: budget, Tiers: defaultTiers(t)}
-	r := newRig(t, cfg, spawns)
+// TestBudgetedClassesGetExactlyTheirDuePairs: a crowd of several classes,
+// some with tier tables of their own, under the budget, listed and not:
+// every fast-path recipient gets exactly what visit calls due by each
+// sender's class.
+func TestBudgetedClassesGetExactlyTheirDuePairs(t *testing.T) {
+	near, err := interest.NewTiers([]interest.Step{{BeyondUnits: 600, Period: 2}, {BeyondUnits: 1500, Period: 6}}, 8)
+	require.NoError(t, err)
+	classes := []Class{components.ClassNPC: {OwnTiers: true, Tiers: near, Rank: 1}, 3: {OwnTiers: true}}
+	for _, listed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("listed=%v", listed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(9, 10))
+			spawns := oneChunkCrowd(rng, 160)
+			of := make([]uint8, len(spawns))
+			for i := range of {
+				of[i] = []uint8{components.ClassPlayer, components.ClassNPC, 3}[rng.IntN(3)]
+			}
+			slotBudget := 0
+			if !listed {
+				slotBudget = 1
+			}
+			checkBudgetedRecipients(t, spawns, classes, of, 24, slotBudget, listed)
+		})
+	}
+}
+
+// checkBudgetedRecipients runs the crowd, of classes (see newClassRig),
+// with the given slot budget for the due lists (0: the default) and checks
+// every fast-path recipient; at spreads above 1 their lists exist as
+// listed says.
+func checkBudgetedRecipients(t *testing.T, spawns []components.Transform, classes []Class, of []uint8, budget, slotBudget int, listed bool) {
+	cfg := Config{MaxRecordsPerTick: budget, Tiers: defaultTiers(t), Classes: classes}
+	r := newClassRig(t, cfg, spawns, of)
 	p := r.p
 	p.frame.due.slotBudget = slotBudget
 	spreads := map[uint8]int{}

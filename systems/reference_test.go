@@ -164,7 +164,7 @@ func TestBigCellsUnderASpreadFollowThePlainRule(t *testing.T) {
 	for range 70 {
 		spawns = append(spawns, components.Transform{X: 2048 + rng.Float32()*1900, Y: 2048 + rng.Float32()*1900})
 	}
-	checkBudgetedRecipients(t, spawns, 30, 0, true)
+	checkBudgetedRecipients(t, spawns, nil, nil, 30, 0, true)
 }
 
 // TestClassesFollowTheirOwnTiers: players admitted in several classes, some
