@@ -164,10 +164,13 @@ type Pipeline struct {
 	batcher   wire.BatchSender // transport's, when it has one
 	tiers     interest.Tiers // the players' table, tierSets[0]
 	bands     tierBands      // tiers, for chooseByTiers8
-	// tierSets are the distinct tables the classes follow, the players'
-	// first; a cell's senders follow one (cell.tiers). classRank is each
-	// class's Class.Rank.
+	// The kinds of sender: each distinct table the classes follow with,
+	// under the per-connection budget, each distinct rank; the players'
+	// table at rank 0 first. A cell holds senders of one kind (cell.tiers,
+	// Frame.classSet). tierSets and kindRank are each kind's table and
+	// rank, classRank each class's Class.Rank.
 	tierSets  []interest.Tiers
+	kindRank  []uint8
 	classRank [components.MaxClasses]uint8
 	// throttleEveryReach is a test hook: the relay works at every level of
 	// pressure (relayLevel), and classify marks every class the throttle
@@ -282,27 +285,82 @@ func New(cfg Config, world *ecs.World, transport wire.Transport) (*Pipeline, err
 	return p, nil
 }
 
-// configureClasses lays out cfg.Classes: the distinct tier tables
-// (tierSets, the players' first) and each class's set and rank.
+// configureClasses lays out cfg.Classes: the kinds of sender (tierSets,
+// kindRank; the players' table at rank 0 first) and each class's kind and
+// rank. Ranks make kinds only under a budget, the only place they act.
 func (p *Pipeline) configureClasses() error {
 	if len(p.cfg.Classes) > components.MaxClasses {
 		return fmt.Errorf("systems: %d classes, at most components.MaxClasses (%d)", len(p.cfg.Classes), components.MaxClasses)
 	}
-	p.tierSets = append(p.tierSets[:0], p.tiers)
-	for k, c := range p.cfg.Classes {
+	type kind struct {
+		tiers interest.Tiers
+		rank  uint8
+	}
+	kinds := []kind{{p.tiers, 0}}
+	for k := range components.MaxClasses {
+		var c Class
+		if k < len(p.cfg.Classes) {
+			c = p.cfg.Classes[k]
+		}
 		p.classRank[k] = c.Rank
-		if !c.OwnTiers {
+		want := kind{p.tiers, 0}
+		if c.OwnTiers {
+			want.tiers = c.Tiers
+		}
+		if p.cfg.MaxRecordsPerTick > 0 {
+			want.rank = min(c.Rank, 7)
+		}
+		at := slices.Index(kinds, want)
+		if at < 0 {
+			at = len(kinds)
+			kinds = append(kinds, want)
+		}
+		p.frame.classSet[k] = uint8(at)
+	}
+	p.tierSets, p.kindRank = p.tierSets[:0], p.kindRank[:0]
+	for _, k := range kinds {
+		p.tierSets = append(p.tierSets, k.tiers)
+		p.kindRank = append(p.kindRank, k.rank)
+	}
+	p.frame.sets = len(kinds)
+	return nil
+}
+
+// rankedSpread is the spread at which a recipient at spread takes the
+// senders of kind: under the budget (a spread above 1, the recipient's
+// due records past it) a kind of rank k has its periods stretched 2^k
+// times as much as rank 0's, so that at equal distance a player is sent
+// more often than an NPC of rank 1; without a budget it changes nothing.
+func (p *Pipeline) rankedSpread(kind, spread uint8) uint8 {
+	if spread <= 1 {
+		return spread
+	}
+	return uint8(min(int(spread)<<p.kindRank[kind], 255))
+}
+
+// rankedPairs writes the senders of cell ci, of a ranked kind, due to
+// recipient r at spread (rankedSpread stretches it), pair by pair; want
+// is r's residues (interest.Clock.Want). Ranked kinds are the few senders
+// of a game's lower classes: the lists, built for the recipients' spreads,
+// do not cover their longer periods.
+func (p *Pipeline) rankedPairs(w *batchOut, r, ci int32, spread uint8, want *interest.Residues) {
+	f := &p.frame
+	c := &f.cells[ci]
+	tiers := &p.tierSets[c.tiers]
+	sp := p.rankedSpread(c.tiers, spread)
+	rx, ry, rz, rhalf, tick := f.x[r], f.y[r], f.z[r], interest.RecipientHalf(f.id[r]), f.Tick
+	for a := c.actors.lo; a < c.actors.hi; a++ {
+		ch := f.changed[a]
+		if ch == 0 || a == r {
 			continue
 		}
-		set := slices.Index(p.tierSets, c.Tiers)
-		if set < 0 {
-			set = len(p.tierSets)
-			p.tierSets = append(p.tierSets, c.Tiers)
+		dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
+		period := stretch(tiers.PeriodSq(dx*dx+dy*dy+dz*dz), sp)
+		if ch+uint64(period) <= tick || period > 1 && !p.due(&f.res[a], want, period, f.half[a], rhalf) {
+			continue
 		}
-		p.frame.classSet[k] = uint8(set)
+		w.one(a)
 	}
-	p.frame.sets = len(p.tierSets)
-	return nil
 }
 
 // longestTier is the longest period any class's table gives.

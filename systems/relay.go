@@ -225,7 +225,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	cells := f.stencilCells(g)
 	if rc := f.cellIdx[r]; sc.cell != rc {
 		sc.classes = p.classify(rc, cells, level, sc.classes)
-		sc.runs = uniformRuns(cells, sc.classes, sc.runs)
+		sc.runs = f.uniformRuns(cells, sc.classes, sc.runs)
 		sc.boxes.n = -1 // filled when a recipient first needs them
 		sc.cell = rc
 	}

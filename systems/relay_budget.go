@@ -144,9 +144,19 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 	// The base lists of one slot for consecutive cells lie back to back:
 	// each run of consecutive cells in the stencil is one range of
 	// candidates, and a candidate's cell gives its stencil position.
+	var want interest.Residues
+	wanted := false
 	for i := 0; i < len(cells); {
+		if p.kindRank[f.cells[cells[i]].tiers] > 0 { // a lower rank: see rankedPairs
+			if !wanted {
+				want, wanted = p.clock.Want(f.id[r]), true
+			}
+			p.rankedPairs(w, r, cells[i], spread, &want)
+			i++
+			continue
+		}
 		j := i + 1
-		for j < len(cells) && cells[j] == cells[j-1]+1 {
+		for j < len(cells) && cells[j] == cells[j-1]+1 && p.kindRank[f.cells[cells[j]].tiers] == 0 {
 			j++
 		}
 		first := cells[i]

@@ -131,13 +131,15 @@ func boxSpan(cmin, cmax, dmin, dmax float32) (near, far float32) {
 // from i on form a run of consecutive cells (cells[i], cells[i]+1, ...)
 // in one band, all of the same period: their due lists lie back to back
 // (see dueLists.build), so the relay takes them as one range. Positions
-// inside a run, and those not in one band, get 1.
-func uniformRuns(cells []int32, classes []cellClass, out []int32) []int32 {
+// inside a run, and those not in one band, get 1. A run holds senders of
+// one kind (cell.tiers): a ranked kind is taken apart under a spread.
+func (f *Frame) uniformRuns(cells []int32, classes []cellClass, out []int32) []int32 {
 	out = resizeSlice(out, len(cells))
 	for i := 0; i < len(cells); {
 		n := 1
 		if period := classes[i].period(); period > 0 && !classes[i].reach {
-			for i+n < len(cells) && cells[i+n] == cells[i]+int32(n) && classes[i+n].period() == period && !classes[i+n].reach {
+			kind := f.cells[cells[i]].tiers
+			for i+n < len(cells) && cells[i+n] == cells[i]+int32(n) && classes[i+n].period() == period && !classes[i+n].reach && f.cells[cells[i+n]].tiers == kind {
 				n++
 			}
 		}

@@ -34,7 +34,8 @@ func (p *Pipeline) visit(r int32, level, spread uint8, fn func(a int32, ip, peri
 	g := &f.groups[f.group[r]]
 	for _, ci := range f.stencilCells(g) {
 		for a := f.cells[ci].actors.lo; a < f.cells[ci].actors.hi; a++ {
-			tiers := &p.tierSets[f.classSet[f.class[a]]] // by the sender's class, not its cell's
+			kind := f.classSet[f.class[a]] // by the sender's class, not its cell's
+			tiers := &p.tierSets[kind]
 			changed := f.changed[a]
 			if changed == 0 || a == r {
 				continue
@@ -42,7 +43,8 @@ func (p *Pipeline) visit(r int32, level, spread uint8, fn func(a int32, ip, peri
 			dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
 			ip, period := p.periods(tiers, dx*dx+dy*dy+dz*dz, level)
 			if spread > 1 {
-				ip, period = stretch(ip, spread), stretch(period, spread)
+				sp := p.rankedSpread(kind, spread)
+				ip, period = stretch(ip, sp), stretch(period, sp)
 			}
 			due := changed+uint64(period) > tick && (period <= 1 || p.due(&f.res[a], &want, period, f.half[a], rhalf))
 			throttled := !due && period > ip && changed+uint64(ip) > tick && (ip <= 1 || p.due(&f.res[a], &want, ip, f.half[a], rhalf))

@@ -42,6 +42,13 @@ func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed
 	var near, far uint64
 	for i := 0; i < len(cells); i++ {
 		ci, class := cells[i], sc.classes[i]
+		if spread > 1 && p.kindRank[f.cells[ci].tiers] > 0 { // a lower rank, under the budget
+			w.block(due.packed, runLo, runHi) // keep the canonical order
+			runLo, runHi = -1, -1
+			c.wants()
+			p.rankedPairs(w, r, ci, spread, &pick.want)
+			continue
+		}
 		if class.reach && p.cfg.Throttle.Reaches(farFrom(rx, ry, rz, &f.cells[ci])) {
 			class = cellClass{} // throttling may act on a pair from where r stands
 		}

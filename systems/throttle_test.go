@@ -283,9 +283,31 @@ func TestEveryOwedSenderArrivesWithinTheBoundAndNearOnesMoreOften(t *testing.T) 
 // TestUnderTheBudgetNPCsWaitNoLongerThanPlayers: a listener among 200
 // players and 200 NPCs on the same four rings, all moving every tick, with
 // room for 100 records a tick: every sender, player or NPC, arrives within
-// interest.WaitBound, and NPCs are sent as often as players at the same
-// distance.
+// interest.WaitBound, and NPCs of the players' rank are sent as often as
+// players at the same distance.
 func TestUnderTheBudgetNPCsWaitNoLongerThanPlayers(t *testing.T) {
+	players, npcs := budgetRings(t, 0)
+	for ring := range 4 {
+		assert.InDelta(t, players[ring], npcs[ring], float64(players[ring])/10, "ring %d: NPCs are sent as often as players", ring)
+	}
+}
+
+// TestUnderTheBudgetPlayersComeBeforeNPCsOfALowerRank: the same rings with
+// NPCs a rank below the players (Class.Rank 1, the server's default): at
+// every distance players are sent more often than NPCs, and still no NPC
+// waits past interest.WaitBound, whose weights ranks keep within 1..4.
+func TestUnderTheBudgetPlayersComeBeforeNPCsOfALowerRank(t *testing.T) {
+	players, npcs := budgetRings(t, 1)
+	for ring := range 4 {
+		assert.Greater(t, players[ring], npcs[ring], "ring %d: players before NPCs", ring)
+	}
+	assert.Greater(t, npcs[0], npcs[3], "near NPCs before far ones")
+}
+
+// budgetRings runs the rings of TestUnderTheBudgetNPCsWaitNoLongerThanPlayers
+// with NPCs of rank rank, checks every wait against the bound and returns
+// the sends of players and of NPCs, by ring.
+func budgetRings(t *testing.T, rank uint8) (players, npcSends [4]int) {
 	const pairs, budget = 200, 100
 	at := func(i int, npc bool, jiggle float32) components.Transform {
 		angle := float64(i) * 0.7
@@ -299,7 +321,8 @@ func TestUnderTheBudgetNPCsWaitNoLongerThanPlayers(t *testing.T) {
 	for i := range pairs {
 		spawns = append(spawns, at(i, false, 0))
 	}
-	r := newRig(t, Config{MaxRecordsPerTick: budget, Tiers: defaultTiers(t)}, spawns)
+	cfg := Config{MaxRecordsPerTick: budget, Tiers: defaultTiers(t), Classes: []Class{components.ClassNPC: {Rank: rank}}}
+	r := newRig(t, cfg, spawns)
 	npcs := make([]components.ActorID, pairs)
 	for i := range npcs {
 		npcs[i] = r.p.world.Spawn(ecs.ActorSpec{Transform: at(i, true, 0)})
@@ -323,7 +346,6 @@ func TestUnderTheBudgetNPCsWaitNoLongerThanPlayers(t *testing.T) {
 			count[id]++
 		}
 	}
-	var players, npcSends [4]int
 	for i := range pairs {
 		p, n := r.actors[1+i], npcs[i].ID
 		for _, id := range []uint32{p, n} {
@@ -334,11 +356,9 @@ func TestUnderTheBudgetNPCsWaitNoLongerThanPlayers(t *testing.T) {
 		npcSends[i%4] += count[n]
 	}
 	assert.LessOrEqual(t, worst, bound+4, "longest wait (ticks) within the documented bound plus one period")
-	for ring := range 4 {
-		assert.InDelta(t, players[ring], npcSends[ring], float64(players[ring])/10, "ring %d: NPCs are sent as often as players", ring)
-	}
 	assert.Less(t, players[3], players[0], "far senders are sent less often than near ones")
-	t.Logf("bound %d, worst wait %d; players %v, NPCs %v", bound, worst, players, npcSends)
+	t.Logf("rank %d: bound %d, worst wait %d; players %v, NPCs %v", rank, bound, worst, players, npcSends)
+	return players, npcSends
 }
 
 // TestThrottleLeavesWhatItCannotLengthenToTheLists: under rising pressure,
