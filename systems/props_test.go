@@ -3,6 +3,7 @@ package systems
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,6 +24,22 @@ type propRig struct {
 	// state last told.
 	known []map[uint32]wire.Prop
 	pos   []components.Transform // where each player asked to be
+	// classes are the prop classes spawn picks from (ClassProp alone when
+	// empty), radius each one's radius, class each prop's.
+	classes []uint8
+	radius  map[uint8]float32
+	class   map[uint32]uint8
+}
+
+// spawn queues a prop at tr, of one of the rig's classes, and returns it.
+func (r *propRig) spawn(rng *rand.Rand, tr components.Transform) components.ActorID {
+	class := components.ClassProp
+	if len(r.classes) > 0 {
+		class = r.classes[rng.IntN(len(r.classes))]
+	}
+	id := r.p.world.Spawn(ecs.ActorSpec{Transform: tr, Prop: true, Client: components.Client{Class: class}})
+	r.class[id.ID] = class
+	return id
 }
 
 const (
@@ -31,12 +48,27 @@ const (
 )
 
 func newPropRig(t *testing.T, players int, rng *rand.Rand) *propRig {
+	return newClassPropRig(t, players, rng, nil)
+}
+
+// newClassPropRig is newPropRig whose props take the classes of radius
+// (ClassProp's own at testPropRadius unless given).
+func newClassPropRig(t *testing.T, players int, rng *rand.Rand, radius map[uint8]float32) *propRig {
 	spawns := make([]components.Transform, players)
 	for i := range spawns {
 		spawns[i] = components.Transform{X: rng.Float32() * 12000, Y: rng.Float32() * 12000}
 	}
 	cfg := Config{PropRadius: testPropRadius, PropSlack: testPropSlack}
-	r := &propRig{rig: newRig(t, cfg, spawns), pos: spawns}
+	all := map[uint8]float32{components.ClassProp: testPropRadius}
+	var classes []uint8
+	for k, v := range radius {
+		all[k] = v
+		classes = append(classes, k)
+		cfg.Classes = append(cfg.Classes, make([]Class, max(0, int(k)+1-len(cfg.Classes)))...)
+		cfg.Classes[k].PropRadius = v
+	}
+	slices.Sort(classes)
+	r := &propRig{rig: newRig(t, cfg, spawns), pos: spawns, classes: classes, radius: all, class: map[uint32]uint8{}}
 	for range players {
 		r.known = append(r.known, map[uint32]wire.Prop{})
 	}
@@ -98,12 +130,13 @@ func (r *propRig) check() {
 		for id, state := range now {
 			d2 := sq(state.X-at.X) + sq(state.Y-at.Y)
 			known, ok := r.known[i][id]
-			if d2 <= testPropRadius*testPropRadius {
+			radius := r.radius[r.class[id]]
+			if d2 <= radius*radius {
 				require.True(r.t, ok, "tick %d: player %d does not know prop %d, %.0f away", r.tick, i, id, sqrt(d2))
 			}
 			if ok {
 				require.Equal(r.t, state, known, "tick %d: player %d knows prop %d at an old state", r.tick, i, id)
-				require.LessOrEqual(r.t, d2, sq(testPropRadius+2*testPropSlack), "tick %d: player %d knows prop %d, %.0f away", r.tick, i, id, sqrt(d2))
+				require.LessOrEqual(r.t, d2, sq(radius+2*testPropSlack), "tick %d: player %d knows prop %d, %.0f away", r.tick, i, id, sqrt(d2))
 			}
 		}
 		for id := range r.known[i] {
@@ -134,19 +167,22 @@ func sqrt(v float32) float32 {
 // no despawned prop left, no Prop frame for a prop that did not change.
 func TestPropsReachThePlayersWithinTheirRadius(t *testing.T) {
 	for _, c := range []struct {
-		stride float32 // a walk; leaps past the slack every tick
-		pushes int     // props changed a tick: few, or enough to be found by chunk (spatialNews)
-	}{{150, 10}, {900, 10}, {150, 100}} {
+		stride  float32 // a walk; leaps past the slack every tick
+		pushes  int     // props changed a tick: few, or enough to be found by chunk (spatialNews)
+		classes bool    // props of three classes, of three radii
+	}{{150, 10, false}, {900, 10, false}, {150, 100, false}, {150, 10, true}, {900, 100, true}} {
 		stride := c.stride
-		t.Run(fmt.Sprintf("stride=%g/pushes=%d", stride, c.pushes), func(t *testing.T) {
+		t.Run(fmt.Sprintf("stride=%g/pushes=%d/classes=%v", stride, c.pushes, c.classes), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, uint64(stride)))
-			r := newPropRig(t, 12, rng)
+			var radius map[uint8]float32
+			if c.classes {
+				radius = map[uint8]float32{components.ClassProp: testPropRadius, 4: 1200, 5: 7000}
+			}
+			r := newClassPropRig(t, 12, rng, radius)
 			w := r.p.world
 			transforms, anims := r.p.transforms, r.p.anims
 			for range 400 {
-				r.props = append(r.props, w.Spawn(ecs.ActorSpec{
-					Transform: components.Transform{X: rng.Float32() * 12000, Y: rng.Float32() * 12000}, Prop: true,
-				}))
+				r.props = append(r.props, r.spawn(rng, components.Transform{X: rng.Float32() * 12000, Y: rng.Float32() * 12000}))
 			}
 			var told int
 			for tick := range 120 {
@@ -171,10 +207,8 @@ func TestPropsReachThePlayersWithinTheirRadius(t *testing.T) {
 					i := rng.IntN(len(r.props))
 					w.Despawn(r.props[i])
 					r.props = append(r.props[:i], r.props[i+1:]...)
-					r.props = append(r.props, w.Spawn(ecs.ActorSpec{
-						Transform: components.Transform{X: rng.Float32() * 12000, Y: rng.Float32() * 12000}, Prop: true,
-					}))
-					brief := w.Spawn(ecs.ActorSpec{Transform: r.pos[0], Prop: true})
+					r.props = append(r.props, r.spawn(rng, components.Transform{X: rng.Float32() * 12000, Y: rng.Float32() * 12000}))
+					brief := r.spawn(rng, r.pos[0])
 					w.Despawn(brief)
 				}
 				if tick%11 == 0 { // pushed, then gone in the same tick
