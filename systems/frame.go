@@ -97,16 +97,16 @@ type Frame struct {
 	half    []uint32            // per actor: its sender half of the pair phase (interest.SenderHalf)
 	relays  []int32             // per recipient: records in its batch
 
-	groups      []group
-	cells       []cell
-	cellOf      []uint16     // layout scratch
-	counts      []int32      // layout scratch (placeBySet)
+	groups []group
+	cells  []cell
+	cellOf []uint16 // layout scratch
+	counts []int32  // layout scratch (placeBySet)
 	// sets is the number of distinct tier tables the classes follow, and
 	// classSet each class's: with more than one, cells are split by set
 	// (placeBySet). class is each actor's Client.Class, which Move fills.
-	sets     int
-	classSet [components.MaxClasses]uint8
-	class    []uint8
+	sets        int
+	classSet    [components.MaxClasses]uint8
+	class       []uint8
 	nbrCells    []int32      // per group, the cells of its stencil (see group.nbrLo)
 	viewGroup   []int32      // per view: its group
 	byKey       []int32      // groups in key order

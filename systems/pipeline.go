@@ -162,8 +162,8 @@ type Pipeline struct {
 	world     *ecs.World
 	transport wire.Transport
 	batcher   wire.BatchSender // transport's, when it has one
-	tiers     interest.Tiers // the players' table, tierSets[0]
-	bands     tierBands      // tiers, for chooseByTiers8
+	tiers     interest.Tiers   // the players' table, tierSets[0]
+	bands     tierBands        // tiers, for chooseByTiers8
 	// The kinds of sender: each distinct table the classes follow with,
 	// under the per-connection budget, each distinct rank; the players'
 	// table at rank 0 first. A cell holds senders of one kind (cell.tiers,
