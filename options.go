@@ -133,6 +133,15 @@ type Options struct {
 	Debug Debug `json:"debug,omitzero"`
 	// Props says how near players props matter. Key "props".
 	Props Props `json:"props,omitzero"`
+	// Classes configures the relevance classes: each one's interest
+	// table, rank under the per-connection budget and, for props, radius
+	// (see [ClassOptions]). Key "classes"; empty keeps Throng's three
+	// classes as the other sections set them.
+	Classes []ClassOptions `json:"classes,omitempty"`
+	// UnitsPerMetre converts the distances the "classes" section gives in
+	// metres to world units. Above 0. Key "unitsPerMetre"; nil means
+	// [DefaultUnitsPerMetre].
+	UnitsPerMetre *float32 `json:"unitsPerMetre,omitempty"`
 	// LoadFrom is a save to start from: a save directory (its latest
 	// save) or a save file. The server's world starts as the save left
 	// it, before the first tick; a save that cannot be read whole fails
@@ -315,6 +324,11 @@ type Settings struct {
 	Debug DebugSettings
 	// Props is the resolved "props" section.
 	Props PropSettings
+	// Classes are the relevance classes by number, Throng's three
+	// ("player", "npc", "prop") first, and UnitsPerMetre the metre's
+	// length in world units.
+	Classes       []ClassSettings
+	UnitsPerMetre float32
 	// LoadFrom is the save the world starts from, or "".
 	LoadFrom string
 }

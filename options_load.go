@@ -221,8 +221,10 @@ func (d *settingsDecoder) object(path string, v reflect.Value, tok json.Token, e
 		return err
 	}
 	if entry {
+		// A list entry's plain fields have no defaults; its pointers and
+		// lists are optional, as everywhere else.
 		for i, f := range fields {
-			if !seen[i] {
+			if k := v.Field(f.index).Kind(); !seen[i] && k != reflect.Pointer && k != reflect.Slice {
 				return &OptionsError{Key: joinKey(path, f.key), Problem: "missing (a list entry has no defaults)"}
 			}
 		}

@@ -80,6 +80,12 @@ func TestZeroOptionsResolveToDocumentedDefaults(t *testing.T) {
 		Persistence:       throng.PersistenceSettings{Every: 300 * time.Second, Keep: 3},
 		Debug:             throng.DebugSettings{FramesPerSecond: 10},
 		Props:             throng.PropSettings{RadiusUnits: throng.DefaultPropRadiusUnits, SlackUnits: throng.DefaultPropSlackUnits},
+		Classes: []throng.ClassSettings{
+			{Name: "player", RadiusUnits: throng.DefaultPropRadiusUnits},
+			{Name: "npc", BudgetRank: 1, RadiusUnits: throng.DefaultPropRadiusUnits},
+			{Name: "prop", RadiusUnits: throng.DefaultPropRadiusUnits},
+		},
+		UnitsPerMetre: 70,
 	}, s)
 }
 
@@ -434,10 +440,16 @@ func fullOptions() throng.Options {
 				CertFile: "server.pem", KeyFile: "server.key",
 			},
 		},
-		Persistence: throng.Persistence{Dir: "saves", EverySeconds: new(120.5), Keep: new(5)},
-		Debug:       throng.Debug{Listen: "127.0.0.1:7778", Token: "s3cret", FramesPerSecond: new(5)},
-		Props:       throng.Props{RadiusUnits: new(float32(4000)), SlackUnits: new(float32(250.5))},
-		LoadFrom:    "saves",
+		Persistence:   throng.Persistence{Dir: "saves", EverySeconds: new(120.5), Keep: new(5)},
+		Debug:         throng.Debug{Listen: "127.0.0.1:7778", Token: "s3cret", FramesPerSecond: new(5)},
+		Props:         throng.Props{RadiusUnits: new(float32(4000)), SlackUnits: new(float32(250.5))},
+		UnitsPerMetre: new(float32(64)),
+		Classes: []throng.ClassOptions{
+			{Name: "npc", BudgetRank: new(2), InterestTiers: []throng.ClassTier{{BeyondMetres: new(float32(30)), Period: 2}, {BeyondUnits: new(float32(4000)), Period: 6}}},
+			{Name: "lamp", RadiusMetres: new(float32(200))},
+			{Name: "crate", RadiusUnits: new(float32(3000)), BudgetRank: new(0)},
+		},
+		LoadFrom: "saves",
 	}
 }
 

@@ -66,6 +66,10 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	classes, err := buildClasses(settings)
+	if err != nil {
+		return nil, err
+	}
 	var throttle interest.Throttle
 	if par.AdaptiveThrottling {
 		if throttle, err = interest.NewThrottle(par.ThrottleDistanceUnits, par.MaxThrottleSkipTicks); err != nil {
@@ -126,6 +130,7 @@ func New(opts Options) (*Server, error) {
 		SavedTypes:        opts.SavedTypes,
 		PropRadius:        settings.Props.RadiusUnits,
 		PropSlack:         settings.Props.SlackUnits,
+		Classes:           classes,
 	}, s.world, s.transport)
 	if err != nil {
 		s.pool.Close()
