@@ -17,25 +17,30 @@ type SavedActor struct {
 	ID        components.ActorID
 	Transform components.Transform
 	Animation components.Animation
+	// Class is its relevance class (components.Client.Class). Restored
+	// without a client, an actor left at ClassPlayer is given the class a
+	// spawn gives: ClassNPC, or ClassProp for a prop.
+	Class uint8
 }
 
 // RestoreBlock places actors read from a save, all in the chunk of key
 // and all with the Ark components extra (a game's own, by Ark ID), under
-// the ActorIDs they were saved with. The first actor is created with all
-// its components at once, so that it lands in its final table without
-// moving, and the rest as copies of it, overwritten: no archetype is
-// looked up per actor, and no table is passed through on the way. It
-// returns the actors' entities, in the order of actors, whose extra
-// components are zero: the caller fills them in (through Ark's Unsafe API
-// or a Map). The slice is reused by the next call.
+// the ActorIDs they were saved with and in their classes. The first actor
+// is created with all its components at once, so that it lands in its
+// final table without moving, and the rest as copies of it, overwritten:
+// no archetype is looked up per actor, and no table is passed through on
+// the way. It returns the actors' entities, in the order of actors, whose
+// extra components are zero: the caller fills them in (through Ark's
+// Unsafe API or a Map). The slice is reused by the next call.
 //
 // RestoreBlock is for loading a world before its first tick. Before placing
 // anything, it refuses an ID that is 0, an actor whose Transform is not in
-// chunk key, and any call while spawns are queued. An ID already in the
-// world is found only as the actors are indexed, after they are placed:
-// the error then says so, and the world is to be thrown away. Restored IDs
-// need not come in order; the next [World.Spawn] returns an ID above every
-// one restored (and above [World.ReserveIDs]'s).
+// chunk key, a class at or past components.MaxClasses, and any call while
+// spawns are queued. An ID already in the world is found only as the
+// actors are indexed, after they are placed: the error then says so, and
+// the world is to be thrown away. Restored IDs need not come in order; the
+// next [World.Spawn] returns an ID above every one restored (and above
+// [World.ReserveIDs]'s).
 func (w *World) RestoreBlock(key grid.AreaKey, actors []SavedActor, extra []ecs.ID) ([]ecs.Entity, error) {
 	w.checkUnguarded("RestoreBlock")
 	return w.restore(key, actors, extra, false)
@@ -65,6 +70,14 @@ func (w *World) restore(key grid.AreaKey, actors []SavedActor, extra []ecs.ID, p
 		if k := w.KeyOf(a.Transform); k != key {
 			return nil, fmt.Errorf("ecs: restore: actor %d stands in chunk %v, not in its block's chunk %v", a.ID.ID, k, key)
 		}
+		if a.Class >= components.MaxClasses {
+			return nil, fmt.Errorf("ecs: restore: actor %d has class %d, past components.MaxClasses (%d)", a.ID.ID, a.Class, components.MaxClasses)
+		}
+	}
+	// Spawn's class for an actor without a client left at ClassPlayer.
+	unclassed := components.ClassNPC
+	if prop {
+		unclassed = components.ClassProp
 	}
 	if len(actors) == 0 {
 		return nil, nil
@@ -100,6 +113,11 @@ func (w *World) restore(key grid.AreaKey, actors []SavedActor, extra []ecs.ID, p
 		// where it stands.
 		relayedAs((*components.MoveInput)(u.Get(e, ids[2])), *t, a.Animation.Flags)
 		*(*components.Animation)(u.Get(e, ids[3])) = a.Animation
+		class := a.Class
+		if class == components.ClassPlayer {
+			class = unclassed
+		}
+		*(*components.Client)(u.Get(e, ids[4])) = components.Client{Class: class}
 		if !w.actors.put(a.ID, actorRecord{entity: e, key: key, prop: prop}) {
 			w.restoreEntities = entities
 			return nil, fmt.Errorf("ecs: restore: actor %d is in the world twice; throw this world away", a.ID.ID)

@@ -26,16 +26,20 @@ var ErrBusy = errors.New("save: the last save is still being written")
 // world ticks on. One save is written at a time.
 //
 // What a save keeps: every actor without a client (NPCs, whatever the
-// game spawned), each with its ActorID, Transform and Animation and its
-// components of the registered [Type]s; the props, the same way, as props
-// (a load puts them back in the world's prop tables); the actors of named
-// players, those in play as they stand and those kept while their players
-// are away ([Players]), under the players' names; and the next ActorID, so that
-// IDs are never reused. What it does not keep is runtime state: guests'
-// actors (players without a name), sessions, pending inputs (MoveInput),
-// send counters, interest phases and owed records; a loaded actor starts
-// as a freshly spawned one does, and a loaded player's actor waits for
-// its player.
+// game spawned), each with its ActorID, Transform, Animation, relevance
+// class (components.Client.Class) and its components of the registered
+// [Type]s; the props, the same way, as props (a load puts them back in the
+// world's prop tables); the actors of named players, those in play as they
+// stand and those kept while their players are away ([Players]), under the
+// players' names; and the next ActorID, so that IDs are never reused. The
+// class is world state, as the Transform is: it says how an actor ranks
+// and how near it matters, and a game's own classes are choices no rule
+// could make again at load, so a loaded NPC or prop is in the class it was
+// saved in. What it does not keep is runtime state: guests' actors
+// (players without a name), sessions, pending inputs (MoveInput), send
+// counters, interest phases and owed records; a loaded actor starts as a
+// freshly spawned one does, and a loaded player's actor waits for its
+// player.
 type Saver struct {
 	world *ecs.World
 	types []Type
@@ -90,7 +94,7 @@ type tablePic struct {
 	rows             int
 	region           int // arena offset of its columns, each at most maxStride bytes a row
 	colStart, colEnd int // its columns in picture.cols
-	clientCol        int // the column of its Client rows, or -1
+	clientCol        int // the column of its Client rows, or -1 (then it has a class column)
 	players          int // rows with a session, counted by the writer
 	named            int // of them, rows of named players
 	unit             int
@@ -98,7 +102,8 @@ type tablePic struct {
 
 // colPic is one column of one table: where Ark keeps it and where the
 // picture keeps its copy. A plain column is copied into the arena; a coded
-// one is encoded into its unit's buffer.
+// one is encoded into its unit's buffer. The class column (classType) is
+// gathered from the Client rows, a byte of each.
 type colPic struct {
 	typ    int // index in the type table; clientColumn for the Client rows
 	src    unsafe.Pointer
@@ -108,8 +113,17 @@ type colPic struct {
 	end    int
 }
 
+// width returns the bytes a value of c takes in the arena: its stride in
+// Ark's column, but one for the class, a byte of each Client.
+func (c *colPic) width() int {
+	if c.typ == classType {
+		return 1
+	}
+	return c.stride
+}
+
 // clientColumn marks the column of Client rows: copied to tell players
-// from other actors, never written.
+// from other actors, and for their classes; never written itself.
 const clientColumn = -1
 
 // unitPic is a run of tables copied by one CopyUnit call.
@@ -235,12 +249,12 @@ func viewBefore(a, b *ecs.ChunkView) bool {
 }
 
 // maxColumns returns the most columns a table can have: Throng's own, its
-// Client rows, and every type of the game's.
+// Client rows or its classes, and every type of the game's.
 func (s *Saver) maxColumns() int { return builtinColumns + 1 + len(s.types) }
 
 // maxStride returns the most arena bytes a row can take: Throng's columns,
-// the Client, and every plain type of the game's (coded ones are encoded
-// into their unit's buffer).
+// the Client (or, in its place, the class: a byte), and every plain type
+// of the game's (coded ones are encoded into their unit's buffer).
 func (s *Saver) maxStride() int {
 	n := 4 + 20 + 2 + int(unsafe.Sizeof(components.Client{}))
 	for _, t := range s.types {
@@ -275,9 +289,10 @@ func (s *Saver) plan(stride int) int {
 	return len(p.units)
 }
 
-// columns finds table t's columns: Throng's own, its Client rows where its
-// chunk has players (to leave them out; a prop table has none), and the
-// game's, read from the table's first row (an Ark table keeps each
+// columns finds table t's columns: Throng's own; its Client rows where its
+// chunk has players (to leave them out, and for every row's class), else
+// its classes alone (a prop table's always: a prop has no client); and
+// the game's, read from the table's first row (an Ark table keeps each
 // component's values in one array, so the first row's address is the
 // column's); the plain ones are laid out in t's region of the arena.
 func (s *Saver) columns(t *tablePic) {
@@ -289,10 +304,12 @@ func (s *Saver) columns(t *tablePic) {
 		colPic{typ: colTransform, src: unsafe.Pointer(&v.Transforms[0]), stride: 20},
 		colPic{typ: colAnimation, src: unsafe.Pointer(&v.Animations[0]), stride: 2},
 	)
+	client := colPic{typ: classType, src: unsafe.Pointer(&v.Clients[0]), stride: int(unsafe.Sizeof(components.Client{}))}
 	if !t.prop && s.world.ClientsIn(v.Chunk) > 0 {
 		t.clientCol = t.colStart + len(cols)
-		cols = append(cols, colPic{typ: clientColumn, src: unsafe.Pointer(&v.Clients[0]), stride: int(unsafe.Sizeof(components.Client{}))})
+		client.typ = clientColumn
 	}
+	cols = append(cols, client)
 	if t.prev >= 0 {
 		pt := &s.prevTables[t.prev]
 		for _, c := range s.prevCols[pt.colStart:pt.colEnd] {
@@ -316,7 +333,7 @@ func (s *Saver) columns(t *tablePic) {
 			continue
 		}
 		col.off = off
-		off += t.rows * col.stride
+		off += t.rows * col.width()
 	}
 	t.colEnd = t.colStart + len(cols)
 }
@@ -325,8 +342,8 @@ func (s *Saver) columns(t *tablePic) {
 func (s *Saver) UnitCost(i int) float64 { return s.pic.units[i].cost }
 
 // CopyUnit finds unit i's columns and copies them into the picture: plain
-// ones as bytes, coded ones encoded. Units may run at once on different
-// goroutines.
+// ones as bytes, the classes a byte of each Client row, coded ones
+// encoded. Units may run at once on different goroutines.
 func (s *Saver) CopyUnit(i int) {
 	p := &s.pic
 	u := &p.units[i]
@@ -335,6 +352,10 @@ func (s *Saver) CopyUnit(i int) {
 		s.columns(t)
 		for c := t.colStart; c < t.colEnd; c++ {
 			col := &p.cols[c]
+			if col.typ == classType {
+				copyClasses(p.arena[col.off:col.off+t.rows], unsafe.Slice((*components.Client)(col.src), t.rows))
+				continue
+			}
 			n := t.rows * col.stride
 			if col.typ < firstGame || !s.types[col.typ-firstGame].coded() {
 				copy(p.arena[col.off:col.off+n], unsafe.Slice((*byte)(col.src), n))
@@ -350,5 +371,14 @@ func (s *Saver) CopyUnit(i int) {
 			}
 			col.end = len(u.coded)
 		}
+	}
+}
+
+// copyClasses copies each of clients' classes into dst: the one byte of a
+// Client a save keeps of an actor without a session.
+func copyClasses(dst []byte, clients []components.Client) {
+	dst = dst[:len(clients)]
+	for i := range clients {
+		dst[i] = clients[i].Class
 	}
 }

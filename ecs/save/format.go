@@ -7,7 +7,7 @@ import (
 	"math"
 )
 
-// The file format, version 3. Every number is little endian.
+// The file format, version 4. Every number is little endian.
 //
 //	header      magic "THRONGSV", version u32, tick u64, nextID u32,
 //	            chunkSize f32, types u32, blocks u32, actors u64,
@@ -24,26 +24,32 @@ import (
 //	trailer     magic "THRONGEN", blocks u32, CRC32C of the whole file
 //	            before it u32
 //
-// The first five types of every file are Throng's own (builtinTypes): an
-// actor's ActorID, Transform and Animation, a player's name, and the prop
-// marker. A block's first three columns are the first three types. Its
-// fourth may say what its rows are: a players' block has the name type
-// there, its rows players' actors, kept for their players' return rather
-// than placed in the world; a props' block has the prop marker (size 0,
-// layout "marker", no bytes), its rows props, which go back into the
-// world's prop tables. The other blocks' rows are the world's actors. The
-// game's types and columns follow, each block's in the order of the type
-// table. The actors count of the header counts every block's rows.
+// The first six types of every file are Throng's own (builtinTypes): an
+// actor's ActorID, Transform and Animation, a player's name, the prop
+// marker and the relevance class. A block's first three columns are the
+// first three types. Its fourth may say what its rows are: a players'
+// block has the name type there, its rows players' actors, kept for their
+// players' return rather than placed in the world; a props' block has the
+// prop marker (size 0, layout "marker", no bytes), its rows props, which
+// go back into the world's prop tables. The other blocks' rows are the
+// world's actors. Every block then has the class column: each row's
+// relevance class (components.Client.Class), one byte below
+// components.MaxClasses, so that an NPC or a prop of a game's own class
+// comes back in it, and a player's actor is kept with its own. The game's
+// types and columns follow, each block's in the order of the type table.
+// The actors count of the header counts every block's rows.
 //
-// Version 2 had no prop marker (four of Throng's own types, no props'
-// blocks), and version 1 no name type either (three of Throng's own, no
-// players' blocks); this build reads both.
+// Version 3 had no class column (five of Throng's own types), version 2
+// no prop marker either (four, no props' blocks), and version 1 no name
+// type (three, no players' blocks); this build reads them all, and gives
+// their actors the class a spawn gives: ClassPlayer to a player's,
+// ClassNPC to the others, ClassProp to a prop.
 const (
 	magic    = "THRONGSV"
 	endMagic = "THRONGEN"
 	// Version is the format version this build writes. It reads every
 	// version from 1 up to it.
-	Version = 3
+	Version = 4
 
 	headerSize      = 8 + 4 + 8 + 4 + 4 + 4 + 4 + 8 + 4
 	trailerSize     = 8 + 4 + 4
@@ -63,15 +69,17 @@ type builtin struct {
 }
 
 // builtinTypes are Throng's own types, first in every type table: the
-// columns of every block (an actor's ActorID, Transform and Animation),
-// then a player's name, the fourth column of a players' block, and the
-// prop marker, the fourth column of a props' block.
+// columns every block starts with (an actor's ActorID, Transform and
+// Animation), then a player's name, the fourth column of a players'
+// block, the prop marker, the fourth column of a props' block, and the
+// relevance class, the column after those of every block.
 var builtinTypes = [...]builtin{
 	{"throng.ActorID", 1, 4, "{ID@0:uint32}"},
 	{"throng.Transform", 1, 20, "{X@0:float32,Y@4:float32,Z@8:float32,Yaw@12:float32,WorldOrCell@16:uint32}"},
 	{"throng.Animation", 1, 2, "{Flags@0:uint16}"},
 	{"throng.Player", 1, 0, "coded"},
 	{"throng.Prop", 1, 0, "marker"},
+	{"throng.Class", 1, 1, "{Class@0:uint8}"},
 }
 
 const (
@@ -84,6 +92,9 @@ const (
 	colKind    = builtinColumns
 	playerType = 3
 	propType   = 4
+	// classType is the type of every block's class column, which follows
+	// the first three and the kind, if any.
+	classType = 5
 	// firstGame is the type table index of the game's first type.
 	firstGame = len(builtinTypes)
 )
@@ -96,6 +107,8 @@ func builtinsIn(version uint32) int {
 		return builtinColumns
 	case 2:
 		return playerType + 1
+	case 3:
+		return propType + 1
 	}
 	return len(builtinTypes)
 }

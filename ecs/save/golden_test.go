@@ -21,7 +21,8 @@ var update = flag.Bool("update", false, "rewrite the golden save of this format 
 
 // TestGoldenSavesStayReadable reads the save every format version wrote,
 // kept in testdata (world-v<N>.save, written by this test with -update
-// while N was the current version), and checks what it holds. Each
+// while N was the current version), and checks what it holds: since
+// version 4 every actor's class, before it the class a spawn gives. Each
 // version's file stays, so a later version's reader is checked against
 // every earlier one. A save of the current version's world gives the
 // golden file's bytes exactly.
@@ -60,6 +61,15 @@ func TestGoldenSavesStayReadable(t *testing.T) {
 			assert.Equal(t, components.ActorID{ID: 44}, byName["player 43"].ID)
 			assert.Equal(t, components.ActorID{ID: 2}, byName["away"].ID)
 			assert.Equal(t, uint16(23), byName["player 23"].Animation.Flags)
+			want := map[string]uint8{"player 3": components.ClassPlayer, "player 23": components.ClassPlayer,
+				"player 43": components.ClassPlayer, "away": components.ClassPlayer}
+			if v >= 4 {
+				want["player 23"] = goldenPlayerClass
+				want["away"] = components.ClassNPC // kept from actor 2, an NPC: Keep keeps its class
+			}
+			for name, class := range want {
+				assert.Equal(t, class, byName[name].Class, "version %d: %s", v, name)
+			}
 		}
 		w := ecs.NewWorld(64)
 		require.NoError(t, f.Restore(w, gameTypes()))
@@ -71,6 +81,16 @@ func TestGoldenSavesStayReadable(t *testing.T) {
 		require.True(t, ok)
 		assert.Equal(t, Health{Points: 5, Max: 100}, *health.Get(e))
 		assert.Equal(t, "crate 5", label.Get(e).Text)
+		clients := ark.NewMap[components.Client](w.Ark())
+		for id := uint32(1); id < 60; id++ {
+			if e, ok := w.Entity(components.ActorID{ID: id}); ok {
+				class := components.ClassNPC
+				if v >= 4 && id == goldenNPC {
+					class = goldenNPCClass
+				}
+				assert.Equal(t, components.Client{Class: class}, *clients.Get(e), "version %d: actor %d", v, id)
+			}
+		}
 		if v < 3 {
 			assert.Equal(t, uint32(61), w.NextID())
 			assert.Zero(t, w.Props(), "version %d kept no props", v)
@@ -87,6 +107,11 @@ func TestGoldenSavesStayReadable(t *testing.T) {
 			assert.Equal(t, gp.flags, ark.NewMap[components.Animation](w.Ark()).Get(e).Flags)
 			assert.Equal(t, gp.health != 0, health.Has(e), "prop %d", id.ID)
 			assert.Equal(t, gp.label != "", label.Has(e), "prop %d", id.ID)
+			class := components.ClassProp
+			if v >= 4 && gp.class != 0 {
+				class = gp.class
+			}
+			assert.Equal(t, class, clients.Get(e).Class, "version %d: prop %d", v, id.ID)
 		}
 		e, _ = w.Entity(components.ActorID{ID: 63})
 		assert.Equal(t, Health{Points: 3, Max: 9}, *health.Get(e))
@@ -106,24 +131,41 @@ type goldenProp struct {
 	flags  uint16
 	health int32 // its Health's Points, 0: no Health
 	label  string
+	class  uint8 // a game's class, since version 4; 0: ClassProp
 }
 
 // goldenProps are the golden world's props, since version 3: IDs 61 on.
 var goldenProps = []goldenProp{
 	{at: components.Transform{X: 10, Y: 10, Yaw: 1}, flags: 0x11, health: 1},
 	{at: components.Transform{X: 70, Y: 10}, label: "door"},
-	{at: components.Transform{X: 12, Y: 11, Z: 2}, flags: 3, health: 3, label: "chest"},
+	{at: components.Transform{X: 12, Y: 11, Z: 2}, flags: 3, health: 3, label: "chest", class: 4},
 	{at: components.Transform{X: 5, Y: 5, WorldOrCell: 1}},
 	{at: components.Transform{X: 300, Y: -200}, flags: 7, health: 5},
 }
 
+// The golden world's actors of a game's class, since version 4: an NPC
+// and the player of slot 23 (actor 24).
+const (
+	goldenNPC         = 6
+	goldenNPCClass    = 5
+	goldenPlayerClass = 7
+)
+
 // goldenSave saves the golden world: 60 actors, 6 of them players, of
 // whom those of slots 3, 23 and 43 are named, a kept player away, and the
-// goldenProps.
+// goldenProps; NPC goldenNPC, player 23 and the chest are of a game's
+// class.
 func goldenSave(t *testing.T) save.Result {
 	w := world(t, 60, true)
+	clients := ark.NewMap[components.Client](w.Ark())
+	for id, class := range map[uint32]uint8{goldenNPC: goldenNPCClass, 24: goldenPlayerClass} {
+		e, ok := w.Entity(components.ActorID{ID: id})
+		require.True(t, ok)
+		clients.Get(e).Class = class
+	}
 	for _, gp := range goldenProps {
-		id := w.Spawn(ecs.ActorSpec{Transform: gp.at, Animation: components.Animation{Flags: gp.flags}, Prop: true})
+		id := w.Spawn(ecs.ActorSpec{Transform: gp.at, Animation: components.Animation{Flags: gp.flags}, Prop: true,
+			Client: components.Client{Class: gp.class}})
 		w.Apply(nil)
 		e, _ := w.Entity(id)
 		if gp.health != 0 {

@@ -249,11 +249,17 @@ func parseFile(path string) (*File, error) {
 
 // checkBlock checks that b's columns are known types, Throng's own first
 // (a player's name or the prop marker fourth in a players' or a props'
-// block), then the game's in the order of the type table, and that its
-// payload holds exactly its rows; it returns what is wrong.
+// block, then the class column where the file has one), then the game's
+// in the order of the type table, that its payload holds exactly its
+// rows, and that every class is below components.MaxClasses; it returns
+// what is wrong.
 func (f *File) checkBlock(b *block) string {
 	if len(b.columns) < builtinColumns {
 		return fmt.Sprintf("%d columns, fewer than Throng's own %d", len(b.columns), builtinColumns)
+	}
+	classAt := f.classColumn(b)
+	if classAt >= len(b.columns) {
+		return fmt.Sprintf("%d columns, no class column", len(b.columns))
 	}
 	need := 0
 	data := b.payload
@@ -263,6 +269,8 @@ func (f *File) checkBlock(b *block) string {
 		case c < builtinColumns:
 			ok = int(typ) == c
 		case c == colKind && f.kind(typ):
+		case c == classAt:
+			ok = typ == classType
 		default:
 			ok = int(typ) >= f.builtins && int(typ) > int(b.columns[c-1])
 		}
@@ -279,6 +287,15 @@ func (f *File) checkBlock(b *block) string {
 			need = b.rows * size
 			if len(data) < need {
 				return fmt.Sprintf("column %d (%s) is cut short", c, f.types[typ].name)
+			}
+			if c == classAt {
+				for r, class := range data[:need] {
+					if class >= components.MaxClasses {
+						// The ActorIDs, the first column, are whole.
+						return fmt.Sprintf("actor %d (row %d) has class %d; classes are below components.MaxClasses (%d)",
+							binary.LittleEndian.Uint32(b.payload[4*r:]), r, class, components.MaxClasses)
+					}
+				}
 			}
 			data = data[need:]
 			continue
@@ -306,6 +323,31 @@ func (f *File) kind(typ uint16) bool {
 // marker reports whether typ is the prop marker, whose column holds no
 // bytes.
 func (f *File) marker(typ uint16) bool { return typ == propType && f.builtins > propType }
+
+// classColumn returns the index of b's class column, which follows
+// Throng's first three and the kind, if any; -1 if the file's version has
+// none.
+func (f *File) classColumn(b *block) int {
+	if f.builtins <= classType {
+		return -1
+	}
+	if len(b.columns) > colKind && f.kind(b.columns[colKind]) {
+		return colKind + 1
+	}
+	return colKind
+}
+
+// gameColumn returns the index of b's first column of the game's: the
+// one after Throng's own.
+func (f *File) gameColumn(b *block) int {
+	if c := f.classColumn(b); c >= 0 {
+		return c + 1
+	}
+	if len(b.columns) > colKind && f.kind(b.columns[colKind]) {
+		return colKind + 1
+	}
+	return colKind
+}
 
 // players reports whether b is a players' block.
 func (f *File) players(b *block) bool {
@@ -362,11 +404,13 @@ func (f *File) columnStarts(b *block, at []int) []int {
 	return at
 }
 
-// actorAt reads row r's ActorID, Transform and Animation.
-func actorAt(p []byte, at []int, r int) ecs.SavedActor {
+// actorAt reads row r's ActorID, Transform and Animation, and its class
+// from column class (none: -1, ClassPlayer, which a restore makes the
+// class a spawn gives).
+func actorAt(p []byte, at []int, class, r int) ecs.SavedActor {
 	le := binary.LittleEndian
 	t := p[at[colTransform]+20*r:]
-	return ecs.SavedActor{
+	a := ecs.SavedActor{
 		ID: components.ActorID{ID: le.Uint32(p[at[colID]+4*r:])},
 		Transform: components.Transform{
 			X: math.Float32frombits(le.Uint32(t)), Y: math.Float32frombits(le.Uint32(t[4:])),
@@ -375,6 +419,10 @@ func actorAt(p []byte, at []int, r int) ecs.SavedActor {
 		},
 		Animation: components.Animation{Flags: le.Uint16(p[at[colAnimation]+2*r:])},
 	}
+	if class >= 0 {
+		a.Class = p[at[class]+r]
+	}
+	return a
 }
 
 // Kept returns the players' actors the file holds, kept under their
@@ -395,14 +443,19 @@ func (f *File) Kept(types []Type) ([]*Kept, error) {
 			continue
 		}
 		at = f.columnStarts(b, at)
+		class := f.classColumn(b)
 		cols := make([][]byte, len(b.columns))
 		for c := range b.columns {
 			cols[c] = b.payload[at[c]:]
 		}
 		for r := range b.rows {
-			a := actorAt(b.payload, at, r)
-			k := &Kept{ID: a.ID, Transform: a.Transform, Animation: a.Animation}
+			a := actorAt(b.payload, at, class, r)
+			// From a file without classes, Class is ClassPlayer: a player's.
+			k := &Kept{ID: a.ID, Transform: a.Transform, Animation: a.Animation, Class: a.Class}
 			for c := colKind; c < len(b.columns); c++ {
+				if c == class {
+					continue
+				}
 				typ := b.columns[c]
 				var v []byte
 				if size := f.types[typ].size; size > 0 {
@@ -434,7 +487,9 @@ func (f *File) Kept(types []Type) ([]*Kept, error) {
 // Restore places the file's actors in w, which must hold no actors yet
 // (a server's world before its first tick), with their components of
 // types, which must include every type of the game's that the file holds,
-// with the same version and layout. Props go back as props, into the
+// with the same version and layout, each in its relevance class (from a
+// file older than version 4, which kept none, the class a spawn gives:
+// ClassNPC, or ClassProp for a prop). Props go back as props, into the
 // world's prop tables. Players' actors are not placed: they wait for their
 // players ([File.Kept]). It checks all of that before placing anything,
 // and places a block (a chunk table) at a time, with
@@ -493,11 +548,8 @@ type restoring struct {
 // place restores block b: its actors, then their components of the
 // game's.
 func (f *File) place(r *restoring, b *block) error {
-	first := builtinColumns // the block's first column of the game's
+	first := f.gameColumn(b)
 	prop := f.props(b)
-	if prop {
-		first++
-	}
 	r.extra = r.extra[:0]
 	for _, typ := range b.columns[first:] {
 		r.extra = append(r.extra, r.ids[typ])
@@ -506,8 +558,9 @@ func (f *File) place(r *restoring, b *block) error {
 	p := b.payload
 	actors := slices.Grow(r.actors[:0], b.rows)[:b.rows]
 	r.actors = actors
+	class := f.classColumn(b)
 	for i := range actors {
-		actors[i] = actorAt(p, r.at, i)
+		actors[i] = actorAt(p, r.at, class, i)
 	}
 	var entities []ark.Entity
 	var err error

@@ -12,16 +12,22 @@ import (
 
 // Kept is a player's actor kept under the player's name while the player
 // is away: what a save keeps of an actor (its Transform, its Animation,
-// its components of the registered [Type]s), taken from the world when
-// the player left or read from a save. A server hands it back when the
-// player returns, as a new actor with this state. A Kept is never changed
-// once made, so saves may hold it while the world ticks on.
+// its relevance class, its components of the registered [Type]s), taken
+// from the world when the player left or read from a save. A server hands
+// it back when the player returns, as a new actor with this state. A Kept
+// is never changed once made, so saves may hold it while the world ticks
+// on.
 type Kept struct {
 	Player    string
 	ID        components.ActorID // the ID it had; IDs are never reused, so it returns under a new one
 	Transform components.Transform
 	Animation components.Animation
-	values    []keptValue
+	// Class is the actor's relevance class (components.Client.Class):
+	// ClassPlayer unless the game gave the player's actor one of its own.
+	// Saves keep it; the server hands the actor back as a player's, in
+	// ClassPlayer.
+	Class  uint8
+	values []keptValue
 }
 
 // keptValue is one of a Kept's components of the game's own, as a save
@@ -53,6 +59,7 @@ func Keep(w *ecs.World, id components.ActorID, player string, types []Type) (*Ke
 		ID:        id,
 		Transform: *(*components.Transform)(u.Get(e, ark.ComponentID[components.Transform](w.Ark()))),
 		Animation: *(*components.Animation)(u.Get(e, ark.ComponentID[components.Animation](w.Ark()))),
+		Class:     (*components.Client)(u.Get(e, ark.ComponentID[components.Client](w.Ark()))).Class,
 	}
 	for i := range types {
 		t := &types[i]

@@ -192,7 +192,7 @@ func (s *Saver) write(dir string, keep int) (Result, error) {
 
 // writeBlock writes a block of table t: its rows without a session (a
 // prop table's, marked as props), or with players its rows of named
-// players, with their names.
+// players, with their names; each row with its class.
 func (s *Saver) writeBlock(fw *fileWriter, t *tablePic, players bool, head, scratch []byte) ([]byte, []byte) {
 	p := &s.pic
 	u := &p.units[t.unit]
@@ -214,9 +214,21 @@ func (s *Saver) writeBlock(fw *fileWriter, t *tablePic, players bool, head, scra
 	scratch = scratch[:0]
 	var types [maxBlockColumns]int
 	ncols := 0
+	classAt := 0 // where the class column starts in scratch
 	for c := t.colStart; c < t.colEnd; c++ {
 		col := &p.cols[c]
+		if col.typ == clientColumn || col.typ == classType {
+			classAt = len(scratch)
+		}
 		if col.typ == clientColumn {
+			// The rows' classes, from their Client rows.
+			for r, c := range p.clients(t) {
+				if in(r) {
+					scratch = append(scratch, c.Class)
+				}
+			}
+			types[ncols] = classType
+			ncols++
 			continue
 		}
 		if col.typ >= firstGame && s.types[col.typ-firstGame].coded() {
@@ -229,13 +241,14 @@ func (s *Saver) writeBlock(fw *fileWriter, t *tablePic, players bool, head, scra
 				data = data[n:]
 			}
 		} else {
-			data := p.arena[col.off : col.off+t.rows*col.stride]
+			w := col.width()
+			data := p.arena[col.off : col.off+t.rows*w]
 			if clients == nil {
 				scratch = append(scratch, data...)
 			} else {
 				for r := 0; r < t.rows; r++ {
 					if in(r) {
-						scratch = append(scratch, data[r*col.stride:(r+1)*col.stride]...)
+						scratch = append(scratch, data[r*w:(r+1)*w]...)
 					}
 				}
 			}
@@ -256,7 +269,21 @@ func (s *Saver) writeBlock(fw *fileWriter, t *tablePic, players bool, head, scra
 			ncols++
 		}
 	}
+	fw.checkClasses(scratch, classAt, rows)
 	return writeBlockBytes(fw, t.key, rows, types[:ncols], head, scratch)
+}
+
+// checkClasses fails the write if a row of a block has a class at or past
+// components.MaxClasses (one the game wrote into a Client itself): Read
+// would refuse the file. payload is the block's, which starts with its
+// ActorIDs; its class column starts at classAt.
+func (f *fileWriter) checkClasses(payload []byte, classAt, rows int) {
+	for r, c := range payload[classAt : classAt+rows] {
+		if c >= components.MaxClasses && f.err == nil {
+			f.err = fmt.Errorf("actor %d has class %d, past components.MaxClasses (%d)",
+				binary.LittleEndian.Uint32(payload[4*r:]), c, components.MaxClasses)
+		}
+	}
 }
 
 // writeBlockBytes writes a block: its header, then payload, then checksum.
@@ -381,7 +408,12 @@ func (s *Saver) writeKept(fw *fileWriter, g keptGroup, head, scratch []byte) ([]
 	for _, r := range g.kept {
 		scratch = appendCoded(scratch, []byte(r.k.Player))
 	}
-	types := append([]int{colID, colTransform, colAnimation, playerType}, g.types...)
+	classAt := len(scratch)
+	for _, r := range g.kept {
+		scratch = append(scratch, r.k.Class)
+	}
+	fw.checkClasses(scratch, classAt, len(g.kept))
+	types := append([]int{colID, colTransform, colAnimation, playerType, classType}, g.types...)
 	for c := range g.types {
 		coded := s.types[g.types[c]-firstGame].coded()
 		for _, r := range g.kept {
