@@ -54,20 +54,38 @@ func TestBudgetedClassesGetExactlyTheirDuePairs(t *testing.T) {
 	near, err := interest.NewTiers([]interest.Step{{BeyondUnits: 600, Period: 2}, {BeyondUnits: 1500, Period: 6}}, 8)
 	require.NoError(t, err)
 	classes := []Class{components.ClassNPC: {OwnTiers: true, Tiers: near, Rank: 1}, 3: {OwnTiers: true}}
-	for _, listed := range []bool{true, false} {
-		t.Run(fmt.Sprintf("listed=%v", listed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(9, 10))
-			spawns := oneChunkCrowd(rng, 160)
-			of := make([]uint8, len(spawns))
-			for i := range of {
-				of[i] = []uint8{components.ClassPlayer, components.ClassNPC, 3}[rng.IntN(3)]
-			}
-			slotBudget := 0
-			if !listed {
-				slotBudget = 1
-			}
-			checkBudgetedRecipients(t, spawns, classes, of, 24, slotBudget, listed)
-		})
+	// Sparse chunks (one cell each) share a cell between kinds of one
+	// table (cell.mixed), decided one by one under a spread.
+	ranked := []Class{components.ClassNPC: {Rank: 1}, 3: {Rank: 2}, 4: {OwnTiers: true, Tiers: near}}
+	for _, tc := range []struct {
+		name    string
+		sparse  bool
+		classes []Class
+		budget  int
+	}{{"crowd", false, classes, 24}, {"sparse", true, ranked, 6}} {
+		for _, listed := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/listed=%v", tc.name, listed), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(9, 10))
+				spawns := oneChunkCrowd(rng, 160)
+				if tc.sparse {
+					spawns = spawns[:0]
+					for k := range 16 { // 4 x 4 chunks of 12
+						for range 12 {
+							spawns = append(spawns, components.Transform{X: float32(k%4)*4096 + rng.Float32()*4096, Y: float32(k/4)*4096 + rng.Float32()*4096})
+						}
+					}
+				}
+				of := make([]uint8, len(spawns))
+				for i := range of {
+					of[i] = []uint8{components.ClassPlayer, components.ClassNPC, 3, 4}[rng.IntN(4)]
+				}
+				slotBudget := 0
+				if !listed {
+					slotBudget = 1
+				}
+				checkBudgetedRecipients(t, spawns, tc.classes, of, tc.budget, slotBudget, listed)
+			})
+		}
 	}
 }
 

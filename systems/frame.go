@@ -33,7 +33,8 @@ type cell struct {
 	actors   span
 	min, max [3]float32
 	fresh    bool
-	tiers    uint8 // its senders' tier set (Pipeline.tierSets): one class's table a cell
+	tiers    uint8 // its senders' kind (Pipeline.tierSets, kindRank)
+	mixed    bool  // it holds kinds of its table other than tiers, of other ranks (placeBySet)
 }
 
 // Shard is one work unit of Move and Relay: a contiguous range of the
@@ -104,8 +105,16 @@ type Frame struct {
 	// sets is the number of distinct tier tables the classes follow, and
 	// classSet each class's: with more than one, cells are split by set
 	// (placeBySet). class is each actor's Client.Class, which Move fills.
-	sets        int
-	classSet    [components.MaxClasses]uint8
+	sets     int
+	classSet [components.MaxClasses]uint8
+	// kindTable is each kind's table among the distinct ones, the
+	// players' 0: kinds of one table differ only in rank.
+	kindTable [components.MaxClasses]uint8
+	// tableKind is, for each kind, the first kind of its table; tables
+	// counts the tables, anyRanked says a kind has a rank.
+	tableKind   [components.MaxClasses]uint8
+	tables      int
+	anyRanked   bool
 	class       []uint8
 	nbrCells    []int32      // per group, the cells of its stencil (see group.nbrLo)
 	viewGroup   []int32      // per view: its group

@@ -171,6 +171,7 @@ type Pipeline struct {
 	// rank, classRank each class's Class.Rank.
 	tierSets  []interest.Tiers
 	kindRank  []uint8
+	maxRank   uint8 // the highest of kindRank
 	classRank [components.MaxClasses]uint8
 	// throttleEveryReach is a test hook: the relay works at every level of
 	// pressure (relayLevel), and classify marks every class the throttle
@@ -318,10 +319,21 @@ func (p *Pipeline) configureClasses() error {
 		p.frame.classSet[k] = uint8(at)
 	}
 	p.tierSets, p.kindRank = p.tierSets[:0], p.kindRank[:0]
-	for _, k := range kinds {
+	var tables []interest.Tiers
+	for i, k := range kinds {
 		p.tierSets = append(p.tierSets, k.tiers)
 		p.kindRank = append(p.kindRank, k.rank)
+		at := slices.Index(tables, k.tiers)
+		if at < 0 {
+			at = len(tables)
+			tables = append(tables, k.tiers)
+		}
+		p.frame.kindTable[i] = uint8(at)
+		p.frame.tableKind[i] = uint8(slices.IndexFunc(kinds, func(o kind) bool { return o.tiers == k.tiers }))
+		p.frame.anyRanked = p.frame.anyRanked || k.rank > 0
+		p.maxRank = max(p.maxRank, k.rank)
 	}
+	p.frame.tables = len(tables)
 	p.frame.sets = len(kinds)
 	return nil
 }
@@ -338,24 +350,45 @@ func (p *Pipeline) rankedSpread(kind, spread uint8) uint8 {
 	return uint8(min(int(spread)<<p.kindRank[kind], 255))
 }
 
-// rankedPairs writes the senders of cell ci, of a ranked kind, due to
-// recipient r at spread (rankedSpread stretches it), pair by pair; want
-// is r's residues (interest.Clock.Want). Ranked kinds are the few senders
-// of a game's lower classes: the lists, built for the recipients' spreads,
-// do not cover their longer periods.
-func (p *Pipeline) rankedPairs(w *batchOut, r, ci int32, spread uint8, want *interest.Residues) {
+// ranked reports whether cell ci's senders are decided one by one by
+// rankedPairs for a recipient at spread: a ranked kind, or a sparse cell
+// holding one (cell.mixed), while a spread makes ranks count.
+func (p *Pipeline) ranked(ci int32, spread uint8) bool {
+	c := &p.frame.cells[ci]
+	return spread > 1 && (p.kindRank[c.tiers] > 0 || c.mixed)
+}
+
+// rankedPairs writes the senders of cell ci (see ranked), whose class
+// from r's cell is class, due to recipient r at spread, each at its
+// kind's rankedSpread, pair by pair; want and rhalf are r's residues
+// (interest.Clock.Want) and recipient half. Ranked kinds are the few
+// senders of a game's lower classes, or a sparse chunk's: the lists, built
+// for the recipients' spreads, do not cover their longer periods. Where no
+// period reaches the cap of 255, every one is a multiple of spread, so a
+// sender off the spread's phase is passed over before its distance is
+// taken; the class gives a pair's tier period as chooseBased takes it.
+func (p *Pipeline) rankedPairs(w *batchOut, r, ci int32, spread uint8, class cellClass, want *interest.Residues, rhalf uint32) {
 	f := &p.frame
 	c := &f.cells[ci]
-	tiers := &p.tierSets[c.tiers]
-	sp := p.rankedSpread(c.tiers, spread)
-	rx, ry, rz, rhalf, tick := f.x[r], f.y[r], f.z[r], interest.RecipientHalf(f.id[r]), f.Tick
+	tiers := &p.tierSets[c.tiers] // every kind of the cell follows its table
+	rx, ry, rz, tick := f.x[r], f.y[r], f.z[r], f.Tick
+	uncapped := int(tiers.Longest())*int(spread)<<p.maxRank <= 255
 	for a := c.actors.lo; a < c.actors.hi; a++ {
 		ch := f.changed[a]
-		if ch == 0 || a == r {
+		if ch == 0 || a == r || ch+255 <= tick || uncapped && !p.due(&f.res[a], want, spread, f.half[a], rhalf) {
 			continue
 		}
+		sp := p.rankedSpread(f.classSet[f.class[a]], spread)
 		dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
-		period := stretch(tiers.PeriodSq(dx*dx+dy*dy+dz*dz), sp)
+		d := dx*dx + dy*dy + dz*dz
+		tp := class.near
+		if d >= class.edge {
+			tp = class.far
+		}
+		if tp == 0 { // no class: the table decides
+			tp = tiers.PeriodSq(d)
+		}
+		period := stretch(tp, sp)
 		if ch+uint64(period) <= tick || period > 1 && !p.due(&f.res[a], want, period, f.half[a], rhalf) {
 			continue
 		}

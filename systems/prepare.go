@@ -118,13 +118,15 @@ func (f *Frame) placeGroup(views []int32, at int32, n int, chunkSize float32) {
 	}
 	k := cellsPerSide(n)
 	f.groups = append(f.groups, group{key: key, actors: span{at, at + int32(n)}, cellsLo: int32(len(f.cells)), side: uint8(k)})
-	if f.sets > 1 {
+	if f.sets > 1 && (k > 1 || f.tables > 1) {
 		f.placeBySet(views, at, n, k, chunkSize, g)
 		return
 	}
 	if k == 1 { // a sparse chunk is one cell: no sorting
+		// Of one table, it may hold kinds of every rank: mixed while any
+		// kind is ranked (placeBySet), without reading a class here.
 		only := int32(len(f.cells))
-		f.cells = append(f.cells, cell{actors: span{at, at + int32(n)}})
+		f.cells = append(f.cells, cell{actors: span{at, at + int32(n)}, mixed: f.anyRanked})
 		a := at
 		for _, v := range views {
 			for r := range f.views[v].Len() {
@@ -174,10 +176,15 @@ func (f *Frame) placeGroup(views []int32, at int32, n int, chunkSize float32) {
 }
 
 // placeBySet is placeGroup's layout where classes follow tier tables of
-// their own (Frame.sets > 1): the actors are sorted by cell, then by their
-// class's tier set (Frame.classSet), so that every cell holds the senders
-// of one tier table and the relay decides a cell by that table alone. A
-// chunk with a single set is laid out as placeGroup would.
+// their own, or ranks under the budget (Frame.sets > 1): the actors are
+// sorted by cell, then by their kind (Frame.classSet), so that every cell
+// holds the senders of one kind and the relay decides a cell by its table
+// and rank alone. A chunk of one cell (a sparse one) is split by table
+// only: its kinds of one table share the cell (cell.mixed), whose few
+// senders the relay decides one by one where ranks matter (rankedPairs),
+// so that ranks, which act only on recipients over their budget, do not
+// double a sparse world's cells. A chunk of a single kind is laid out as
+// placeGroup would.
 func (f *Frame) placeBySet(views []int32, at int32, n, k int, chunkSize float32, g int32) {
 	key := f.groups[g].key
 	sets := f.sets
@@ -187,13 +194,32 @@ func (f *Frame) placeBySet(views []int32, at int32, n, k int, chunkSize float32,
 	f.cellOf = resizeSlice(f.cellOf, n)
 	ox, oy := float32(key.X)*chunkSize, float32(key.Y)*chunkSize
 	scale := float32(k) / chunkSize
+	var kinds [components.MaxClasses]int8 // k == 1: each bucket's first kind
+	var mixed [components.MaxClasses]bool // and whether it holds another
+	for b := range kinds {
+		kinds[b] = -1
+	}
 	i := 0
 	for _, v := range views {
 		view := &f.views[v]
-		for r, t := range view.Transforms {
+		for r := range view.Clients {
+			kind := f.classSet[view.Clients[r].Class%components.MaxClasses]
+			if k == 1 { // one cell, by table (see above): no position needed
+				bucket := f.tableKind[kind]
+				if kinds[bucket] < 0 {
+					kinds[bucket] = int8(kind)
+				} else if kinds[bucket] != int8(kind) {
+					mixed[bucket] = true
+				}
+				f.cellOf[i] = uint16(bucket)
+				counts[bucket+1]++
+				i++
+				continue
+			}
+			t := &view.Transforms[r]
 			cx := min(max(int((t.X-ox)*scale), 0), k-1)
 			cy := min(max(int((t.Y-oy)*scale), 0), k-1)
-			c := uint16((cy*k+cx)*sets + int(f.classSet[view.Clients[r].Class%components.MaxClasses]))
+			c := uint16((cy*k+cx)*sets + int(kind))
 			f.cellOf[i] = c
 			counts[c+1]++
 			i++
@@ -205,7 +231,8 @@ func (f *Frame) placeBySet(views []int32, at int32, n, k int, chunkSize float32,
 			for a := lo; a < lo+counts[c]; a++ {
 				f.cellIdx[a] = int32(len(f.cells))
 			}
-			f.cells = append(f.cells, cell{actors: span{lo, lo + counts[c]}, tiers: uint8((c - 1) % sets)})
+			set := (c - 1) % sets
+			f.cells = append(f.cells, cell{actors: span{lo, lo + counts[c]}, tiers: uint8(set), mixed: mixed[set]})
 		}
 		counts[c] += counts[c-1]
 	}

@@ -226,6 +226,10 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	if rc := f.cellIdx[r]; sc.cell != rc {
 		sc.classes = p.classify(rc, cells, level, sc.classes)
 		sc.runs = f.uniformRuns(cells, sc.classes, sc.runs)
+		sc.rankedAt = resizeSlice(sc.rankedAt, len(cells))
+		for i, ci := range cells {
+			sc.rankedAt[i] = p.ranked(ci, 2)
+		}
 		sc.boxes.n = -1 // filled when a recipient first needs them
 		sc.cell = rc
 	}
@@ -280,8 +284,11 @@ type relayScratch struct {
 	spreads [256]int32 // this tick's recipients by spread (under the budget), for the next tick's lists
 	bwant   [256]uint8 // per tier period: the residue gatherBase wants at its stretched period
 	runs    []int32    // per stencil position of the recipient cell: see uniformRuns
-	retry   bool       // gather is choosing again after a jump of the spread
-	aim     int        // the records a tick its recipients' spreads aim at (aimFor its cluster's pressure)
+	// rankedAt: per stencil position, whether its senders are decided by
+	// rankedPairs under a spread (see Pipeline.ranked)
+	rankedAt []bool
+	retry    bool // gather is choosing again after a jump of the spread
+	aim      int  // the records a tick its recipients' spreads aim at (aimFor its cluster's pressure)
 	// For recipients over their budget (gatherOwed), one at a time: the
 	// backlog's working memory, the senders offered and those Take chose.
 	backlog  interest.Scratch

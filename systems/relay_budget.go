@@ -147,16 +147,17 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 	var want interest.Residues
 	wanted := false
 	for i := 0; i < len(cells); {
-		if p.kindRank[f.cells[cells[i]].tiers] > 0 { // a lower rank: see rankedPairs
+		ranked := sc.rankedAt[i:len(cells)] // spread > 1 here
+		if ranked[0] {                      // a lower rank: see rankedPairs
 			if !wanted {
 				want, wanted = p.clock.Want(f.id[r]), true
 			}
-			p.rankedPairs(w, r, cells[i], spread, &want)
+			p.rankedPairs(w, r, cells[i], spread, sc.classes[i], &want, rhalf)
 			i++
 			continue
 		}
 		j := i + 1
-		for j < len(cells) && cells[j] == cells[j-1]+1 && p.kindRank[f.cells[cells[j]].tiers] == 0 {
+		for j < len(cells) && cells[j] == cells[j-1]+1 && !ranked[j-i] {
 			j++
 		}
 		first := cells[i]

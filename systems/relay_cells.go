@@ -1,11 +1,25 @@
 package systems
 
+// sameRun reports whether the senders of cells a and b may share a run
+// at spread: the same table, and under a spread the same kind, neither
+// cell mixed (see ranked).
+func (f *Frame) sameRun(a, b *cell, spread uint8) bool {
+	if spread > 1 {
+		return a.tiers == b.tiers && !a.mixed && !b.mixed
+	}
+	return f.kindTable[a.tiers] == f.kindTable[b.tiers]
+}
+
 // joinRun extends the actors [lo, hi) of stencil position i over the
 // following positions that are decided pair by pair too (no class) and
 // whose actors continue them, and returns the last position taken and
 // the run's end.
-func (f *Frame) joinRun(cells []int32, classes []cellClass, i int, hi int32) (int, int32) {
-	for i+1 < len(cells) && classes[i+1] == (cellClass{}) && f.cells[cells[i+1]].actors.lo == hi && f.cells[cells[i+1]].tiers == f.cells[cells[i]].tiers {
+//
+// A run holds senders of one tier table; under a spread (spread), of one
+// kind, as a rank then changes their periods (rankedSpread).
+func (f *Frame) joinRun(cells []int32, classes []cellClass, i int, hi int32, spread uint8) (int, int32) {
+	first := &f.cells[cells[i]]
+	for i+1 < len(cells) && classes[i+1] == (cellClass{}) && f.cells[cells[i+1]].actors.lo == hi && f.sameRun(first, &f.cells[cells[i+1]], spread) {
 		i++
 		hi = f.cells[cells[i]].actors.hi
 	}
@@ -139,7 +153,7 @@ func (f *Frame) uniformRuns(cells []int32, classes []cellClass, out []int32) []i
 		n := 1
 		if period := classes[i].period(); period > 0 && !classes[i].reach {
 			kind := f.cells[cells[i]].tiers
-			for i+n < len(cells) && cells[i+n] == cells[i]+int32(n) && classes[i+n].period() == period && !classes[i+n].reach && f.cells[cells[i+n]].tiers == kind {
+			for i+n < len(cells) && cells[i+n] == cells[i]+int32(n) && classes[i+n].period() == period && !classes[i+n].reach && f.cells[cells[i+n]].tiers == kind && !f.cells[cells[i+n]].mixed {
 				n++
 			}
 		}

@@ -42,11 +42,11 @@ func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed
 	var near, far uint64
 	for i := 0; i < len(cells); i++ {
 		ci, class := cells[i], sc.classes[i]
-		if spread > 1 && p.kindRank[f.cells[ci].tiers] > 0 { // a lower rank, under the budget
+		if spread > 1 && sc.rankedAt[i] { // a lower rank, under the budget (see ranked)
 			w.block(due.packed, runLo, runHi) // keep the canonical order
 			runLo, runHi = -1, -1
 			c.wants()
-			p.rankedPairs(w, r, ci, spread, &pick.want)
+			p.rankedPairs(w, r, ci, spread, class, &pick.want, pick.rhalf)
 			continue
 		}
 		if class.reach && p.cfg.Throttle.Reaches(farFrom(rx, ry, rz, &f.cells[ci])) {
@@ -234,11 +234,11 @@ func (c *cellWalk) tiersRun(w *batchOut, i int, lo, hi int32) int {
 	c.wants()
 	f, sc := c.f, c.sc
 	set := f.cells[c.cells[i]].tiers
-	i, hi = f.joinRun(c.cells, sc.classes, i, hi)
+	i, hi = f.joinRun(c.cells, sc.classes, i, hi, c.pick.spread)
 	changed, res := f.changed[lo:hi], f.res[lo:hi]
 	sc.growSel(len(changed))
 	c.pick.lo = lo
-	if set != 0 { // a class's own table: the vector kernel holds the players'
+	if f.kindTable[set] != 0 { // a class's own table: the vector kernel holds the players'
 		w.write(sc.sel[:c.pick.chooseByTiersOneByOne(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, &c.p.tierSets[set])])
 		return i
 	}
@@ -254,12 +254,12 @@ func (c *cellWalk) throttledRun(w *batchOut, i int, lo, hi int32) int {
 	c.wants()
 	f, sc, p := c.f, c.sc, c.p
 	set := f.cells[c.cells[i]].tiers
-	i, hi = f.joinRun(c.cells, sc.classes, i, hi)
+	i, hi = f.joinRun(c.cells, sc.classes, i, hi, c.pick.spread)
 	changed, res := f.changed[lo:hi], f.res[lo:hi]
 	sc.growSel(len(changed))
 	c.pick.lo = lo
 	choose := c.pick.chooseThrottled
-	if set != 0 { // a class's own table: the vector kernel holds the players'
+	if f.kindTable[set] != 0 { // a class's own table: the vector kernel holds the players'
 		choose = c.pick.chooseThrottledOneByOne
 	}
 	m, h := choose(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, f.half[lo:hi], &p.tierSets[set], p.cfg.Throttle, c.level)
