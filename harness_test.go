@@ -56,6 +56,13 @@ func newOneByOne() oneByOne {
 // tick.
 func newStageWith(t *testing.T, opts throng.Options, spawns []components.Transform, setup func(*throng.Server)) *stage {
 	t.Helper()
+	return newStageOf(t, opts, spawns, nil, setup)
+}
+
+// newStageOf is newStageWith whose player i is admitted with class
+// classes[i] (the player class past its end).
+func newStageOf(t *testing.T, opts throng.Options, spawns []components.Transform, classes []uint8, setup func(*throng.Server)) *stage {
+	t.Helper()
 	st := &stage{t: t, spawns: spawns}
 	if opts.Admission.JoinAppearsPerTick == nil {
 		opts.Admission.JoinAppearsPerTick = new(0) // every player joins in the first tick
@@ -65,7 +72,11 @@ func newStageWith(t *testing.T, opts throng.Options, spawns []components.Transfo
 		if _, err := fmt.Sscanf(string(h.Token), "p%d", &i); err != nil || i >= len(spawns) {
 			return throng.Entry{}, fmt.Errorf("unknown player %q", h.Token)
 		}
-		return throng.Entry{Spawn: spawns[i]}, nil
+		e := throng.Entry{Spawn: spawns[i]}
+		if i < len(classes) {
+			e.Class = classes[i]
+		}
+		return e, nil
 	}
 	srv, err := throng.New(opts)
 	require.NoError(t, err)

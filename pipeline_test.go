@@ -188,6 +188,55 @@ func TestSameInputsGiveSameBytesOnEveryWorkerAndShardCount(t *testing.T) {
 	})
 }
 
+// TestClassesGiveSameBytesOnEveryWorkerAndShardCount: the crowded walk of
+// TestSameInputsGiveSameBytesOnEveryWorkerAndShardCount with its players
+// in four classes, two with tables of their own and ranks under a tight
+// budget, so that cells split by kind (dense chunks) and mix kinds
+// (sparse ones): every player receives the same bytes whatever the
+// workers, shards and the inline or parallel switch.
+func TestClassesGiveSameBytesOnEveryWorkerAndShardCount(t *testing.T) {
+	spawns, steps := walk(3, 240, 40)
+	spawns = crowded(spawns)
+	classes := make([]uint8, len(spawns))
+	for i := range classes {
+		classes[i] = []uint8{0, 1, 3, 4}[i%4]
+	}
+	withClasses := func(opts throng.Options) throng.Options {
+		opts.Connection.MaxRecordsPerTick = new(8)
+		opts.Classes = []throng.ClassOptions{
+			{Name: "npc", BudgetRank: new(1), InterestTiers: []throng.ClassTier{{BeyondUnits: new(float32(1000)), Period: 2}, {BeyondUnits: new(float32(3000)), Period: 6}}},
+			{Name: "rider", BudgetRank: new(2)},
+			{Name: "herald", InterestTiers: []throng.ClassTier{{BeyondMetres: new(float32(100)), Period: 3}}},
+		}
+		return opts
+	}
+	run := func(opts throng.Options) *stage {
+		st := newStageOf(t, withClasses(opts), spawns, classes, nil)
+		for _, row := range steps {
+			for i, p := range row {
+				st.move(i, p[0], p[1], p[2])
+			}
+			st.tick()
+			st.maxOwed = max(st.maxOwed, st.srv.Stats().Owed)
+		}
+		return st
+	}
+	reference := run(inline(true))
+	var total int
+	for _, p := range reference.players {
+		total += len(p.wire)
+	}
+	require.Greater(t, total, 10000, "the walk must produce traffic to compare")
+	require.Positive(t, reference.maxOwed, "the crowd must run into the per-connection budget")
+	for _, workers := range []int{1, 2, 4} {
+		for _, shards := range []int{1, 16} {
+			t.Run(fmt.Sprintf("workers=%d/shards=%d", workers, shards), func(t *testing.T) {
+				sameBytes(t, reference, run(parallel(workers, shards, true)))
+			})
+		}
+	}
+}
+
 // sameBytes fails unless every player of got received the bytes the
 // player of want did.
 func sameBytes(t *testing.T, want, got *stage) {
