@@ -56,10 +56,13 @@ type ClassOptions struct {
 	// stretched period (at most 255 ticks). 0 to 7. Key "budgetRank"; nil
 	// means [DefaultNPCBudgetRank] for "npc", 0 for the others.
 	BudgetRank *int `json:"budgetRank,omitempty"`
-	// RadiusUnits or RadiusMetres is a prop class's radius: a player sees
-	// every prop of the class within it (and none beyond it plus twice
-	// props.slackUnits). Above 0; at most one of the two. Keys
-	// "radiusUnits", "radiusMetres"; nil means props.radiusUnits.
+	// RadiusUnits or RadiusMetres is how near a player the class's actors
+	// matter. A player sees every prop of the class within it (and none
+	// beyond it plus twice props.slackUnits); nil means props.radiusUnits.
+	// A player hears no movement of an actor of the class (a player's, an
+	// NPC) beyond it, though the actor still appears and disappears with
+	// the 3x3 chunk stencil; nil means the whole stencil. Above 0; at most
+	// one of the two. Keys "radiusUnits", "radiusMetres".
 	RadiusUnits  *float32 `json:"radiusUnits,omitempty"`
 	RadiusMetres *float32 `json:"radiusMetres,omitempty"`
 }
@@ -80,21 +83,22 @@ type ClassSettings struct {
 	// InterestTiers is the class's own table in units; nil: the players'.
 	InterestTiers []InterestTier
 	BudgetRank    int
-	// RadiusUnits is a prop class's radius.
+	// RadiusUnits is the class's radius; 0 when not given (props then
+	// take props.radiusUnits, moving actors the whole stencil).
 	RadiusUnits float32
 }
 
-// resolveClasses resolves the "classes" section against the resolved
-// props section: Throng's three classes, then the game's.
-func resolveClasses(r *resolver, given []ClassOptions, unitsPerMetre *float32, props PropSettings) ([]ClassSettings, float32) {
+// resolveClasses resolves the "classes" section: Throng's three classes,
+// then the game's.
+func resolveClasses(r *resolver, given []ClassOptions, unitsPerMetre *float32) ([]ClassSettings, float32) {
 	perMetre := r.distance("unitsPerMetre", unitsPerMetre, DefaultUnitsPerMetre)
 	if unitsPerMetre != nil && *unitsPerMetre == 0 {
 		r.fail("unitsPerMetre", "must be above 0")
 	}
 	classes := []ClassSettings{
-		{Name: ClassPlayer, RadiusUnits: props.RadiusUnits},
-		{Name: ClassNPC, BudgetRank: DefaultNPCBudgetRank, RadiusUnits: props.RadiusUnits},
-		{Name: ClassProp, RadiusUnits: props.RadiusUnits},
+		{Name: ClassPlayer},
+		{Name: ClassNPC, BudgetRank: DefaultNPCBudgetRank},
+		{Name: ClassProp},
 	}
 	seen := map[string]bool{}
 	for i, c := range given {
@@ -115,7 +119,7 @@ func resolveClasses(r *resolver, given []ClassOptions, unitsPerMetre *float32, p
 				continue
 			}
 			k = len(classes)
-			classes = append(classes, ClassSettings{Name: c.Name, RadiusUnits: props.RadiusUnits})
+			classes = append(classes, ClassSettings{Name: c.Name})
 		}
 		cl := &classes[k]
 		if c.BudgetRank != nil {
@@ -184,11 +188,11 @@ func (s *Server) Class(name string) (uint8, bool) {
 
 // buildClasses turns the resolved classes into the pipeline's: each one's
 // table (none of its own unless given; with interest management off, no
-// class has one), rank and prop radius.
+// class has one), rank and radius.
 func buildClasses(settings Settings) ([]systems.Class, error) {
 	out := make([]systems.Class, len(settings.Classes))
 	for k, c := range settings.Classes {
-		out[k] = systems.Class{Rank: uint8(c.BudgetRank), PropRadius: c.RadiusUnits}
+		out[k] = systems.Class{Rank: uint8(c.BudgetRank), Radius: c.RadiusUnits}
 		if c.InterestTiers == nil || !settings.Parallelism.InterestManagement {
 			continue
 		}

@@ -23,9 +23,9 @@ func TestClassesResolveInMetresAndUnits(t *testing.T) {
 	s, _, err := opts.Resolve()
 	require.NoError(t, err)
 	assert.Equal(t, []throng.ClassSettings{
-		{Name: "player", RadiusUnits: 4000},
-		{Name: "npc", BudgetRank: 2, RadiusUnits: 4000, InterestTiers: []throng.InterestTier{{BeyondUnits: 30 * 64, Period: 2}, {BeyondUnits: 4000, Period: 6}}},
-		{Name: "prop", RadiusUnits: 4000},
+		{Name: "player"},
+		{Name: "npc", BudgetRank: 2, InterestTiers: []throng.InterestTier{{BeyondUnits: 30 * 64, Period: 2}, {BeyondUnits: 4000, Period: 6}}},
+		{Name: "prop"},
 		{Name: "lamp", RadiusUnits: 200 * 64},
 		{Name: "crate", RadiusUnits: 3000},
 	}, s.Classes, "Throng's three first, the game's numbered from 3 in order; metres at unitsPerMetre")
@@ -91,11 +91,12 @@ func (d *herdDriver) RunSerial(*scheduler.Tick) {
 	}
 }
 
-// TestEachClassIsHeardByItsOwnTiers: three NPCs the same distance from a
-// player, all moving every tick, of three classes: "npc" with a table of
+// TestEachClassIsHeardByItsOwnTiers: four NPCs the same distance from a
+// player, all moving every tick, of four classes: "npc" with a table of
 // its own (one update in six from 100 units), "herald" (every update to
-// 100,000 units) and "walker" (the players' table: one in two at 3,000
-// units). Over 60 ticks the player hears them 10, 60 and 30 times.
+// 100,000 units), "walker" (the players' table: one in two at 3,000 units)
+// and "hermit" (the players' table within 2,000 units). Over 60 ticks the
+// player hears them 10, 60, 30 and 0 times, and has seen all four appear.
 func TestEachClassIsHeardByItsOwnTiers(t *testing.T) {
 	srv, err := throng.New(throng.Options{
 		Admit: func(wire.Hello) (throng.Entry, error) {
@@ -105,6 +106,7 @@ func TestEachClassIsHeardByItsOwnTiers(t *testing.T) {
 			{Name: "npc", InterestTiers: []throng.ClassTier{{BeyondUnits: new(float32(100)), Period: 6}}},
 			{Name: "herald", InterestTiers: []throng.ClassTier{{BeyondMetres: new(float32(100_000.0 / 70)), Period: 2}}},
 			{Name: "walker"},
+			{Name: "hermit", RadiusUnits: new(float32(2000))},
 		},
 	})
 	require.NoError(t, err)
@@ -112,10 +114,10 @@ func TestEachClassIsHeardByItsOwnTiers(t *testing.T) {
 	world := srv.World()
 	drive := &herdDriver{world: world, transforms: ark.NewMap[components.Transform](world.Ark())}
 	names := map[components.ActorID]string{}
-	for i, name := range []string{"npc", "herald", "walker"} {
+	for i, name := range []string{"npc", "herald", "walker", "hermit"} {
 		class, ok := srv.Class(name)
 		require.True(t, ok)
-		id := world.Spawn(ecs.ActorSpec{Transform: components.Transform{X: 2048 + 3000, Y: 1000 + 1000*float32(i)}, Client: components.Client{Class: class}})
+		id := world.Spawn(ecs.ActorSpec{Transform: components.Transform{X: 2048 + 3000, Y: 700 * float32(i+1)}, Client: components.Client{Class: class}})
 		drive.herd = append(drive.herd, id)
 		names[id] = name
 	}
@@ -127,6 +129,15 @@ func TestEachClassIsHeardByItsOwnTiers(t *testing.T) {
 	srv.Tick()
 	srv.Tick()
 	player.DrainDatagrams(func([]byte) {})
+	appeared := map[string]bool{}
+	player.DrainReliable(func(f []byte) {
+		var fr wire.Frame
+		require.NoError(t, wire.Decode(f, &fr))
+		if name, ok := names[components.ActorID{ID: fr.Appear.Actor}]; ok && fr.Type == wire.TypeAppear {
+			appeared[name] = true
+		}
+	})
+	assert.Len(t, appeared, 4, "every NPC appeared, the hermit beyond its radius too")
 	heard := map[string]int{}
 	for range 60 {
 		srv.Tick()
@@ -140,5 +151,5 @@ func TestEachClassIsHeardByItsOwnTiers(t *testing.T) {
 			}
 		})
 	}
-	assert.Equal(t, map[string]int{"npc": 10, "herald": 60, "walker": 30}, heard)
+	assert.Equal(t, map[string]int{"npc": 10, "herald": 60, "walker": 30}, heard, "the hermit, beyond its radius, is never heard")
 }

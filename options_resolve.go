@@ -184,7 +184,7 @@ func (o Options) resolve() (Settings, []Adjustment, []*OptionsError) {
 	s.Parallelism = o.Parallelism.resolve(&r)
 	s.Admission = o.Admission.resolve(&r)
 	s.Props = o.Props.resolve(&r)
-	s.Classes, s.UnitsPerMetre = resolveClasses(&r, o.Classes, o.UnitsPerMetre, s.Props)
+	s.Classes, s.UnitsPerMetre = resolveClasses(&r, o.Classes, o.UnitsPerMetre)
 	s.Clients = o.ClientLimits.resolve(&r)
 	s.MetricsListen = o.Metrics.resolve(&r)
 	s.Network = o.Network.resolve(&r)

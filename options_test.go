@@ -81,9 +81,9 @@ func TestZeroOptionsResolveToDocumentedDefaults(t *testing.T) {
 		Debug:             throng.DebugSettings{FramesPerSecond: 10},
 		Props:             throng.PropSettings{RadiusUnits: throng.DefaultPropRadiusUnits, SlackUnits: throng.DefaultPropSlackUnits},
 		Classes: []throng.ClassSettings{
-			{Name: "player", RadiusUnits: throng.DefaultPropRadiusUnits},
-			{Name: "npc", BudgetRank: 1, RadiusUnits: throng.DefaultPropRadiusUnits},
-			{Name: "prop", RadiusUnits: throng.DefaultPropRadiusUnits},
+			{Name: "player"},
+			{Name: "npc", BudgetRank: 1},
+			{Name: "prop"},
 		},
 		UnitsPerMetre: 70,
 	}, s)

@@ -53,10 +53,10 @@ func TestUnlistedSpreadsAreDecidedPairByPairAlike(t *testing.T) {
 func TestBudgetedClassesGetExactlyTheirDuePairs(t *testing.T) {
 	near, err := interest.NewTiers([]interest.Step{{BeyondUnits: 600, Period: 2}, {BeyondUnits: 1500, Period: 6}}, 8)
 	require.NoError(t, err)
-	classes := []Class{components.ClassNPC: {OwnTiers: true, Tiers: near, Rank: 1}, 3: {OwnTiers: true}}
+	classes := []Class{components.ClassNPC: {OwnTiers: true, Tiers: near, Rank: 1}, 3: {OwnTiers: true, Radius: 1200}}
 	// Sparse chunks (one cell each) share a cell between kinds of one
 	// table (cell.mixed), decided one by one under a spread.
-	ranked := []Class{components.ClassNPC: {Rank: 1}, 3: {Rank: 2}, 4: {OwnTiers: true, Tiers: near}}
+	ranked := []Class{components.ClassNPC: {Rank: 1}, 3: {Rank: 2, Radius: 3000}, 4: {OwnTiers: true, Tiers: near}}
 	for _, tc := range []struct {
 		name    string
 		sparse  bool

@@ -3,6 +3,7 @@ package systems
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -73,7 +74,7 @@ type Config struct {
 	PropRadius, PropSlack float32
 	// Classes configures the relevance classes, by class
 	// (components.Client.Class): Classes[k] is class k. A class past its
-	// end follows Tiers, ranks 0 and, for props, has PropRadius.
+	// end follows Tiers, ranks 0, and has no radius of its own.
 	Classes []Class
 }
 
@@ -90,9 +91,12 @@ type Class struct {
 	// goes before an NPC (rank 1), while weights stay within the tier
 	// table's range, so interest.WaitBound still bounds every wait.
 	Rank uint8
-	// PropRadius is a prop class's radius: a player sees every prop of
-	// the class within it (0 means Config.PropRadius).
-	PropRadius float32
+	// Radius is how near a recipient the class's actors matter. A prop
+	// within it is in a player's sight (0 means Config.PropRadius); an
+	// actor the relay moves gets no update beyond it (0: everywhere in
+	// the 3x3 chunk stencil), while its Appear and Disappear still follow
+	// the stencil.
+	Radius float32
 }
 
 // rankedWeight is weight under rank (see Class.Rank).
@@ -171,7 +175,8 @@ type Pipeline struct {
 	// rank, classRank each class's Class.Rank.
 	tierSets  []interest.Tiers
 	kindRank  []uint8
-	maxRank   uint8 // the highest of kindRank
+	kindReach []float32 // each kind's radius, squared (Class.Radius); +Inf for none
+	maxRank   uint8     // the highest of kindRank
 	classRank [components.MaxClasses]uint8
 	// throttleEveryReach is a test hook: the relay works at every level of
 	// pressure (relayLevel), and classify marks every class the throttle
@@ -293,20 +298,30 @@ func (p *Pipeline) configureClasses() error {
 	if len(p.cfg.Classes) > components.MaxClasses {
 		return fmt.Errorf("systems: %d classes, at most components.MaxClasses (%d)", len(p.cfg.Classes), components.MaxClasses)
 	}
-	type kind struct {
-		tiers interest.Tiers
-		rank  uint8
+	// A kind's table is its tier table and its radius: the kinds of one
+	// table share a sparse chunk's cell (placeBySet).
+	type table struct {
+		tiers  interest.Tiers
+		reach2 float32 // the radius squared; +Inf for none
 	}
-	kinds := []kind{{p.tiers, 0}}
+	type kind struct {
+		table
+		rank uint8
+	}
+	inf := float32(math.Inf(1))
+	kinds := []kind{{table{p.tiers, inf}, 0}}
 	for k := range components.MaxClasses {
 		var c Class
 		if k < len(p.cfg.Classes) {
 			c = p.cfg.Classes[k]
 		}
 		p.classRank[k] = c.Rank
-		want := kind{p.tiers, 0}
+		want := kind{table{p.tiers, inf}, 0}
 		if c.OwnTiers {
 			want.tiers = c.Tiers
+		}
+		if c.Radius > 0 {
+			want.reach2 = c.Radius * c.Radius
 		}
 		if p.cfg.MaxRecordsPerTick > 0 {
 			want.rank = min(c.Rank, 7)
@@ -318,18 +333,19 @@ func (p *Pipeline) configureClasses() error {
 		}
 		p.frame.classSet[k] = uint8(at)
 	}
-	p.tierSets, p.kindRank = p.tierSets[:0], p.kindRank[:0]
-	var tables []interest.Tiers
+	p.tierSets, p.kindRank, p.kindReach = p.tierSets[:0], p.kindRank[:0], p.kindReach[:0]
+	var tables []table
 	for i, k := range kinds {
 		p.tierSets = append(p.tierSets, k.tiers)
 		p.kindRank = append(p.kindRank, k.rank)
-		at := slices.Index(tables, k.tiers)
+		p.kindReach = append(p.kindReach, k.reach2)
+		at := slices.Index(tables, k.table)
 		if at < 0 {
 			at = len(tables)
-			tables = append(tables, k.tiers)
+			tables = append(tables, k.table)
 		}
 		p.frame.kindTable[i] = uint8(at)
-		p.frame.tableKind[i] = uint8(slices.IndexFunc(kinds, func(o kind) bool { return o.tiers == k.tiers }))
+		p.frame.tableKind[i] = uint8(slices.IndexFunc(kinds, func(o kind) bool { return o.table == k.table }))
 		p.frame.anyRanked = p.frame.anyRanked || k.rank > 0
 		p.maxRank = max(p.maxRank, k.rank)
 	}
@@ -370,7 +386,11 @@ func (p *Pipeline) ranked(ci int32, spread uint8) bool {
 func (p *Pipeline) rankedPairs(w *batchOut, r, ci int32, spread uint8, class cellClass, want *interest.Residues, rhalf uint32) {
 	f := &p.frame
 	c := &f.cells[ci]
-	tiers := &p.tierSets[c.tiers] // every kind of the cell follows its table
+	tiers := &p.tierSets[c.tiers] // every kind of the cell follows its table and radius
+	cut := p.kindReach[c.tiers]
+	if class.beyond {
+		return
+	}
 	rx, ry, rz, tick := f.x[r], f.y[r], f.z[r], f.Tick
 	uncapped := int(tiers.Longest())*int(spread)<<p.maxRank <= 255
 	for a := c.actors.lo; a < c.actors.hi; a++ {
@@ -381,6 +401,9 @@ func (p *Pipeline) rankedPairs(w *batchOut, r, ci int32, spread uint8, class cel
 		sp := p.rankedSpread(f.classSet[f.class[a]], spread)
 		dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
 		d := dx*dx + dy*dy + dz*dz
+		if d >= cut {
+			continue
+		}
 		tp := class.near
 		if d >= class.edge {
 			tp = class.far

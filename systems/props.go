@@ -133,7 +133,7 @@ func (s sightPoint) sees(q *wire.Prop, reach float32) bool {
 }
 
 // configure fills in the prop sight's radii, by class (a class's own
-// PropRadius, else radius), and its slack.
+// Radius, else radius), and its slack.
 func (ps *propSight) configure(radius, slack float32, classes []Class) {
 	if !(radius > 0) {
 		radius = DefaultPropRadiusUnits
@@ -145,8 +145,8 @@ func (ps *propSight) configure(radius, slack float32, classes []Class) {
 	ps.reachLo, ps.reachHi = radius+slack, radius+slack
 	for k := range ps.reach {
 		r := radius
-		if k < len(classes) && classes[k].PropRadius > 0 {
-			r = classes[k].PropRadius
+		if k < len(classes) && classes[k].Radius > 0 {
+			r = classes[k].Radius
 		}
 		ps.reach[k] = r + slack
 		ps.reachLo, ps.reachHi = min(ps.reachLo, r+slack), max(ps.reachHi, r+slack)

@@ -65,7 +65,7 @@ func newClassPropRig(t *testing.T, players int, rng *rand.Rand, radius map[uint8
 		all[k] = v
 		classes = append(classes, k)
 		cfg.Classes = append(cfg.Classes, make([]Class, max(0, int(k)+1-len(cfg.Classes)))...)
-		cfg.Classes[k].PropRadius = v
+		cfg.Classes[k].Radius = v
 	}
 	slices.Sort(classes)
 	r := &propRig{rig: newRig(t, cfg, spawns), pos: spawns, classes: classes, radius: all, class: map[uint32]uint8{}}

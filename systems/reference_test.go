@@ -169,10 +169,10 @@ func TestBigCellsUnderASpreadFollowThePlainRule(t *testing.T) {
 
 // TestClassesFollowTheirOwnTiers: players admitted in several classes, some
 // with tier tables of their own (one shared by two classes, one that sends
-// every update), crowded in two chunks with walkers around, are each sent
-// exactly what visit calls due by their senders' classes, with and without
-// throttling: the relay splits cells by table (placeBySet) and decides each
-// by its own.
+// every update), some with a radius, crowded in two chunks with walkers
+// around, are each sent exactly what visit calls due by their senders'
+// classes, with and without throttling: the relay splits cells by table
+// (placeBySet) and decides each by its own, none past its radius.
 func TestClassesFollowTheirOwnTiers(t *testing.T) {
 	near, err := interest.NewTiers([]interest.Step{{BeyondUnits: 800, Period: 2}, {BeyondUnits: 1600, Period: 5}, {BeyondUnits: 4000, Period: 8}}, 8)
 	require.NoError(t, err)
@@ -185,6 +185,8 @@ func TestClassesFollowTheirOwnTiers(t *testing.T) {
 		3:                      {OwnTiers: true, Tiers: far},
 		4:                      {OwnTiers: true, Tiers: near}, // the same table as NPCs: one set
 		5:                      {OwnTiers: true},              // every update, at every distance
+		6:                      {Radius: 2500},                // the players' table, to 2,500 units
+		7:                      {OwnTiers: true, Tiers: near, Radius: 1800},
 	}
 	for _, throttled := range []bool{false, true} {
 		t.Run(fmt.Sprintf("throttled=%v", throttled), func(t *testing.T) {
@@ -203,7 +205,7 @@ func TestClassesFollowTheirOwnTiers(t *testing.T) {
 			for range 30 {
 				spawns = append(spawns, components.Transform{X: rng.Float32()*4*4096 - 4096, Y: rng.Float32()*3*4096 - 4096})
 			}
-			kinds := []uint8{components.ClassPlayer, components.ClassNPC, 3, 4, 5}
+			kinds := []uint8{components.ClassPlayer, components.ClassNPC, 3, 4, 5, 6, 7}
 			of := make([]uint8, len(spawns))
 			for i := range of {
 				of[i] = kinds[rng.IntN(len(kinds))]

@@ -194,13 +194,16 @@ func (p *Pipeline) chooseBased(sel, cands []int32, classes []cellClass, first, r
 		d := dx*dx + dy*dy + dz*dz
 		beyond := uint8(b2i(d >= class.edge)) // a flag, not a branch
 		tp := class.near ^ (class.near^class.far)&-beyond
-		if tp == 0 { // a cell without a class (a few senders): rare, so the branch is predicted
-			tp = p.tiersOf(f.cellIdx[a]).PeriodSq(d)
+		in := 1
+		if tp == 0 { // a cell without a class (a few senders, or one the radius cuts): rare, so the branch is predicted
+			ci := f.cellIdx[a]
+			tp = p.tiersOf(ci).PeriodSq(d)
+			in = b2i(d < p.kindReach[f.cells[ci].tiers])
 		}
 		period := tp * spread                       // no cap: based spreads keep their stretched periods under 256
 		res := due.residueAbove1(f.half[a], period) // a based spread is at least 5
 		sel[m] = a
-		m += b2i(f.changed[a]+uint64(period) > tick) & b2i(uint8(res) == want[tp]) & b2i(a != r)
+		m += b2i(f.changed[a]+uint64(period) > tick) & b2i(uint8(res) == want[tp]) & b2i(a != r) & in
 	}
 	return m
 }

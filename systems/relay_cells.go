@@ -65,6 +65,9 @@ type cellClass struct {
 	// beyond the throttle distance; each recipient checks its own
 	// position before the class counts for it (gather).
 	reach bool
+	// beyond: every pair lies at or beyond the sender cell's radius
+	// (Class.Radius): none is due.
+	beyond bool
 }
 
 // period is the block's single period, or 0 when pairs differ.
@@ -115,8 +118,12 @@ func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []cellClas
 		ny, fy := boxSpan(c.min[1], c.max[1], d.min[1], d.max[1])
 		nz, fz := boxSpan(c.min[2], c.max[2], d.min[2], d.max[2])
 		farSq := fx*fx + fy*fy + fz*fz
-		lo, hi, edge, ok := tiers.Span(nx*nx+ny*ny+nz*nz, farSq)
 		out[i] = cellClass{}
+		if reach := p.kindReach[d.tiers]; !(farSq < reach) { // some pairs at or past the radius
+			out[i].beyond = !(nx*nx+ny*ny+nz*nz < reach) // all of them
+			continue                                     // else pair by pair
+		}
+		lo, hi, edge, ok := tiers.Span(nx*nx+ny*ny+nz*nz, farSq)
 		if ok {
 			out[i] = cellClass{near: lo, far: hi, edge: edge, reach: level > 0 && (lo < tp || p.throttleEveryReach) && p.cfg.Throttle.Reaches(farSq)}
 		}

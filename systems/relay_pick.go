@@ -1,6 +1,7 @@
 package systems
 
 import (
+	"math"
 	"unsafe"
 
 	"github.com/throng-go/throng/interest"
@@ -17,6 +18,18 @@ type picker struct {
 	rhalf        uint32          // the recipient's phase half, for chooseThrottled
 	clock        *interest.Clock // for chooseThrottled
 	k            tierKernel      // for chooseByTiers8: the recipient, as vectors
+	// cut is the squared radius of the senders' class (Class.Radius): no
+	// pair at or beyond it is due. 0 means none (so is +Inf); the vector
+	// kernels, which take the players' table alone, have none.
+	cut float32
+}
+
+// reach returns t.cut, +Inf for none.
+func (t *picker) reach() float32 {
+	if t.cut == 0 {
+		return float32(math.Inf(1))
+	}
+	return t.cut
 }
 
 // beyondEdge returns the bit set of the senders (at most maskActors, bit i
@@ -111,15 +124,16 @@ func roomForGroups(n int, sel []int32, changed []uint64, xs, ys, zs []float32, r
 // function of its own so that its loop keeps everything in registers.
 func (t *picker) chooseByTiersOneByOne(sel []int32, changed []uint64, xs, ys, zs []float32, res []interest.Residues, tiers *interest.Tiers) int {
 	rx, ry, rz, oldest, tick, want, spread := t.rx, t.ry, t.rz, t.oldest, t.tick, &t.want, t.spread
-	self := t.r - t.lo
+	self, cut := t.r-t.lo, t.reach()
 	sel = sel[:len(changed)]
 	xs, ys, zs, res = xs[:len(changed)], ys[:len(changed)], zs[:len(changed)], res[:len(changed)]
 	m := 0
 	for k, c := range changed {
 		dx, dy, dz := xs[k]-rx, ys[k]-ry, zs[k]-rz
-		period := min(stretch(tiers.PeriodSq(dx*dx+dy*dy+dz*dz), spread), interest.FastPeriods-1) // the min: a no-op that drops the bounds checks
+		d := dx*dx + dy*dy + dz*dz
+		period := min(stretch(tiers.PeriodSq(d), spread), interest.FastPeriods-1) // the min: a no-op that drops the bounds checks
 		sel[m] = t.lo + int32(k)
-		m += b2i(c > oldest) & b2i(c+uint64(period) > tick) & b2i(res[k][period] == want[period]) & b2i(int32(k) != self)
+		m += b2i(c > oldest) & b2i(c+uint64(period) > tick) & b2i(res[k][period] == want[period]) & b2i(int32(k) != self) & b2i(d < cut)
 	}
 	return m
 }
@@ -286,7 +300,7 @@ func (t *picker) chooseThrottled(sel []int32, changed []uint64, xs, ys, zs []flo
 func (t *picker) chooseThrottledOneByOne(sel []int32, changed []uint64, xs, ys, zs []float32, res []interest.Residues, half []uint32, tiers *interest.Tiers, throttle interest.Throttle, level uint8) (m, held int) {
 	rx, ry, rz, oldest, tick, want := t.rx, t.ry, t.rz, t.oldest, t.tick, &t.want
 	spread, rhalf, clock := t.spread, t.rhalf, t.clock
-	self := t.r - t.lo
+	self, cut := t.r-t.lo, t.reach()
 	sel = sel[:len(changed)]
 	xs, ys, zs, res, half = xs[:len(changed)], ys[:len(changed)], zs[:len(changed)], res[:len(changed)], half[:len(changed)]
 	due := func(k int, period uint8) int {
@@ -300,7 +314,7 @@ func (t *picker) chooseThrottledOneByOne(sel []int32, changed []uint64, xs, ys, 
 		ip := tiers.PeriodSq(d)
 		period := stretch(interest.Combine(ip, throttle.PeriodSq(d, level)), spread)
 		ip = stretch(ip, spread)
-		live := b2i(c > oldest) & b2i(int32(k) != self)
+		live := b2i(c > oldest) & b2i(int32(k) != self) & b2i(d < cut) // beyond the radius: not in range at all
 		sent := live & b2i(c+uint64(period) > tick) & due(k, period)
 		sel[m] = t.lo + int32(k)
 		m += sent

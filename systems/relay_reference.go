@@ -41,6 +41,9 @@ func (p *Pipeline) visit(r int32, level, spread uint8, fn func(a int32, ip, peri
 				continue
 			}
 			dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
+			if dx*dx+dy*dy+dz*dz >= p.kindReach[kind] {
+				continue // beyond its class's radius: not in range
+			}
 			ip, period := p.periods(tiers, dx*dx+dy*dy+dz*dz, level)
 			if spread > 1 {
 				sp := p.rankedSpread(kind, spread)

@@ -42,6 +42,9 @@ func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed
 	var near, far uint64
 	for i := 0; i < len(cells); i++ {
 		ci, class := cells[i], sc.classes[i]
+		if class.beyond {
+			continue // every pair past the class's radius
+		}
 		if spread > 1 && sc.rankedAt[i] { // a lower rank, under the budget (see ranked)
 			w.block(due.packed, runLo, runHi) // keep the canonical order
 			runLo, runHi = -1, -1
@@ -238,6 +241,7 @@ func (c *cellWalk) tiersRun(w *batchOut, i int, lo, hi int32) int {
 	changed, res := f.changed[lo:hi], f.res[lo:hi]
 	sc.growSel(len(changed))
 	c.pick.lo = lo
+	c.pick.cut = c.p.kindReach[set]
 	if f.kindTable[set] != 0 { // a class's own table: the vector kernel holds the players'
 		w.write(sc.sel[:c.pick.chooseByTiersOneByOne(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, &c.p.tierSets[set])])
 		return i
@@ -258,6 +262,7 @@ func (c *cellWalk) throttledRun(w *batchOut, i int, lo, hi int32) int {
 	changed, res := f.changed[lo:hi], f.res[lo:hi]
 	sc.growSel(len(changed))
 	c.pick.lo = lo
+	c.pick.cut = p.kindReach[set]
 	choose := c.pick.chooseThrottled
 	if f.kindTable[set] != 0 { // a class's own table: the vector kernel holds the players'
 		choose = c.pick.chooseThrottledOneByOne
@@ -276,7 +281,7 @@ func (c *cellWalk) throttledRun(w *batchOut, i int, lo, hi int32) int {
 func (c *cellWalk) pairByPair(w *batchOut, ci, lo, hi int32) {
 	c.wants()
 	p, f := c.p, c.f
-	tiers := p.tiersOf(ci)
+	tiers, cut := p.tiersOf(ci), p.kindReach[f.cells[ci].tiers]
 	xs, ys, zs := f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
 	t := c.pick
 	changed, res, want := f.changed[lo:hi], f.res[lo:hi], &t.want
@@ -289,6 +294,9 @@ func (c *cellWalk) pairByPair(w *batchOut, ci, lo, hi int32) {
 			continue
 		}
 		dx, dy, dz := xs[k]-rx, ys[k]-ry, zs[k]-rz
+		if dx*dx+dy*dy+dz*dz >= cut {
+			continue // beyond the class's radius
+		}
 		period := tiers.PeriodSq(dx*dx + dy*dy + dz*dz)
 		ip := period
 		if level > 0 {
