@@ -486,3 +486,44 @@ type textCodec struct{}
 
 func (textCodec) Append(dst []byte, v *string) []byte { return append(dst, *v...) }
 func (textCodec) Decode(src []byte, v *string) error  { *v = string(src); return nil }
+
+// TestAReturningPlayerKeepsItsClass: a player whose actor the game moved
+// into a class of its own ("rider") leaves; the actor kept for it, in the
+// server and in a save, holds the class, and the player returns as a
+// rider, to the same server and to one started from the save.
+func TestAReturningPlayerKeepsItsClass(t *testing.T) {
+	dir := t.TempDir()
+	opts := throng.Options{Classes: []throng.ClassOptions{{Name: "rider"}}, Admit: func(h wire.Hello) (throng.Entry, error) {
+		return throng.Entry{Player: string(h.Token)}, nil
+	}}
+	srv, err := throng.New(opts)
+	require.NoError(t, err)
+	defer srv.Close()
+	rider, ok := srv.Class("rider")
+	require.True(t, ok)
+	classOf := func(srv *throng.Server, actor uint32) uint8 {
+		e, ok := srv.World().Entity(components.ActorID{ID: actor})
+		require.True(t, ok)
+		return ark.NewMap[components.Client](srv.World().Ark()).Get(e).Class
+	}
+	ann, w := join(t, srv, "ann")
+	e, ok := srv.World().Entity(components.ActorID{ID: w.Actor})
+	require.True(t, ok)
+	ark.NewMap[components.Client](srv.World().Ark()).Get(e).Class = rider // the game mounts her
+	ann.Close()
+	srv.Tick()
+	k, ok := srv.Kept("ann")
+	require.True(t, ok)
+	assert.Equal(t, rider, k.Class, "kept with her class")
+	saveNow(t, srv, dir)
+
+	_, back := join(t, srv, "ann")
+	assert.Equal(t, rider, classOf(srv, back.Actor), "back as a rider")
+
+	opts.LoadFrom = dir
+	loaded, err := throng.New(opts)
+	require.NoError(t, err)
+	defer loaded.Close()
+	_, back = join(t, loaded, "ann")
+	assert.Equal(t, rider, classOf(loaded, back.Actor), "back as a rider from the save")
+}

@@ -77,12 +77,16 @@ func (p *Pipeline) joinFits(spawn components.Transform) bool {
 }
 
 // spawnPlayer queues the spawn of session id's actor at spawn, with the
-// state of the actor kept for it, if any.
+// state of the actor kept for it, if any: its class too, unless Admit gave
+// this session one of its own.
 func (p *Pipeline) spawnPlayer(id wire.SessionID, s *session, spawn components.Transform) {
 	p.joins++
 	spec := ecs.ActorSpec{Transform: spawn, Client: components.Client{Session: uint64(id), Slot: s.slot, Class: s.class}}
 	if k := s.kept; k != nil {
 		spec.Animation = k.Animation
+		if s.class == components.ClassPlayer && k.Class < components.MaxClasses {
+			spec.Client.Class = k.Class
+		}
 		types := p.cfg.SavedTypes
 		spec.Init = func(w *ark.World, e ark.Entity) {
 			// The kept values were read back from a checked save or

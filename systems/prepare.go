@@ -153,26 +153,7 @@ func (f *Frame) placeGroup(views []int32, at int32, n int, chunkSize float32) {
 			i++
 		}
 	}
-	for c := 1; c <= k*k; c++ {
-		if counts[c] > 0 {
-			lo := at + counts[c-1]
-			for a := lo; a < lo+counts[c]; a++ {
-				f.cellIdx[a] = int32(len(f.cells))
-			}
-			f.cells = append(f.cells, cell{actors: span{lo, lo + counts[c]}})
-		}
-		counts[c] += counts[c-1]
-	}
-	i = 0
-	for _, v := range views {
-		for r := range f.views[v].Len() {
-			a := at + counts[f.cellOf[i]]
-			counts[f.cellOf[i]]++
-			i++
-			f.place(a, v, r, g)
-		}
-	}
-	f.groups[g].cellsHi = int32(len(f.cells))
+	f.placeSorted(views, at, g, counts[:k*k+1], 1, nil)
 }
 
 // placeBySet is placeGroup's layout where classes follow tier tables of
@@ -225,6 +206,14 @@ func (f *Frame) placeBySet(views []int32, at int32, n, k int, chunkSize float32,
 			i++
 		}
 	}
+	f.placeSorted(views, at, g, counts, sets, &mixed)
+}
+
+// placeSorted ends a counting sort of group g's actors (from at, in the
+// order of views) by the buckets in f.cellOf, whose sizes counts[1:]
+// holds: each bucket that has actors is a cell, of kind bucket mod sets
+// (mixed as mixed says, when given), and each actor is placed in its own.
+func (f *Frame) placeSorted(views []int32, at int32, g int32, counts []int32, sets int, mixed *[components.MaxClasses]bool) {
 	for c := 1; c < len(counts); c++ {
 		if counts[c] > 0 {
 			lo := at + counts[c-1]
@@ -232,11 +221,11 @@ func (f *Frame) placeBySet(views []int32, at int32, n, k int, chunkSize float32,
 				f.cellIdx[a] = int32(len(f.cells))
 			}
 			set := (c - 1) % sets
-			f.cells = append(f.cells, cell{actors: span{lo, lo + counts[c]}, tiers: uint8(set), mixed: mixed[set]})
+			f.cells = append(f.cells, cell{actors: span{lo, lo + counts[c]}, tiers: uint8(set), mixed: mixed != nil && mixed[set]})
 		}
 		counts[c] += counts[c-1]
 	}
-	i = 0
+	i := 0
 	for _, v := range views {
 		for r := range f.views[v].Len() {
 			a := at + counts[f.cellOf[i]]

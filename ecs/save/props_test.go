@@ -1,7 +1,6 @@
 package save_test
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -164,15 +163,7 @@ func TestPropsAreSavedAndLoadedAsProps(t *testing.T) {
 	assert.Len(t, kept, 2, "ann and bo wait for their return")
 
 	// Without the players, the loaded world saves as the world did.
-	first := saveTo(t, s, t.TempDir(), 9)
-	s2, err := save.NewSaver(loaded, gameTypes())
-	require.NoError(t, err)
-	again := saveTo(t, s2, t.TempDir(), 9)
-	a, err := os.ReadFile(first.Path)
-	require.NoError(t, err)
-	b, err := os.ReadFile(again.Path)
-	require.NoError(t, err)
-	assert.True(t, bytes.Equal(a, b), "save, load, save: %d bytes, then %d", len(a), len(b))
+	savesAlike(t, saveTo(t, s, t.TempDir(), 9), loaded, 9)
 }
 
 // TestAPropMovedWithoutAnUpdateLoadsWhereItStands: a prop whose Transform
