@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/net/zone"
 )
 
 // TestAPlayerNearABorderSeesActorsAcrossIt: a player in zone 1 next to
@@ -26,6 +28,21 @@ func TestAPlayerNearABorderSeesActorsAcrossIt(t *testing.T) {
 	require.NotZero(t, p.self)
 	require.Len(t, p.others(), 2, "the two NPCs by the border, not the far one")
 	assert.Equal(t, 2, w.servers[1].z.Stats().Ghosts)
+	// Client-less actors by class: a ghost keeps its owner's class, so a
+	// remote player is seen by the players' tiers and rank.
+	classes := func(id zone.ID) map[uint8]int {
+		n := map[uint8]int{}
+		for _, v := range w.servers[id].srv.World().Snapshot(nil) {
+			for _, c := range v.Clients {
+				if c.Session == 0 {
+					n[c.Class]++
+				}
+			}
+		}
+		return n
+	}
+	assert.Equal(t, map[uint8]int{components.ClassNPC: 2}, classes(1), "zone 1: the NPCs' ghosts")
+	assert.Equal(t, map[uint8]int{components.ClassNPC: 3, components.ClassPlayer: 1}, classes(2), "zone 2: its NPCs, and zone 1's player's ghost")
 
 	// Only the walker moves, so every record is its ghost's.
 	records := func() (xs []float32) {

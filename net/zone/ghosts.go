@@ -4,12 +4,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+
+	"github.com/throng-go/throng/components"
 )
 
 // GhostVersion is the version byte every ghost batch starts with. A
 // batch of another version is refused whole: zones of one world run one
 // protocol.
-const GhostVersion = 1
+const GhostVersion = 2
 
 // Ghost batch layout, little-endian:
 //
@@ -19,11 +21,13 @@ const GhostVersion = 1
 //	11 tick       u64 the sender's tick
 //	19 count      u32 actors that follow
 //	23 count x GhostSize bytes:
-//	   id u32, x f32, y f32, z f32, yaw f32, worldOrCell u32, flags u16
+//	   id u32, x f32, y f32, z f32, yaw f32, worldOrCell u32, flags u16,
+//	   class u8 (components.Client.Class: a neighbour shows a remote
+//	   player's ghost as a player, by the players' tiers and rank)
 const (
 	ghostHeaderSize = 23
 	// GhostSize is the size of one actor in a ghost batch.
-	GhostSize = 26
+	GhostSize = 27
 )
 
 // Ghost is one actor as its owner publishes it to a neighbouring zone:
@@ -34,6 +38,7 @@ type Ghost struct {
 	Yaw         float32
 	WorldOrCell uint32
 	Flags       uint16
+	Class       uint8 // its relevance class, below components.MaxClasses
 }
 
 // GhostHeader is what a ghost batch says about itself.
@@ -51,6 +56,7 @@ var (
 	ErrGhostZone     = errors.New("zone: ghost batch from zone 0")
 	ErrGhostActor    = errors.New("zone: ghost with actor id 0")
 	ErrGhostPosition = errors.New("zone: ghost with a position or yaw that is not finite")
+	ErrGhostClass    = errors.New("zone: ghost with a class past components.MaxClasses")
 )
 
 // AppendGhostHeader appends a batch header announcing count actors; the
@@ -77,7 +83,8 @@ func AppendGhost(dst []byte, g Ghost) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(g.Z))
 	dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(g.Yaw))
 	dst = binary.LittleEndian.AppendUint32(dst, g.WorldOrCell)
-	return binary.LittleEndian.AppendUint16(dst, g.Flags)
+	dst = binary.LittleEndian.AppendUint16(dst, g.Flags)
+	return append(dst, g.Class)
 }
 
 // GhostBatch is a decoded batch: its header and its records, which alias
@@ -101,13 +108,14 @@ func (b *GhostBatch) At(i int) Ghost {
 		Yaw:         math.Float32frombits(binary.LittleEndian.Uint32(r[16:])),
 		WorldOrCell: binary.LittleEndian.Uint32(r[20:]),
 		Flags:       binary.LittleEndian.Uint16(r[24:]),
+		Class:       r[26],
 	}
 }
 
 // DecodeGhosts decodes a ghost batch strictly: the version must be
 // GhostVersion, the length exactly the header plus count records, the
-// zone not 0, and every record's actor id not 0 and its position and yaw
-// finite. A batch that breaks any rule is refused whole with one of the
+// zone not 0, and every record's actor id not 0, its position and yaw
+// finite and its class below components.MaxClasses. A batch that breaks any rule is refused whole with one of the
 // ErrGhost errors, since a sender that wrote one bad record cannot be
 // trusted with the rest. DecodeGhosts never panics and never allocates.
 func DecodeGhosts(b []byte) (GhostBatch, error) {
@@ -140,6 +148,9 @@ func DecodeGhosts(b []byte) (GhostBatch, error) {
 			if f := math.Float32frombits(binary.LittleEndian.Uint32(r[off:])); math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
 				return GhostBatch{}, ErrGhostPosition
 			}
+		}
+		if r[26] >= components.MaxClasses {
+			return GhostBatch{}, ErrGhostClass
 		}
 	}
 	return batch, nil

@@ -25,6 +25,7 @@ type ghosts struct {
 	world      *ecs.World
 	transforms *ark.Map[components.Transform]
 	animations *ark.Map[components.Animation]
+	clients    *ark.Map[components.Client]
 	inputs     *ark.Map[components.MoveInput]
 	sources    map[ID]*source
 	// local holds every ghost's ActorID here, so that the publisher never
@@ -161,7 +162,12 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 			if rec := z.hand.in[remote{b.Zone, a.ID}]; rec != nil && rec.phase == taken {
 				continue // ours since a hand-off; the old owner has not heard yet
 			}
-			id := g.world.Spawn(ecs.ActorSpec{Transform: t, Animation: components.Animation{Flags: a.Flags}})
+			spec := ecs.ActorSpec{Transform: t, Animation: components.Animation{Flags: a.Flags}, Client: components.Client{Class: a.Class}}
+			if a.Class == components.ClassPlayer { // a remote player's: Spawn would make it an NPC
+				clients := g.clients
+				spec.Init = func(_ *ark.World, e ark.Entity) { clients.Get(e).Class = components.ClassPlayer }
+			}
+			id := g.world.Spawn(spec)
 			src.actors[a.ID] = &ghost{local: id, gen: src.gen}
 			g.local[id] = struct{}{}
 			g.lend(remote{b.Zone, a.ID}, id)
@@ -173,6 +179,9 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 			// relays what changed and moves the ghost to its new chunk.
 			*g.transforms.Get(e) = t
 			g.animations.Get(e).Flags = a.Flags
+			if c := g.clients.Get(e); c.Class != a.Class {
+				c.Class = a.Class // the owner's game changed it
+			}
 		}
 	}
 	for id, gh := range src.actors {

@@ -13,7 +13,7 @@ import (
 
 func sampleBatch() []byte {
 	b := zone.AppendGhostHeader(nil, zone.GhostHeader{Zone: 3, Revision: 7, Tick: 1234}, 0)
-	b = zone.AppendGhost(b, zone.Ghost{ID: 9, X: 8100, Y: -5.5, Z: 12, Yaw: 1.25, WorldOrCell: 60, Flags: 0x0102})
+	b = zone.AppendGhost(b, zone.Ghost{ID: 9, X: 8100, Y: -5.5, Z: 12, Yaw: 1.25, WorldOrCell: 60, Flags: 0x0102, Class: 5})
 	b = zone.AppendGhost(b, zone.Ghost{ID: 10, X: 1, Y: 2})
 	zone.SetGhostCount(b, 2)
 	return b
@@ -26,7 +26,7 @@ func TestGhostBatchesRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, zone.GhostHeader{Zone: 3, Revision: 7, Tick: 1234}, got.GhostHeader)
 	require.Equal(t, 2, got.Len())
-	assert.Equal(t, zone.Ghost{ID: 9, X: 8100, Y: -5.5, Z: 12, Yaw: 1.25, WorldOrCell: 60, Flags: 0x0102}, got.At(0))
+	assert.Equal(t, zone.Ghost{ID: 9, X: 8100, Y: -5.5, Z: 12, Yaw: 1.25, WorldOrCell: 60, Flags: 0x0102, Class: 5}, got.At(0))
 	assert.Equal(t, zone.Ghost{ID: 10, X: 1, Y: 2}, got.At(1))
 
 	empty := zone.AppendGhostHeader(nil, zone.GhostHeader{Zone: 1, Tick: 1}, 0)
@@ -44,7 +44,8 @@ func TestMalformedGhostBatchesAreRefusedWithTheReason(t *testing.T) {
 	}{
 		"empty":      {nil, zone.ErrGhostShort},
 		"header cut": {good[:22], zone.ErrGhostShort},
-		"version":    {with(func(b []byte) []byte { b[0] = 2; return b }), zone.ErrGhostVersion},
+		"version":    {with(func(b []byte) []byte { b[0] = 1; return b }), zone.ErrGhostVersion},
+		"class":      {with(func(b []byte) []byte { b[23+zone.GhostSize-1] = 16; return b }), zone.ErrGhostClass},
 		"record cut": {good[:len(good)-1], zone.ErrGhostLength},
 		"extra byte": {append(append([]byte(nil), good...), 0), zone.ErrGhostLength},
 		"huge count": {with(func(b []byte) []byte { zone.SetGhostCount(b, math.MaxUint32); return b }), zone.ErrGhostLength},

@@ -174,6 +174,7 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 		world:      world,
 		transforms: ark.NewMap[components.Transform](world.Ark()),
 		animations: ark.NewMap[components.Animation](world.Ark()),
+		clients:    ark.NewMap[components.Client](world.Ark()),
 		inputs:     ark.NewMap[components.MoveInput](world.Ark()),
 		sources:    map[ID]*source{},
 		local:      map[components.ActorID]struct{}{},
