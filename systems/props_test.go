@@ -47,12 +47,8 @@ const (
 	testPropSlack  = 400
 )
 
-func newPropRig(t *testing.T, players int, rng *rand.Rand) *propRig {
-	return newClassPropRig(t, players, rng, nil)
-}
-
-// newClassPropRig is newPropRig whose props take the classes of radius
-// (ClassProp's own at testPropRadius unless given).
+// newClassPropRig is a rig of players among props, whose props take the
+// classes of radius (ClassProp's own at testPropRadius unless given).
 func newClassPropRig(t *testing.T, players int, rng *rand.Rand, radius map[uint8]float32) *propRig {
 	spawns := make([]components.Transform, players)
 	for i := range spawns {
