@@ -165,7 +165,7 @@ type incoming struct {
 // offer starts handing our actor id, standing in zone to's chunks, to
 // that zone: a Prepare with its state. An actor already being handed
 // off, or rolled back less than a timeout ago, is left alone.
-func (z *Server) offer(to ID, revision uint64, id components.ActorID, t components.Transform, a components.Animation, in components.MoveInput) {
+func (z *Server) offer(to ID, revision uint64, id components.ActorID, t components.Transform, a components.Animation, in components.MoveInput, class uint8) {
 	h := &z.hand
 	if _, busy := h.out[id]; busy {
 		return
@@ -181,7 +181,7 @@ func (z *Server) offer(to ID, revision uint64, id components.ActorID, t componen
 	h.out[id] = o
 	z.stats.h.Started.Add(1)
 	z.send(o, HandoffRequest{Kind: Prepare, Zone: z.opts.Zone, Revision: revision, Seq: o.seq, Actor: id.ID,
-		Transform: t, Animation: a, Input: in})
+		Transform: t, Animation: a, Input: in, Class: class})
 }
 
 func (z *Server) send(o *outgoing, r HandoffRequest) {
@@ -197,7 +197,7 @@ func (z *Server) sendState(kind uint8, revision uint64, id components.ActorID, o
 	g := &z.ghosts
 	r := HandoffRequest{Kind: kind, Zone: z.opts.Zone, Revision: revision, Seq: o.seq, Actor: id.ID}
 	if e, ok := g.world.Entity(id); ok {
-		r.Transform, r.Animation, r.Input = *g.transforms.Get(e), *g.animations.Get(e), *g.inputs.Get(e)
+		r.Transform, r.Animation, r.Input, r.Class = *g.transforms.Get(e), *g.animations.Get(e), *g.inputs.Get(e), g.clients.Get(e).Class
 	}
 	o.sentAt = g.tick
 	z.send(o, r)

@@ -76,7 +76,7 @@ func (z *Server) prepare(r request, key remote) {
 	if gh == nil {
 		// Its owner's batch has not reached us yet: spawn the ghost now,
 		// at the place the Prepare says.
-		id := g.world.Spawn(ecs.ActorSpec{Transform: r.Transform, Animation: r.Animation})
+		id := g.world.Spawn(ecs.ActorSpec{Transform: r.Transform, Animation: r.Animation, Client: components.Client{Class: r.Class}})
 		gh = &ghost{local: id, gen: src.gen}
 		src.actors[r.Actor] = gh
 		g.local[id] = struct{}{}
@@ -108,12 +108,13 @@ func (z *Server) take(r request, rec *incoming, tick uint64) {
 		// The ghost went (its owner stopped lending it, or its spawn is
 		// still queued): the actor is spawned here as ours instead.
 		in := r.Input
-		rec.local = g.world.Spawn(ecs.ActorSpec{Transform: r.Transform, Animation: r.Animation,
+		rec.local = g.world.Spawn(ecs.ActorSpec{Transform: r.Transform, Animation: r.Animation, Client: components.Client{Class: r.Class},
 			Init: func(w *ark.World, e ark.Entity) { *ark.NewMap[components.MoveInput](w).Get(e) = in }})
 	} else {
 		*g.transforms.Get(e) = r.Transform
 		*g.animations.Get(e) = r.Animation
 		*g.inputs.Get(e) = r.Input
+		g.clients.Get(e).Class = r.Class
 	}
 	rec.phase, rec.tick = taken, tick
 	z.stats.h.Taken.Add(1)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	ark "github.com/mlange-42/ark/ecs"
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,7 +84,21 @@ func TestAnNPCCrossingTheBorderIsHandedOffAndBackWithoutBlinking(t *testing.T) {
 			p.read()
 		}
 	}
-	for range 3 {
+	step()
+	// The NPC is of a class of the game's own (5), which goes with it.
+	classOf := func(s zone.ID, id components.ActorID) uint8 {
+		world := w.servers[s].srv.World()
+		e, ok := world.Entity(id)
+		require.True(t, ok)
+		return ark.NewMap[components.Client](world.Ark()).Get(e).Class
+	}
+	{
+		world := w.servers[2].srv.World()
+		e, ok := world.Entity(npc)
+		require.True(t, ok)
+		ark.NewMap[components.Client](world.Ark()).Get(e).Class = 5
+	}
+	for range 2 {
 		step()
 	}
 	for _, p := range players {
@@ -104,6 +119,7 @@ func TestAnNPCCrossingTheBorderIsHandedOffAndBackWithoutBlinking(t *testing.T) {
 	owners := w.walkTo(append(span(8500, 7800, -100), 7800, 7800, 7800), step)
 	assert.Equal(t, before, events(), "no Appear or Disappear while the NPC crossed")
 	assert.Equal(t, []components.ActorID{{ID: seen}}, w.npcs(1), "zone 1 owns the NPC, under its ghost's id")
+	assert.Equal(t, uint8(5), classOf(1, components.ActorID{ID: seen}), "of its class")
 	assert.Empty(t, w.npcs(2))
 	owner, rid, ghost := b.Ghost(npc)
 	assert.True(t, ghost, "zone 2 holds it as a ghost, in place")
@@ -312,4 +328,28 @@ func TestAnActorAlreadyLentIsTakenWithinTwoTicksOfTheOffer(t *testing.T) {
 		h := s.Stats().Handoffs
 		assert.Zero(t, h.Refused+h.TimedOut+h.RolledBack+h.Declined, "%+v", h)
 	}
+}
+
+// TestHandoffRequestsRoundTripAndRefuseBadValues: a request comes back as
+// it was sent, its class included; a class past components.MaxClasses,
+// or a message of another size or version, is refused.
+func TestHandoffRequestsRoundTripAndRefuseBadValues(t *testing.T) {
+	r := zone.HandoffRequest{Kind: zone.Prepare, Zone: 2, Revision: 7, Seq: 3, Actor: 11,
+		Transform: components.Transform{X: 8100, Y: 5, Yaw: 1}, Animation: components.Animation{Flags: 9},
+		Input: components.MoveInput{Seq: 4, X: 8100, Y: 5, Flags: 9, Pending: true}, Class: 5}
+	b := zone.AppendHandoffRequest(nil, r)
+	got, err := zone.DecodeHandoffRequest(b)
+	require.NoError(t, err)
+	assert.Equal(t, r, got)
+
+	bad := slices.Clone(b)
+	bad[len(bad)-1] = components.MaxClasses
+	_, err = zone.DecodeHandoffRequest(bad)
+	assert.ErrorIs(t, err, zone.ErrHandoffValue, "a class past MaxClasses")
+	_, err = zone.DecodeHandoffRequest(b[:len(b)-1])
+	assert.ErrorIs(t, err, zone.ErrHandoffMalformed, "one byte short: a version 1 request")
+	bad = slices.Clone(b)
+	bad[0] = 1
+	_, err = zone.DecodeHandoffRequest(bad)
+	assert.ErrorIs(t, err, zone.ErrHandoffMalformed, "another version")
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // HandoffVersion is the version byte every hand-off message starts with.
-const HandoffVersion = 1
+const HandoffVersion = 2
 
 // Kinds of hand-off request.
 const (
@@ -43,7 +43,8 @@ const (
 //	24 transform x, y, z, yaw f32, worldOrCell u32
 //	44 flags     u16 animation flags
 //	46 input     seq u32, x, y, z, yaw f32, worldOrCell u32, flags u16, pending u8
-const handoffRequestSize = 73
+//	73 class     u8  the actor's relevance class (components.Client.Class)
+const handoffRequestSize = 74
 
 // Hand-off answer layout, little-endian:
 //
@@ -60,7 +61,7 @@ const handoffAnswerSize = 28
 // Reasons a hand-off message is refused by its decoder.
 var (
 	ErrHandoffMalformed = errors.New("zone: hand-off message of the wrong size, version or kind")
-	ErrHandoffValue     = errors.New("zone: hand-off message with zone 0, actor 0 or a place that is not finite")
+	ErrHandoffValue     = errors.New("zone: hand-off message with zone 0, actor 0, a place that is not finite or a class past components.MaxClasses")
 )
 
 // HandoffRequest is a Prepare or Commit: the actor's id with its owner
@@ -74,6 +75,7 @@ type HandoffRequest struct {
 	Transform components.Transform
 	Animation components.Animation
 	Input     components.MoveInput
+	Class     uint8
 }
 
 // HandoffAnswer answers one [HandoffRequest].
@@ -107,7 +109,7 @@ func AppendHandoffRequest(dst []byte, r HandoffRequest) []byte {
 	if in.Pending {
 		pending = 1
 	}
-	return append(dst, pending)
+	return append(dst, pending, r.Class)
 }
 
 func appendFloats(dst []byte, fs ...float32) []byte {
@@ -129,7 +131,8 @@ func finite(fs ...float32) bool {
 }
 
 // DecodeHandoffRequest decodes a request strictly: exact size, this
-// version, a known kind, zone and actor not 0, a finite place. A request
+// version, a known kind, zone and actor not 0, a finite place, a class
+// below components.MaxClasses. A request
 // that breaks a rule is dropped unanswered, as garbage is.
 func DecodeHandoffRequest(b []byte) (HandoffRequest, error) {
 	if len(b) != handoffRequestSize || b[0] != HandoffVersion || (b[1] != Prepare && b[1] != Commit) {
@@ -142,9 +145,10 @@ func DecodeHandoffRequest(b []byte) (HandoffRequest, error) {
 		Animation: components.Animation{Flags: le.Uint16(b[44:])},
 		Input: components.MoveInput{Seq: le.Uint32(b[46:]), X: float(b[50:]), Y: float(b[54:]), Z: float(b[58:]), Yaw: float(b[62:]),
 			WorldOrCell: le.Uint32(b[66:]), Flags: le.Uint16(b[70:]), Pending: b[72] != 0},
+		Class: b[73],
 	}
 	t, in := r.Transform, r.Input
-	if r.Zone == 0 || r.Actor == 0 || !finite(t.X, t.Y, t.Z, t.Yaw, in.X, in.Y, in.Z, in.Yaw) {
+	if r.Zone == 0 || r.Actor == 0 || !finite(t.X, t.Y, t.Z, t.Yaw, in.X, in.Y, in.Z, in.Yaw) || r.Class >= components.MaxClasses {
 		return HandoffRequest{}, ErrHandoffValue
 	}
 	return r, nil

@@ -92,7 +92,7 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 			}
 			tr := &cv.Transforms[r]
 			if owner != 0 && cv.Clients[r].Session == 0 {
-				z.offer(owner, v.revision, cv.IDs[r], *tr, cv.Animations[r], cv.Inputs[r])
+				z.offer(owner, v.revision, cv.IDs[r], *tr, cv.Animations[r], cv.Inputs[r], cv.Clients[r].Class)
 			}
 			g := Ghost{ID: cv.IDs[r].ID, X: tr.X, Y: tr.Y, Z: tr.Z, Yaw: tr.Yaw, WorldOrCell: tr.WorldOrCell, Flags: cv.Animations[r].Flags, Class: cv.Clients[r].Class}
 			for _, i := range p.reach {
