@@ -74,11 +74,6 @@ func (w *World) restore(key grid.AreaKey, actors []SavedActor, extra []ecs.ID, p
 			return nil, fmt.Errorf("ecs: restore: actor %d has class %d, past components.MaxClasses (%d)", a.ID.ID, a.Class, components.MaxClasses)
 		}
 	}
-	// Spawn's class for an actor without a client left at ClassPlayer.
-	unclassed := components.ClassNPC
-	if prop {
-		unclassed = components.ClassProp
-	}
 	if len(actors) == 0 {
 		return nil, nil
 	}
@@ -113,11 +108,7 @@ func (w *World) restore(key grid.AreaKey, actors []SavedActor, extra []ecs.ID, p
 		// where it stands.
 		relayedAs((*components.MoveInput)(u.Get(e, ids[2])), *t, a.Animation.Flags)
 		*(*components.Animation)(u.Get(e, ids[3])) = a.Animation
-		class := a.Class
-		if class == components.ClassPlayer {
-			class = unclassed
-		}
-		*(*components.Client)(u.Get(e, ids[4])) = components.Client{Class: class}
+		*(*components.Client)(u.Get(e, ids[4])) = components.Client{Class: clientlessClass(a.Class, prop)}
 		if !w.actors.put(a.ID, actorRecord{entity: e, key: key, prop: prop}) {
 			w.restoreEntities = entities
 			return nil, fmt.Errorf("ecs: restore: actor %d is in the world twice; throw this world away", a.ID.ID)

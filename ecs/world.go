@@ -342,6 +342,19 @@ func (w *World) addClients(key grid.AreaKey, n int32) {
 	w.chunkSlots[c.entity.ID()].clients += n
 }
 
+// clientlessClass is the class of an actor without a client given class:
+// class, unless it is ClassPlayer, which such an actor cannot be: then
+// ClassNPC, or ClassProp for a prop. Spawn and restore both apply it.
+func clientlessClass(class uint8, prop bool) uint8 {
+	switch {
+	case class != components.ClassPlayer:
+		return class
+	case prop:
+		return components.ClassProp
+	}
+	return components.ClassNPC
+}
+
 // Spawn queues a new actor and returns its ActorID at once. IDs count up
 // from 1 in call order and are never reused. The actor exists in the Ark
 // world (and [World.Entity] finds it) only after the next [World.Apply].
@@ -355,11 +368,8 @@ func (w *World) Spawn(spec ActorSpec) components.ActorID {
 	if spec.Client.Class >= components.MaxClasses {
 		panic(fmt.Sprintf("ecs: class %d is past components.MaxClasses", spec.Client.Class))
 	}
-	if spec.Client.Session == 0 && spec.Client.Class == components.ClassPlayer {
-		spec.Client.Class = components.ClassNPC
-		if spec.Prop {
-			spec.Client.Class = components.ClassProp
-		}
+	if spec.Client.Session == 0 {
+		spec.Client.Class = clientlessClass(spec.Client.Class, spec.Prop)
 	}
 	if w.nextID == math.MaxUint32 {
 		panic("ecs: ActorID space exhausted (2^32-1 spawns); IDs are never reused")

@@ -33,8 +33,8 @@ type cell struct {
 	actors   span
 	min, max [3]float32
 	fresh    bool
-	tiers    uint8 // its senders' kind (Pipeline.tierSets, kindRank)
-	mixed    bool  // it holds kinds of its table other than tiers, of other ranks (placeBySet)
+	kind     uint8 // its senders' kind (Pipeline.tierSets, kindRank, kindReach)
+	mixed    bool  // it holds kinds of its table other than kind, of other ranks (placeBySet)
 }
 
 // Shard is one work unit of Move and Relay: a contiguous range of the
@@ -102,9 +102,10 @@ type Frame struct {
 	cells  []cell
 	cellOf []uint16 // layout scratch
 	counts []int32  // layout scratch (placeBySet)
-	// sets is the number of distinct tier tables the classes follow, and
-	// classSet each class's: with more than one, cells are split by set
-	// (placeBySet). class is each actor's Client.Class, which Move fills.
+	// sets is the number of kinds of sender (Pipeline.tierSets), and
+	// classSet each class's kind: with more than one, cells are split by
+	// kind (placeBySet). class is each actor's Client.Class, which Move
+	// fills.
 	sets     int
 	classSet [components.MaxClasses]uint8
 	// kindTable is each kind's table among the distinct ones, the

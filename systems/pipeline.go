@@ -85,11 +85,14 @@ type Class struct {
 	// For a prop class it spaces the nudges viewers hear (World.Nudge).
 	Tiers    interest.Tiers
 	OwnTiers bool
-	// Rank orders the classes under a client's per-connection budget: a
-	// sender of rank k is offered at its pair weight (interest.Weight)
+	// Rank orders the classes under a client's per-connection budget:
+	// once the client's periods are stretched (its spread), a sender of
+	// rank k is stretched 2^k times as much (rankedSpread), and while
+	// records are owed it is offered at its pair weight (interest.Weight)
 	// halved k times, never below 1. At equal distance a player (rank 0)
-	// goes before an NPC (rank 1), while weights stay within the tier
-	// table's range, so interest.WaitBound still bounds every wait.
+	// goes before an NPC (rank 1); weights stay within the tier table's
+	// range, so interest.WaitBound still bounds every owed wait. Ranks act
+	// only with a budget (Config.MaxRecordsPerTick).
 	Rank uint8
 	// Radius is how near a recipient the class's actors matter. A prop
 	// within it is in a player's sight (0 means Config.PropRadius); an
@@ -168,16 +171,15 @@ type Pipeline struct {
 	batcher   wire.BatchSender // transport's, when it has one
 	tiers     interest.Tiers   // the players' table, tierSets[0]
 	bands     tierBands        // tiers, for chooseByTiers8
-	// The kinds of sender: each distinct table the classes follow with,
-	// under the per-connection budget, each distinct rank; the players'
-	// table at rank 0 first. A cell holds senders of one kind (cell.tiers,
-	// Frame.classSet). tierSets and kindRank are each kind's table and
-	// rank, classRank each class's Class.Rank.
+	// The kinds of sender: each distinct table and radius the classes
+	// follow with, under the per-connection budget, each distinct rank;
+	// the players' table at rank 0 first. A cell holds senders of one kind
+	// (cell.kind, Frame.classSet). tierSets, kindRank and kindReach are
+	// each kind's table, rank and radius.
 	tierSets  []interest.Tiers
 	kindRank  []uint8
 	kindReach []float32 // each kind's radius, squared (Class.Radius); +Inf for none
 	maxRank   uint8     // the highest of kindRank
-	classRank [components.MaxClasses]uint8
 	// throttleEveryReach is a test hook: the relay works at every level of
 	// pressure (relayLevel), and classify marks every class the throttle
 	// distance reaches, even those whose periods it cannot lengthen at the
@@ -315,7 +317,6 @@ func (p *Pipeline) configureClasses() error {
 		if k < len(p.cfg.Classes) {
 			c = p.cfg.Classes[k]
 		}
-		p.classRank[k] = c.Rank
 		want := kind{table{p.tiers, inf}, 0}
 		if c.OwnTiers {
 			want.tiers = c.Tiers
@@ -371,7 +372,7 @@ func (p *Pipeline) rankedSpread(kind, spread uint8) uint8 {
 // holding one (cell.mixed), while a spread makes ranks count.
 func (p *Pipeline) ranked(ci int32, spread uint8) bool {
 	c := &p.frame.cells[ci]
-	return spread > 1 && (p.kindRank[c.tiers] > 0 || c.mixed)
+	return spread > 1 && (p.kindRank[c.kind] > 0 || c.mixed)
 }
 
 // rankedPairs writes the senders of cell ci (see ranked), whose class
@@ -384,13 +385,13 @@ func (p *Pipeline) ranked(ci int32, spread uint8) bool {
 // sender off the spread's phase is passed over before its distance is
 // taken; the class gives a pair's tier period as chooseBased takes it.
 func (p *Pipeline) rankedPairs(w *batchOut, r, ci int32, spread uint8, class cellClass, want *interest.Residues, rhalf uint32) {
-	f := &p.frame
-	c := &f.cells[ci]
-	tiers := &p.tierSets[c.tiers] // every kind of the cell follows its table and radius
-	cut := p.kindReach[c.tiers]
 	if class.beyond {
 		return
 	}
+	f := &p.frame
+	c := &f.cells[ci]
+	tiers := &p.tierSets[c.kind] // every kind of the cell follows its table and radius
+	cut := p.kindReach[c.kind]
 	rx, ry, rz, tick := f.x[r], f.y[r], f.z[r], f.Tick
 	uncapped := int(tiers.Longest())*int(spread)<<p.maxRank <= 255
 	for a := c.actors.lo; a < c.actors.hi; a++ {
@@ -429,7 +430,7 @@ func (p *Pipeline) longestTier() uint8 {
 }
 
 // tiersOf returns the table cell ci's senders follow.
-func (p *Pipeline) tiersOf(ci int32) *interest.Tiers { return &p.tierSets[p.frame.cells[ci].tiers] }
+func (p *Pipeline) tiersOf(ci int32) *interest.Tiers { return &p.tierSets[p.frame.cells[ci].kind] }
 
 // Skip tells the pipeline that the server skipped n tick periods without
 // a tick (it fell behind its rate): the clients' rate limits count time in

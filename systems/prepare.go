@@ -221,7 +221,7 @@ func (f *Frame) placeSorted(views []int32, at int32, g int32, counts []int32, se
 				f.cellIdx[a] = int32(len(f.cells))
 			}
 			set := (c - 1) % sets
-			f.cells = append(f.cells, cell{actors: span{lo, lo + counts[c]}, tiers: uint8(set), mixed: mixed != nil && mixed[set]})
+			f.cells = append(f.cells, cell{actors: span{lo, lo + counts[c]}, kind: uint8(set), mixed: mixed != nil && mixed[set]})
 		}
 		counts[c] += counts[c-1]
 	}

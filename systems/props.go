@@ -100,7 +100,7 @@ type propNews struct {
 	nudge          bool    // World.Nudge: a viewer who saw it and sees it may hear it later (Pipeline.nudgeDue)
 	half           uint32  // the prop's sender half of the pair phase (interest.SenderHalf), for nudges
 	reach          float32 // its class's R+d
-	tiers          uint8   // its class's tier set, for nudges
+	kind           uint8   // its class's kind (Pipeline.tierSets), for nudges
 }
 
 // propChunk is one chunk's props as told, with their x and y apart for
@@ -231,7 +231,7 @@ func (p *Pipeline) gatherNews() {
 		n := propNews{
 			was:    wire.Prop{Actor: c.ID.ID, X: c.Last.X, Y: c.Last.Y, WorldOrCell: c.Last.WorldOrCell},
 			hadWas: c.Kind != ecs.Spawned, nudge: c.Nudged,
-			reach: ps.reachOf(c.Class), tiers: p.frame.classSet[c.Class%components.MaxClasses],
+			reach: ps.reachOf(c.Class), kind: p.frame.classSet[c.Class%components.MaxClasses],
 		}
 		if n.nudge {
 			n.half = interest.SenderHalf(c.ID.ID)

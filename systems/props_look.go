@@ -164,7 +164,7 @@ func (tl *teller) markNear(p *Pipeline, pt *sightPoint) {
 // everyone.
 func (p *Pipeline) nudgeDue(n *propNews, pt *sightPoint, rhalf uint32) bool {
 	dx, dy := n.now.X-pt.x, n.now.Y-pt.y
-	period := uint32(p.tierSets[n.tiers].PeriodSq(dx*dx + dy*dy))
+	period := uint32(p.tierSets[n.kind].PeriodSq(dx*dx + dy*dy))
 	return period <= 1 || (n.half+rhalf+uint32(p.frame.Tick))%period == 0
 }
 

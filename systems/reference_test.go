@@ -234,7 +234,7 @@ func TestClassTablesAreSharedAndCellsSplitByThem(t *testing.T) {
 	f := &p.frame
 	for ci, c := range f.cells {
 		for a := c.actors.lo; a < c.actors.hi; a++ {
-			require.Equal(t, f.classSet[f.class[a]], c.tiers, "cell %d, actor %d of class %d", ci, a, f.class[a])
+			require.Equal(t, f.classSet[f.class[a]], c.kind, "cell %d, actor %d of class %d", ci, a, f.class[a])
 		}
 	}
 }

@@ -198,7 +198,7 @@ func (p *Pipeline) chooseBased(sel, cands []int32, classes []cellClass, first, r
 		if tp == 0 { // a cell without a class (a few senders, or one the radius cuts): rare, so the branch is predicted
 			ci := f.cellIdx[a]
 			tp = p.tiersOf(ci).PeriodSq(d)
-			in = b2i(d < p.kindReach[f.cells[ci].tiers])
+			in = b2i(d < p.kindReach[f.cells[ci].kind])
 		}
 		period := tp * spread                       // no cap: based spreads keep their stretched periods under 256
 		res := due.residueAbove1(f.half[a], period) // a based spread is at least 5
@@ -233,7 +233,7 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttle
 		if !isDue && !owed {
 			return
 		}
-		s.backlog.Offer(f.id[a], rankedWeight(interest.Weight(period, longest), p.classRank[f.class[a]]), isDue)
+		s.backlog.Offer(f.id[a], rankedWeight(interest.Weight(period, longest), p.kindRank[f.classSet[f.class[a]]]), isDue)
 		sc.offered = append(sc.offered, a)
 	})
 	if owed { // the fast path did not run: adjust the spread here

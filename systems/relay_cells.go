@@ -5,9 +5,9 @@ package systems
 // cell mixed (see ranked).
 func (f *Frame) sameRun(a, b *cell, spread uint8) bool {
 	if spread > 1 {
-		return a.tiers == b.tiers && !a.mixed && !b.mixed
+		return a.kind == b.kind && !a.mixed && !b.mixed
 	}
-	return f.kindTable[a.tiers] == f.kindTable[b.tiers]
+	return f.kindTable[a.kind] == f.kindTable[b.kind]
 }
 
 // joinRun extends the actors [lo, hi) of stencil position i over the
@@ -109,7 +109,7 @@ func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []cellClas
 	tp := p.cfg.Throttle.FarPeriod(level)
 	for i, di := range cells {
 		d := &f.cells[di]
-		tiers := &p.tierSets[d.tiers]
+		tiers := &p.tierSets[d.kind]
 		if few && d.actors.hi-d.actors.lo < minClassified && tiers.Longest() > 1 {
 			out[i] = cellClass{}
 			continue
@@ -119,7 +119,7 @@ func (p *Pipeline) classify(rc int32, cells []int32, level uint8, out []cellClas
 		nz, fz := boxSpan(c.min[2], c.max[2], d.min[2], d.max[2])
 		farSq := fx*fx + fy*fy + fz*fz
 		out[i] = cellClass{}
-		if reach := p.kindReach[d.tiers]; !(farSq < reach) { // some pairs at or past the radius
+		if reach := p.kindReach[d.kind]; !(farSq < reach) { // some pairs at or past the radius
 			out[i].beyond = !(nx*nx+ny*ny+nz*nz < reach) // all of them
 			continue                                     // else pair by pair
 		}
@@ -153,14 +153,14 @@ func boxSpan(cmin, cmax, dmin, dmax float32) (near, far float32) {
 // in one band, all of the same period: their due lists lie back to back
 // (see dueLists.build), so the relay takes them as one range. Positions
 // inside a run, and those not in one band, get 1. A run holds senders of
-// one kind (cell.tiers): a ranked kind is taken apart under a spread.
+// one kind (cell.kind): a ranked kind is taken apart under a spread.
 func (f *Frame) uniformRuns(cells []int32, classes []cellClass, out []int32) []int32 {
 	out = resizeSlice(out, len(cells))
 	for i := 0; i < len(cells); {
 		n := 1
 		if period := classes[i].period(); period > 0 && !classes[i].reach {
-			kind := f.cells[cells[i]].tiers
-			for i+n < len(cells) && cells[i+n] == cells[i]+int32(n) && classes[i+n].period() == period && !classes[i+n].reach && f.cells[cells[i+n]].tiers == kind && !f.cells[cells[i+n]].mixed {
+			kind := f.cells[cells[i]].kind
+			for i+n < len(cells) && cells[i+n] == cells[i]+int32(n) && classes[i+n].period() == period && !classes[i+n].reach && f.cells[cells[i+n]].kind == kind && !f.cells[cells[i+n]].mixed {
 				n++
 			}
 		}

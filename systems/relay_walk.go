@@ -236,7 +236,7 @@ func (c *cellWalk) bandsHere() (near, far uint64) {
 func (c *cellWalk) tiersRun(w *batchOut, i int, lo, hi int32) int {
 	c.wants()
 	f, sc := c.f, c.sc
-	set := f.cells[c.cells[i]].tiers
+	set := f.cells[c.cells[i]].kind
 	i, hi = f.joinRun(c.cells, sc.classes, i, hi, c.pick.spread)
 	changed, res := f.changed[lo:hi], f.res[lo:hi]
 	sc.growSel(len(changed))
@@ -257,7 +257,7 @@ func (c *cellWalk) tiersRun(w *batchOut, i int, lo, hi int32) int {
 func (c *cellWalk) throttledRun(w *batchOut, i int, lo, hi int32) int {
 	c.wants()
 	f, sc, p := c.f, c.sc, c.p
-	set := f.cells[c.cells[i]].tiers
+	set := f.cells[c.cells[i]].kind
 	i, hi = f.joinRun(c.cells, sc.classes, i, hi, c.pick.spread)
 	changed, res := f.changed[lo:hi], f.res[lo:hi]
 	sc.growSel(len(changed))
@@ -281,7 +281,7 @@ func (c *cellWalk) throttledRun(w *batchOut, i int, lo, hi int32) int {
 func (c *cellWalk) pairByPair(w *batchOut, ci, lo, hi int32) {
 	c.wants()
 	p, f := c.p, c.f
-	tiers, cut := p.tiersOf(ci), p.kindReach[f.cells[ci].tiers]
+	tiers, cut := p.tiersOf(ci), p.kindReach[f.cells[ci].kind]
 	xs, ys, zs := f.x[lo:hi], f.y[lo:hi], f.z[lo:hi]
 	t := c.pick
 	changed, res, want := f.changed[lo:hi], f.res[lo:hi], &t.want
