@@ -196,8 +196,10 @@ func (w *World) applyMove(op *moveOp, report *ApplyReport) {
 	}
 	to := w.KeyOf(*t)
 	from := rec.key
+	client := *w.clients.Get(rec.entity) // a copy: the row moves below
 	if to != from {
 		target := w.enterChunk(to, report)
+		w.entered(target, false, client.Class)
 		w.touch(w.chunks[from].entity)
 		w.changeChunk(rec.entity, target)
 		w.leaveChunk(from)
@@ -214,7 +216,6 @@ func (w *World) applyMove(op *moveOp, report *ApplyReport) {
 	if op.teleport {
 		kind = Teleported
 	}
-	client := w.clients.Get(rec.entity)
 	report.Changes = append(report.Changes, Change{
 		ID: op.id, Entity: rec.entity, Kind: kind, From: from, To: to,
 		Session: client.Session, Class: client.Class,
@@ -240,7 +241,9 @@ func (w *World) applyUpdate(id components.ActorID, rec actorRecord, nudge bool, 
 	relayedAs(in, *t, anim.Flags)
 	in.Pending = nudge
 	if to != from {
+		class := client.Class // client points into the row the move below leaves
 		target := w.enterChunk(to, report)
+		w.entered(target, true, class)
 		w.touch(w.chunks[from].entity)
 		w.changeChunk(rec.entity, target)
 		w.leaveChunk(from)
@@ -289,9 +292,12 @@ func (w *World) applySpawn(op *spawnOp, report *ApplyReport) {
 		e = w.actorMap.NewEntity(&op.id, &op.spec.Transform, &input, &op.spec.Animation, &op.spec.Client, &marker,
 			ecs.RelIdx(inChunkIndex, target))
 	}
+	class := op.spec.Client.Class
 	if op.spec.Init != nil {
 		op.spec.Init(w.world, e)
+		class = w.clients.Get(e).Class // Init may give it another
 	}
+	w.entered(target, op.spec.Prop, class)
 	client := op.spec.Client.Session != 0
 	w.actors.put(op.id, actorRecord{entity: e, key: key, client: client, prop: op.spec.Prop})
 	if client {
@@ -352,6 +358,7 @@ func (w *World) newChunk(key grid.AreaKey) ecs.Entity {
 		c := &w.chunkSlots[e.ID()]
 		c.gen++
 		c.live = true
+		c.classes, c.propClasses = 0, 0
 		return e
 	}
 	e := w.chunkMap.NewEntity(&chunk)
@@ -367,6 +374,7 @@ func (w *World) newChunk(key grid.AreaKey) ecs.Entity {
 	c.props = newActorFilter(w.world, true).Relations(ecs.RelIdx(inChunkIndex, e))
 	c.gen++
 	c.live = true
+	c.classes, c.propClasses = 0, 0
 	return e
 }
 

@@ -560,3 +560,62 @@ func TestRoamingPopulationNeitherChurnsNorAllocates(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(100, func() { tick(0) }), "a tick in which nobody changes chunks")
 	assert.Equal(t, side*side, w.Chunks())
 }
+
+func TestAChunkKnowsWhenItsActorsAreAllOfOneClass(t *testing.T) {
+	w := ecs.NewWorld(100)
+	var r ecs.ApplyReport
+	classIn := func(k grid.AreaKey, prop bool) (uint8, bool) {
+		e, ok := w.ChunkEntity(k)
+		require.True(t, ok, "chunk %v exists", k)
+		return w.ClassIn(e, prop)
+	}
+	var all []components.ActorID
+	for range 3 {
+		all = append(all, w.Spawn(ecs.ActorSpec{Transform: at(10, 10, 0)})) // NPCs
+	}
+	all = append(all, w.Spawn(ecs.ActorSpec{Transform: at(20, 10, 0), Prop: true}))
+	lamp := w.Spawn(ecs.ActorSpec{Transform: at(150, 10, 0), Client: components.Client{Class: 5}})
+	ghost := w.Spawn(ecs.ActorSpec{Transform: at(250, 10, 0), Init: func(a *ark.World, e ark.Entity) {
+		ark.NewMap[components.Client](a).Get(e).Class = components.ClassPlayer
+	}})
+	w.Apply(&r)
+	class, one := classIn(key(0, 0, 0), false)
+	assert.True(t, one)
+	assert.Equal(t, components.ClassNPC, class, "three NPCs")
+	class, one = classIn(key(0, 0, 0), true)
+	assert.True(t, one)
+	assert.Equal(t, components.ClassProp, class, "props are counted apart")
+	class, one = classIn(key(0, 2, 0), false)
+	assert.True(t, one)
+	assert.Equal(t, components.ClassPlayer, class, "the class an Init gave")
+
+	// The lamp walks into the NPCs' chunk: two classes there now, and
+	// still two once it has left again, until the chunk is let go.
+	e, _ := w.Entity(lamp)
+	ark.NewMap[components.Transform](w.Ark()).Get(e).X = 50
+	w.Relocate(lamp)
+	w.Apply(&r)
+	_, one = classIn(key(0, 0, 0), false)
+	assert.False(t, one, "NPCs and a lamp")
+	ark.NewMap[components.Transform](w.Ark()).Get(e).X = 150
+	w.Relocate(lamp)
+	w.Apply(&r)
+	_, one = classIn(key(0, 0, 0), false)
+	assert.False(t, one, "a class that left may have left rows behind in another table: still not one")
+	class, _ = classIn(key(0, 1, 0), false)
+	assert.Equal(t, uint8(5), class)
+
+	// Chunks let go and taken by other chunks start afresh.
+	for _, id := range append(all, lamp, ghost) {
+		w.Despawn(id)
+	}
+	for range ecs.EmptyChunkGrace + 1 {
+		w.Apply(&r)
+	}
+	require.Zero(t, w.Chunks(), "an empty world lets its chunks go")
+	w.Spawn(ecs.ActorSpec{Transform: at(350, 10, 0)})
+	w.Apply(&r)
+	class, one = classIn(key(0, 3, 0), false)
+	assert.True(t, one)
+	assert.Equal(t, components.ClassNPC, class, "nothing of the chunk that had the entity before")
+}

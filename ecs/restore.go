@@ -108,7 +108,9 @@ func (w *World) restore(key grid.AreaKey, actors []SavedActor, extra []ecs.ID, p
 		// where it stands.
 		relayedAs((*components.MoveInput)(u.Get(e, ids[2])), *t, a.Animation.Flags)
 		*(*components.Animation)(u.Get(e, ids[3])) = a.Animation
-		*(*components.Client)(u.Get(e, ids[4])) = components.Client{Class: clientlessClass(a.Class, prop)}
+		class := clientlessClass(a.Class, prop)
+		*(*components.Client)(u.Get(e, ids[4])) = components.Client{Class: class}
+		w.entered(target, prop, class)
 		if !w.actors.put(a.ID, actorRecord{entity: e, key: key, prop: prop}) {
 			w.restoreEntities = entities
 			return nil, fmt.Errorf("ecs: restore: actor %d is in the world twice; throw this world away", a.ID.ID)

@@ -3,6 +3,7 @@ package ecs
 import (
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/mlange-42/ark/ecs"
 
@@ -153,6 +154,12 @@ type chunkSlot struct {
 	gen     uint32
 	clients int32 // actors with a client in the chunk, as chunkRecord.clients
 	live    bool  // the entity stands for a chunk in the index, not parked
+	// classes has a bit for the class of each actor that entered the
+	// chunk (spawned, restored or moved in) since the entity was given
+	// to it, and propClasses the same for props: a superset of the
+	// classes its tables hold, so that one bit says every actor there is
+	// of that class (World.ClassIn).
+	classes, propClasses uint16
 }
 
 // actorFilter matches actors by the columns a ChunkView holds.
@@ -331,6 +338,38 @@ func (w *World) ClientsIn(chunk ecs.Entity) int {
 		return int(w.chunkSlots[id].clients)
 	}
 	return 0
+}
+
+// ClassIn reports the one relevance class of every actor (prop, if prop)
+// in chunk's tables, when the chunk has known no other since it was last
+// created: then a save writes the class of a table without reading its
+// rows. A chunk that held actors of two classes answers false until it is
+// let go, even if one class has left. Like ClientsIn it reads an array and
+// may be called from several goroutines while the world does not change.
+func (w *World) ClassIn(chunk ecs.Entity, prop bool) (uint8, bool) {
+	id := int(chunk.ID())
+	if id >= len(w.chunkSlots) || w.chunkSlots[id].entity != chunk {
+		return 0, false
+	}
+	c := &w.chunkSlots[id]
+	mask := c.classes
+	if prop {
+		mask = c.propClasses
+	}
+	if mask == 0 || mask&(mask-1) != 0 {
+		return 0, false
+	}
+	return uint8(bits.TrailingZeros16(mask)), true
+}
+
+// entered notes that an actor (a prop, if prop) of class came into chunk.
+func (w *World) entered(chunk ecs.Entity, prop bool, class uint8) {
+	c := &w.chunkSlots[chunk.ID()]
+	if prop {
+		c.propClasses |= 1 << (class & 15)
+	} else {
+		c.classes |= 1 << (class & 15)
+	}
 }
 
 // addClients counts n more actors with a client in chunk key, which holds

@@ -103,13 +103,16 @@ type tablePic struct {
 // colPic is one column of one table: where Ark keeps it and where the
 // picture keeps its copy. A plain column is copied into the arena; a coded
 // one is encoded into its unit's buffer. The class column (classType) is
-// gathered from the Client rows, a byte of each.
+// gathered from the Client rows, a byte of each, or, where the world knows
+// the chunk's actors to be of one class (ecs.World.ClassIn), filled with
+// it (src nil).
 type colPic struct {
 	typ    int // index in the type table; clientColumn for the Client rows
 	src    unsafe.Pointer
-	stride int // bytes a value in Ark's column
-	off    int // plain: arena offset
-	start  int // coded: offsets in the unit's buffer
+	class  uint8 // the class column of a table of one class (src nil)
+	stride int   // bytes a value in Ark's column
+	off    int   // plain: arena offset
+	start  int   // coded: offsets in the unit's buffer
 	end    int
 }
 
@@ -305,9 +308,12 @@ func (s *Saver) columns(t *tablePic) {
 		colPic{typ: colAnimation, src: unsafe.Pointer(&v.Animations[0]), stride: 2},
 	)
 	client := colPic{typ: classType, src: unsafe.Pointer(&v.Clients[0]), stride: int(unsafe.Sizeof(components.Client{}))}
-	if !t.prop && s.world.ClientsIn(v.Chunk) > 0 {
+	switch class, one := s.world.ClassIn(v.Chunk, t.prop); {
+	case !t.prop && s.world.ClientsIn(v.Chunk) > 0:
 		t.clientCol = t.colStart + len(cols)
 		client.typ = clientColumn
+	case one:
+		client.src, client.class = nil, class
 	}
 	cols = append(cols, client)
 	if t.prev >= 0 {
@@ -353,7 +359,12 @@ func (s *Saver) CopyUnit(i int) {
 		for c := t.colStart; c < t.colEnd; c++ {
 			col := &p.cols[c]
 			if col.typ == classType {
-				copyClasses(p.arena[col.off:col.off+t.rows], unsafe.Slice((*components.Client)(col.src), t.rows))
+				dst := p.arena[col.off : col.off+t.rows]
+				if col.src == nil {
+					fillClass(dst, col.class)
+					continue
+				}
+				copyClasses(dst, unsafe.Slice((*components.Client)(col.src), t.rows))
 				continue
 			}
 			n := t.rows * col.stride
@@ -371,6 +382,14 @@ func (s *Saver) CopyUnit(i int) {
 			}
 			col.end = len(u.coded)
 		}
+	}
+}
+
+// fillClass writes class into every byte of dst: the classes of a table
+// whose actors are all of one.
+func fillClass(dst []byte, class uint8) {
+	for i := range dst {
+		dst[i] = class
 	}
 }
 

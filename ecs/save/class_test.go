@@ -267,3 +267,56 @@ func TestRestoreGivesTheClassASpawnGives(t *testing.T) {
 	require.ErrorContains(t, err, "actor 7 has class 16, past components.MaxClasses")
 	assert.Equal(t, 5, w.Len(), "nothing placed")
 }
+
+// TestChunksOfOneClassAreSavedInIt: chunks whose actors are all of one
+// class (NPCs, guards, props, lanterns; the save writes the class without
+// reading the rows) and a chunk that held two (a guard walked in among
+// NPCs and out again, leaving NPCs alone there) load with every actor in
+// its class.
+func TestChunksOfOneClassAreSavedInIt(t *testing.T) {
+	w := ecs.NewWorld(64)
+	want := map[uint32]uint8{}
+	spawn := func(x float32, prop bool, class uint8) components.ActorID {
+		spec := ecs.ActorSpec{Transform: components.Transform{X: x, Y: 10}, Prop: prop, Client: components.Client{Class: class}}
+		id := w.Spawn(spec)
+		switch {
+		case class != components.ClassPlayer:
+			want[id.ID] = class
+		case prop:
+			want[id.ID] = components.ClassProp
+		default:
+			want[id.ID] = components.ClassNPC
+		}
+		return id
+	}
+	for i := range 20 {
+		x := float32(i%5) * 3
+		spawn(x, false, 0)               // chunk 0: NPCs
+		spawn(64+x, false, guardClass)   // chunk 1: guards
+		spawn(128+x, true, 0)            // chunk 2: props
+		spawn(192+x, true, lanternClass) // chunk 3: lanterns
+		spawn(256+x, false, 0)           // chunk 4: NPCs, and a guard for a while
+	}
+	visitor := spawn(320, false, guardClass)
+	w.Apply(nil)
+	e, _ := w.Entity(visitor)
+	for _, x := range []float32{260, 330} { // into chunk 4 and out
+		ark.NewMap[components.Transform](w.Ark()).Get(e).X = x
+		w.Relocate(visitor)
+		w.Apply(nil)
+	}
+	for k, wantOne := range map[int32]bool{0: true, 1: true, 4: false} {
+		c, _ := w.ChunkEntity(grid.AreaKey{X: k})
+		_, one := w.ClassIn(c, false)
+		require.Equal(t, wantOne, one, "chunk %d", k)
+	}
+	s, err := save.NewSaver(w, gameTypes())
+	require.NoError(t, err)
+	dir := t.TempDir()
+	saveWith(t, s, dir, 3, save.Players{})
+	f, err := save.Read(dir)
+	require.NoError(t, err)
+	loaded := ecs.NewWorld(64)
+	require.NoError(t, f.Restore(loaded, gameTypes()))
+	assert.Equal(t, want, classesOf(loaded))
+}
