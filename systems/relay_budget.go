@@ -219,7 +219,6 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttle
 	owed := s.backlog.Owed() > 0
 	senders := f.stencilSenders(&f.groups[f.group[r]])
 	sc.reserveOwed(senders)
-	s.backlog.Reserve(senders)
 	s.backlog.Use(&sc.backlog) // one scratch per unit, not per recipient
 	sc.offered = sc.offered[:0]
 	due := 0
