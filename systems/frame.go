@@ -26,6 +26,17 @@ type group struct {
 	side             uint8    // cells per side of its grid
 }
 
+// sees reports whether group other is among g's stencil chunks: whether
+// g's players see its actors.
+func (g *group) sees(other int32) bool {
+	for _, o := range g.stencil[:g.nst] {
+		if o == other {
+			return true
+		}
+	}
+	return false
+}
+
 // cell is one occupied cell of a chunk's grid: its actors (contiguous in
 // canonical order) and, once Move has run, the box around their positions
 // and whether every one of them changed this tick.
@@ -127,8 +138,22 @@ type Frame struct {
 	clusterSize []int32    // actors per cluster
 	sess        []*session // per actor: its client's session, or nil
 	due         dueLists   // per cell, period and residue: the senders due (see due.go)
-	biggest     int
-	seed        maphash.Seed
+	// index maps actor ids to their frame index, on ticks after one on
+	// which a recipient went over its budget (indexed): such recipients
+	// look up the senders they owe (Pipeline.pickOwed).
+	index   idTable
+	indexed bool
+	biggest int
+	seed    maphash.Seed
+}
+
+// indexActors fills index with every actor of the frame.
+func (f *Frame) indexActors() {
+	f.index.reset(len(f.id))
+	for a, id := range f.id {
+		f.index.put(id, int32(a))
+	}
+	f.indexed = true
 }
 
 // Len returns the number of actors in the frame.

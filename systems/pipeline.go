@@ -551,12 +551,21 @@ func (p *Pipeline) beginRelay(t *scheduler.Tick) {
 		}
 		clear(p.scratch[i].spreads[:])
 	}
+	f := &p.frame
+	f.indexed = false
 	if p.cfg.MaxRecordsPerTick > 0 {
+		owing := 0
+		for i := range p.scratch {
+			owing += p.scratch[i].owing
+			p.scratch[i].owing = 0
+		}
 		for i := range p.units {
 			p.scratch[i].reserveOwed(p.owedRoom)
 		}
+		if owing > 0 { // some will again, likely: let them look up what they owe
+			f.indexActors()
+		}
 	}
-	f := &p.frame
 	d := &f.due
 	d.plan(f.Tick, &spreads, len(f.cells), f.Len())
 	d.beginBuild(f)

@@ -215,9 +215,10 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	s := f.sess[r]
 	budget := p.cfg.MaxRecordsPerTick
 	spread := uint8(1)
+	owing := false
 	if s != nil && budget > 0 {
 		spread = max(s.spread, 1)
-		if s.backlog.Owed() > 0 {
+		if owing = s.backlog.Owed() > 0; owing && !f.indexed {
 			return p.gatherOwed(r, s, level, spread, throttled, sc)
 		}
 	}
@@ -243,6 +244,14 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		held = p.gatherCells(&w, r, level, spread, due.listed(spread) && !due.based[spread], cells, sc)
 	}
 	sc.batch = w.finish()
+	if owing {
+		// The batch holds the due senders: the backlog decides among
+		// them and the senders owed (gatherOwed's adjustment: the spread
+		// follows the due count).
+		s.adjustSpread(int(w.count), budget, sc.aim, p.pressedSpread)
+		*throttled += held
+		return p.pickOwed(r, s, level, spread, w.count, throttled, sc)
+	}
 	if s != nil && budget > 0 {
 		s.adjustSpread(int(w.count), budget, sc.aim, p.pressedSpread)
 		if int(w.count) > budget {
@@ -255,6 +264,10 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 				n := p.gather(r, level, throttled, sc)
 				sc.retry = false
 				return n
+			}
+			if f.indexed {
+				*throttled += held
+				return p.pickOwed(r, s, level, spread, w.count, throttled, sc)
 			}
 			return p.gatherOwed(r, s, level, spread, throttled, sc)
 		}
@@ -295,6 +308,13 @@ type relayScratch struct {
 	offered  []int32
 	taken    []uint32
 	owedRoom int // the senders backlog, offered and taken have room for
+	// pickOwed's lists: the due senders, the ids owed and those of them in
+	// view, by frame index; owing counts the recipients over their budget
+	// since beginRelay last read it.
+	dueIdx  []int32
+	owedIDs []uint32
+	owedIdx []int32
+	owing   int
 	// batch is the current recipient's datagrams, back to back. One buffer
 	// per unit, written and handed to the transport recipient after
 	// recipient, stays in the core's cache, where a buffer per recipient
@@ -306,16 +326,19 @@ type relayScratch struct {
 	_ [128]byte
 }
 
-// reserveOwed makes room in the unit's backlog memory for rounds of n
-// senders. Units grow it to what their recipients need, and to the most
-// any unit has needed (BeginRelay): a unit whose recipients first go over
-// their budget late in a run then finds it ready.
+// reserveOwed makes room in the unit's backlog memory (and pickOwed's
+// lists) for rounds of n senders. Units grow it to what their recipients
+// need, and to the most any unit has needed (BeginRelay): a unit whose
+// recipients first go over their budget late in a run then finds it ready.
 func (sc *relayScratch) reserveOwed(n int) {
 	if n <= sc.owedRoom {
 		return
 	}
 	sc.offered = slices.Grow(sc.offered[:0], n)
 	sc.taken = slices.Grow(sc.taken[:0], n)
+	sc.dueIdx = slices.Grow(sc.dueIdx[:0], n)
+	sc.owedIDs = slices.Grow(sc.owedIDs[:0], n)
+	sc.owedIdx = slices.Grow(sc.owedIdx[:0], n)
 	sc.backlog.Reserve(n)
 	sc.owedRoom = n
 }

@@ -1,7 +1,11 @@
 package systems
 
 import (
+	"encoding/binary"
+	"slices"
+
 	"github.com/throng-go/throng/interest"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // aimFor is the number of records a tick that the spreads of recipients
@@ -212,13 +216,15 @@ func (p *Pipeline) chooseBased(sel, cands []int32, classes []cellClass, first, r
 // every sender in view is offered to the recipient's backlog (due or still
 // owed), the backlog picks at most MaxRecordsPerTick by accumulated
 // priority (closer and longer-waiting senders first), and the picks are
-// written in canonical order. What is cut stays owed, not lost.
+// written in canonical order. What is cut stays owed, not lost. It walks
+// every pair of r's stencil (visit), so it serves a tick without the
+// frame's index; pickOwed makes the same offers from the due senders and
+// those owed.
 func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttled *int64, sc *relayScratch) int32 {
 	f := &p.frame
 	longest := uint8(min(p.longest*uint64(spread), 255))
 	owed := s.backlog.Owed() > 0
-	senders := f.stencilSenders(&f.groups[f.group[r]])
-	sc.reserveOwed(senders)
+	sc.reserveOwed(f.stencilSenders(&f.groups[f.group[r]]))
 	s.backlog.Use(&sc.backlog) // one scratch per unit, not per recipient
 	sc.offered = sc.offered[:0]
 	due := 0
@@ -238,6 +244,79 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttle
 	if owed { // the fast path did not run: adjust the spread here
 		s.adjustSpread(due, p.cfg.MaxRecordsPerTick, sc.aim, p.pressedSpread)
 	}
+	return p.takeOwed(r, s, sc)
+}
+
+// pickOwed is gatherOwed for a recipient whose due senders the fast path
+// has just written (count records in sc.batch, in canonical order), on a
+// tick with the frame's index: it offers the backlog those and the senders
+// owed that are still in view, in canonical order (ascending frame index,
+// the order visit walks). Those are the offers of gatherOwed's walk that
+// the backlog keeps (a sender neither due nor owed is not kept), so it
+// picks the same senders; but it looks at the due and the owed, not at
+// every sender in view, which in a crowd of thousands was most of the
+// relay.
+func (p *Pipeline) pickOwed(r int32, s *session, level, spread uint8, count int32, throttled *int64, sc *relayScratch) int32 {
+	f := &p.frame
+	longest := uint8(min(p.longest*uint64(spread), 255))
+	owed := s.backlog.Owed() > 0
+	g := &f.groups[f.group[r]]
+	sc.reserveOwed(f.stencilSenders(g))
+	sc.dueIdx = sc.dueIdx[:0]
+	for i, off := int32(0), 0; i < count; i++ {
+		if i%wire.MaxRecordsPerBatch == 0 {
+			off += wire.BatchHeaderSize
+		}
+		a, ok := f.index.get(binary.LittleEndian.Uint32(sc.batch[off:]))
+		if !ok {
+			return p.gatherOwed(r, s, level, spread, throttled, sc) // not reached: every record is a frame actor's
+		}
+		sc.dueIdx = append(sc.dueIdx, a)
+		off += wire.RecordSize
+	}
+	sc.owedIdx = sc.owedIdx[:0]
+	if owed {
+		sc.owedIDs = s.backlog.AppendOwed(sc.owedIDs[:0])
+		for _, id := range sc.owedIDs {
+			if a, ok := f.index.get(id); ok && g.sees(f.group[a]) {
+				sc.owedIdx = append(sc.owedIdx, a)
+			}
+		}
+		slices.Sort(sc.owedIdx)
+	}
+	want := p.clock.Want(f.id[r])
+	rhalf := interest.RecipientHalf(f.id[r])
+	s.backlog.Use(&sc.backlog)
+	sc.offered = sc.offered[:0]
+	dues, owes := sc.dueIdx, sc.owedIdx
+	for len(dues) > 0 || len(owes) > 0 {
+		var a int32
+		switch {
+		case len(owes) == 0 || len(dues) > 0 && dues[0] < owes[0]:
+			a, dues = dues[0], dues[1:]
+		case len(dues) > 0 && dues[0] == owes[0]:
+			a, dues, owes = dues[0], dues[1:], owes[1:]
+		default:
+			a, owes = owes[0], owes[1:]
+		}
+		// Under a budget there is no throttling (relayLevel): nothing is
+		// kept back by it alone, so throttled is the fast path's.
+		_, period, isDue, _, in := p.pairOf(r, a, level, spread, &want, rhalf)
+		if !in || !isDue && !owed {
+			continue
+		}
+		s.backlog.Offer(f.id[a], rankedWeight(interest.Weight(period, longest), p.kindRank[f.classSet[f.class[a]]]), isDue)
+		sc.offered = append(sc.offered, a)
+	}
+	return p.takeOwed(r, s, sc)
+}
+
+// takeOwed ends a recipient's round of offers (gatherOwed, pickOwed): the
+// backlog takes at most MaxRecordsPerTick, and their records are written
+// in the order offered.
+func (p *Pipeline) takeOwed(r int32, s *session, sc *relayScratch) int32 {
+	f := &p.frame
+	sc.owing++
 	sc.taken = s.backlog.Take(p.cfg.MaxRecordsPerTick, sc.taken[:0])
 	// Take returns its picks in offer order: keep those offers, in place.
 	chosen := sc.offered[:0]
@@ -246,7 +325,7 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttle
 			chosen = append(chosen, a)
 		}
 	}
-	w := newBatchOut(reserve(sc.batch, senders), f.records, f.Tick)
+	w := newBatchOut(reserve(sc.batch, f.stencilSenders(&f.groups[f.group[r]])), f.records, f.Tick)
 	w.write(chosen)
 	sc.batch = w.finish()
 	f.relays[r] = w.count

@@ -26,32 +26,41 @@ func (p *Pipeline) due(res, want *interest.Residues, period uint8, senderHalf, r
 // alone kept it back.
 func (p *Pipeline) visit(r int32, level, spread uint8, fn func(a int32, ip, period uint8, due, throttled bool)) {
 	f := &p.frame
-	clock := p.clock
-	tick := f.Tick
-	rx, ry, rz, rid := f.x[r], f.y[r], f.z[r], f.id[r]
-	want := clock.Want(rid)
-	rhalf := interest.RecipientHalf(rid)
+	want := p.clock.Want(f.id[r])
+	rhalf := interest.RecipientHalf(f.id[r])
 	g := &f.groups[f.group[r]]
 	for _, ci := range f.stencilCells(g) {
 		for a := f.cells[ci].actors.lo; a < f.cells[ci].actors.hi; a++ {
-			kind := f.classSet[f.class[a]] // by the sender's class, not its cell's
-			tiers := &p.tierSets[kind]
-			changed := f.changed[a]
-			if changed == 0 || a == r {
-				continue
+			if ip, period, due, throttled, in := p.pairOf(r, a, level, spread, &want, rhalf); in {
+				fn(a, ip, period, due, throttled)
 			}
-			dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
-			if dx*dx+dy*dy+dz*dz >= p.kindReach[kind] {
-				continue // beyond its class's radius: not in range
-			}
-			ip, period := p.periods(tiers, dx*dx+dy*dy+dz*dz, level)
-			if spread > 1 {
-				sp := p.rankedSpread(kind, spread)
-				ip, period = stretch(ip, sp), stretch(period, sp)
-			}
-			due := changed+uint64(period) > tick && (period <= 1 || p.due(&f.res[a], &want, period, f.half[a], rhalf))
-			throttled := !due && period > ip && changed+uint64(ip) > tick && (ip <= 1 || p.due(&f.res[a], &want, ip, f.half[a], rhalf))
-			fn(a, ip, period, due, throttled)
 		}
 	}
+}
+
+// pairOf is the rule for one pair: whether sender a is in range of
+// recipient r at all (it has ever changed, is not r, and stands within its
+// class's radius) and if so its periods, whether it is due this tick and
+// whether throttling alone kept it back. want and rhalf are r's
+// (interest.Clock.Want, interest.RecipientHalf).
+func (p *Pipeline) pairOf(r, a int32, level, spread uint8, want *interest.Residues, rhalf uint32) (ip, period uint8, due, throttled, in bool) {
+	f := &p.frame
+	changed := f.changed[a]
+	if changed == 0 || a == r {
+		return 0, 0, false, false, false
+	}
+	kind := f.classSet[f.class[a]] // by the sender's class, not its cell's
+	dx, dy, dz := f.x[a]-f.x[r], f.y[a]-f.y[r], f.z[a]-f.z[r]
+	if dx*dx+dy*dy+dz*dz >= p.kindReach[kind] {
+		return 0, 0, false, false, false // beyond its class's radius: not in range
+	}
+	ip, period = p.periods(&p.tierSets[kind], dx*dx+dy*dy+dz*dz, level)
+	if spread > 1 {
+		sp := p.rankedSpread(kind, spread)
+		ip, period = stretch(ip, sp), stretch(period, sp)
+	}
+	tick := f.Tick
+	due = changed+uint64(period) > tick && (period <= 1 || p.due(&f.res[a], want, period, f.half[a], rhalf))
+	throttled = !due && period > ip && changed+uint64(ip) > tick && (ip <= 1 || p.due(&f.res[a], want, ip, f.half[a], rhalf))
+	return ip, period, due, throttled, true
 }
