@@ -1,6 +1,7 @@
 package systems
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -257,3 +258,52 @@ func (s *beginRelayOnly) Plan(t *scheduler.Tick, units []scheduler.Unit) []sched
 	return units
 }
 func (s *beginRelayOnly) RunUnit(int) {}
+
+// TestOwingRecipientsPickAsTheWalkWould: recipients over their budget pick
+// from the due senders and the senders they owe (pickOwed, with the
+// frame's index) exactly what the walk over every sender in view
+// (gatherOwed) picks: two pipelines fed the same crowd, walking about,
+// one of them made to walk, send every client the same bytes, tick after
+// tick.
+func TestOwingRecipientsPickAsTheWalkWould(t *testing.T) {
+	spawns := oneChunkCrowd(rand.New(rand.NewPCG(11, 12)), 600)
+	cfg := Config{MaxRecordsPerTick: 2, Tiers: defaultTiers(t)}
+	picking, walking := newRig(t, cfg, spawns), newRig(t, cfg, spawns)
+	walking.beforeRelay = func() { walking.p.frame.indexed = false }
+	picked := 0
+	picking.beforeRelay = func() {
+		if picking.p.frame.indexed {
+			picked++
+		}
+	}
+	rng := rand.New(rand.NewPCG(13, 14))
+	pos := append([]components.Transform(nil), spawns...)
+	owed := 0
+	for tick := range 120 {
+		for i := range pos {
+			if rng.IntN(3) == 0 { // a third of the crowd moves a step
+				pos[i].X += rng.Float32()*4 - 2
+				pos[i].Y += rng.Float32()*4 - 2
+			}
+		}
+		for _, r := range []*rig{picking, walking} {
+			for i, c := range r.clients {
+				r.seq[i]++
+				require.NoError(t, c.Send(wire.AppendMove(nil, wire.Move{Seq: r.seq[i], X: pos[i].X, Y: pos[i].Y})))
+			}
+			r.step()
+		}
+		owed += picking.p.stats.Owed
+		for i := range spawns {
+			var got, want [][]byte
+			picking.clients[i].DrainDatagrams(func(d []byte) { got = append(got, bytes.Clone(d)) })
+			walking.clients[i].DrainDatagrams(func(d []byte) { want = append(want, bytes.Clone(d)) })
+			require.Equal(t, want, got, "tick %d, client %d", tick, i)
+			picking.clients[i].DrainReliable(func([]byte) {})
+			walking.clients[i].DrainReliable(func([]byte) {})
+		}
+	}
+	require.Greater(t, picked, 100, "ticks on which owing recipients picked through the index")
+	require.Greater(t, owed, 10000, "records owed over the run")
+	t.Logf("%d ticks picked through the index; %d records owed", picked, owed)
+}
