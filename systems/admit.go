@@ -156,33 +156,36 @@ func (p *Pipeline) KeepAll(kept []*save.Kept) {
 type waitingHello struct {
 	id    wire.SessionID
 	spawn components.Transform
-	since uint64 // Pipeline.elapsed when it came
 }
 
 // wait puts session id at the back of the line: this tick's joins are
 // used up, or others came first.
 func (p *Pipeline) wait(id wire.SessionID, s *session, spawn components.Transform) {
-	p.waiting = append(p.waiting, waitingHello{id: id, spawn: spawn, since: p.elapsed})
+	p.waiting = append(p.waiting, waitingHello{id: id, spawn: spawn})
 	s.state = waiting
 }
 
-// maxJoinWaitSeconds is how long a session may wait its turn while
-// admission control turns new players away before it is turned away too.
+// maxJoinWaitSeconds is how long the line may stand still, admission
+// control turning new players away, before the players in it are turned
+// away too.
 const maxJoinWaitSeconds = 10
 
 // admitWaiting lets in the sessions waiting their turn, first come first
 // served, as far as this tick's joins allow (joinFits). A session that left
 // while it waited is skipped. While admission control turns new players
 // away the line stands still, so the joins' own cost cannot turn away the
-// players it paces; one that has waited maxJoinWaitSeconds by then is
-// turned away with "server busy", as a newcomer would be.
+// players it paces; once it has stood still for maxJoinWaitSeconds, the
+// players in it are turned away with "server busy", as a newcomer would
+// be. How long a player has waited in a moving line does not count: a
+// crowd of thousands joining one square waits longer than that, and a
+// second made busy by its own joins must not send it all away.
 func (p *Pipeline) admitWaiting() {
 	for ; p.waitHead < len(p.waiting); p.waitHead++ {
 		w := &p.waiting[p.waitHead]
 		s := p.sessions[w.id]
 		switch {
 		case s == nil || s.state != waiting || s.kicked:
-		case p.busy && p.elapsed-w.since >= uint64(maxJoinWaitSeconds*max(p.cfg.TickRate, 1)):
+		case p.busy && p.elapsed-p.busySince >= uint64(maxJoinWaitSeconds*max(p.cfg.TickRate, 1)):
 			p.stats.BusyRejections++
 			p.refuse(w.id, wire.RefuseBusy, BusyReason)
 		case p.busy, !p.joinFits(w.spawn):

@@ -159,3 +159,34 @@ func TestAPlayerWaitingWhileTheServerIsBusyIsRefusedAfterTenSeconds(t *testing.T
 	assert.Equal(t, wire.RefuseBusy, refused.Code)
 	assert.Equal(t, BusyReason, string(refused.Reason))
 }
+
+// TestABriefBusySpellDoesNotEmptyALongLine: a line of 400 let in one a
+// tick has waited more than ten seconds at its back when one busy second
+// stands it still; nobody is turned away, and all join once it moves again.
+func TestABriefBusySpellDoesNotEmptyALongLine(t *testing.T) {
+	r := newRig(t, Config{}, []components.Transform{{X: 100, Y: 100}})
+	r.p.cfg.JoinAppears = 1 // one join a tick here
+	mem := r.p.transport.(*mem.Transport)
+	hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte("p0")})
+	require.NoError(t, err)
+	for range 400 {
+		require.NoError(t, mem.Dial().Send(hello))
+	}
+	for range 350 { // TickRate 30: more than eleven seconds
+		r.step()
+	}
+	waiting := r.p.Waiting()
+	require.Positive(t, waiting, "some are still in line")
+	r.p.SetBusy(true)
+	for range 30 {
+		r.step()
+	}
+	r.p.SetBusy(false)
+	require.Equal(t, waiting, r.p.Waiting(), "the line stood still for a second")
+	for range waiting + 1 {
+		r.step()
+	}
+	assert.Zero(t, r.p.Waiting())
+	assert.Zero(t, r.p.Stats().BusyRejections)
+	assert.Equal(t, 401, r.p.world.Len(), "the rig's player and all 400 of the line")
+}

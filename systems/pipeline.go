@@ -211,6 +211,7 @@ type Pipeline struct {
 	inline         bool
 	tick           uint64
 	busy           bool
+	busySince      uint64 // elapsed when busy last turned on
 	loads          clusterLoads
 	parallelAt     time.Time
 
@@ -470,7 +471,12 @@ func (p *Pipeline) TellRate(centihertz uint16) {
 
 // SetBusy tells Ingest whether admission control is turning new sessions
 // away (the server decides from its work per tick).
-func (p *Pipeline) SetBusy(busy bool) { p.busy = busy }
+func (p *Pipeline) SetBusy(busy bool) {
+	if busy && !p.busy {
+		p.busySince = p.elapsed
+	}
+	p.busy = busy
+}
 
 // Stats returns what the last completed tick did.
 func (p *Pipeline) Stats() TickStats {
