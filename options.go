@@ -316,9 +316,6 @@ type Settings struct {
 	// MaxRecordsPerTick is connection.maxRecordsPerTick: 0 (no cap) or
 	// the most records one client is sent per tick.
 	MaxRecordsPerTick int
-	// AppearsPerTick is connection.appearsPerTick: 0 (no cap) or the most
-	// Appear frames one client is sent per tick.
-	AppearsPerTick int
 	// Network is the "network" section, checked.
 	Network Network
 	// Persistence is the resolved "persistence" section.

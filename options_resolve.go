@@ -192,7 +192,6 @@ func (o Options) resolve() (Settings, []Adjustment, []*OptionsError) {
 	s.Debug = o.Debug.resolve(&r)
 	s.LoadFrom = o.LoadFrom
 	s.MaxRecordsPerTick = r.count("connection.maxRecordsPerTick", o.Connection.MaxRecordsPerTick, wire.MaxRecordsPerBatch)
-	s.AppearsPerTick = r.count("connection.appearsPerTick", o.Connection.AppearsPerTick, DefaultAppearsPerTick)
 	if len(r.errs) > 0 {
 		return Settings{}, nil, r.errs
 	}

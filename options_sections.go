@@ -218,19 +218,7 @@ type Connection struct {
 	// view needs (benchmarks, LAN). Key "maxRecordsPerTick"; nil means
 	// wire.MaxRecordsPerBatch, one datagram per tick.
 	MaxRecordsPerTick *int `json:"maxRecordsPerTick,omitempty"`
-	// AppearsPerTick caps the Appear frames one client is sent in a tick.
-	// A client that comes into view of more actors at once (joining a
-	// crowd, walking into one) is told of the rest in the ticks after,
-	// nearest first, so that joining a square of 10,000 is not 10,000
-	// frames in one tick; their movement records reach it meanwhile. 0
-	// lifts the cap. Key "appearsPerTick"; nil means
-	// [DefaultAppearsPerTick].
-	AppearsPerTick *int `json:"appearsPerTick,omitempty"`
 }
-
-// DefaultAppearsPerTick is connection.appearsPerTick's default: a crowd of
-// 10,000 in view is told in 20 ticks, two thirds of a second at 30 Hz.
-const DefaultAppearsPerTick = 512
 
 // Network is the "network" section: the listeners a server opens when
 // Options.Transport is not set. Neither set means an in-memory transport;

@@ -77,7 +77,6 @@ func TestZeroOptionsResolveToDocumentedDefaults(t *testing.T) {
 			MovingUpdatesPerSecond: 30, StandingUpdatesPerSecond: 10, FloodFactor: 10, FloodSeconds: 2,
 		},
 		MaxRecordsPerTick: 57,
-		AppearsPerTick:    throng.DefaultAppearsPerTick,
 		Persistence:       throng.PersistenceSettings{Every: 300 * time.Second, Keep: 3},
 		Debug:             throng.DebugSettings{FramesPerSecond: 10},
 		Props:             throng.PropSettings{RadiusUnits: throng.DefaultPropRadiusUnits, SlackUnits: throng.DefaultPropSlackUnits},
@@ -433,7 +432,7 @@ func fullOptions() throng.Options {
 			MaxSpeedUnitsPerSecond:   new(float32(700.5)),
 		},
 		Metrics:    throng.Metrics{Listen: "127.0.0.1:9464"},
-		Connection: throng.Connection{MaxRecordsPerTick: new(120), AppearsPerTick: new(300)},
+		Connection: throng.Connection{MaxRecordsPerTick: new(120)},
 		Network: throng.Network{
 			QUIC: &throng.QUICListener{Listen: "0.0.0.0:4433", CertFile: "server.pem", KeyFile: "server.key"},
 			WebSocket: &throng.WebSocketListener{

@@ -124,7 +124,6 @@ func New(opts Options) (*Server, error) {
 		BudgetMicros:      par.TargetTickBudgetMicros,
 		PressWorkShare:    par.ThrottleWorkShare,
 		MaxRecordsPerTick: settings.MaxRecordsPerTick,
-		AppearsPerTick:    settings.AppearsPerTick,
 		JoinAppears:       settings.Admission.JoinAppearsPerTick,
 		Protocol:          opts.Protocol,
 		Admit:             opts.Admit,

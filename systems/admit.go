@@ -61,20 +61,14 @@ func (p *Pipeline) hello(id wire.SessionID, s *session, frame []byte) {
 // joinFits reports whether a player spawning at spawn may join this tick,
 // and if so counts its cost: the first of a tick always may, the others
 // while the appears of the tick's joins stay within Config.JoinAppears. A
-// join costs the actors around its spawn and the players that joined
-// before it this tick, counted as if all had come to the same place, once
-// for each of them told of the newcomer and once more for the newcomer
-// told of each, as far as Config.AppearsPerTick lets it be told this tick
-// (the rest it is told later). Into a crowd of 3,000 the default budget
-// lets about 8 in a tick, and 3,000 arriving at once are all in after
-// about ten seconds at 30 Hz, instead of in one tick of a second and
-// more; spread over a world, hundreds join in a tick.
+// join costs about twice the actors around its spawn (the newcomer is told
+// of each, and each of it), plus twice the players that joined before it
+// this tick, counted as if all had come to the same place. Into a crowd
+// of 3,000 the default budget lets 5 in a tick, and 3,000 arriving at once
+// are all in after about ten seconds at 30 Hz, instead of in one tick of
+// a second and more; spread over a world, hundreds join in a tick.
 func (p *Pipeline) joinFits(spawn components.Transform) bool {
-	told := p.world.ActorsAround(p.world.KeyOf(spawn)) + p.joins
-	cost := 2 * told
-	if k := p.cfg.AppearsPerTick; k > 0 {
-		cost = told + min(told, k)
-	}
+	cost := 2 * (p.world.ActorsAround(p.world.KeyOf(spawn)) + p.joins)
 	if p.joins > 0 && p.joinSpent+cost > p.cfg.JoinAppears {
 		return false
 	}

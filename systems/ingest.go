@@ -53,16 +53,6 @@ type sessionIngest struct {
 	// The commands it sent in tick cmdTick, against MaxCommandsPerTick.
 	cmdTick uint64
 	cmds    int
-	// Its Appears under Config.AppearsPerTick (Pipeline.paceAppear): those
-	// sent in tick appearTick, those waiting their turn (sortAppears: some
-	// came since they were last sorted), whether all of this tick's wait
-	// (paceAll: it joined a crowd), and whether it is in Pipeline.paced.
-	appearTick  uint64
-	appears     int
-	waitAppears []waitingAppear
-	sortAppears bool
-	paceAll     bool
-	paced       bool
 }
 
 // sessionRelay is what the relay writes.

@@ -54,7 +54,6 @@ func (p *Pipeline) join(t *scheduler.Tick) {
 	}
 	p.closedSlots = p.closedSlots[:0]
 	p.deriveVisibility()
-	p.sendWaitingAppears()
 	p.tellProps(t)
 }
 

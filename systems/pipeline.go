@@ -52,9 +52,6 @@ type Config struct {
 	// MaxRecordsPerTick caps the records one client is sent per tick; the
 	// rest are owed (interest.Backlog). 0 means no cap.
 	MaxRecordsPerTick int
-	// AppearsPerTick caps the Appear frames a client is sent in a tick;
-	// the others wait, nearest first (see sendAppear). 0 means no cap.
-	AppearsPerTick int
 	// JoinAppears bounds the Hellos admitted in one tick by the appears
 	// their joins cost (see joinFits); the rest wait their turn,
 	// first come first served, so that a crowd arriving at once joins over
@@ -219,7 +216,6 @@ type Pipeline struct {
 	parallelAt     time.Time
 
 	sessions map[wire.SessionID]*session
-	paced    []*session // sessions with Appears waiting their turn (Config.AppearsPerTick)
 	// names holds the names of the players in play by session slot ("" for
 	// guests), and kept the actors kept for players away, by name.
 	names []string

@@ -153,13 +153,6 @@ func (p *Pipeline) welcome(a *changedActor) {
 		return
 	}
 	s.state, s.entity, s.kept = playing, e, nil
-	if k := p.cfg.AppearsPerTick; k > 0 && p.world.ActorsAround(a.new) > k {
-		s.paceAll = true // told of the nearest first (sendWaitingAppears)
-		if !s.paced {
-			s.paced = true
-			p.paced = append(p.paced, s)
-		}
-	}
 	ap := a.appear
 	p.out = wire.AppendWelcome(p.out[:0], wire.Welcome{
 		Actor: a.id, TickRate: uint16(p.cfg.TickRate), Tick: uint32(p.frame.Tick),
@@ -268,11 +261,6 @@ func (p *Pipeline) sendAppear(session uint64, ap wire.Appear) {
 	if session == 0 {
 		return
 	}
-	if p.cfg.AppearsPerTick > 0 {
-		if s := p.sessions[wire.SessionID(session)]; s != nil && !p.paceAppear(s, ap) {
-			return
-		}
-	}
 	p.out = wire.AppendAppear(p.out[:0], ap)
 	p.transport.SendReliable(wire.SessionID(session), p.out)
 	p.stats.Appears++
@@ -281,11 +269,6 @@ func (p *Pipeline) sendAppear(session uint64, ap wire.Appear) {
 func (p *Pipeline) sendDisappear(session uint64, actor uint32) {
 	if session == 0 {
 		return
-	}
-	if p.cfg.AppearsPerTick > 0 {
-		if s := p.sessions[wire.SessionID(session)]; s != nil {
-			s.unwait(actor)
-		}
 	}
 	p.out = wire.AppendDisappear(p.out[:0], wire.Disappear{Actor: actor})
 	p.transport.SendReliable(wire.SessionID(session), p.out)
