@@ -138,9 +138,9 @@ type Frame struct {
 	clusterSize []int32    // actors per cluster
 	sess        []*session // per actor: its client's session, or nil
 	due         dueLists   // per cell, period and residue: the senders due (see due.go)
-	// index maps actor ids to their frame index, on ticks after one on
-	// which a recipient went over its budget (indexed): such recipients
-	// look up the senders they owe (Pipeline.pickOwed).
+	// index maps actor ids to their frame index, on ticks after one that
+	// left records owed (indexed): recipients over their budget look up
+	// the senders they owe (Pipeline.pickOwed).
 	index   idTable
 	indexed bool
 	biggest int

@@ -560,15 +560,10 @@ func (p *Pipeline) beginRelay(t *scheduler.Tick) {
 	f := &p.frame
 	f.indexed = false
 	if p.cfg.MaxRecordsPerTick > 0 {
-		owing := 0
-		for i := range p.scratch {
-			owing += p.scratch[i].owing
-			p.scratch[i].owing = 0
-		}
 		for i := range p.units {
 			p.scratch[i].reserveOwed(p.owedRoom)
 		}
-		if owing > 0 { // some will again, likely: let them look up what they owe
+		if p.stats.Owed > 0 { // the last tick left records owed: let those recipients look them up
 			f.indexActors()
 		}
 	}

@@ -309,12 +309,10 @@ type relayScratch struct {
 	taken    []uint32
 	owedRoom int // the senders backlog, offered and taken have room for
 	// pickOwed's lists: the due senders, the ids owed and those of them in
-	// view, by frame index; owing counts the recipients over their budget
-	// since beginRelay last read it.
+	// view, by frame index.
 	dueIdx  []int32
 	owedIDs []uint32
 	owedIdx []int32
-	owing   int
 	// batch is the current recipient's datagrams, back to back. One buffer
 	// per unit, written and handed to the transport recipient after
 	// recipient, stays in the core's cache, where a buffer per recipient

@@ -267,11 +267,10 @@ func (p *Pipeline) pickOwed(r int32, s *session, level, spread uint8, count int3
 		if i%wire.MaxRecordsPerBatch == 0 {
 			off += wire.BatchHeaderSize
 		}
-		a, ok := f.index.get(binary.LittleEndian.Uint32(sc.batch[off:]))
-		if !ok {
-			return p.gatherOwed(r, s, level, spread, throttled, sc) // not reached: every record is a frame actor's
+		// Every record is a frame actor's, so every id is in the index.
+		if a, ok := f.index.get(binary.LittleEndian.Uint32(sc.batch[off:])); ok {
+			sc.dueIdx = append(sc.dueIdx, a)
 		}
-		sc.dueIdx = append(sc.dueIdx, a)
 		off += wire.RecordSize
 	}
 	sc.owedIdx = sc.owedIdx[:0]
@@ -316,7 +315,6 @@ func (p *Pipeline) pickOwed(r int32, s *session, level, spread uint8, count int3
 // in the order offered.
 func (p *Pipeline) takeOwed(r int32, s *session, sc *relayScratch) int32 {
 	f := &p.frame
-	sc.owing++
 	sc.taken = s.backlog.Take(p.cfg.MaxRecordsPerTick, sc.taken[:0])
 	// Take returns its picks in offer order: keep those offers, in place.
 	chosen := sc.offered[:0]
