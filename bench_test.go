@@ -42,6 +42,9 @@ type tickMode struct {
 	throttled bool
 	// propSlack, when set, is props.slackUnits.
 	propSlack float32
+	// records and nearest, when set, are connection.maxRecordsPerTick
+	// and connection.nearestSenders (budget modes).
+	records, nearest *int
 }
 
 // tickModes returns the modes in the order the benchmarks run them.
@@ -76,7 +79,7 @@ func modeNamed(name string) tickMode {
 func (m tickMode) options() throng.Options {
 	connection := throng.Connection{MaxRecordsPerTick: new(0)}
 	if m.budget {
-		connection = throng.Connection{}
+		connection = throng.Connection{MaxRecordsPerTick: m.records, NearestSenders: m.nearest}
 	}
 	var props throng.Props
 	if m.propSlack > 0 {
@@ -569,8 +572,15 @@ func TestBudgetedCrowdTickAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("a thousand players under the race detector take a minute a run; the plain build counts the allocations")
 	}
+	t.Run("defaults", func(t *testing.T) { checkBudgetedCrowdAllocs(t, nil, nil) })
+	// The nearest twenty sent ahead of a cut of 24: the crowd owes.
+	t.Run("nearest", func(t *testing.T) { checkBudgetedCrowdAllocs(t, new(24), new(20)) })
+}
+
+func checkBudgetedCrowdAllocs(t *testing.T, records, nearest *int) {
 	m := modeNamed("parallel+interest+budget")
 	m.workers = 4
+	m.records, m.nearest = records, nearest
 	c := newBenchCrowd(t, "square", 1000, m)
 	owed := 0
 	for range 40 {

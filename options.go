@@ -316,6 +316,9 @@ type Settings struct {
 	// MaxRecordsPerTick is connection.maxRecordsPerTick: 0 (no cap) or
 	// the most records one client is sent per tick.
 	MaxRecordsPerTick int
+	// NearestSenders is connection.nearestSenders: how many nearest
+	// senders the cap never thins (0 with no cap).
+	NearestSenders int
 	// Network is the "network" section, checked.
 	Network Network
 	// Persistence is the resolved "persistence" section.

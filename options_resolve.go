@@ -8,6 +8,7 @@ import (
 
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/net/wire"
+	"github.com/throng-go/throng/systems"
 )
 
 // Adjustment reports one value that [Options.Resolve] changed to keep the
@@ -192,6 +193,15 @@ func (o Options) resolve() (Settings, []Adjustment, []*OptionsError) {
 	s.Debug = o.Debug.resolve(&r)
 	s.LoadFrom = o.LoadFrom
 	s.MaxRecordsPerTick = r.count("connection.maxRecordsPerTick", o.Connection.MaxRecordsPerTick, wire.MaxRecordsPerBatch)
+	s.NearestSenders = r.count("connection.nearestSenders", o.Connection.NearestSenders, 0)
+	switch {
+	case s.NearestSenders > systems.MaxNearestSenders:
+		r.fail("connection.nearestSenders", "must be at most %d, got %d", systems.MaxNearestSenders, s.NearestSenders)
+	case s.MaxRecordsPerTick > 0 && s.NearestSenders > s.MaxRecordsPerTick:
+		r.fail("connection.nearestSenders", "must be at most connection.maxRecordsPerTick (%d), got %d", s.MaxRecordsPerTick, s.NearestSenders)
+	case s.MaxRecordsPerTick == 0:
+		s.NearestSenders = 0 // nothing is thinned without a cap
+	}
 	if len(r.errs) > 0 {
 		return Settings{}, nil, r.errs
 	}

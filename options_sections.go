@@ -218,6 +218,16 @@ type Connection struct {
 	// view needs (benchmarks, LAN). Key "maxRecordsPerTick"; nil means
 	// wire.MaxRecordsPerBatch, one datagram per tick.
 	MaxRecordsPerTick *int `json:"maxRecordsPerTick,omitempty"`
+	// NearestSenders is how many of a client's nearest senders the cap
+	// never thins: when more records are due than fit, the cap stretches
+	// the client's update periods (farther senders are heard less often),
+	// but its nearest NearestSenders senders in range keep their own
+	// periods and are sent first, so the people right around a player move
+	// every tick however dense the crowd. Finding them costs the relay
+	// about a microsecond a client a tick, and each takes a record of the
+	// cap from the rest (docs/performance.md). 0 to 64, and at most
+	// maxRecordsPerTick. Key "nearestSenders"; nil or 0 turns it off.
+	NearestSenders *int `json:"nearestSenders,omitempty"`
 }
 
 // Network is the "network" section: the listeners a server opens when

@@ -288,6 +288,8 @@ func TestOutOfRangeValuesAreErrors(t *testing.T) {
 		{`{"admission": {"joinAppearsPerTick": -1}}`, "admission.joinAppearsPerTick: must not be negative, got -1"},
 		{`{"props": {"radiusUnits": 0}}`, "props.radiusUnits: must be above 0"},
 		{`{"props": {"slackUnits": -5}}`, "props.slackUnits: must not be negative, got -5"},
+		{`{"connection": {"nearestSenders": 65, "maxRecordsPerTick": 120}}`, "connection.nearestSenders: must be at most 64, got 65"},
+		{`{"connection": {"nearestSenders": 58}}`, "connection.nearestSenders: must be at most connection.maxRecordsPerTick (57), got 58"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.doc, func(t *testing.T) {
@@ -432,7 +434,7 @@ func fullOptions() throng.Options {
 			MaxSpeedUnitsPerSecond:   new(float32(700.5)),
 		},
 		Metrics:    throng.Metrics{Listen: "127.0.0.1:9464"},
-		Connection: throng.Connection{MaxRecordsPerTick: new(120)},
+		Connection: throng.Connection{MaxRecordsPerTick: new(120), NearestSenders: new(30)},
 		Network: throng.Network{
 			QUIC: &throng.QUICListener{Listen: "0.0.0.0:4433", CertFile: "server.pem", KeyFile: "server.key"},
 			WebSocket: &throng.WebSocketListener{

@@ -567,18 +567,23 @@ func (st *stage) wireDigest(t *testing.T) string {
 // grids of this version did, while every player got the same records,
 // byte for byte, in every tick (checked against the version before them
 // as sorted sets); the changes after them left both digests as they are.
+// "nearest 20" holds the bytes with connection.nearestSenders set: the
+// nearest twenty of each budgeted client sent ahead of the cut.
 func TestCrowdOutboundBytesAreUnchanged(t *testing.T) {
 	for _, c := range []struct {
-		name   string
-		budget bool
-		digest string
+		name    string
+		budget  bool
+		nearest *int
+		digest  string
 	}{
-		{"budget", true, "7c3f9b3fdcf449c5232f31689e2ce8c96c24c49e5e7ba7e804889253965ee9ef"},
-		{"unbudgeted", false, "90252857edb36415a2400c9a0ac0bb14c929d048b6dbae39b00949cd385fad8d"},
+		{"budget", true, nil, "7c3f9b3fdcf449c5232f31689e2ce8c96c24c49e5e7ba7e804889253965ee9ef"},
+		{"budget, nearest 20", true, new(20), "9b4d2553e29a487e7df1e9bb0aebdb6289dcf5001c0d2bada695f53910b759dc"},
+		{"unbudgeted", false, nil, "90252857edb36415a2400c9a0ac0bb14c929d048b6dbae39b00949cd385fad8d"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			spawns, steps := crowdWalk(7, 400, 12)
 			opts := inline(true)
+			opts.Connection.NearestSenders = c.nearest
 			if !c.budget {
 				opts.Connection.MaxRecordsPerTick = new(0)
 			}

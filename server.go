@@ -124,6 +124,7 @@ func New(opts Options) (*Server, error) {
 		BudgetMicros:      par.TargetTickBudgetMicros,
 		PressWorkShare:    par.ThrottleWorkShare,
 		MaxRecordsPerTick: settings.MaxRecordsPerTick,
+		NearestSenders:    settings.NearestSenders,
 		JoinAppears:       settings.Admission.JoinAppearsPerTick,
 		Protocol:          opts.Protocol,
 		Admit:             opts.Admit,

@@ -95,7 +95,7 @@ func TestBudgetedClassesGetExactlyTheirDuePairs(t *testing.T) {
 // every fast-path recipient; at spreads above 1 their lists exist as
 // listed says.
 func checkBudgetedRecipients(t *testing.T, spawns []components.Transform, classes []Class, of []uint8, budget, slotBudget int, listed bool) {
-	cfg := Config{MaxRecordsPerTick: budget, Tiers: defaultTiers(t), Classes: classes}
+	cfg := Config{MaxRecordsPerTick: budget, NearestSenders: budget / 3, Tiers: defaultTiers(t), Classes: classes}
 	r := newClassRig(t, cfg, spawns, of)
 	p := r.p
 	p.frame.due.slotBudget = slotBudget
@@ -264,10 +264,16 @@ func (s *beginRelayOnly) RunUnit(int) {}
 // frame's index) exactly what the walk over every sender in view
 // (gatherOwed) picks: two pipelines fed the same crowd, walking about,
 // one of them made to walk, send every client the same bytes, tick after
-// tick.
+// tick; with and without the nearest sender sent ahead of the budget.
 func TestOwingRecipientsPickAsTheWalkWould(t *testing.T) {
+	for _, nearest := range []int{0, 1} {
+		t.Run(fmt.Sprintf("nearest=%d", nearest), func(t *testing.T) { checkOwingPicks(t, nearest) })
+	}
+}
+
+func checkOwingPicks(t *testing.T, nearest int) {
 	spawns := oneChunkCrowd(rand.New(rand.NewPCG(11, 12)), 600)
-	cfg := Config{MaxRecordsPerTick: 2, Tiers: defaultTiers(t)}
+	cfg := Config{MaxRecordsPerTick: 2, NearestSenders: nearest, Tiers: defaultTiers(t)}
 	picking, walking := newRig(t, cfg, spawns), newRig(t, cfg, spawns)
 	walking.beforeRelay = func() { walking.p.frame.indexed = false }
 	picked := 0

@@ -52,6 +52,12 @@ type Config struct {
 	// MaxRecordsPerTick caps the records one client is sent per tick; the
 	// rest are owed (interest.Backlog). 0 means no cap.
 	MaxRecordsPerTick int
+	// NearestSenders is how many of a client's nearest senders the budget
+	// never thins: once its periods are stretched (a spread above 1),
+	// they keep their tier period and are sent ahead of the cut
+	// (relay_near.go). 0 to MaxNearestSenders, and at most
+	// MaxRecordsPerTick; 0 turns it off.
+	NearestSenders int
 	// JoinAppears bounds the Hellos admitted in one tick by the appears
 	// their joins cost (see joinFits); the rest wait their turn,
 	// first come first served, so that a crowd arriving at once joins over
@@ -261,6 +267,9 @@ func New(cfg Config, world *ecs.World, transport wire.Transport) (*Pipeline, err
 	}
 	if !(cfg.ChunkSize > 0) {
 		return nil, errors.New("systems: chunk size must be positive")
+	}
+	if n := cfg.NearestSenders; n < 0 || n > MaxNearestSenders || cfg.MaxRecordsPerTick > 0 && n > cfg.MaxRecordsPerTick {
+		return nil, fmt.Errorf("systems: NearestSenders must be 0 to %d and at most MaxRecordsPerTick (%d), got %d", MaxNearestSenders, cfg.MaxRecordsPerTick, n)
 	}
 	if cfg.Admit == nil {
 		cfg.Admit = func(wire.Hello) (Entry, error) { return Entry{}, nil }

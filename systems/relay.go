@@ -23,7 +23,8 @@ import (
 //   - relay_pick.go: choosing senders where no list applies;
 //   - relay_batch.go: writing records into datagrams;
 //   - relay_budget.go: the per-connection budget: spreads, base lists, the
-//     backlog.
+//     backlog;
+//   - relay_near.go: the nearest senders, which a spread does not stretch.
 //
 // The AVX2 kernels (simd_amd64.s) are chosen inside the functions that
 // call them (beyondEdge, pointBands, chooseByTiers, chooseThrottled,
@@ -224,6 +225,10 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	}
 	g := &f.groups[f.group[r]]
 	cells := f.stencilCells(g)
+	nearing := p.nearing(spread)
+	if nearing {
+		p.nearestDue(r, spread, cells, sc)
+	}
 	if rc := f.cellIdx[r]; sc.cell != rc {
 		sc.classes = p.classify(rc, cells, level, sc.classes)
 		sc.runs = f.uniformRuns(cells, sc.classes, sc.runs)
@@ -243,17 +248,21 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		// Under throttling a spread with base lists is decided pair by pair.
 		held = p.gatherCells(&w, r, level, spread, due.listed(spread) && !due.based[spread], cells, sc)
 	}
+	fast := w.count // the senders due at the spread, in canonical order
+	if nearing {
+		w.write(sc.nearExtra) // and the nearest due at their tier period only
+	}
 	sc.batch = w.finish()
 	if owing {
 		// The batch holds the due senders: the backlog decides among
 		// them and the senders owed (gatherOwed's adjustment: the spread
 		// follows the due count).
-		s.adjustSpread(int(w.count), budget, sc.aim, p.pressedSpread)
+		p.adjustSpread(s, int(w.count), nearing, sc)
 		*throttled += held
-		return p.pickOwed(r, s, level, spread, w.count, throttled, sc)
+		return p.pickOwed(r, s, level, spread, fast, nearing, throttled, sc)
 	}
 	if s != nil && budget > 0 {
-		s.adjustSpread(int(w.count), budget, sc.aim, p.pressedSpread)
+		p.adjustSpread(s, int(w.count), nearing, sc)
 		if int(w.count) > budget {
 			if s.spread > spread && !sc.retry {
 				// The spread jumped: choose again at the new one, which
@@ -267,7 +276,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 			}
 			if f.indexed {
 				*throttled += held
-				return p.pickOwed(r, s, level, spread, w.count, throttled, sc)
+				return p.pickOwed(r, s, level, spread, fast, nearing, throttled, sc)
 			}
 			return p.gatherOwed(r, s, level, spread, throttled, sc)
 		}
@@ -313,6 +322,13 @@ type relayScratch struct {
 	dueIdx  []int32
 	owedIDs []uint32
 	owedIdx []int32
+	// The current recipient's nearest senders (relay_near.go), those of
+	// them sent whatever the budget, and those the fast path left out, by
+	// frame index; nearBest is nearestOf's working list, and nearH the
+	// distance squared within which the last recipient's were found, twice.
+	near, nearSent, nearExtra []int32
+	nearBest                  []nearCand
+	nearH                     float32
 	// batch is the current recipient's datagrams, back to back. One buffer
 	// per unit, written and handed to the transport recipient after
 	// recipient, stays in the core's cache, where a buffer per recipient

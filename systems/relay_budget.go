@@ -98,6 +98,19 @@ func (s *session) adjustSpread(due, budget, aim, most int) {
 	s.spread = uint8(spread)
 }
 
+// adjustSpread is session.adjustSpread for a recipient with due records
+// this tick, at the unit's aim. The spread stretches every sender but the
+// nearest (sc.nearSent, when nearing), so it is adjusted on the others,
+// against what the nearest leave of the budget and the aim.
+func (p *Pipeline) adjustSpread(s *session, due int, nearing bool, sc *relayScratch) {
+	budget, aim := p.cfg.MaxRecordsPerTick, sc.aim
+	if nearing {
+		n := len(sc.nearSent)
+		due, budget, aim = due-n, max(budget-n, 1), max(aim-n, 1)
+	}
+	s.adjustSpread(due, budget, aim, p.pressedSpread)
+}
+
 // spreadSteps are the spreads a client may have: every value to 6, then
 // about a quarter apart, to 255.
 var spreadSteps = [...]uint8{1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128, 160, 192, 255}
@@ -224,11 +237,27 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttle
 	f := &p.frame
 	longest := uint8(min(p.longest*uint64(spread), 255))
 	owed := s.backlog.Owed() > 0
-	sc.reserveOwed(f.stencilSenders(&f.groups[f.group[r]]))
+	g := &f.groups[f.group[r]]
+	sc.reserveOwed(f.stencilSenders(g))
+	nearing := p.nearing(spread)
+	if nearing {
+		p.nearestDue(r, spread, f.stencilCells(g), sc)
+	}
+	near := sc.near[:0:0]
+	if nearing {
+		near = sc.near
+	}
 	s.backlog.Use(&sc.backlog) // one scratch per unit, not per recipient
 	sc.offered = sc.offered[:0]
 	due := 0
+	if nearing {
+		due = len(sc.nearSent) // sent outside the backlog: counted, not offered
+	}
 	p.visit(r, level, spread, func(a int32, _, period uint8, isDue, thr bool) {
+		if len(near) > 0 && near[0] == a { // visit walks in ascending frame index
+			near = near[1:]
+			return
+		}
 		if thr {
 			*throttled++
 		}
@@ -242,9 +271,9 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttle
 		sc.offered = append(sc.offered, a)
 	})
 	if owed { // the fast path did not run: adjust the spread here
-		s.adjustSpread(due, p.cfg.MaxRecordsPerTick, sc.aim, p.pressedSpread)
+		p.adjustSpread(s, due, nearing, sc)
 	}
-	return p.takeOwed(r, s, sc)
+	return p.takeOwed(r, s, nearing, sc)
 }
 
 // pickOwed is gatherOwed for a recipient whose due senders the fast path
@@ -256,7 +285,7 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttle
 // picks the same senders; but it looks at the due and the owed, not at
 // every sender in view, which in a crowd of thousands was most of the
 // relay.
-func (p *Pipeline) pickOwed(r int32, s *session, level, spread uint8, count int32, throttled *int64, sc *relayScratch) int32 {
+func (p *Pipeline) pickOwed(r int32, s *session, level, spread uint8, count int32, nearing bool, throttled *int64, sc *relayScratch) int32 {
 	f := &p.frame
 	longest := uint8(min(p.longest*uint64(spread), 255))
 	owed := s.backlog.Owed() > 0
@@ -288,6 +317,10 @@ func (p *Pipeline) pickOwed(r int32, s *session, level, spread uint8, count int3
 	s.backlog.Use(&sc.backlog)
 	sc.offered = sc.offered[:0]
 	dues, owes := sc.dueIdx, sc.owedIdx
+	near := sc.near[:0:0]
+	if nearing {
+		near = sc.near // sent outside the backlog (takeOwed), never offered
+	}
 	for len(dues) > 0 || len(owes) > 0 {
 		var a int32
 		switch {
@@ -298,24 +331,35 @@ func (p *Pipeline) pickOwed(r int32, s *session, level, spread uint8, count int3
 		default:
 			a, owes = owes[0], owes[1:]
 		}
+		for len(near) > 0 && near[0] < a {
+			near = near[1:]
+		}
+		if len(near) > 0 && near[0] == a {
+			continue
+		}
 		// Under a budget there is no throttling (relayLevel): nothing is
 		// kept back by it alone, so throttled is the fast path's.
-		_, period, isDue, _, in := p.pairOf(r, a, level, spread, &want, rhalf)
+		_, period, isDue, _, in := p.pairOf(r, a, level, spread, false, &want, rhalf)
 		if !in || !isDue && !owed {
 			continue
 		}
 		s.backlog.Offer(f.id[a], rankedWeight(interest.Weight(period, longest), p.kindRank[f.classSet[f.class[a]]]), isDue)
 		sc.offered = append(sc.offered, a)
 	}
-	return p.takeOwed(r, s, sc)
+	return p.takeOwed(r, s, nearing, sc)
 }
 
 // takeOwed ends a recipient's round of offers (gatherOwed, pickOwed): the
-// backlog takes at most MaxRecordsPerTick, and their records are written
-// in the order offered.
-func (p *Pipeline) takeOwed(r int32, s *session, sc *relayScratch) int32 {
+// backlog takes at most MaxRecordsPerTick, less the nearest due when
+// nearing (sc.nearSent, written first), and their records are written in
+// the order offered.
+func (p *Pipeline) takeOwed(r int32, s *session, nearing bool, sc *relayScratch) int32 {
 	f := &p.frame
-	sc.taken = s.backlog.Take(p.cfg.MaxRecordsPerTick, sc.taken[:0])
+	budget := p.cfg.MaxRecordsPerTick
+	if nearing {
+		budget -= len(sc.nearSent)
+	}
+	sc.taken = s.backlog.Take(budget, sc.taken[:0])
 	// Take returns its picks in offer order: keep those offers, in place.
 	chosen := sc.offered[:0]
 	for _, a := range sc.offered {
@@ -324,6 +368,9 @@ func (p *Pipeline) takeOwed(r int32, s *session, sc *relayScratch) int32 {
 		}
 	}
 	w := newBatchOut(reserve(sc.batch, f.stencilSenders(&f.groups[f.group[r]])), f.records, f.Tick)
+	if nearing {
+		w.write(sc.nearSent)
+	}
 	w.write(chosen)
 	sc.batch = w.finish()
 	f.relays[r] = w.count

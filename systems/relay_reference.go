@@ -28,10 +28,19 @@ func (p *Pipeline) visit(r int32, level, spread uint8, fn func(a int32, ip, peri
 	f := &p.frame
 	want := p.clock.Want(f.id[r])
 	rhalf := interest.RecipientHalf(f.id[r])
+	var nearBuf [MaxNearestSenders]int32
+	near := nearBuf[:0]
+	if p.nearing(spread) {
+		near = nearBuf[:p.nearestPlain(r, &nearBuf)]
+	}
 	g := &f.groups[f.group[r]]
 	for _, ci := range f.stencilCells(g) {
 		for a := f.cells[ci].actors.lo; a < f.cells[ci].actors.hi; a++ {
-			if ip, period, due, throttled, in := p.pairOf(r, a, level, spread, &want, rhalf); in {
+			isNear := len(near) > 0 && near[0] == a // visited in ascending frame index, as near is
+			if isNear {
+				near = near[1:]
+			}
+			if ip, period, due, throttled, in := p.pairOf(r, a, level, spread, isNear, &want, rhalf); in {
 				fn(a, ip, period, due, throttled)
 			}
 		}
@@ -42,8 +51,10 @@ func (p *Pipeline) visit(r int32, level, spread uint8, fn func(a int32, ip, peri
 // recipient r at all (it has ever changed, is not r, and stands within its
 // class's radius) and if so its periods, whether it is due this tick and
 // whether throttling alone kept it back. want and rhalf are r's
-// (interest.Clock.Want, interest.RecipientHalf).
-func (p *Pipeline) pairOf(r, a int32, level, spread uint8, want *interest.Residues, rhalf uint32) (ip, period uint8, due, throttled, in bool) {
+// (interest.Clock.Want, interest.RecipientHalf). A sender among r's
+// nearest (near, relay_near.go) is due at its tier period as well as at
+// the stretched one, and its periods are reported unstretched.
+func (p *Pipeline) pairOf(r, a int32, level, spread uint8, near bool, want *interest.Residues, rhalf uint32) (ip, period uint8, due, throttled, in bool) {
 	f := &p.frame
 	changed := f.changed[a]
 	if changed == 0 || a == r {
@@ -55,11 +66,17 @@ func (p *Pipeline) pairOf(r, a int32, level, spread uint8, want *interest.Residu
 		return 0, 0, false, false, false // beyond its class's radius: not in range
 	}
 	ip, period = p.periods(&p.tierSets[kind], dx*dx+dy*dy+dz*dz, level)
+	tick := f.Tick
+	if near { // under the budget: no throttling (relayLevel), so ip == period
+		sp := stretch(period, p.rankedSpread(kind, spread))
+		due = changed+uint64(period) > tick && (period <= 1 || p.due(&f.res[a], want, period, f.half[a], rhalf)) ||
+			changed+uint64(sp) > tick && (sp <= 1 || p.due(&f.res[a], want, sp, f.half[a], rhalf))
+		return ip, period, due, false, true
+	}
 	if spread > 1 {
 		sp := p.rankedSpread(kind, spread)
 		ip, period = stretch(ip, sp), stretch(period, sp)
 	}
-	tick := f.Tick
 	due = changed+uint64(period) > tick && (period <= 1 || p.due(&f.res[a], want, period, f.half[a], rhalf))
 	throttled = !due && period > ip && changed+uint64(ip) > tick && (ip <= 1 || p.due(&f.res[a], want, ip, f.half[a], rhalf))
 	return ip, period, due, throttled, true
