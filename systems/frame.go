@@ -111,8 +111,17 @@ type Frame struct {
 
 	groups []group
 	cells  []cell
-	cellOf []uint16 // layout scratch
-	counts []int32  // layout scratch (placeBySet)
+	// Per group, its grid for finding nearest senders (relay_near.go),
+	// with the actors by bucket and the buckets' offsets; nearFill is the
+	// build's scratch. Built in BeginRelay while nearest senders are on.
+	near                []nearGrid
+	nearIdx             []int32
+	nearX, nearY, nearZ []float32
+	nearReach           []float32
+	nearOff             []int32
+	nearFill            []int32
+	cellOf              []uint16 // layout scratch
+	counts              []int32  // layout scratch (placeBySet)
 	// sets is the number of kinds of sender (Pipeline.tierSets), and
 	// classSet each class's kind: with more than one, cells are split by
 	// kind (placeBySet). class is each actor's Client.Class, which Move

@@ -575,6 +575,9 @@ func (p *Pipeline) beginRelay(t *scheduler.Tick) {
 		if p.stats.Owed > 0 { // the last tick left records owed: let those recipients look them up
 			f.indexActors()
 		}
+		if p.cfg.NearestSenders > 0 {
+			f.buildNearGrids(p.kindReach)
+		}
 	}
 	d := &f.due
 	d.plan(f.Tick, &spreads, len(f.cells), f.Len())

@@ -227,7 +227,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	cells := f.stencilCells(g)
 	nearing := p.nearing(spread)
 	if nearing {
-		p.nearestDue(r, spread, cells, sc)
+		p.nearestDue(r, spread, sc)
 	}
 	if rc := f.cellIdx[r]; sc.cell != rc {
 		sc.classes = p.classify(rc, cells, level, sc.classes)

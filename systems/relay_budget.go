@@ -241,7 +241,7 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttle
 	sc.reserveOwed(f.stencilSenders(g))
 	nearing := p.nearing(spread)
 	if nearing {
-		p.nearestDue(r, spread, f.stencilCells(g), sc)
+		p.nearestDue(r, spread, sc)
 	}
 	near := sc.near[:0:0]
 	if nearing {

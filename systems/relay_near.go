@@ -1,6 +1,7 @@
 package systems
 
 import (
+	"math"
 	"slices"
 
 	"github.com/throng-go/throng/interest"
@@ -100,12 +101,13 @@ func (p *Pipeline) nearestPlain(r int32, near *[MaxNearestSenders]int32) int {
 }
 
 // nearestOf finds r's nearest senders into sc.near, in ascending frame
-// index: the same as nearestPlain, but it looks only at the cells whose
-// box comes within a radius of r, starting from the radius the unit's last
+// index: the same as nearestPlain, but it looks only at the senders within
+// a radius of r, in the buckets of a crowded chunk's grid (buildNearGrids)
+// or the cells of a sparse one, starting from the radius the unit's last
 // recipient needed (recipients of one cell are consecutive) and
 // quadrupling its square until k senders are found within it or nothing
 // of the stencil lies beyond it.
-func (p *Pipeline) nearestOf(r int32, cells []int32, sc *relayScratch) []int32 {
+func (p *Pipeline) nearestOf(r int32, sc *relayScratch) []int32 {
 	f := &p.frame
 	k := p.cfg.NearestSenders
 	h := sc.nearH
@@ -114,24 +116,27 @@ func (p *Pipeline) nearestOf(r int32, cells []int32, sc *relayScratch) []int32 {
 	}
 	sc.nearBest = slices.Grow(sc.nearBest[:0], k+1)
 	top := nearTop{k: k}
-	own := f.cellIdx[r]
+	g := &f.groups[f.group[r]]
 	for {
 		top.best = sc.nearBest[:0]
-		// r's own cell first: its nearest are mostly there, and the
-		// limit they set passes over most of the other cells.
-		beyond := p.nearIn(&top, own, r, h)
-		for _, ci := range cells {
-			if ci != own {
+		beyond := false // a sender of the stencil may lie past h
+		for _, gi := range g.stencil[:g.nst] {
+			if f.near[gi].side > 0 {
+				beyond = p.nearInGrid(&top, gi, r, h) || beyond
+				continue
+			}
+			o := &f.groups[gi]
+			for ci := o.cellsLo; ci < o.cellsHi; ci++ {
 				beyond = p.nearIn(&top, ci, r, h) || beyond
 			}
 		}
 		if len(top.best) == k || !beyond {
 			break
 		}
-		h *= 4
+		h *= 2
 	}
 	if len(top.best) == k {
-		sc.nearH = top.best[k-1].d * 1.5
+		sc.nearH = top.best[k-1].d * 1.25
 	}
 	sc.near = sc.near[:0]
 	for _, c := range top.best {
@@ -147,22 +152,59 @@ func (p *Pipeline) nearIn(top *nearTop, ci, r int32, h float32) (beyond bool) {
 	f := &p.frame
 	c := &f.cells[ci]
 	rx, ry, rz := f.x[r], f.y[r], f.z[r]
-	near, far := boxDist2(c, rx, ry, rz)
+	near, far := boxDist2(&c.min, &c.max, rx, ry, rz)
+	if lim := top.limit(h); near <= lim {
+		p.offerNear(top, r, c.actors.lo, c.actors.hi, h)
+	}
+	return far > h
+}
+
+// nearInGrid offers top the senders of group gi, which has a grid, within
+// h of recipient r: those of the buckets under the square around r that
+// holds the circle of the current limit. It reports whether some of the
+// group's box lies past h.
+func (p *Pipeline) nearInGrid(top *nearTop, gi, r int32, h float32) (beyond bool) {
+	f := &p.frame
+	ng := &f.near[gi]
+	rx, ry, rz := f.x[r], f.y[r], f.z[r]
+	near, far := boxDist2(&ng.min, &ng.max, rx, ry, rz)
 	lim := top.limit(h)
 	if near > lim {
 		return far > h
 	}
-	xs, ys, zs := f.x[c.actors.lo:c.actors.hi], f.y[c.actors.lo:c.actors.hi], f.z[c.actors.lo:c.actors.hi]
-	for i := range xs {
-		dx, dy, dz := xs[i]-rx, ys[i]-ry, zs[i]-rz
-		if d := dx*dx + dy*dy + dz*dz; d <= lim {
-			if a := c.actors.lo + int32(i); p.inRange(r, a, d) {
-				top.offer(nearCand{d, a})
+	rad := float32(math.Sqrt(float64(lim)))
+	x0, x1 := ng.bucket(rx-rad, 0), ng.bucket(rx+rad, 0)
+	y0, y1 := ng.bucket(ry-rad, 1), ng.bucket(ry+rad, 1)
+	base := f.groups[gi].actors.lo
+	nx, ny, nz, reach, idx := f.nearX, f.nearY, f.nearZ, f.nearReach, f.nearIdx
+	for by := y0; by <= y1; by++ {
+		row := ng.off + by*ng.side
+		// A row's buckets lie back to back: one range of senders, their
+		// positions in a row too.
+		for i := base + f.nearOff[row+x0]; i < base+f.nearOff[row+x1+1]; i++ {
+			dx, dy, dz := nx[i]-rx, ny[i]-ry, nz[i]-rz
+			if d := dx*dx + dy*dy + dz*dz; d <= lim && d < reach[i] && idx[i] != r {
+				top.offer(nearCand{d, idx[i]})
 				lim = top.limit(h)
 			}
 		}
 	}
 	return far > h
+}
+
+// offerNear offers top the senders lo to hi-1 within the limit of
+// recipient r.
+func (p *Pipeline) offerNear(top *nearTop, r, lo, hi int32, h float32) {
+	f := &p.frame
+	rx, ry, rz := f.x[r], f.y[r], f.z[r]
+	lim := top.limit(h)
+	for a := lo; a < hi; a++ {
+		dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
+		if d := dx*dx + dy*dy + dz*dz; d <= lim && p.inRange(r, a, d) {
+			top.offer(nearCand{d, a})
+			lim = top.limit(h)
+		}
+	}
 }
 
 // sortSmall sorts a short list (insertion sort: a recipient's nearest).
@@ -178,17 +220,108 @@ func sortSmall(s []int32) {
 }
 
 // boxDist2 returns the least and the greatest distance squared from the
-// point to cell c's box.
-func boxDist2(c *cell, x, y, z float32) (near, far float32) {
+// point to the box from lo to hi.
+func boxDist2(lo, hi *[3]float32, x, y, z float32) (near, far float32) {
 	var n, fa float32
 	for i, v := range [3]float32{x, y, z} {
-		lo, hi := c.min[i]-v, v-c.max[i]
-		d := max(lo, hi, 0)
-		e := max(v-c.min[i], c.max[i]-v)
+		d := max(lo[i]-v, v-hi[i], 0)
+		e := max(v-lo[i], hi[i]-v)
 		n += d * d
 		fa += e * e
 	}
 	return n, fa
+}
+
+// nearGrid is a crowded group's grid of buckets for finding nearest
+// senders: its actors' frame indices sorted by bucket, row by row
+// (Frame.nearIdx, from the group's first actor on), and where each bucket
+// starts (Frame.nearOff, side*side+1 entries from off, relative to the
+// group's first actor). side 0: no grid, the group's cells serve.
+type nearGrid struct {
+	min, max [3]float32 // the box around the group's actors
+	inv      float32    // buckets per unit
+	side     int32
+	off      int32
+}
+
+// bucket returns the bucket column (axis 0) or row (axis 1) of
+// coordinate v, clamped to the grid.
+func (ng *nearGrid) bucket(v float32, axis int) int32 {
+	b := (v - ng.min[axis]) * ng.inv
+	switch {
+	case !(b > 0): // below the box, or NaN
+		return 0
+	case b >= float32(ng.side):
+		return ng.side - 1
+	}
+	return int32(b)
+}
+
+// nearGridActors is the fewest actors a group needs for a grid; smaller
+// groups are searched through their cells.
+const nearGridActors = 96
+
+// nearBucketActors is about how many actors a grid's bucket holds.
+const nearBucketActors = 6
+
+// buildNearGrids lays out every crowded group's grid for nearestOf, from
+// its actors' positions after Move: a pass for the box, one to count the
+// buckets, one to place the actors, each bucket's in canonical order, with
+// their positions and their reach squared (reach, by kind: pairOf's range)
+// beside them, so that a search reads a row of buckets straight through.
+func (f *Frame) buildNearGrids(reach []float32) {
+	f.near = resizeSlice(f.near, len(f.groups))
+	f.nearIdx = resizeSlice(f.nearIdx, f.Len())
+	f.nearX, f.nearY, f.nearZ = resizeSlice(f.nearX, f.Len()), resizeSlice(f.nearY, f.Len()), resizeSlice(f.nearZ, f.Len())
+	f.nearReach = resizeSlice(f.nearReach, f.Len())
+	f.nearOff = f.nearOff[:0]
+	for gi := range f.groups {
+		g := &f.groups[gi]
+		ng := &f.near[gi]
+		*ng = nearGrid{}
+		lo, hi := g.actors.lo, g.actors.hi
+		if hi == lo {
+			continue
+		}
+		ng.min = [3]float32{f.x[lo], f.y[lo], f.z[lo]}
+		ng.max = ng.min
+		for a := lo + 1; a < hi; a++ {
+			ng.min = [3]float32{min(ng.min[0], f.x[a]), min(ng.min[1], f.y[a]), min(ng.min[2], f.z[a])}
+			ng.max = [3]float32{max(ng.max[0], f.x[a]), max(ng.max[1], f.y[a]), max(ng.max[2], f.z[a])}
+		}
+		n := int(hi - lo)
+		ext := max(ng.max[0]-ng.min[0], ng.max[1]-ng.min[1])
+		if n < nearGridActors || !(ext > 0) || math.IsInf(float64(ext), 0) {
+			continue
+		}
+		side := int32(min(max(math.Ceil(math.Sqrt(float64(n)/nearBucketActors)), 2), 128))
+		ng.side, ng.inv, ng.off = side, float32(side)/ext, int32(len(f.nearOff))
+		buckets := int(side * side)
+		f.nearOff = slices.Grow(f.nearOff, buckets+1)[:len(f.nearOff)+buckets+1]
+		off := f.nearOff[ng.off:]
+		clear(off)
+		for a := lo; a < hi; a++ {
+			off[ng.bucket(f.y[a], 1)*side+ng.bucket(f.x[a], 0)+1]++
+		}
+		for b := range buckets {
+			off[b+1] += off[b]
+		}
+		f.nearFill = resizeSlice(f.nearFill, buckets)
+		copy(f.nearFill, off[:buckets])
+		for a := lo; a < hi; a++ {
+			b := ng.bucket(f.y[a], 1)*side + ng.bucket(f.x[a], 0)
+			i := lo + f.nearFill[b]
+			f.nearFill[b]++
+			f.nearIdx[i] = a
+			f.nearX[i], f.nearY[i], f.nearZ[i] = f.x[a], f.y[a], f.z[a]
+			// A sender that never changed is in nobody's range (pairOf):
+			// a reach of 0 keeps it out.
+			f.nearReach[i] = 0
+			if f.changed[a] != 0 {
+				f.nearReach[i] = reach[f.classSet[f.class[a]]]
+			}
+		}
+	}
 }
 
 // nearDue reports, for sender a among recipient r's nearest, whether it is
@@ -212,12 +345,12 @@ func (p *Pipeline) nearDue(r, a int32, spread uint8, want *interest.Residues, rh
 // their tier period (sc.nearExtra: what the fast path, at the spread, did
 // not write), each in ascending frame index. It is for a recipient at a
 // spread above 1, with NearestSenders set.
-func (p *Pipeline) nearestDue(r int32, spread uint8, cells []int32, sc *relayScratch) {
+func (p *Pipeline) nearestDue(r int32, spread uint8, sc *relayScratch) {
 	f := &p.frame
 	want := p.clock.Want(f.id[r])
 	rhalf := interest.RecipientHalf(f.id[r])
 	sc.nearSent, sc.nearExtra = sc.nearSent[:0], sc.nearExtra[:0]
-	for _, a := range p.nearestOf(r, cells, sc) {
+	for _, a := range p.nearestOf(r, sc) {
 		tier, stretched := p.nearDue(r, a, spread, &want, rhalf)
 		if tier || stretched {
 			sc.nearSent = append(sc.nearSent, a)
