@@ -2,6 +2,7 @@ package systems
 
 import (
 	"cmp"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net/wire"
 )
 
@@ -92,4 +94,65 @@ func nearestTo(pos []components.Transform, i, n int) []int {
 		out[k] = all[k].j
 	}
 	return out
+}
+
+// TestEverySenderReachesEveryRecipientWithinTheBound: 300 players in one
+// chunk, every one stepping every tick, each client held to 24 records a
+// tick (with no nearest senders, and with 8): over 600 ticks every client
+// hears every other player, and never waits longer between two of its
+// records than the bound the budget documents: a stretched period is at
+// most 255 ticks, and while records are owed a sender waits at most
+// interest.WaitBound for the senders in view and the budget the nearest
+// leave (weights 1 to 4), one tier period more.
+func TestEverySenderReachesEveryRecipientWithinTheBound(t *testing.T) {
+	for _, nearest := range []int{0, 8} {
+		t.Run(fmt.Sprintf("nearest=%d", nearest), func(t *testing.T) {
+			const players, budget, ticks = 300, 24, 600
+			rng := rand.New(rand.NewPCG(81, 82))
+			spawns := oneChunkCrowd(rng, players)
+			r := newRig(t, Config{MaxRecordsPerTick: budget, NearestSenders: nearest, Tiers: defaultTiers(t)}, spawns)
+			id := map[uint32]int{}
+			for i, a := range r.actors {
+				id[a] = i
+			}
+			bound := max(255, interest.WaitBound(players-1, budget-nearest, 1, 4)) + 4
+			last := make([][]int, players) // last[i][j]: the tick i last heard j
+			for i := range last {
+				last[i] = make([]int, players)
+			}
+			pos := slices.Clone(spawns)
+			worst := 0
+			for tick := 1; tick <= ticks; tick++ {
+				for i := range pos {
+					pos[i].X += rng.Float32()*6 - 3
+					pos[i].Y += rng.Float32()*6 - 3
+					r.seq[i]++
+					require.NoError(t, r.clients[i].Send(wire.AppendMove(nil, wire.Move{Seq: r.seq[i], X: pos[i].X, Y: pos[i].Y})))
+				}
+				r.step()
+				for i, c := range r.clients {
+					c.DrainDatagrams(func(d []byte) {
+						b, err := wire.DecodeBatch(d)
+						require.NoError(t, err)
+						for k := range b.Len() {
+							j := id[b.At(k).Actor]
+							worst = max(worst, tick-last[i][j])
+							last[i][j] = tick
+						}
+					})
+					c.DrainReliable(func([]byte) {})
+				}
+			}
+			for i := range last {
+				for j, at := range last[i] {
+					if i != j {
+						require.Positive(t, at, "client %d never heard player %d", i, j)
+						worst = max(worst, ticks+1-at)
+					}
+				}
+			}
+			require.LessOrEqual(t, worst, bound, "longest wait between two records of a pair (ticks)")
+			t.Logf("bound %d ticks, longest wait %d", bound, worst)
+		})
+	}
 }
