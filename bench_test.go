@@ -572,12 +572,13 @@ func TestBudgetedCrowdTickAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("a thousand players under the race detector take a minute a run; the plain build counts the allocations")
 	}
-	t.Run("defaults", func(t *testing.T) { checkBudgetedCrowdAllocs(t, nil, nil) })
-	// The nearest twenty sent ahead of a cut of 24: the crowd owes.
-	t.Run("nearest", func(t *testing.T) { checkBudgetedCrowdAllocs(t, new(24), new(20)) })
+	t.Run("defaults", func(t *testing.T) { checkBudgetedCrowdAllocs(t, nil, nil, true) })
+	// The nearest twenty sent ahead of a cut of 24: the other four, at
+	// the longest spread, thinned.
+	t.Run("nearest", func(t *testing.T) { checkBudgetedCrowdAllocs(t, new(24), new(20), false) })
 }
 
-func checkBudgetedCrowdAllocs(t *testing.T, records, nearest *int) {
+func checkBudgetedCrowdAllocs(t *testing.T, records, nearest *int, owes bool) {
 	m := modeNamed("parallel+interest+budget")
 	m.workers = 4
 	m.records, m.nearest = records, nearest
@@ -587,7 +588,9 @@ func checkBudgetedCrowdAllocs(t *testing.T, records, nearest *int) {
 		c.tick()
 		owed += c.srv.Stats().Owed
 	}
-	require.Positive(t, owed, "the crowd must run into the budget")
+	if owes {
+		require.Positive(t, owed, "the crowd must run into the budget")
+	}
 
 	// Counted over many ticks, not as AllocsPerRun's rounded-down mean:
 	// the growth came in bursts, dozens of allocations every hundred ticks

@@ -60,6 +60,11 @@ type sessionRelay struct {
 	backlog interest.Backlog // records owed under the per-connection budget
 	spread  uint8            // period multiplier that keeps its due records near the budget
 	calm    int              // ticks in a row its spread could have been lower
+	// thin is the share of due ticks, in 256ths, that a recipient at the
+	// longest spread drops (relay_thin.go); thinCalm counts its calm
+	// ticks as calm counts the spread's.
+	thin     uint8
+	thinCalm int
 }
 
 // linePair is what the L2 fetches at once: two cache lines.

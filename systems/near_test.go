@@ -156,3 +156,31 @@ func TestEverySenderReachesEveryRecipientWithinTheBound(t *testing.T) {
 		})
 	}
 }
+
+// TestThinningKeepsEveryPairWithinItsRotation: for pairs of ids and every
+// share a thinning recipient keeps, the due ticks of a pair at the
+// longest period (255) that thinKept keeps are never more than
+// ceil(256/keep) periods apart, and about keep/256 of them are kept.
+func TestThinningKeepsEveryPairWithinItsRotation(t *testing.T) {
+	rng := rand.New(rand.NewPCG(91, 92))
+	for keep := thinStep; keep < 256; keep += thinStep {
+		limit := (256 + keep - 1) / keep
+		kept, dues := 0, 0
+		for range 200 {
+			sid, rid := rng.Uint32(), rng.Uint32()
+			phase := uint64(interest.SenderHalf(sid)) + uint64(interest.RecipientHalf(rid))
+			first := (255 - phase%255) % 255 // the pair's first due tick
+			last := -1
+			for k := range 64 { // 64 periods of the pair
+				tick := first + uint64(k)*255
+				dues++
+				if thinKept(sid, rid, tick, keep) {
+					kept++
+					require.LessOrEqual(t, k-last, limit, "keep %d: pair %d->%d kept %d periods apart", keep, sid, rid, k-last)
+					last = k
+				}
+			}
+		}
+		require.InDelta(t, float64(keep)/256, float64(kept)/float64(dues), 0.02, "keep %d", keep)
+	}
+}

@@ -104,7 +104,7 @@ func checkAgainstVisit(t *testing.T, cfg Config, spawns []components.Transform, 
 						continue
 					}
 					due := map[uint32]bool{}
-					p.visit(a, sh.Level, 1, func(b int32, _, _ uint8, isDue, thr bool) {
+					p.visit(a, sh.Level, 1, 0, func(b int32, _, _ uint8, isDue, thr bool) {
 						if isDue {
 							due[f.id[b]] = true
 						}

@@ -24,7 +24,8 @@ import (
 //   - relay_batch.go: writing records into datagrams;
 //   - relay_budget.go: the per-connection budget: spreads, base lists, the
 //     backlog;
-//   - relay_near.go: the nearest senders, which a spread does not stretch.
+//   - relay_near.go: the nearest senders, which a spread does not stretch;
+//   - relay_thin.go: thinning, past the longest spread.
 //
 // The AVX2 kernels (simd_amd64.s) are chosen inside the functions that
 // call them (beyondEdge, pointBands, chooseByTiers, chooseThrottled,
@@ -215,12 +216,12 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	tick := f.Tick
 	s := f.sess[r]
 	budget := p.cfg.MaxRecordsPerTick
-	spread := uint8(1)
+	spread, thin := uint8(1), uint8(0)
 	owing := false
 	if s != nil && budget > 0 {
-		spread = max(s.spread, 1)
+		spread, thin = max(s.spread, 1), s.thin
 		if owing = s.backlog.Owed() > 0; owing && !f.indexed {
-			return p.gatherOwed(r, s, level, spread, throttled, sc)
+			return p.gatherOwed(r, s, level, spread, thin, throttled, sc)
 		}
 	}
 	g := &f.groups[f.group[r]]
@@ -249,6 +250,11 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		held = p.gatherCells(&w, r, level, spread, due.listed(spread) && !due.based[spread], cells, sc)
 	}
 	fast := w.count // the senders due at the spread, in canonical order
+	if thin > 0 {   // past the longest spread: keep the share of them thinning keeps
+		sc.batch = w.finish()
+		w = p.thinBatch(r, fast, keepOf(thin), nearing, sc)
+		fast = w.count
+	}
 	if nearing {
 		w.write(sc.nearExtra) // and the nearest due at their tier period only
 	}
@@ -257,14 +263,14 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		// The batch holds the due senders: the backlog decides among
 		// them and the senders owed (gatherOwed's adjustment: the spread
 		// follows the due count).
-		p.adjustSpread(s, int(w.count), nearing, sc)
+		p.adjustSpread(s, int(w.count), nearing, thin, sc)
 		*throttled += held
-		return p.pickOwed(r, s, level, spread, fast, nearing, throttled, sc)
+		return p.pickOwed(r, s, level, spread, thin, fast, nearing, throttled, sc)
 	}
 	if s != nil && budget > 0 {
-		p.adjustSpread(s, int(w.count), nearing, sc)
+		p.adjustSpread(s, int(w.count), nearing, thin, sc)
 		if int(w.count) > budget {
-			if s.spread > spread && !sc.retry {
+			if (s.spread > spread || s.thin > thin) && !sc.retry {
 				// The spread jumped: choose again at the new one, which
 				// fits the budget as a rule, rather than cut hundreds of
 				// records into the backlog, whose slow path would then run
@@ -276,9 +282,9 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 			}
 			if f.indexed {
 				*throttled += held
-				return p.pickOwed(r, s, level, spread, fast, nearing, throttled, sc)
+				return p.pickOwed(r, s, level, spread, thin, fast, nearing, throttled, sc)
 			}
-			return p.gatherOwed(r, s, level, spread, throttled, sc)
+			return p.gatherOwed(r, s, level, spread, thin, throttled, sc)
 		}
 	}
 	*throttled += held
@@ -329,6 +335,9 @@ type relayScratch struct {
 	near, nearSent, nearExtra []int32
 	nearBest                  []nearCand
 	nearH                     float32
+	// thinBatch's working memory: the nearest's ids and the records kept.
+	nearIDs  []uint32
+	thinRecs []byte
 	// batch is the current recipient's datagrams, back to back. One buffer
 	// per unit, written and handed to the transport recipient after
 	// recipient, stays in the core's cache, where a buffer per recipient

@@ -98,17 +98,21 @@ func (s *session) adjustSpread(due, budget, aim, most int) {
 	s.spread = uint8(spread)
 }
 
-// adjustSpread is session.adjustSpread for a recipient with due records
-// this tick, at the unit's aim. The spread stretches every sender but the
-// nearest (sc.nearSent, when nearing), so it is adjusted on the others,
-// against what the nearest leave of the budget and the aim.
-func (p *Pipeline) adjustSpread(s *session, due int, nearing bool, sc *relayScratch) {
+// adjustSpread is session.adjustSpread, then adjustThin, for a recipient
+// with due records this tick, at the unit's aim. The spread stretches
+// every sender but the nearest (sc.nearSent, when nearing), so it is
+// adjusted on the others, against what the nearest leave of the budget
+// and the aim; and on as many as were due before thinning (at thin),
+// taken as the share kept scaled up.
+func (p *Pipeline) adjustSpread(s *session, due int, nearing bool, thin uint8, sc *relayScratch) {
 	budget, aim := p.cfg.MaxRecordsPerTick, sc.aim
 	if nearing {
 		n := len(sc.nearSent)
 		due, budget, aim = due-n, max(budget-n, 1), max(aim-n, 1)
 	}
+	due = due * 256 / keepOf(thin)
 	s.adjustSpread(due, budget, aim, p.pressedSpread)
+	s.adjustThin(due, budget)
 }
 
 // spreadSteps are the spreads a client may have: every value to 6, then
@@ -233,7 +237,7 @@ func (p *Pipeline) chooseBased(sel, cands []int32, classes []cellClass, first, r
 // every pair of r's stencil (visit), so it serves a tick without the
 // frame's index; pickOwed makes the same offers from the due senders and
 // those owed.
-func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttled *int64, sc *relayScratch) int32 {
+func (p *Pipeline) gatherOwed(r int32, s *session, level, spread, thin uint8, throttled *int64, sc *relayScratch) int32 {
 	f := &p.frame
 	longest := uint8(min(p.longest*uint64(spread), 255))
 	owed := s.backlog.Owed() > 0
@@ -253,7 +257,7 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttle
 	if nearing {
 		due = len(sc.nearSent) // sent outside the backlog: counted, not offered
 	}
-	p.visit(r, level, spread, func(a int32, _, period uint8, isDue, thr bool) {
+	p.visit(r, level, spread, thin, func(a int32, _, period uint8, isDue, thr bool) {
 		if len(near) > 0 && near[0] == a { // visit walks in ascending frame index
 			near = near[1:]
 			return
@@ -271,7 +275,7 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttle
 		sc.offered = append(sc.offered, a)
 	})
 	if owed { // the fast path did not run: adjust the spread here
-		p.adjustSpread(s, due, nearing, sc)
+		p.adjustSpread(s, due, nearing, thin, sc)
 	}
 	return p.takeOwed(r, s, nearing, sc)
 }
@@ -285,7 +289,7 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread uint8, throttle
 // picks the same senders; but it looks at the due and the owed, not at
 // every sender in view, which in a crowd of thousands was most of the
 // relay.
-func (p *Pipeline) pickOwed(r int32, s *session, level, spread uint8, count int32, nearing bool, throttled *int64, sc *relayScratch) int32 {
+func (p *Pipeline) pickOwed(r int32, s *session, level, spread, thin uint8, count int32, nearing bool, throttled *int64, sc *relayScratch) int32 {
 	f := &p.frame
 	longest := uint8(min(p.longest*uint64(spread), 255))
 	owed := s.backlog.Owed() > 0
@@ -339,7 +343,7 @@ func (p *Pipeline) pickOwed(r int32, s *session, level, spread uint8, count int3
 		}
 		// Under a budget there is no throttling (relayLevel): nothing is
 		// kept back by it alone, so throttled is the fast path's.
-		_, period, isDue, _, in := p.pairOf(r, a, level, spread, false, &want, rhalf)
+		_, period, isDue, _, in := p.pairOf(r, a, level, spread, thin, false, &want, rhalf)
 		if !in || !isDue && !owed {
 			continue
 		}

@@ -24,7 +24,7 @@ func (p *Pipeline) due(res, want *interest.Residues, period uint8, senderHalf, r
 // visit calls fn for every sender in r's stencil that has ever changed,
 // with its periods, whether it is due this tick and whether throttling
 // alone kept it back.
-func (p *Pipeline) visit(r int32, level, spread uint8, fn func(a int32, ip, period uint8, due, throttled bool)) {
+func (p *Pipeline) visit(r int32, level, spread, thin uint8, fn func(a int32, ip, period uint8, due, throttled bool)) {
 	f := &p.frame
 	want := p.clock.Want(f.id[r])
 	rhalf := interest.RecipientHalf(f.id[r])
@@ -40,7 +40,7 @@ func (p *Pipeline) visit(r int32, level, spread uint8, fn func(a int32, ip, peri
 			if isNear {
 				near = near[1:]
 			}
-			if ip, period, due, throttled, in := p.pairOf(r, a, level, spread, isNear, &want, rhalf); in {
+			if ip, period, due, throttled, in := p.pairOf(r, a, level, spread, thin, isNear, &want, rhalf); in {
 				fn(a, ip, period, due, throttled)
 			}
 		}
@@ -53,8 +53,10 @@ func (p *Pipeline) visit(r int32, level, spread uint8, fn func(a int32, ip, peri
 // whether throttling alone kept it back. want and rhalf are r's
 // (interest.Clock.Want, interest.RecipientHalf). A sender among r's
 // nearest (near, relay_near.go) is due at its tier period as well as at
-// the stretched one, and its periods are reported unstretched.
-func (p *Pipeline) pairOf(r, a int32, level, spread uint8, near bool, want *interest.Residues, rhalf uint32) (ip, period uint8, due, throttled, in bool) {
+// the stretched one, and its periods are reported unstretched. A
+// recipient thinning (thin above 0, at the longest spread, relay_thin.go)
+// keeps only its share of any other pair's due ticks.
+func (p *Pipeline) pairOf(r, a int32, level, spread, thin uint8, near bool, want *interest.Residues, rhalf uint32) (ip, period uint8, due, throttled, in bool) {
 	f := &p.frame
 	changed := f.changed[a]
 	if changed == 0 || a == r {
@@ -78,6 +80,9 @@ func (p *Pipeline) pairOf(r, a int32, level, spread uint8, near bool, want *inte
 		ip, period = stretch(ip, sp), stretch(period, sp)
 	}
 	due = changed+uint64(period) > tick && (period <= 1 || p.due(&f.res[a], want, period, f.half[a], rhalf))
+	if due && thin > 0 {
+		due = thinKept(f.id[a], f.id[r], tick, keepOf(thin))
+	}
 	throttled = !due && period > ip && changed+uint64(ip) > tick && (ip <= 1 || p.due(&f.res[a], want, ip, f.half[a], rhalf))
 	return ip, period, due, throttled, true
 }

@@ -1,0 +1,110 @@
+package systems
+
+import (
+	"encoding/binary"
+
+	"github.com/throng-go/throng/interest"
+	"github.com/throng-go/throng/net/wire"
+)
+
+// Thinning: past the longest spread.
+//
+// A spread stretches no period past 255 ticks, so a recipient that sees
+// N senders gets about N/255 records due a tick at the longest spread. In
+// a crowd of ten thousand that is about 39, more than one datagram holds
+// beside twenty nearest senders (relay_near.go). Rather than owe the rest
+// every tick (the backlog decides then, sender by sender, which is the
+// slowest path the relay has), a recipient at the longest spread whose
+// due records still pass its budget thins them: of each sender's due
+// ticks (one in 255) it keeps a share, keep/256, in steps of thinStep,
+// chosen as the spread is, to fill seven eighths of the budget. Which due
+// ticks are kept is a rotation per pair: the pair's count of periods times
+// keep, plus an offset hashed from the two ids, taken modulo 256, is below
+// keep; it moves by keep each period, so it cannot step over the window
+// of keep values, and every pair is kept at least once in any
+// ceil(256/keep) of its periods (at most 8, 2,040 ticks). The nearest are
+// never thinned.
+
+// thinStep is the step of a recipient's thinning, in 256ths.
+const thinStep = 32
+
+// thinKept reports whether a thinned recipient (rid) keeps sender sid's
+// due tick, of a pair at the longest period (255), keeping keep/256.
+func thinKept(sid, rid uint32, tick uint64, keep int) bool {
+	phase := uint64(interest.SenderHalf(sid)) + uint64(interest.RecipientHalf(rid))
+	periods := (phase + tick) / 255
+	offset := (uint64(sid)*0x9e3779b97f4a7c15 ^ uint64(rid)*0xc2b2ae3d27d4eb4f) >> 56
+	return int((periods*uint64(keep)+offset)&255) < keep
+}
+
+// keepOf is the share of due ticks a session's thinning keeps, in 256ths.
+func keepOf(thin uint8) int { return 256 - int(thin) }
+
+// adjustThin follows the spread past its longest step: on a tick when a
+// recipient at the longest spread has more records due (due, before
+// thinning and not counting the nearest) than budget, its keep jumps to
+// the step at which they would fill seven eighths of it; it rises a step
+// after spreadReleaseTicks ticks in a row in which they would have fitted
+// three quarters of it at the step above. Below the longest spread
+// nothing is thinned.
+func (s *session) adjustThin(due, budget int) {
+	if s.spread < 255 {
+		s.thin, s.thinCalm = 0, 0
+		return
+	}
+	keep := keepOf(s.thin)
+	switch {
+	case due*keep > budget*256:
+		s.thinCalm = 0
+		target := budget * 7 * 256 / (8 * due)
+		keep = max(thinStep, min(keep-thinStep, target/thinStep*thinStep))
+	case keep < 256 && due*(keep+thinStep) < budget*3*256/4:
+		if s.thinCalm++; s.thinCalm >= spreadReleaseTicks {
+			s.thinCalm = 0
+			keep += thinStep
+		}
+	default:
+		s.thinCalm = 0
+	}
+	s.thin = uint8(256 - keep)
+}
+
+// thinBatch drops from the first count records of sc.batch (the fast
+// path's, in canonical order) those a recipient thinning at keep does not
+// keep this tick, and returns the batch writer holding the rest, in
+// order. The nearest (sc.near, when nearing) are kept.
+func (p *Pipeline) thinBatch(r int32, count int32, keep int, nearing bool, sc *relayScratch) batchOut {
+	f := &p.frame
+	rid, tick := f.id[r], f.Tick
+	sc.nearIDs = sc.nearIDs[:0]
+	if nearing {
+		for _, a := range sc.near {
+			sc.nearIDs = append(sc.nearIDs, f.id[a])
+		}
+	}
+	sc.thinRecs = sc.thinRecs[:0]
+	for i, off := int32(0), 0; i < count; i++ {
+		if i%wire.MaxRecordsPerBatch == 0 {
+			off += wire.BatchHeaderSize
+		}
+		rec := sc.batch[off : off+wire.RecordSize]
+		off += wire.RecordSize
+		sid := binary.LittleEndian.Uint32(rec)
+		if containsID(sc.nearIDs, sid) || thinKept(sid, rid, tick, keep) {
+			sc.thinRecs = append(sc.thinRecs, rec...)
+		}
+	}
+	w := newBatchOut(reserve(sc.batch, f.stencilSenders(&f.groups[f.group[r]])), f.records, tick)
+	w.run(sc.thinRecs)
+	return w
+}
+
+// containsID reports whether id is in the short list ids.
+func containsID(ids []uint32, id uint32) bool {
+	for _, v := range ids {
+		if v == id {
+			return true
+		}
+	}
+	return false
+}
