@@ -22,7 +22,11 @@ import (
 // the test sent, across the chunk border too) in every tick, and never
 // more than its budget.
 func TestTheNearestAreHeardEveryTick(t *testing.T) {
-	const players, budget, nearest = 1200, 57, 20
+	const budget, nearest = 57, 20
+	players, ticks := 1200, 40
+	if raceEnabled { // the race detector's tenfold: fewer, for fewer ticks
+		players, ticks = 500, 12
+	}
 	rng := rand.New(rand.NewPCG(71, 72))
 	spawns := make([]components.Transform, players)
 	for i := range spawns {
@@ -42,7 +46,7 @@ func TestTheNearestAreHeardEveryTick(t *testing.T) {
 			}
 		}
 	}
-	for tick := range 40 {
+	for tick := range ticks {
 		for i := range pos {
 			pos[i].X += rng.Float32()*6 - 3
 			pos[i].Y += rng.Float32()*6 - 3
@@ -70,28 +74,37 @@ func TestTheNearestAreHeardEveryTick(t *testing.T) {
 			checked++
 		}
 	}
-	require.Greater(t, stretched, players*30, "client ticks at a spread above 1")
+	require.Greater(t, stretched, players*(ticks-10), "client ticks at a spread above 1")
 	t.Logf("%d client ticks checked; %d at a spread above 1", checked, stretched)
 }
 
 // nearestTo returns the n players nearest to player i, by brute force,
-// with the relay's arithmetic (float32 squares).
+// with the relay's arithmetic (float32 squares): every other player
+// looked at, the n closest kept in order.
 func nearestTo(pos []components.Transform, i, n int) []int {
 	type cand struct {
 		d float32
 		j int
 	}
-	all := make([]cand, 0, len(pos))
+	best := make([]cand, 0, n+1)
 	for j, p := range pos {
-		if j != i {
-			dx, dy, dz := p.X-pos[i].X, p.Y-pos[i].Y, p.Z-pos[i].Z
-			all = append(all, cand{dx*dx + dy*dy + dz*dz, j})
+		if j == i {
+			continue
+		}
+		dx, dy, dz := p.X-pos[i].X, p.Y-pos[i].Y, p.Z-pos[i].Z
+		c := cand{dx*dx + dy*dy + dz*dz, j}
+		if len(best) == n && c.d >= best[n-1].d {
+			continue
+		}
+		at, _ := slices.BinarySearchFunc(best, c, func(a, b cand) int { return cmp.Compare(a.d, b.d) })
+		best = slices.Insert(best, at, c)
+		if len(best) > n {
+			best = best[:n]
 		}
 	}
-	slices.SortFunc(all, func(a, b cand) int { return cmp.Compare(a.d, b.d) })
-	out := make([]int, n)
-	for k := range out {
-		out[k] = all[k].j
+	out := make([]int, len(best))
+	for k, c := range best {
+		out[k] = c.j
 	}
 	return out
 }
@@ -105,7 +118,11 @@ func nearestTo(pos []components.Transform, i, n int) []int {
 // interest.WaitBound for the senders in view and the budget the nearest
 // leave (weights 1 to 4), one tier period more.
 func TestEverySenderReachesEveryRecipientWithinTheBound(t *testing.T) {
-	for _, nearest := range []int{0, 8} {
+	cases := []int{0, 8}
+	if raceEnabled { // the race detector's tenfold: one of them
+		cases = cases[1:]
+	}
+	for _, nearest := range cases {
 		t.Run(fmt.Sprintf("nearest=%d", nearest), func(t *testing.T) {
 			const players, budget, ticks = 300, 24, 600
 			rng := rand.New(rand.NewPCG(81, 82))

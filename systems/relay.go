@@ -263,12 +263,12 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		// The batch holds the due senders: the backlog decides among
 		// them and the senders owed (gatherOwed's adjustment: the spread
 		// follows the due count).
-		p.adjustSpread(s, int(w.count), nearing, thin, sc)
+		p.adjustSpread(s, int(w.count), nearing, spread, thin, sc)
 		*throttled += held
 		return p.pickOwed(r, s, level, spread, thin, fast, nearing, throttled, sc)
 	}
 	if s != nil && budget > 0 {
-		p.adjustSpread(s, int(w.count), nearing, thin, sc)
+		p.adjustSpread(s, int(w.count), nearing, spread, thin, sc)
 		if int(w.count) > budget {
 			if (s.spread > spread || s.thin > thin) && !sc.retry {
 				// The spread jumped: choose again at the new one, which

@@ -103,8 +103,10 @@ func (s *session) adjustSpread(due, budget, aim, most int) {
 // every sender but the nearest (sc.nearSent, when nearing), so it is
 // adjusted on the others, against what the nearest leave of the budget
 // and the aim; and on as many as were due before thinning (at thin),
-// taken as the share kept scaled up.
-func (p *Pipeline) adjustSpread(s *session, due int, nearing bool, thin uint8, sc *relayScratch) {
+// taken as the share kept scaled up. Thinning follows only the records due
+// at the longest spread (spread, the one they were chosen at), not those
+// of a tick whose spread has just jumped to it.
+func (p *Pipeline) adjustSpread(s *session, due int, nearing bool, spread, thin uint8, sc *relayScratch) {
 	budget, aim := p.cfg.MaxRecordsPerTick, sc.aim
 	if nearing {
 		n := len(sc.nearSent)
@@ -112,7 +114,9 @@ func (p *Pipeline) adjustSpread(s *session, due int, nearing bool, thin uint8, s
 	}
 	due = due * 256 / keepOf(thin)
 	s.adjustSpread(due, budget, aim, p.pressedSpread)
-	s.adjustThin(due, budget)
+	if spread == 255 || s.spread < 255 {
+		s.adjustThin(due, budget)
+	}
 }
 
 // spreadSteps are the spreads a client may have: every value to 6, then
@@ -275,7 +279,7 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread, thin uint8, th
 		sc.offered = append(sc.offered, a)
 	})
 	if owed { // the fast path did not run: adjust the spread here
-		p.adjustSpread(s, due, nearing, thin, sc)
+		p.adjustSpread(s, due, nearing, spread, thin, sc)
 	}
 	return p.takeOwed(r, s, nearing, sc)
 }
