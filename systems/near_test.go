@@ -47,23 +47,12 @@ func TestTheNearestAreHeardEveryTick(t *testing.T) {
 		}
 	}
 	for tick := range ticks {
-		for i := range pos {
-			pos[i].X += rng.Float32()*6 - 3
-			pos[i].Y += rng.Float32()*6 - 3
-			r.seq[i]++
-			require.NoError(t, r.clients[i].Send(wire.AppendMove(nil, wire.Move{Seq: r.seq[i], X: pos[i].X, Y: pos[i].Y})))
-		}
-		r.step()
-		for i, c := range r.clients {
+		r.walkStep(pos, rng)
+		for i, players := range r.heardPlayers(id) {
 			heard := map[int]bool{}
-			c.DrainDatagrams(func(d []byte) {
-				b, err := wire.DecodeBatch(d)
-				require.NoError(t, err)
-				for k := range b.Len() {
-					heard[id[b.At(k).Actor]] = true
-				}
-			})
-			c.DrainReliable(func([]byte) {})
+			for _, j := range players {
+				heard[j] = true
+			}
 			require.LessOrEqual(t, len(heard), budget, "tick %d, client %d", r.tick, i)
 			if tick < 3 { // the crowd settles: spreads rise from 1
 				continue
@@ -140,24 +129,12 @@ func TestEverySenderReachesEveryRecipientWithinTheBound(t *testing.T) {
 			pos := slices.Clone(spawns)
 			worst := 0
 			for tick := 1; tick <= ticks; tick++ {
-				for i := range pos {
-					pos[i].X += rng.Float32()*6 - 3
-					pos[i].Y += rng.Float32()*6 - 3
-					r.seq[i]++
-					require.NoError(t, r.clients[i].Send(wire.AppendMove(nil, wire.Move{Seq: r.seq[i], X: pos[i].X, Y: pos[i].Y})))
-				}
-				r.step()
-				for i, c := range r.clients {
-					c.DrainDatagrams(func(d []byte) {
-						b, err := wire.DecodeBatch(d)
-						require.NoError(t, err)
-						for k := range b.Len() {
-							j := id[b.At(k).Actor]
-							worst = max(worst, tick-last[i][j])
-							last[i][j] = tick
-						}
-					})
-					c.DrainReliable(func([]byte) {})
+				r.walkStep(pos, rng)
+				for i, heard := range r.heardPlayers(id) {
+					for _, j := range heard {
+						worst = max(worst, tick-last[i][j])
+						last[i][j] = tick
+					}
 				}
 			}
 			for i := range last {
@@ -200,4 +177,33 @@ func TestThinningKeepsEveryPairWithinItsRotation(t *testing.T) {
 		}
 		require.InDelta(t, float64(keep)/256, float64(kept)/float64(dues), 0.02, "keep %d", keep)
 	}
+}
+
+// walkStep moves every player a random step of up to 3 units along each
+// axis, sends the moves and ticks.
+func (r *rig) walkStep(pos []components.Transform, rng *rand.Rand) {
+	for i := range pos {
+		pos[i].X += rng.Float32()*6 - 3
+		pos[i].Y += rng.Float32()*6 - 3
+		r.seq[i]++
+		require.NoError(r.t, r.clients[i].Send(wire.AppendMove(nil, wire.Move{Seq: r.seq[i], X: pos[i].X, Y: pos[i].Y})))
+	}
+	r.step()
+}
+
+// heardPlayers drains every client and returns, by client, the players
+// (id: actor id to player) whose records it got this tick.
+func (r *rig) heardPlayers(id map[uint32]int) [][]int {
+	heard := make([][]int, len(r.clients))
+	for i, c := range r.clients {
+		c.DrainDatagrams(func(d []byte) {
+			b, err := wire.DecodeBatch(d)
+			require.NoError(r.t, err)
+			for k := range b.Len() {
+				heard[i] = append(heard[i], id[b.At(k).Actor])
+			}
+		})
+		c.DrainReliable(func([]byte) {})
+	}
+	return heard
 }
