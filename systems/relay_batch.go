@@ -151,6 +151,13 @@ func copyRecord(dst, src []byte) {
 var _ [wire.RecordSize - 20]struct{}
 var _ [20 - wire.RecordSize]struct{}
 
+// batchRecord returns record i of a batch batchOut wrote: datagrams of
+// MaxRecordsPerBatch records, each behind its header.
+func batchRecord(batch []byte, i int32) []byte {
+	off := int(i/wire.MaxRecordsPerBatch+1)*wire.BatchHeaderSize + int(i)*wire.RecordSize
+	return batch[off : off+wire.RecordSize]
+}
+
 // finish writes the last datagram's record count and returns the batch.
 func (w *batchOut) finish() []byte {
 	if w.count > 0 {

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/throng-go/throng/interest"
-	"github.com/throng-go/throng/net/wire"
 )
 
 // aimFor is the number of records a tick that the spreads of recipients
@@ -251,10 +250,7 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread, thin uint8, th
 	if nearing {
 		p.nearestDue(r, spread, sc)
 	}
-	near := sc.near[:0:0]
-	if nearing {
-		near = sc.near
-	}
+	near := sc.nearOrNone(nearing)
 	s.backlog.Use(&sc.backlog) // one scratch per unit, not per recipient
 	sc.offered = sc.offered[:0]
 	due := 0
@@ -300,15 +296,11 @@ func (p *Pipeline) pickOwed(r int32, s *session, level, spread, thin uint8, coun
 	g := &f.groups[f.group[r]]
 	sc.reserveOwed(f.stencilSenders(g))
 	sc.dueIdx = sc.dueIdx[:0]
-	for i, off := int32(0), 0; i < count; i++ {
-		if i%wire.MaxRecordsPerBatch == 0 {
-			off += wire.BatchHeaderSize
-		}
+	for i := range count {
 		// Every record is a frame actor's, so every id is in the index.
-		if a, ok := f.index.get(binary.LittleEndian.Uint32(sc.batch[off:])); ok {
+		if a, ok := f.index.get(binary.LittleEndian.Uint32(batchRecord(sc.batch, i))); ok {
 			sc.dueIdx = append(sc.dueIdx, a)
 		}
-		off += wire.RecordSize
 	}
 	sc.owedIdx = sc.owedIdx[:0]
 	if owed {
@@ -325,10 +317,7 @@ func (p *Pipeline) pickOwed(r int32, s *session, level, spread, thin uint8, coun
 	s.backlog.Use(&sc.backlog)
 	sc.offered = sc.offered[:0]
 	dues, owes := sc.dueIdx, sc.owedIdx
-	near := sc.near[:0:0]
-	if nearing {
-		near = sc.near // sent outside the backlog (takeOwed), never offered
-	}
+	near := sc.nearOrNone(nearing) // sent outside the backlog (takeOwed), never offered
 	for len(dues) > 0 || len(owes) > 0 {
 		var a int32
 		switch {

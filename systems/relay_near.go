@@ -96,7 +96,7 @@ func (p *Pipeline) nearestPlain(r int32, near *[MaxNearestSenders]int32) int {
 		near[n] = c.a
 		n++
 	}
-	slices.Sort(near[:n])
+	sortSmall(near[:n])
 	return n
 }
 
@@ -105,8 +105,8 @@ func (p *Pipeline) nearestPlain(r int32, near *[MaxNearestSenders]int32) int {
 // a radius of r, in the buckets of a crowded chunk's grid (buildNearGrids)
 // or the cells of a sparse one, starting from the radius the unit's last
 // recipient needed (recipients of one cell are consecutive) and
-// quadrupling its square until k senders are found within it or nothing
-// of the stencil lies beyond it.
+// doubling its square until k senders are found within it or nothing of
+// the stencil lies beyond it.
 func (p *Pipeline) nearestOf(r int32, sc *relayScratch) []int32 {
 	f := &p.frame
 	k := p.cfg.NearestSenders
@@ -151,9 +151,8 @@ func (p *Pipeline) nearestOf(r int32, sc *relayScratch) []int32 {
 func (p *Pipeline) nearIn(top *nearTop, ci, r int32, h float32) (beyond bool) {
 	f := &p.frame
 	c := &f.cells[ci]
-	rx, ry, rz := f.x[r], f.y[r], f.z[r]
-	near, far := boxDist2(&c.min, &c.max, rx, ry, rz)
-	if lim := top.limit(h); near <= lim {
+	near, far := boxDist2(&c.min, &c.max, f.x[r], f.y[r], f.z[r])
+	if near <= top.limit(h) {
 		p.offerNear(top, r, c.actors.lo, c.actors.hi, h)
 	}
 	return far > h
@@ -280,7 +279,8 @@ func (f *Frame) buildNearGrids(reach []float32) {
 		ng := &f.near[gi]
 		*ng = nearGrid{}
 		lo, hi := g.actors.lo, g.actors.hi
-		if hi == lo {
+		n := int(hi - lo)
+		if n < nearGridActors { // searched through its cells
 			continue
 		}
 		ng.min = [3]float32{f.x[lo], f.y[lo], f.z[lo]}
@@ -289,9 +289,8 @@ func (f *Frame) buildNearGrids(reach []float32) {
 			ng.min = [3]float32{min(ng.min[0], f.x[a]), min(ng.min[1], f.y[a]), min(ng.min[2], f.z[a])}
 			ng.max = [3]float32{max(ng.max[0], f.x[a]), max(ng.max[1], f.y[a]), max(ng.max[2], f.z[a])}
 		}
-		n := int(hi - lo)
 		ext := max(ng.max[0]-ng.min[0], ng.max[1]-ng.min[1])
-		if n < nearGridActors || !(ext > 0) || math.IsInf(float64(ext), 0) {
+		if !(ext > 0) || math.IsInf(float64(ext), 0) {
 			continue
 		}
 		side := int32(min(max(math.Ceil(math.Sqrt(float64(n)/nearBucketActors)), 2), 128))
@@ -332,12 +331,27 @@ func (p *Pipeline) nearDue(r, a int32, spread uint8, want *interest.Residues, rh
 	f := &p.frame
 	kind := f.classSet[f.class[a]]
 	dx, dy, dz := f.x[a]-f.x[r], f.y[a]-f.y[r], f.z[a]-f.z[r]
-	tp := p.tierSets[kind].PeriodSq(dx*dx + dy*dy + dz*dz)
+	return p.nearPairDue(a, kind, p.tierSets[kind].PeriodSq(dx*dx+dy*dy+dz*dz), spread, want, rhalf)
+}
+
+// nearPairDue is nearDue for sender a of kind at tier period tp: the
+// rule pairOf applies to a nearest sender.
+func (p *Pipeline) nearPairDue(a int32, kind, tp, spread uint8, want *interest.Residues, rhalf uint32) (tier, stretched bool) {
+	f := &p.frame
 	sp := stretch(tp, p.rankedSpread(kind, spread))
 	changed, tick := f.changed[a], f.Tick
 	tier = changed+uint64(tp) > tick && (tp <= 1 || p.due(&f.res[a], want, tp, f.half[a], rhalf))
 	stretched = changed+uint64(sp) > tick && (sp <= 1 || p.due(&f.res[a], want, sp, f.half[a], rhalf))
 	return tier, stretched
+}
+
+// nearOrNone returns sc.near when nearing, else nothing: the senders a
+// backlog's round sends ahead of it, never offers.
+func (sc *relayScratch) nearOrNone(nearing bool) []int32 {
+	if nearing {
+		return sc.near
+	}
+	return nil
 }
 
 // nearestDue finds recipient r's nearest (sc.near) and, of them, those due
@@ -361,7 +375,7 @@ func (p *Pipeline) nearestDue(r int32, spread uint8, sc *relayScratch) {
 	}
 }
 
-// nearing reports whether recipient r at spread has nearest senders that
+// nearing reports whether a recipient at spread has nearest senders that
 // the budget does not stretch.
 func (p *Pipeline) nearing(spread uint8) bool {
 	return spread > 1 && p.cfg.NearestSenders > 0 && p.cfg.MaxRecordsPerTick > 0

@@ -70,10 +70,8 @@ func (p *Pipeline) pairOf(r, a int32, level, spread, thin uint8, near bool, want
 	ip, period = p.periods(&p.tierSets[kind], dx*dx+dy*dy+dz*dz, level)
 	tick := f.Tick
 	if near { // under the budget: no throttling (relayLevel), so ip == period
-		sp := stretch(period, p.rankedSpread(kind, spread))
-		due = changed+uint64(period) > tick && (period <= 1 || p.due(&f.res[a], want, period, f.half[a], rhalf)) ||
-			changed+uint64(sp) > tick && (sp <= 1 || p.due(&f.res[a], want, sp, f.half[a], rhalf))
-		return ip, period, due, false, true
+		tier, stretched := p.nearPairDue(a, kind, period, spread, want, rhalf)
+		return ip, period, tier || stretched, false, true
 	}
 	if spread > 1 {
 		sp := p.rankedSpread(kind, spread)

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 
 	"github.com/throng-go/throng/interest"
-	"github.com/throng-go/throng/net/wire"
 )
 
 // Thinning: past the longest spread.
@@ -83,12 +82,8 @@ func (p *Pipeline) thinBatch(r int32, count int32, keep int, nearing bool, sc *r
 		}
 	}
 	sc.thinRecs = sc.thinRecs[:0]
-	for i, off := int32(0), 0; i < count; i++ {
-		if i%wire.MaxRecordsPerBatch == 0 {
-			off += wire.BatchHeaderSize
-		}
-		rec := sc.batch[off : off+wire.RecordSize]
-		off += wire.RecordSize
+	for i := range count {
+		rec := batchRecord(sc.batch, i)
 		sid := binary.LittleEndian.Uint32(rec)
 		if containsID(sc.nearIDs, sid) || thinKept(sid, rid, tick, keep) {
 			sc.thinRecs = append(sc.thinRecs, rec...)
