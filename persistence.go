@@ -147,27 +147,25 @@ func (s *Server) Kept(player string) (*save.Kept, bool) { return s.pipe.Kept(pla
 // written or still being written, or nil before the first.
 func (s *Server) LastSave() *PendingSave { return s.lastSave }
 
-// restoreUncollected restores f into w with no garbage collection: the
-// load allocates what the world will hold from then on, and a collection
-// during it would only rescan the growing world (a memory limit set with
-// debug.SetMemoryLimit still holds).
-func restoreUncollected(f *save.File, w *ecs.World, types []save.Type) error {
+// loadUncollected loads the save at path into w with no garbage
+// collection: the load allocates what the world will hold from then on,
+// and a collection during it would only rescan the growing world (a
+// memory limit set with debug.SetMemoryLimit still holds).
+func loadUncollected(path string, w *ecs.World, types []save.Type) (*save.File, error) {
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	return f.Restore(w, types)
+	return save.Load(path, w, types)
 }
 
 // load restores the save at path into the server's world, before its
-// first tick.
+// first tick. On an error the world holds part of the save, and New,
+// which called it, fails: the server is never started from it.
 func (s *Server) load(path string, types []save.Type) error {
-	f, err := save.Read(path)
+	f, err := loadUncollected(path, s.world, types)
 	if err != nil {
 		return fmt.Errorf("throng: loadFrom: %w", err)
 	}
-	kept, err := f.Kept(types) // checks the players' values before anything is placed
+	kept, err := f.Kept(types)
 	if err != nil {
-		return fmt.Errorf("throng: loadFrom: %w", err)
-	}
-	if err := restoreUncollected(f, s.world, types); err != nil {
 		return fmt.Errorf("throng: loadFrom: %w", err)
 	}
 	s.pipe.KeepAll(kept)

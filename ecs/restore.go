@@ -2,6 +2,7 @@ package ecs
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/mlange-42/ark/ecs"
 
@@ -31,7 +32,10 @@ type SavedActor struct {
 // no archetype is looked up per actor, and no table is passed through on
 // the way. It returns the actors' entities, in the order of actors, whose
 // extra components are zero: the caller fills them in (through Ark's
-// Unsafe API or a Map). The slice is reused by the next call.
+// Unsafe API or a Map). They are consecutive rows of one Ark table, so the
+// values of a component of theirs lie back to back from the first
+// entity's on: one copy fills a column. The slice is reused by the next
+// call.
 //
 // RestoreBlock is for loading a world before its first tick. Before placing
 // anything, it refuses an ID that is 0, an actor whose Transform is not in
@@ -90,29 +94,37 @@ func (w *World) restore(key grid.AreaKey, actors []SavedActor, extra []ecs.ID, p
 	}
 	ids = append(ids, extra...)
 	w.restoreIDs = ids
-	entities := w.restoreEntities[:0]
+	// The first actor made with every component lands in the block's
+	// table; its copies follow it there, row after row, so that each
+	// component's values for the block are one run of its column.
+	n := len(actors)
+	entities := append(w.restoreEntities[:0], u.NewEntityRel(ids, ecs.Rel[components.InChunk](target)))
+	for range n - 1 {
+		entities = append(entities, w.world.CopyEntity(entities[0]))
+	}
+	w.restoreEntities = entities
+	first, last := entities[0], entities[n-1]
+	idCol := unsafe.Slice((*components.ActorID)(u.Get(first, ids[0])), n)
+	if &idCol[n-1] != (*components.ActorID)(u.Get(last, ids[0])) {
+		panic("ecs: restore: Ark did not place a block's actors in consecutive rows")
+	}
+	transforms := unsafe.Slice((*components.Transform)(u.Get(first, ids[1])), n)
+	inputs := unsafe.Slice((*components.MoveInput)(u.Get(first, ids[2])), n)
+	animations := unsafe.Slice((*components.Animation)(u.Get(first, ids[3])), n)
+	clients := unsafe.Slice((*components.Client)(u.Get(first, ids[4])), n)
 	next := uint32(0)
 	for i := range actors {
 		a := &actors[i]
-		var e ecs.Entity
-		if i == 0 {
-			e = u.NewEntityRel(ids, ecs.Rel[components.InChunk](target))
-		} else {
-			e = w.world.CopyEntity(entities[0])
-		}
-		entities = append(entities, e)
-		t := &a.Transform
-		*(*components.ActorID)(u.Get(e, ids[0])) = a.ID
-		*(*components.Transform)(u.Get(e, ids[1])) = *t
+		idCol[i] = a.ID
+		transforms[i] = a.Transform
 		// As a spawned actor without a client: relayed (a prop: told)
 		// where it stands.
-		relayedAs((*components.MoveInput)(u.Get(e, ids[2])), *t, a.Animation.Flags)
-		*(*components.Animation)(u.Get(e, ids[3])) = a.Animation
+		relayedAs(&inputs[i], a.Transform, a.Animation.Flags)
+		animations[i] = a.Animation
 		class := clientlessClass(a.Class, prop)
-		*(*components.Client)(u.Get(e, ids[4])) = components.Client{Class: class}
+		clients[i] = components.Client{Class: class}
 		w.entered(target, prop, class)
-		if !w.actors.put(a.ID, actorRecord{entity: e, key: key, prop: prop}) {
-			w.restoreEntities = entities
+		if !w.actors.put(a.ID, actorRecord{entity: entities[i], key: key, prop: prop}) {
 			return nil, fmt.Errorf("ecs: restore: actor %d is in the world twice; throw this world away", a.ID.ID)
 		}
 		if prop {
@@ -120,7 +132,6 @@ func (w *World) restore(key grid.AreaKey, actors []SavedActor, extra []ecs.ID, p
 		}
 		next = max(next, a.ID.ID+1)
 	}
-	w.restoreEntities = entities
 	w.ReserveIDs(next)
 	return entities, nil
 }

@@ -59,8 +59,9 @@ type Saver struct {
 	prevTables []tablePic
 	prevCols   []colPic
 
-	busy atomic.Bool
-	pic  picture
+	busy  atomic.Bool
+	pic   picture
+	order []int // the write's order of the picture's tables
 	// arenaHint is the arena size the next picture is expected to need:
 	// the last one's and a quarter more, allocated and touched after the
 	// last write so that the freeze does not grow it.
@@ -90,6 +91,7 @@ type tablePic struct {
 	prop             bool           // a table of props: a props' block, no players
 	ids              unsafe.Pointer // its ActorID column's buffer
 	first            uint32         // the ActorID of its first row, for its order
+	firstKept        uint32         // of its first row a save keeps (without a session), for the file's order
 	prev             int            // the same table in the last picture, or -1
 	rows             int
 	region           int // arena offset of its columns, each at most maxStride bytes a row

@@ -23,9 +23,12 @@
 // the same way. A crash at any moment leaves the manifest naming a
 // complete save. Every part of a file carries a CRC32C, and [Read] checks
 // all of them, and that every class is below components.MaxClasses,
-// before anything is restored: a damaged file is
-// refused with a [*FormatError] naming the part, and nothing of it is
-// loaded.
+// before anything is restored: a damaged file is refused with a
+// [*FormatError] naming the part. [Load], which a server uses, checks the
+// same while it places the blocks already checked, so that reading
+// overlaps with building the world; a fault fails it with the same error,
+// and the world it was filling is to be thrown away (a server's New
+// fails, and nothing of the file is run).
 //
 // Byte order: plain types are saved as their bytes in memory, which is
 // little endian on every platform Go supports Throng on (amd64, arm64).

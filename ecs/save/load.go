@@ -7,7 +7,6 @@ import (
 	"hash/crc32"
 	"math"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"unsafe"
@@ -57,38 +56,39 @@ func (f *File) ChunkSize() float32 { return f.header.chunkSize }
 // every block's checksum, the trailer) before returning it, and returns a
 // [*FormatError] naming the part that is wrong if anything is.
 func Read(path string) (*File, error) {
-	st, err := os.Stat(path)
+	file, m, err := resolve(path)
 	if err != nil {
-		return nil, fmt.Errorf("save: %w", err)
+		return nil, err
 	}
-	if st.IsDir() {
-		m, err := readManifest(path)
-		if err != nil {
-			return nil, err
-		}
-		file := filepath.Join(path, m.file)
-		f, size, err := readFile(file)
-		switch {
-		case err != nil:
-		case size != m.bytes:
-			f, err = nil, &FormatError{Path: file, Part: "trailer", What: fmt.Sprintf("%d bytes, the manifest says %d", size, m.bytes)}
-		case f.header.tick != m.tick:
-			f, err = nil, &FormatError{Path: file, Part: "header", What: fmt.Sprintf("tick %d, the manifest says %d", f.header.tick, m.tick)}
-		}
-		return f, err
+	f, err := parseFile(file)
+	if err != nil {
+		return nil, err
 	}
-	f, _, err := readFile(path)
-	return f, err
+	if err := m.check(f); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
-// reader walks a file's bytes.
+// reader walks a file's bytes. data is the whole file's size; its bytes
+// up to avail are read. more, if set, reads on until avail reaches at
+// least end or the file ends, and returns the new avail: a file read as
+// it is parsed (Load). Without it, data is read whole.
 type reader struct {
-	data []byte
-	at   int
+	data  []byte
+	avail int
+	at    int
+	more  func(end int) int
 }
 
 func (r *reader) take(n int) ([]byte, bool) {
 	if n < 0 || len(r.data)-r.at < n {
+		return nil, false
+	}
+	if r.avail-r.at < n && r.more != nil {
+		r.avail = r.more(r.at + n)
+	}
+	if r.avail-r.at < n {
 		return nil, false
 	}
 	b := r.data[r.at : r.at+n]
@@ -96,42 +96,61 @@ func (r *reader) take(n int) ([]byte, bool) {
 	return b, true
 }
 
-// readFile reads and checks the save file at path and returns it with its
-// size.
-func readFile(path string) (*File, int64, error) {
-	f, err := parseFile(path)
-	if err != nil {
-		return nil, 0, err
-	}
-	return f, f.size, nil
-}
-
+// parseFile reads and checks the save file at path.
 func parseFile(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("save: %w", err)
 	}
-	bad := func(part, format string, args ...any) (*File, error) {
-		return nil, &FormatError{Path: path, Part: part, What: fmt.Sprintf(format, args...)}
+	p := &parser{f: &File{path: path, size: int64(len(data))}, r: reader{data: data, avail: len(data)}}
+	if err := p.head(); err != nil {
+		return nil, err
 	}
-	f := &File{path: path, size: int64(len(data))}
-	r := &reader{data: data}
+	for i := range int(p.f.header.blocks) {
+		b, err := p.block(i)
+		if err != nil {
+			return nil, err
+		}
+		p.f.blocks = append(p.f.blocks, b)
+	}
+	if err := p.tail(); err != nil {
+		return nil, err
+	}
+	return p.f, nil
+}
+
+// parser checks a file's parts in order as it reads them: the header and
+// the type table (head), each block, and the trailer (tail).
+type parser struct {
+	f      *File
+	r      reader
+	actors uint64 // the blocks' rows so far
+}
+
+// bad returns a FormatError naming part of the file.
+func (p *parser) bad(part, format string, args ...any) error {
+	return &FormatError{Path: p.f.path, Part: part, What: fmt.Sprintf(format, args...)}
+}
+
+// head reads and checks the header and the type table.
+func (p *parser) head() error {
+	f, r, data := p.f, &p.r, p.r.data
 	// The header.
 	hb, ok := r.take(headerSize)
 	if !ok {
-		return bad("header", "truncated: the file is %d bytes, a header alone is %d", len(data), headerSize)
+		return p.bad("header", "truncated: the file is %d bytes, a header alone is %d", len(data), headerSize)
 	}
 	if string(hb[:8]) != magic {
-		return bad("header", "not a Throng save (magic %q)", hb[:8])
+		return p.bad("header", "not a Throng save (magic %q)", hb[:8])
 	}
 	le := binary.LittleEndian
 	h := &f.header
 	h.version = le.Uint32(hb[8:])
 	if h.version == 0 || h.version > Version {
-		return bad("header", "format version %d; this build reads versions 1 to %d", h.version, Version)
+		return p.bad("header", "format version %d; this build reads versions 1 to %d", h.version, Version)
 	}
 	if got, want := crc32.Checksum(hb[:headerSize-4], castagnoli), le.Uint32(hb[headerSize-4:]); got != want {
-		return bad("header", "checksum mismatch (stored %08x, computed %08x)", want, got)
+		return p.bad("header", "checksum mismatch (stored %08x, computed %08x)", want, got)
 	}
 	h.tick = le.Uint64(hb[12:])
 	h.nextID = le.Uint32(hb[20:])
@@ -140,11 +159,11 @@ func parseFile(path string) (*File, error) {
 	h.blocks = le.Uint32(hb[32:])
 	h.actors = le.Uint64(hb[36:])
 	if !(h.chunkSize > 0) || math.IsInf(float64(h.chunkSize), 1) {
-		return bad("header", "chunk size %v is not positive and finite", h.chunkSize)
+		return p.bad("header", "chunk size %v is not positive and finite", h.chunkSize)
 	}
 	f.builtins = builtinsIn(h.version)
 	if h.types < uint32(f.builtins) || h.types > maxBlockColumns {
-		return bad("header", "%d types (at least %d, at most %d)", h.types, f.builtins, maxBlockColumns)
+		return p.bad("header", "%d types (at least %d, at most %d)", h.types, f.builtins, maxBlockColumns)
 	}
 	// The type table.
 	start := r.at
@@ -162,89 +181,97 @@ func parseFile(path string) (*File, error) {
 			layout, ok = r.take(int(le.Uint16(rest[8:])))
 		}
 		if !ok {
-			return bad("type table", "truncated in type %d", i)
+			return p.bad("type table", "truncated in type %d", i)
 		}
 		t.name, t.version, t.size, t.layout = string(name), le.Uint32(rest), int(le.Uint32(rest[4:])), string(layout)
 		f.types = append(f.types, t)
 	}
-	table := data[start:r.at]
+	end := r.at
 	cb, ok := r.take(4)
 	if !ok {
-		return bad("type table", "truncated before its checksum")
+		return p.bad("type table", "truncated before its checksum")
 	}
-	if got, want := crc32.Checksum(table, castagnoli), le.Uint32(cb); got != want {
-		return bad("type table", "checksum mismatch (stored %08x, computed %08x)", want, got)
+	if got, want := crc32.Checksum(data[start:end], castagnoli), le.Uint32(cb); got != want {
+		return p.bad("type table", "checksum mismatch (stored %08x, computed %08x)", want, got)
 	}
 	for i, b := range builtinTypes[:f.builtins] {
 		if t := f.types[i]; t.name != b.name || t.version != b.version || t.size != b.size {
-			return bad("type table", "type %d is %q version %d size %d, not Throng's %q version %d size %d",
+			return p.bad("type table", "type %d is %q version %d size %d, not Throng's %q version %d size %d",
 				i, t.name, t.version, t.size, b.name, b.version, b.size)
 		}
 	}
-	// The blocks.
-	var actors uint64
-	for i := range int(h.blocks) {
-		part := fmt.Sprintf("block %d", i)
-		start := r.at
-		head, ok := r.take(blockHeadFixed - 8)
-		if !ok {
-			return bad(part, "truncated in its header")
-		}
-		b := block{key: grid.AreaKey{WorldOrCell: le.Uint32(head), X: int32(le.Uint32(head[4:])), Y: int32(le.Uint32(head[8:]))},
-			rows: int(le.Uint32(head[12:]))}
-		part = fmt.Sprintf("block %d (chunk %d/%d/%d)", i, b.key.WorldOrCell, b.key.X, b.key.Y)
-		ncols := int(le.Uint16(head[16:]))
-		cols, ok := r.take(2 * ncols)
-		var lb []byte
-		if ok {
-			lb, ok = r.take(8)
-		}
-		if !ok {
-			return bad(part, "truncated in its header")
-		}
-		n := le.Uint64(lb)
-		if n > uint64(len(data)) {
-			return bad(part, "payload of %d bytes in a file of %d", n, len(data))
-		}
-		payload, ok := r.take(int(n))
-		var sum []byte
-		if ok {
-			sum, ok = r.take(4)
-		}
-		if !ok {
-			return bad(part, "truncated: the file ends inside it")
-		}
-		if got, want := crc32.Checksum(data[start:r.at-4], castagnoli), le.Uint32(sum); got != want {
-			return bad(part, "checksum mismatch (stored %08x, computed %08x)", want, got)
-		}
-		b.payload = payload
-		for c := range ncols {
-			b.columns = append(b.columns, le.Uint16(cols[2*c:]))
-		}
-		if err := f.checkBlock(&b); err != "" {
-			return bad(part, "%s", err)
-		}
-		actors += uint64(b.rows)
-		f.blocks = append(f.blocks, b)
+	return nil
+}
+
+// block reads and checks block i.
+func (p *parser) block(i int) (block, error) {
+	f, r, data := p.f, &p.r, p.r.data
+	le := binary.LittleEndian
+	part := fmt.Sprintf("block %d", i)
+	start := r.at
+	head, ok := r.take(blockHeadFixed - 8)
+	if !ok {
+		return block{}, p.bad(part, "truncated in its header")
 	}
-	// The trailer.
+	b := block{key: grid.AreaKey{WorldOrCell: le.Uint32(head), X: int32(le.Uint32(head[4:])), Y: int32(le.Uint32(head[8:]))},
+		rows: int(le.Uint32(head[12:]))}
+	part = fmt.Sprintf("block %d (chunk %d/%d/%d)", i, b.key.WorldOrCell, b.key.X, b.key.Y)
+	ncols := int(le.Uint16(head[16:]))
+	cols, ok := r.take(2 * ncols)
+	var lb []byte
+	if ok {
+		lb, ok = r.take(8)
+	}
+	if !ok {
+		return block{}, p.bad(part, "truncated in its header")
+	}
+	n := le.Uint64(lb)
+	if n > uint64(len(data)) {
+		return block{}, p.bad(part, "payload of %d bytes in a file of %d", n, len(data))
+	}
+	payload, ok := r.take(int(n))
+	var sum []byte
+	if ok {
+		sum, ok = r.take(4)
+	}
+	if !ok {
+		return block{}, p.bad(part, "truncated: the file ends inside it")
+	}
+	if got, want := crc32.Checksum(data[start:r.at-4], castagnoli), le.Uint32(sum); got != want {
+		return block{}, p.bad(part, "checksum mismatch (stored %08x, computed %08x)", want, got)
+	}
+	b.payload = payload
+	for c := range ncols {
+		b.columns = append(b.columns, le.Uint16(cols[2*c:]))
+	}
+	if err := f.checkBlock(&b); err != "" {
+		return block{}, p.bad(part, "%s", err)
+	}
+	p.actors += uint64(b.rows)
+	return b, nil
+}
+
+// tail reads and checks the trailer, once every block is read.
+func (p *parser) tail() error {
+	h, r, data := &p.f.header, &p.r, p.r.data
+	le := binary.LittleEndian
 	tail, ok := r.take(trailerSize)
 	if !ok {
-		return bad("trailer", "truncated: the file ends before its trailer")
+		return p.bad("trailer", "truncated: the file ends before its trailer")
 	}
 	if string(tail[:8]) != endMagic || le.Uint32(tail[8:]) != h.blocks {
-		return bad("trailer", "does not close %d blocks", h.blocks)
+		return p.bad("trailer", "does not close %d blocks", h.blocks)
 	}
 	if got, want := crc32.Checksum(data[:r.at-4], castagnoli), le.Uint32(tail[12:]); got != want {
-		return bad("trailer", "file checksum mismatch (stored %08x, computed %08x)", want, got)
+		return p.bad("trailer", "file checksum mismatch (stored %08x, computed %08x)", want, got)
 	}
 	if r.at != len(data) {
-		return bad("trailer", "%d bytes after the end", len(data)-r.at)
+		return p.bad("trailer", "%d bytes after the end", len(data)-r.at)
 	}
-	if actors != h.actors {
-		return bad("header", "says %d actors, the blocks hold %d", h.actors, actors)
+	if p.actors != h.actors {
+		return p.bad("header", "says %d actors, the blocks hold %d", h.actors, p.actors)
 	}
-	return f, nil
+	return nil
 }
 
 // checkBlock checks that b's columns are known types, Throng's own first
@@ -503,34 +530,38 @@ func (f *File) Kept(types []Type) ([]*Kept, error) {
 // Transform lies in, as that Update would have; so a save of such a world
 // loads, and its next save lists that prop in its new chunk.
 func (f *File) Restore(w *ecs.World, types []Type) error {
-	if w.Len() != 0 {
-		return fmt.Errorf("save: restore into a world that already has %d actors", w.Len())
-	}
-	if w.ChunkSize() != f.header.chunkSize {
-		return fmt.Errorf("save: %s was saved with chunks of %v units, this world's are %v", f.path, f.header.chunkSize, w.ChunkSize())
-	}
-	game, err := f.gameTypes(types)
+	game, err := f.fits(w, types)
 	if err != nil {
 		return err
 	}
-	r := restoring{w: w, game: game, ids: make([]ark.ID, len(f.types))}
-	for i, t := range game {
-		if t != nil {
-			r.ids[i] = ark.TypeID(w.Ark(), t.typ)
-		}
-	}
+	r := f.restoring(w, game)
 	w.Reserve(int(f.header.actors), len(f.blocks))
+	var d decoded
 	for bi := range f.blocks {
 		b := &f.blocks[bi]
 		if f.players(b) {
 			continue
 		}
-		if err := f.place(&r, b); err != nil {
+		f.decode(b, &d)
+		if err := f.place(r, &d); err != nil {
 			return err
 		}
 	}
 	w.ReserveIDs(f.header.nextID)
 	return nil
+}
+
+// fits checks that the file can be restored into w with types: w holds
+// no actors and has the file's chunk size, and types match the file's of
+// the game's ([File.gameTypes], whose match it returns).
+func (f *File) fits(w *ecs.World, types []Type) ([]*Type, error) {
+	if w.Len() != 0 {
+		return nil, fmt.Errorf("save: restore into a world that already has %d actors", w.Len())
+	}
+	if w.ChunkSize() != f.header.chunkSize {
+		return nil, fmt.Errorf("save: %s was saved with chunks of %v units, this world's are %v", f.path, f.header.chunkSize, w.ChunkSize())
+	}
+	return f.gameTypes(types)
 }
 
 // restoring is a Restore under way: the world, the game's types by file
@@ -540,79 +571,118 @@ type restoring struct {
 	game   []*Type
 	ids    []ark.ID
 	extra  []ark.ID
-	at     []int
-	actors []ecs.SavedActor
-	placed []ark.Entity
+	cursor []int // a coded column's next value
 }
 
-// place restores block b: its actors, then their components of the
-// game's.
-func (f *File) place(r *restoring, b *block) error {
+// restoring starts a restore into w of the game's types game.
+func (f *File) restoring(w *ecs.World, game []*Type) *restoring {
+	r := &restoring{w: w, game: game, ids: make([]ark.ID, len(f.types))}
+	for i, t := range game {
+		if t != nil {
+			r.ids[i] = ark.TypeID(w.Ark(), t.typ)
+		}
+	}
+	return r
+}
+
+// decoded is a block ready to be placed: where each of its columns starts
+// in its payload, and its actors read from them.
+type decoded struct {
+	b      block
+	at     []int
+	actors []ecs.SavedActor
+}
+
+// decode reads block b's actors into d.
+func (f *File) decode(b *block, d *decoded) {
+	d.b = *b
+	d.at = f.columnStarts(b, d.at)
+	class := f.classColumn(b)
+	d.actors = slices.Grow(d.actors[:0], b.rows)[:b.rows]
+	for i := range d.actors {
+		d.actors[i] = actorAt(b.payload, d.at, class, i)
+	}
+}
+
+// place restores the decoded block d: its actors, then their components
+// of the game's.
+func (f *File) place(r *restoring, d *decoded) error {
+	b := &d.b
 	first := f.gameColumn(b)
 	prop := f.props(b)
 	r.extra = r.extra[:0]
 	for _, typ := range b.columns[first:] {
 		r.extra = append(r.extra, r.ids[typ])
 	}
-	r.at = f.columnStarts(b, r.at)
-	p := b.payload
-	actors := slices.Grow(r.actors[:0], b.rows)[:b.rows]
-	r.actors = actors
-	class := f.classColumn(b)
-	for i := range actors {
-		actors[i] = actorAt(p, r.at, class, i)
-	}
-	var entities []ark.Entity
-	var err error
-	if prop {
-		entities, err = r.placeProps(b.key)
-	} else {
-		entities, err = r.w.RestoreBlock(b.key, actors, r.extra)
-	}
-	if err != nil {
+	r.cursor = append(r.cursor[:0], d.at...)
+	actors := d.actors
+	fail := func(err error) error {
 		return fmt.Errorf("save: %s: block of chunk %d/%d/%d: %w", f.path, b.key.WorldOrCell, b.key.X, b.key.Y, err)
 	}
-	le := binary.LittleEndian
-	u := r.w.Ark().Unsafe()
-	for c := first; c < len(b.columns); c++ {
-		t, id := r.game[b.columns[c]], r.ids[b.columns[c]]
-		col := p[r.at[c]:]
-		for i, e := range entities {
-			dst := u.Get(e, id)
-			if !t.coded() {
-				copy(unsafe.Slice((*byte)(dst), t.size), col[t.size*i:])
-				continue
-			}
-			n := int(le.Uint32(col))
-			if err := t.decode(col[4:4+n], dst); err != nil {
-				return fmt.Errorf("save: %s: actor %d: decoding %q: %w", f.path, actors[i].ID.ID, t.name, err)
-			}
-			col = col[4+n:]
+	if !prop || !r.strays(b.key, actors) {
+		restore := r.w.RestoreBlock
+		if prop {
+			restore = r.w.RestoreProps
+		}
+		entities, err := restore(b.key, actors, r.extra)
+		if err != nil {
+			return fail(err)
+		}
+		return f.fill(r, d, first, 0, entities)
+	}
+	// A prop the game moved out of its chunk without an Update goes to
+	// the chunk it stands in: the block's props are placed one at a time.
+	for i := range actors {
+		entities, err := r.w.RestoreProps(r.w.KeyOf(actors[i].Transform), actors[i:i+1], r.extra)
+		if err != nil {
+			return fail(err)
+		}
+		if err := f.fill(r, d, first, i, entities); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// placeProps restores r.actors as props of chunk key, with the Ark
-// components r.extra, and returns their entities in order. A prop whose
-// Transform lies in another chunk (moved without an Update before the
-// save) is placed in that chunk; a block with such a prop is placed a prop
-// at a time.
-func (r *restoring) placeProps(key grid.AreaKey) ([]ark.Entity, error) {
-	strays := false
-	for i := range r.actors {
-		strays = strays || r.w.KeyOf(r.actors[i].Transform) != key
-	}
-	if !strays {
-		return r.w.RestoreProps(key, r.actors, r.extra)
-	}
-	r.placed = r.placed[:0]
-	for i := range r.actors {
-		es, err := r.w.RestoreProps(r.w.KeyOf(r.actors[i].Transform), r.actors[i:i+1], r.extra)
-		if err != nil {
-			return nil, err
+// fill gives entities, rows from on of block d placed in one run of an Ark
+// table's rows, their components of the game's, read from b's columns
+// first on: a plain column is one copy; a coded one is decoded value by
+// value from r.cursor on.
+func (f *File) fill(r *restoring, d *decoded, first, from int, entities []ark.Entity) error {
+	le := binary.LittleEndian
+	u := r.w.Ark().Unsafe()
+	b := &d.b
+	p := b.payload
+	for c := first; c < len(b.columns); c++ {
+		t, id := r.game[b.columns[c]], r.ids[b.columns[c]]
+		dst := u.Get(entities[0], id)
+		if !t.coded() {
+			n := len(entities) * t.size
+			at := d.at[c] + from*t.size
+			copy(unsafe.Slice((*byte)(dst), n), p[at:at+n])
+			continue
 		}
-		r.placed = append(r.placed, es[0])
+		stride := t.typ.Size()
+		for i := range entities {
+			n := int(le.Uint32(p[r.cursor[c]:]))
+			v := p[r.cursor[c]+4 : r.cursor[c]+4+n]
+			r.cursor[c] += 4 + n
+			if err := t.decode(v, unsafe.Add(dst, uintptr(i)*stride)); err != nil {
+				return fmt.Errorf("save: %s: actor %d: decoding %q: %w", f.path, d.actors[from+i].ID.ID, t.name, err)
+			}
+		}
 	}
-	return r.placed, nil
+	return nil
+}
+
+// strays reports whether a prop of actors stands outside chunk key, the
+// chunk of their block: moved by the game without an Update before the
+// save.
+func (r *restoring) strays(key grid.AreaKey, actors []ecs.SavedActor) bool {
+	for i := range actors {
+		if r.w.KeyOf(actors[i].Transform) != key {
+			return true
+		}
+	}
+	return false
 }

@@ -220,6 +220,8 @@ func TestDamagedFilesAreRefusedNamingThePart(t *testing.T) {
 		{"a newer version", func(b []byte) []byte { b[8] = save.Version + 1; return b }, fmt.Sprintf("format version %d; this build reads versions 1 to %d", save.Version+1, save.Version)},
 		{"not a save", func(b []byte) []byte { copy(b, "NOTASAVE"); return b }, "not a Throng save"},
 		{"bytes after the end", func(b []byte) []byte { return append(b, 0) }, "trailer"},
+		// Load has placed the blocks before it when it finds this one.
+		{"a bit flipped in the last block", func(b []byte) []byte { b[len(b)-26] ^= 4; return b }, "checksum mismatch"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -230,8 +232,63 @@ func TestDamagedFilesAreRefusedNamingThePart(t *testing.T) {
 			require.ErrorAs(t, err, &fe)
 			assert.Contains(t, err.Error(), c.want)
 			assert.Contains(t, err.Error(), spoilt)
+			// Load, which places blocks while it reads on, finds the same.
+			_, lerr := save.Load(spoilt, ecs.NewWorld(64), gameTypes())
+			require.ErrorAs(t, lerr, &fe)
+			assert.Equal(t, err.Error(), lerr.Error())
 		})
 	}
+}
+
+// TestLoadPlacesWhatRestorePlaces: Load, which reads the file piece by
+// piece while it places what it has checked, builds the world Read and
+// Restore build, for a save of many blocks over several of its pieces,
+// and keeps the same players for their return.
+func TestLoadPlacesWhatRestorePlaces(t *testing.T) {
+	w := world(t, 30_000, true)
+	s, err := save.NewSaver(w, gameTypes())
+	require.NoError(t, err)
+	dir := t.TempDir()
+	first := saveTo(t, s, dir, 9)
+	require.Greater(t, first.Bytes, int64(1<<20), "the file spans several of Load's reads")
+
+	read, err := save.Read(dir)
+	require.NoError(t, err)
+	restored := ecs.NewWorld(64)
+	require.NoError(t, read.Restore(restored, gameTypes()))
+	loaded := ecs.NewWorld(64)
+	f, err := save.Load(dir, loaded, gameTypes())
+	require.NoError(t, err)
+	assert.Equal(t, 26_999, loaded.Len(), "every actor but the players' and the one despawned")
+	assert.Equal(t, restored.Len(), loaded.Len())
+	assert.Equal(t, uint64(9), f.Tick())
+	assert.Equal(t, w.NextID(), loaded.NextID())
+	savesAlike(t, first, restored, 9)
+	savesAlike(t, first, loaded, 9)
+
+	// A world that does not fit is refused before anything is placed.
+	_, err = save.Load(dir, loaded, gameTypes())
+	assert.ErrorContains(t, err, "already has 26999 actors")
+	_, err = save.Load(dir, ecs.NewWorld(64), nil)
+	assert.ErrorContains(t, err, "which the game has not registered")
+
+	// Named players are kept for their return, the same from either.
+	names := make([]string, 30_000)
+	for i := 3; i < len(names); i += 20 {
+		names[i] = fmt.Sprintf("player %d", i)
+	}
+	named := t.TempDir()
+	saveWith(t, s, named, 10, save.Players{Names: names})
+	read, err = save.Read(named)
+	require.NoError(t, err)
+	keptRead, err := read.Kept(gameTypes())
+	require.NoError(t, err)
+	f, err = save.Load(named, ecs.NewWorld(64), gameTypes())
+	require.NoError(t, err)
+	keptLoaded, err := f.Kept(gameTypes())
+	require.NoError(t, err)
+	assert.Len(t, keptLoaded, 1_500)
+	assert.Equal(t, keptRead, keptLoaded)
 }
 
 func TestRestoreRefusesTypesThatDoNotMatch(t *testing.T) {

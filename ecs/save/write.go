@@ -110,16 +110,22 @@ func (s *Saver) write(dir string, keep int) (Result, error) {
 		}
 	}
 	blocks := 0
+	order := s.order[:0]
 	for i := range p.tables {
 		t := &p.tables[i]
-		t.players, t.named = 0, 0
-		for _, c := range p.clients(t) {
+		order = append(order, i)
+		t.players, t.named, t.firstKept = 0, 0, t.first
+		clients := p.clients(t)
+		for _, c := range clients {
 			if c.Session != 0 {
 				t.players++
 				if p.name(c) != "" {
 					t.named++
 				}
 			}
+		}
+		if r := slices.IndexFunc(clients, func(c components.Client) bool { return c.Session == 0 }); r > 0 {
+			t.firstKept = binary.LittleEndian.Uint32(p.arena[p.cols[t.colStart].off+4*r:])
 		}
 		if kept := t.rows - t.players; kept > 0 {
 			blocks++
@@ -146,8 +152,23 @@ func (s *Saver) write(dir string, keep int) (Result, error) {
 		types: uint32(len(s.file)), blocks: uint32(blocks), actors: uint64(res.Actors + res.Players)}
 	fw.write(h.append(nil))
 	fw.write(appendTypes(nil, s.file))
+	// A chunk's blocks follow the ActorID of their first row kept: the
+	// order the tables of a world loaded from this save list in, whose
+	// first rows are those, so that its save writes the blocks in this
+	// order again. (A table's first row may be a player's, left out.)
+	slices.SortStableFunc(order, func(a, b int) int {
+		ta, tb := &p.tables[a], &p.tables[b]
+		switch {
+		case ta.key == tb.key:
+			return cmp.Compare(ta.firstKept, tb.firstKept)
+		case grid.Less(ta.key, tb.key):
+			return -1
+		}
+		return 1
+	})
+	s.order = order
 	var scratch, head []byte
-	for i := range p.tables {
+	for _, i := range order {
 		t := &p.tables[i]
 		if t.rows > t.players {
 			head, scratch = s.writeBlock(fw, t, false, head, scratch)
