@@ -90,7 +90,6 @@ type tablePic struct {
 	view             *ecs.ChunkView
 	prop             bool           // a table of props: a props' block, no players
 	ids              unsafe.Pointer // its ActorID column's buffer
-	first            uint32         // the ActorID of its first row, for its order
 	firstKept        uint32         // of its first row a save keeps (without a session), for the file's order
 	prev             int            // the same table in the last picture, or -1
 	rows             int
@@ -215,16 +214,20 @@ func (s *Saver) Begin(tick uint64, players Players) (int, error) {
 		} else {
 			v, views = &views[0], views[1:]
 		}
-		t := tablePic{key: v.Key, view: v, prop: prop, ids: unsafe.Pointer(&v.IDs[0]), first: v.IDs[0].ID, prev: -1, rows: v.Len(), region: off,
+		t := tablePic{key: v.Key, view: v, prop: prop, ids: unsafe.Pointer(&v.IDs[0]), prev: -1, rows: v.Len(), region: off,
 			colStart: i * width, colEnd: i * width, clientCol: -1}
-		// Both pictures list tables in the same order (by chunk, then the
-		// ActorID of the first row): one walk matches them.
-		for j < len(prev) && tableBefore(&prev[j], &t) {
+		// Both pictures list tables in chunk order: one walk finds the
+		// last picture's tables of t's chunk, and t among them by its
+		// buffer. (Not by the ActorID of its first row, which would read
+		// every table's memory here, on the tick goroutine.)
+		for j < len(prev) && grid.Less(prev[j].key, t.key) {
 			j++
 		}
-		if j < len(prev) && prev[j].ids == t.ids {
-			t.prev = j
-			j++
+		for k := j; k < len(prev) && prev[k].key == t.key; k++ {
+			if prev[k].ids == t.ids {
+				t.prev = k
+				break
+			}
 		}
 		p.tables[i] = t
 		off += v.Len() * stride
@@ -236,16 +239,8 @@ func (s *Saver) Begin(tick uint64, players Players) (int, error) {
 	return s.plan(stride), nil
 }
 
-// tableBefore reports whether a comes before b in the snapshots' order:
+// viewBefore reports whether a comes before b in the snapshots' order:
 // by chunk, then by the ActorID of the first row.
-func tableBefore(a, b *tablePic) bool {
-	if a.key != b.key {
-		return grid.Less(a.key, b.key)
-	}
-	return a.first < b.first
-}
-
-// viewBefore is tableBefore for views.
 func viewBefore(a, b *ecs.ChunkView) bool {
 	if a.Key != b.Key {
 		return grid.Less(a.Key, b.Key)

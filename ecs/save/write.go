@@ -114,7 +114,7 @@ func (s *Saver) write(dir string, keep int) (Result, error) {
 	for i := range p.tables {
 		t := &p.tables[i]
 		order = append(order, i)
-		t.players, t.named, t.firstKept = 0, 0, t.first
+		t.players, t.named = 0, 0
 		clients := p.clients(t)
 		for _, c := range clients {
 			if c.Session != 0 {
@@ -124,9 +124,8 @@ func (s *Saver) write(dir string, keep int) (Result, error) {
 				}
 			}
 		}
-		if r := slices.IndexFunc(clients, func(c components.Client) bool { return c.Session == 0 }); r > 0 {
-			t.firstKept = binary.LittleEndian.Uint32(p.arena[p.cols[t.colStart].off+4*r:])
-		}
+		r := max(0, slices.IndexFunc(clients, func(c components.Client) bool { return c.Session == 0 }))
+		t.firstKept = binary.LittleEndian.Uint32(p.arena[p.cols[t.colStart].off+4*r:])
 		if kept := t.rows - t.players; kept > 0 {
 			blocks++
 			res.Actors += kept
