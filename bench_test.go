@@ -45,6 +45,11 @@ type tickMode struct {
 	// records and nearest, when set, are connection.maxRecordsPerTick
 	// and connection.nearestSenders (budget modes).
 	records, nearest *int
+	// shards, when set, is parallelism.maxShardsPerCluster.
+	shards int
+	// digest keeps, per client, a checksum of everything it was sent
+	// (mem.Options.Digest), for comparing runs byte for byte.
+	digest bool
 }
 
 // tickModes returns the modes in the order the benchmarks run them.
@@ -86,13 +91,14 @@ func (m tickMode) options() throng.Options {
 		props.SlackUnits = new(m.propSlack)
 	}
 	return throng.Options{
-		Transport: mem.New(mem.Options{CountOnly: true}),
+		Transport: mem.New(mem.Options{CountOnly: true, Digest: m.digest}),
 		Logger:    slog.New(slog.DiscardHandler),
 		Parallelism: throng.Parallelism{
 			Enabled:                new(m.parallel),
 			InterestManagement:     new(m.interest),
 			MinActorsToOffload:     new(0),
 			WorkerThreads:          m.workers,
+			MaxShardsPerCluster:    m.shards,
 			AdaptiveThrottling:     new(m.throttled),
 			TargetTickBudgetMicros: m.throttleBudget(),
 			ThrottleWorkShare:      m.throttleWorkShare(),

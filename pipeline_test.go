@@ -16,6 +16,7 @@ import (
 
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/net/mem"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/interest"
@@ -233,6 +234,50 @@ func TestClassesGiveSameBytesOnEveryWorkerAndShardCount(t *testing.T) {
 			t.Run(fmt.Sprintf("workers=%d/shards=%d", workers, shards), func(t *testing.T) {
 				sameBytes(t, reference, run(parallel(workers, shards, true)))
 			})
+		}
+	}
+}
+
+// TestTenThousandInASquareGetTheSameBytesOnEveryWorkerCount is the crowd
+// of BenchmarkTick's square/10000 (10,000 restless bots in one square, the
+// shipped interest tiers and per-connection budget, everyone let in on the
+// first tick) ticked inline and on the pool: every client is sent the
+// same bytes, the appears of its join and every tick's datagrams, whatever
+// the workers and shards. The clients keep checksums of what they were
+// sent, not the bytes: 10,000 joining one square are told 10^8 appears.
+func TestTenThousandInASquareGetTheSameBytesOnEveryWorkerCount(t *testing.T) {
+	if raceEnabled || testing.Short() {
+		t.Skip("ten thousand players: seconds a run without the race detector, too long with it or under -short")
+	}
+	run := func(m tickMode) []mem.ClientStats {
+		m.digest = true
+		c := newBenchCrowd(t, "square", 10_000, m)
+		for range 30 {
+			c.tick()
+		}
+		got := make([]mem.ClientStats, len(c.clients))
+		for i, client := range c.clients {
+			got[i] = client.Received()
+		}
+		c.srv.Close()
+		return got
+	}
+	defaults := modeNamed("parallel+interest+budget")
+	one := defaults
+	one.parallel = false
+	want := run(one)
+	for i, w := range want {
+		require.Positive(t, w.Datagrams, "client %d was sent no datagram", i)
+		require.Greater(t, w.Frames, uint64(9_000), "client %d was not told of the crowd", i)
+	}
+	for _, m := range []struct{ workers, shards int }{{2, 16}, {4, 0}} {
+		pooled := defaults
+		pooled.workers, pooled.shards = m.workers, m.shards
+		got := run(pooled)
+		for i := range want {
+			if want[i] != got[i] {
+				t.Fatalf("workers=%d shards=%d: client %d was sent %+v, inline %+v", m.workers, m.shards, i, got[i], want[i])
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package mem
 
 import (
+	"hash/crc32"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,14 @@ type Options struct {
 	// cache line. The Drain methods then see nothing and
 	// [Client.LastDatagram] appends nothing.
 	CountOnly bool
+	// Digest makes each client keep, in place of what it was sent, a
+	// running CRC-32C of it: of its datagrams' bytes and of its reliable
+	// frames', each in the order sent ([ClientStats] DatagramSum and
+	// FrameSum). It keeps no frames, as CountOnly does, but a send takes
+	// the session's lock to add to the sums. It is for comparing long runs
+	// byte for byte (a crowd ticked on one core and on several) without
+	// holding their bytes.
+	Digest bool
 	// MaxDatagram is the largest datagram SendUnreliable delivers, in bytes;
 	// larger ones are dropped and counted, like a datagram over a path's
 	// limit. 0 (or less) means MaxBatchPayload.
@@ -69,6 +78,7 @@ type Transport struct {
 	maxDatagram int
 	maxFrame    int
 	countOnly   bool
+	digest      bool
 	// slots holds each session's send-side state, indexed by session id
 	// (Transport numbers sessions 1, 2, 3, ...), in chunks that never move: a
 	// send loads three pointers, takes no lock and writes only its own
@@ -121,7 +131,10 @@ type memSlot struct {
 	dmu    sync.Mutex
 	closed bool
 	queue  link.Queue
-	_      [slotSize - 104]byte
+	// The running CRC-32C of the datagrams and of the reliable frames
+	// sent, with Options.Digest: added to under dmu.
+	datagramSum, frameSum atomic.Uint32
+	_                     [slotSize - 112]byte
 }
 
 // counts returns what the slot's session was sent.
@@ -131,7 +144,19 @@ func (s *memSlot) counts() ClientStats {
 		DatagramBytes: s.datagramBytes.Load(),
 		Frames:        s.frames.Load(),
 		FrameBytes:    s.frameBytes.Load(),
+		DatagramSum:   s.datagramSum.Load(),
+		FrameSum:      s.frameSum.Load(),
 	}
+}
+
+// castagnoli is the CRC-32C table of the digests.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// add adds b to sum, one of the slot's digests.
+func (s *memSlot) add(sum *atomic.Uint32, b []byte) {
+	s.dmu.Lock()
+	sum.Store(crc32.Update(sum.Load(), castagnoli, b))
+	s.dmu.Unlock()
 }
 
 // slotSize is a memSlot's size: two cache lines.
@@ -175,7 +200,8 @@ func New(opts Options) *Transport {
 	m := &Transport{
 		maxDatagram: opts.MaxDatagram,
 		maxFrame:    opts.MaxFrame,
-		countOnly:   opts.CountOnly,
+		countOnly:   opts.CountOnly || opts.Digest,
+		digest:      opts.Digest,
 		clients:     make(map[wire.SessionID]*Client),
 	}
 	m.slots.Store(new([]*memChunk))
@@ -266,6 +292,9 @@ func (m *Transport) deliverDatagrams(slot *memSlot, datagrams []byte, size int) 
 			slot.queue.Push(datagrams[off:min(off+size, len(datagrams))])
 		}
 	}
+	if m.digest {
+		slot.add(&slot.datagramSum, datagrams)
+	}
 	slot.datagrams.Add(n)
 	slot.datagramBytes.Add(uint64(len(datagrams)))
 }
@@ -278,6 +307,9 @@ func (m *Transport) SendReliable(s wire.SessionID, frame []byte) {
 	if c == nil || len(frame) < wire.HeaderSize || len(frame) > m.maxFrame {
 		m.droppedReliable.Add(1)
 		return
+	}
+	if m.digest {
+		slot.add(&slot.frameSum, frame)
 	}
 	m.deliver(c, &slot.frames, &slot.frameBytes, &m.droppedReliable, len(frame), func() { c.reliable.Push(frame) })
 }
@@ -310,6 +342,9 @@ func (m *Transport) SendReliableBatch(s wire.SessionID, frames []byte) {
 		}
 		if !m.countOnly {
 			c.reliable.Push(frame)
+		}
+		if m.digest {
+			slot.add(&slot.frameSum, frame)
 		}
 		sent++
 		bytes += uint64(len(frame))

@@ -11,6 +11,10 @@ import (
 type ClientStats struct {
 	Datagrams, DatagramBytes uint64
 	Frames, FrameBytes       uint64 // reliable frames
+	// DatagramSum and FrameSum are the running CRC-32C of the datagrams'
+	// and the reliable frames' bytes, in the order sent, with
+	// Options.Digest; 0 without it.
+	DatagramSum, FrameSum uint32
 }
 
 // Client is the client end of one [Transport] session. Its methods are safe

@@ -2,6 +2,8 @@ package mem
 
 import (
 	"fmt"
+	"hash/crc32"
+	"slices"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -622,4 +624,43 @@ func TestMemReliableBatchAllocatesNothingInSteadyState(t *testing.T) {
 			assert.Equal(t, ClientStats{Frames: 100 * 103, FrameBytes: 100 * 103 * wire.PropSize}, c.Received())
 		})
 	}
+}
+
+// TestMemDigestSumsWhatEachClientWasSentInOrder: with Digest a client
+// keeps a CRC-32C of its datagrams and of its reliable frames, in the
+// order sent, and no bytes; the same sends give the same sums, a byte
+// changed or two sends swapped give others.
+func TestMemDigestSumsWhatEachClientWasSentInOrder(t *testing.T) {
+	type send struct {
+		reliable bool
+		b        []byte
+	}
+	welcome := wire.AppendWelcome(nil, wire.Welcome{Actor: 7})
+	sends := []send{{false, []byte("first datagram")}, {true, welcome}, {false, []byte("second")}, {true, moveFrame(3)}}
+	run := func(sends []send) ClientStats {
+		m := New(Options{Digest: true})
+		c, other := m.Dial(), m.Dial()
+		m.SendReliable(other.Session(), moveFrame(9))
+		for _, s := range sends {
+			if s.reliable {
+				m.SendReliable(c.Session(), s.b)
+			} else {
+				m.SendUnreliableBatch(c.Session(), s.b, 0)
+			}
+		}
+		assert.Empty(t, drainedDatagrams(c), "a digesting client keeps no bytes")
+		assert.Empty(t, drainedReliable(c))
+		return c.Received()
+	}
+	got := run(sends)
+	assert.Equal(t, ClientStats{Datagrams: 2, DatagramBytes: 20, Frames: 2, FrameBytes: uint64(len(welcome) + len(moveFrame(3)))}, ClientStats{Datagrams: got.Datagrams, DatagramBytes: got.DatagramBytes, Frames: got.Frames, FrameBytes: got.FrameBytes})
+	assert.Equal(t, crc32.Checksum([]byte("first datagramsecond"), crc32.MakeTable(crc32.Castagnoli)), got.DatagramSum)
+	assert.Equal(t, got, run(sends), "the same sends, the same sums")
+
+	changed := slices.Clone(sends)
+	changed[2] = send{false, []byte("secone")}
+	assert.NotEqual(t, got.DatagramSum, run(changed).DatagramSum)
+	assert.Equal(t, got.FrameSum, run(changed).FrameSum)
+	swapped := []send{sends[0], sends[3], sends[2], sends[1]}
+	assert.NotEqual(t, got.FrameSum, run(swapped).FrameSum)
 }
