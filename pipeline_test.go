@@ -16,10 +16,10 @@ import (
 
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/components"
-	"github.com/throng-go/throng/net/mem"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/interest"
+	"github.com/throng-go/throng/net/mem"
 	"github.com/throng-go/throng/net/wire"
 )
 

@@ -3,8 +3,8 @@ package mem
 import (
 	"fmt"
 	"hash/crc32"
-	"slices"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
