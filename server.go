@@ -280,6 +280,9 @@ func (s *Server) Tick() systems.TickStats {
 	// a local would escape and cost an allocation every tick.
 	s.current = scheduler.Tick{Number: s.tick, Delta: s.settings.TickPeriod()}
 	run := sched.Run(s.pool, &s.current)
+	if f, ok := s.transport.(wire.Flusher); ok {
+		f.Flush()
+	}
 	s.times = sched.Times(s.times[:0])
 	s.meter.addTimes(s.times)
 	now := time.Now()

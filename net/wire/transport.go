@@ -154,6 +154,15 @@ type BatchSender interface {
 	SendUnreliableBatch(s SessionID, datagrams []byte, size int)
 }
 
+// Flusher is implemented by a [Transport] that holds what the server sends
+// during a tick and hands it on when the tick ends: a transport over a
+// message bus, say, that carries a tick's traffic to each peer as one
+// message. The server calls Flush once after every tick, from the tick
+// goroutine.
+type Flusher interface {
+	Flush()
+}
+
 // ReliableBatchSender is implemented by a [Transport] that takes several
 // reliable frames for one session in one call, so that it looks the
 // session up, locks and wakes its writer once rather than once per frame.

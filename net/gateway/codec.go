@@ -1,0 +1,110 @@
+package gateway
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/throng-go/throng/net/wire"
+)
+
+// version is the message format's version, its first byte.
+const version = 1
+
+// kind is what an entry of a message says.
+type kind uint8
+
+const (
+	// From a gateway to a zone server.
+	opened kind = iota + 1 // a client connected
+	frame                  // a frame the client sent (the payload)
+	closed                 // the session ended (the payload: why)
+	// From a zone server to a gateway.
+	datagram   // one movement datagram for the client
+	reliable   // one reliable frame for the client
+	disconnect // end the session (the payload: why)
+)
+
+// entryHead is an entry's size before its payload: kind, session,
+// payload length.
+const entryHead = 1 + 8 + 4
+
+// message is an encoded message under construction: version, the
+// gateway's name, then entries.
+type message struct {
+	b    []byte
+	head int // the bytes of version and name: the message is empty at head
+}
+
+// reset starts a message from gateway name.
+func (m *message) reset(name string) {
+	m.b = append(append(m.b[:0], version, byte(len(name))), name...)
+	m.head = len(m.b)
+}
+
+// empty reports whether m holds no entry.
+func (m *message) empty() bool { return len(m.b) == m.head }
+
+// add appends an entry.
+func (m *message) add(k kind, s uint64, payload []byte) {
+	m.b = append(m.b, byte(k))
+	m.b = binary.LittleEndian.AppendUint64(m.b, s)
+	m.b = binary.LittleEndian.AppendUint32(m.b, uint32(len(payload)))
+	m.b = append(m.b, payload...)
+}
+
+// errMalformed wraps every decoding error.
+var errMalformed = errors.New("gateway: malformed message")
+
+// decode checks message b whole and returns the gateway's name and its
+// entries, for eachEntry. A message with an unknown version or kind,
+// session 0, an entry cut short, a frame below wire.HeaderSize or bytes
+// after the last entry is refused, so that a bad message is dropped
+// whole.
+func decode(b []byte) (string, []byte, error) {
+	if len(b) < 2 || b[0] != version {
+		return "", nil, fmt.Errorf("%w: version %v", errMalformed, b[:min(len(b), 1)])
+	}
+	n := int(b[1])
+	if len(b) < 2+n || n == 0 {
+		return "", nil, fmt.Errorf("%w: a gateway name of %d bytes", errMalformed, n)
+	}
+	name, entries := string(b[2:2+n]), b[2+n:]
+	for rest := entries; len(rest) > 0; {
+		if len(rest) < entryHead {
+			return "", nil, fmt.Errorf("%w: an entry cut short", errMalformed)
+		}
+		k, s := kind(rest[0]), binary.LittleEndian.Uint64(rest[1:])
+		size := int(binary.LittleEndian.Uint32(rest[9:]))
+		switch {
+		case len(rest)-entryHead < size:
+			return "", nil, fmt.Errorf("%w: a payload of %d bytes past the end", errMalformed, size)
+		case k < opened || k > disconnect:
+			return "", nil, fmt.Errorf("%w: entry kind %d", errMalformed, k)
+		case s == 0:
+			return "", nil, fmt.Errorf("%w: session 0", errMalformed)
+		case (k == frame || k == reliable) && size < wire.HeaderSize:
+			return "", nil, fmt.Errorf("%w: a frame of %d bytes", errMalformed, size)
+		}
+		rest = rest[entryHead+size:]
+	}
+	return name, entries, nil
+}
+
+// eachEntry calls fn with each of entries, which decode checked, in
+// order; payloads alias entries.
+func eachEntry(entries []byte, fn func(k kind, s uint64, payload []byte)) {
+	le := binary.LittleEndian
+	for len(entries) > 0 {
+		size := int(le.Uint32(entries[9:]))
+		fn(kind(entries[0]), le.Uint64(entries[1:]), entries[entryHead:entryHead+size])
+		entries = entries[entryHead+size:]
+	}
+}
+
+// subjects are the NATS subjects of a gateway and of a zone server.
+func gatewaySubject(prefix, name string) string { return prefix + ".gateway." + name }
+
+func zoneSubject(prefix string, zone uint32) string {
+	return fmt.Sprintf("%s.gateway.zone.%d", prefix, zone)
+}

@@ -1,0 +1,23 @@
+// Package gateway keeps a client's one connection while the zone server
+// that holds its actor lives behind it, over NATS.
+//
+// A [Gateway] accepts clients on a transport of its own (QUIC, WebSocket
+// or in-memory) and carries each session's frames to a zone server, and
+// the zone server's frames back to the client. A zone server serves the
+// gateway's sessions through a [Transport], as it would serve clients of
+// its own: it sees SessionOpened, the client's frames and SessionClosed,
+// and sends datagrams and reliable frames to the session. So the
+// connection, its handshake and its sequence numbers stay with the
+// gateway, which is what lets a later hand-off move the session from one
+// zone server to another without the client reconnecting (see
+// docs/zones.md).
+//
+// Traffic travels in rounds: the gateway forwards, each step, everything
+// its clients sent since the last one, as one NATS message per zone
+// server; a zone server sends, at the end of each tick
+// ([Transport.Flush]), everything it sent to the gateway's sessions, as
+// one message per gateway. A message holds entries: a kind, the session
+// (the gateway's id for it) and a payload (a frame, a datagram or a
+// reason). A message that does not decode is dropped whole and counted;
+// the server ticks on.
+package gateway

@@ -1,0 +1,193 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/throng-go/throng/net/wire"
+)
+
+// Config configures a [Gateway].
+type Config struct {
+	// Conn is the gateway's NATS connection. The Gateway does not close
+	// it.
+	Conn *nats.Conn
+	// Name names the gateway among the gateways of one world: zone
+	// servers answer on a subject of this name. Letters, digits, '-' and
+	// '_'; at most 255 bytes.
+	Name string
+	// Prefix starts every subject; empty means "throng".
+	Prefix string
+	// Front is the transport the gateway's clients connect to. The Gateway
+	// receives from it and sends to it; Close closes it.
+	Front wire.Transport
+	// Zone returns the zone whose server serves a new session. Nil sends
+	// every session to zone 1.
+	Zone func(s wire.SessionID) uint32
+}
+
+// Gateway carries its clients' sessions to zone servers and back (see the
+// package doc). [Gateway.Step] forwards what the clients sent;
+// zone servers' messages are handed to the clients as they arrive.
+type Gateway struct {
+	cfg    Config
+	sub    *nats.Subscription
+	in     []wire.Inbound
+	zoneOf map[wire.SessionID]uint32
+	outs   map[uint32]*message // this step's message to each zone
+	order  []uint32            // the zones of outs, in the order first used
+
+	mu        sync.Mutex // serializes the handling of zone messages
+	malformed atomic.Uint64
+	forwarded atomic.Uint64
+}
+
+// New returns a gateway subscribed to its subject. It takes the zone
+// servers' messages from then on.
+func New(cfg Config) (*Gateway, error) {
+	switch {
+	case cfg.Conn == nil:
+		return nil, errors.New("gateway: no NATS connection")
+	case cfg.Front == nil:
+		return nil, errors.New("gateway: no front transport")
+	case !validName(cfg.Name):
+		return nil, fmt.Errorf("gateway: name %q: letters, digits, '-' and '_', 1 to 255 bytes", cfg.Name)
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "throng"
+	}
+	if cfg.Zone == nil {
+		cfg.Zone = func(wire.SessionID) uint32 { return 1 }
+	}
+	g := &Gateway{cfg: cfg, zoneOf: map[wire.SessionID]uint32{}, outs: map[uint32]*message{}}
+	sub, err := cfg.Conn.Subscribe(gatewaySubject(cfg.Prefix, cfg.Name), g.fromZone)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	g.sub = sub
+	return g, nil
+}
+
+// validName reports whether name can be a gateway's: one NATS subject
+// token of plain characters.
+func validName(name string) bool {
+	if name == "" || len(name) > 255 {
+		return false
+	}
+	return !strings.ContainsFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	})
+}
+
+// Step forwards what the clients did since the last step (sessions
+// opened, frames, sessions closed) to their zones' servers, one message
+// per zone, and returns how many entries it forwarded. Calls must not
+// overlap.
+func (g *Gateway) Step() int {
+	g.in = g.cfg.Front.Receive(g.in[:0])
+	for _, in := range g.in {
+		z, ok := g.zoneOf[in.Session]
+		if in.Kind == wire.SessionOpened {
+			z, ok = g.cfg.Zone(in.Session), true
+			g.zoneOf[in.Session] = z
+		}
+		if !ok {
+			continue
+		}
+		m := g.outs[z]
+		if m == nil {
+			m = &message{}
+			m.reset(g.cfg.Name)
+			g.outs[z] = m
+			g.order = append(g.order, z)
+		}
+		switch in.Kind {
+		case wire.SessionOpened:
+			m.add(opened, uint64(in.Session), nil)
+		case wire.FrameReceived:
+			m.add(frame, uint64(in.Session), in.Frame)
+		case wire.SessionClosed:
+			m.add(closed, uint64(in.Session), []byte(in.Reason))
+			delete(g.zoneOf, in.Session)
+		}
+	}
+	sent := 0
+	for _, z := range g.order {
+		if m := g.outs[z]; !m.empty() {
+			sent += countEntries(m.b[m.head:])
+			_ = g.cfg.Conn.Publish(zoneSubject(g.cfg.Prefix, z), m.b)
+			m.b = m.b[:m.head]
+		}
+	}
+	g.forwarded.Add(uint64(sent))
+	return sent
+}
+
+// countEntries counts the entries of a message's entries.
+func countEntries(entries []byte) int {
+	n := 0
+	eachEntry(entries, func(kind, uint64, []byte) { n++ })
+	return n
+}
+
+// Run steps every interval until ctx is done.
+func (g *Gateway) Run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			g.Step()
+		}
+	}
+}
+
+// fromZone hands a zone server's message to the clients it addresses:
+// datagrams, reliable frames and disconnects, in order.
+func (g *Gateway) fromZone(m *nats.Msg) {
+	_, entries, err := decode(m.Data)
+	if err != nil {
+		g.malformed.Add(1)
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	front := g.cfg.Front
+	eachEntry(entries, func(k kind, s uint64, payload []byte) {
+		switch k {
+		case datagram:
+			front.SendUnreliable(wire.SessionID(s), payload)
+		case reliable:
+			front.SendReliable(wire.SessionID(s), payload)
+		case disconnect:
+			front.Disconnect(wire.SessionID(s), string(payload))
+		}
+	})
+}
+
+// Stats is what a gateway counts.
+type Stats struct {
+	Forwarded uint64 // entries sent to zone servers
+	Malformed uint64 // zone servers' messages dropped: they did not decode
+}
+
+// Stats returns the gateway's counts so far.
+func (g *Gateway) Stats() Stats {
+	return Stats{Forwarded: g.forwarded.Load(), Malformed: g.malformed.Load()}
+}
+
+// Close stops taking zone servers' messages and closes the front
+// transport, which ends every client's session.
+func (g *Gateway) Close() error {
+	err := g.sub.Unsubscribe()
+	return errors.Join(err, g.cfg.Front.Close())
+}

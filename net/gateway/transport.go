@@ -1,0 +1,302 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/throng-go/throng/net/wire"
+)
+
+// TransportConfig configures a zone server's [Transport].
+type TransportConfig struct {
+	// Conn is the zone server's NATS connection. The Transport does not
+	// close it.
+	Conn *nats.Conn
+	// Zone is the zone this server holds: gateways send the sessions they
+	// route to it on its subject. Not 0.
+	Zone uint32
+	// Prefix starts every subject; empty means "throng".
+	Prefix string
+}
+
+// Transport is the [wire.Transport] through which a zone server serves
+// the sessions of gateways: each gateway session it is sent becomes one
+// session of its own, numbered from 1 as every transport numbers them.
+// What the server sends during a tick is held, per gateway, and published
+// as one message when the tick ends ([Transport.Flush], which the server
+// calls); a session the server disconnects is closed at once, and its
+// gateway told with that message.
+type Transport struct {
+	cfg TransportConfig
+	sub *nats.Subscription
+
+	inMu    sync.Mutex
+	inbox   [][]byte // messages from gateways, in arrival order
+	held    [][]byte // the messages the last Receive handed out frames of
+	pending []wire.Inbound
+
+	mu       sync.RWMutex // guards the maps and closed
+	closed   bool
+	last     wire.SessionID
+	sessions map[wire.SessionID]*session
+	byRemote map[remote]wire.SessionID
+	outs     map[string]*outbox
+
+	n   wire.Stats // guarded by mu (Receive's counts) or atomics below
+	out struct {
+		datagrams, datagramBytes, reliable, reliableBytes atomic.Uint64
+		droppedDatagrams, droppedReliable                 atomic.Uint64
+	}
+	malformed atomic.Uint64
+}
+
+// remote names a session by its gateway and the gateway's id for it.
+type remote struct {
+	gateway string
+	id      uint64
+}
+
+// session is one gateway session the zone server holds.
+type session struct {
+	remote
+	out    *outbox
+	closed atomic.Bool
+}
+
+// outbox is what the zone server sent one gateway's sessions this tick.
+type outbox struct {
+	mu      sync.Mutex
+	subject string
+	m       message
+}
+
+// NewTransport subscribes to the zone's subject and returns its Transport.
+func NewTransport(cfg TransportConfig) (*Transport, error) {
+	if cfg.Conn == nil {
+		return nil, errors.New("gateway: no NATS connection")
+	}
+	if cfg.Zone == 0 {
+		return nil, errors.New("gateway: zone 0")
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "throng"
+	}
+	t := &Transport{cfg: cfg, sessions: map[wire.SessionID]*session{}, byRemote: map[remote]wire.SessionID{}, outs: map[string]*outbox{}}
+	sub, err := cfg.Conn.Subscribe(zoneSubject(cfg.Prefix, cfg.Zone), func(m *nats.Msg) {
+		t.inMu.Lock()
+		t.inbox = append(t.inbox, m.Data)
+		t.inMu.Unlock()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	t.sub = sub
+	return t, nil
+}
+
+// Malformed returns how many messages from gateways were dropped because
+// they did not decode.
+func (t *Transport) Malformed() uint64 { return t.malformed.Load() }
+
+// Receive implements [wire.Transport]: the sessions and frames of every
+// message that arrived since the last call, in order, and the sessions
+// closed by Disconnect and Close since then.
+func (t *Transport) Receive(dst []wire.Inbound) []wire.Inbound {
+	t.inMu.Lock()
+	t.inbox, t.held = t.held[:0], t.inbox
+	t.inMu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	dst = append(dst, t.pending...)
+	t.pending = t.pending[:0]
+	for _, msg := range t.held {
+		name, entries, err := decode(msg)
+		if err != nil {
+			t.malformed.Add(1)
+			continue
+		}
+		eachEntry(entries, func(k kind, id uint64, payload []byte) {
+			dst = t.inbound(dst, name, k, id, payload)
+		})
+	}
+	return dst
+}
+
+// inbound turns one entry from gateway name into what the server sees;
+// t.mu is held. An entry for a session the server does not hold (closed
+// by Disconnect, say, while the client's frames were on their way), or a
+// second opening of one it holds, is dropped.
+func (t *Transport) inbound(dst []wire.Inbound, name string, k kind, id uint64, payload []byte) []wire.Inbound {
+	r := remote{name, id}
+	s, open := t.byRemote[r]
+	switch {
+	case k == opened && !open && !t.closed:
+		t.last++
+		s = t.last
+		out := t.outs[name]
+		if out == nil {
+			out = &outbox{subject: gatewaySubject(t.cfg.Prefix, name)}
+			out.m.reset(name)
+			t.outs[name] = out
+		}
+		t.sessions[s] = &session{remote: r, out: out}
+		t.byRemote[r] = s
+		t.n.Opened++
+		return append(dst, wire.Inbound{Kind: wire.SessionOpened, Session: s})
+	case k == frame && open:
+		t.n.FramesIn++
+		t.n.BytesIn += uint64(len(payload))
+		return append(dst, wire.Inbound{Kind: wire.FrameReceived, Session: s, Frame: payload})
+	case k == closed && open:
+		t.forget(s)
+		return append(dst, wire.Inbound{Kind: wire.SessionClosed, Session: s, Reason: string(payload)})
+	}
+	return dst
+}
+
+// forget drops session s from the maps and counts it closed; t.mu is held.
+func (t *Transport) forget(s wire.SessionID) {
+	ss := t.sessions[s]
+	ss.closed.Store(true)
+	delete(t.sessions, s)
+	delete(t.byRemote, ss.remote)
+	t.n.Closed++
+}
+
+// lookup returns open session s, or nil.
+func (t *Transport) lookup(s wire.SessionID) *session {
+	t.mu.RLock()
+	ss := t.sessions[s]
+	t.mu.RUnlock()
+	if ss == nil || ss.closed.Load() {
+		return nil
+	}
+	return ss
+}
+
+// send adds an entry for session s to its gateway's message of this
+// tick; false if s is not open.
+func (t *Transport) send(s wire.SessionID, k kind, payload []byte) bool {
+	ss := t.lookup(s)
+	if ss == nil {
+		return false
+	}
+	ss.out.mu.Lock()
+	ss.out.m.add(k, ss.id, payload)
+	ss.out.mu.Unlock()
+	return true
+}
+
+// SendUnreliable implements [wire.Transport].
+func (t *Transport) SendUnreliable(s wire.SessionID, d []byte) {
+	if len(d) < wire.BatchHeaderSize || !t.send(s, datagram, d) {
+		t.out.droppedDatagrams.Add(1)
+		return
+	}
+	t.out.datagrams.Add(1)
+	t.out.datagramBytes.Add(uint64(len(d)))
+}
+
+// SendUnreliableBatch implements [wire.BatchSender].
+func (t *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size int) {
+	if size < 1 || size > len(datagrams) {
+		size = len(datagrams)
+	}
+	for off := 0; off < len(datagrams); off += size {
+		t.SendUnreliable(s, datagrams[off:min(off+size, len(datagrams))])
+	}
+}
+
+// SendReliable implements [wire.Transport].
+func (t *Transport) SendReliable(s wire.SessionID, f []byte) {
+	if len(f) < wire.HeaderSize || len(f) > wire.MaxStreamFrame || !t.send(s, reliable, f) {
+		t.out.droppedReliable.Add(1)
+		return
+	}
+	t.out.reliable.Add(1)
+	t.out.reliableBytes.Add(uint64(len(f)))
+}
+
+// SendReliableBatch implements [wire.ReliableBatchSender].
+func (t *Transport) SendReliableBatch(s wire.SessionID, frames []byte) {
+	if rest := wire.EachStreamFrame(frames, func(f []byte) { t.SendReliable(s, f) }); rest > 0 {
+		t.out.droppedReliable.Add(1)
+	}
+}
+
+// Disconnect implements [wire.Transport]: the gateway is told with this
+// tick's message, after the frames sent before it, and the server sees
+// the session closed with reason on its next Receive.
+func (t *Transport) Disconnect(s wire.SessionID, reason string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.disconnect(s, reason)
+}
+
+// disconnect is Disconnect with t.mu held.
+func (t *Transport) disconnect(s wire.SessionID, reason string) {
+	ss := t.sessions[s]
+	if ss == nil {
+		return
+	}
+	ss.out.mu.Lock()
+	ss.out.m.add(disconnect, ss.id, []byte(reason))
+	ss.out.mu.Unlock()
+	t.forget(s)
+	t.pending = append(t.pending, wire.Inbound{Kind: wire.SessionClosed, Session: s, Reason: reason})
+}
+
+// Flush implements [wire.Flusher]: it publishes what this tick sent each
+// gateway, one message each.
+func (t *Transport) Flush() {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for _, out := range t.outs {
+		out.mu.Lock()
+		if !out.m.empty() {
+			// Publish copies the message into the connection's buffer.
+			_ = t.cfg.Conn.Publish(out.subject, out.m.b)
+			out.m.b = out.m.b[:out.m.head]
+		}
+		out.mu.Unlock()
+	}
+}
+
+// Stats implements [wire.Transport].
+func (t *Transport) Stats() wire.Stats {
+	t.mu.RLock()
+	st := t.n
+	t.mu.RUnlock()
+	st.DatagramsOut = t.out.datagrams.Load()
+	st.DatagramBytesOut = t.out.datagramBytes.Load()
+	st.ReliableOut = t.out.reliable.Load()
+	st.ReliableBytesOut = t.out.reliableBytes.Load()
+	st.DroppedDatagrams = t.out.droppedDatagrams.Load()
+	st.DroppedReliable = t.out.droppedReliable.Load()
+	return st
+}
+
+// Close implements [wire.Transport]: every session is disconnected with
+// wire.ReasonTransportClosed, the gateways told, and the subscription
+// ended.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	open := slices.Sorted(maps.Keys(t.sessions))
+	for _, s := range open {
+		t.disconnect(s, wire.ReasonTransportClosed)
+	}
+	t.mu.Unlock()
+	t.Flush()
+	return t.sub.Unsubscribe()
+}
