@@ -2,10 +2,10 @@
 // chunk map is cut into zones, rectangles of chunks each held by one
 // zone server, and the servers talk over NATS.
 //
-// This package holds the zone map, the ghosts and the hand-off of actors
-// without a client; moving a client with its actor, commands addressed
-// to ghosts and the handling of failed servers come later (docs/zones.md
-// says how they fit).
+// This package holds the zone map, the ghosts, the hand-off of actors
+// without a client and commands to ghosts; moving a client with its
+// actor (through package net/gateway) and the handling of failed servers
+// come later (docs/zones.md says how they fit).
 //
 // # Outline
 //
@@ -24,6 +24,9 @@
 //     ([HandoffRequest], [HandoffAnswer], [HandoffSubject]); both sides
 //     change it in place, the receiver's ghost into its own actor and
 //     ours into a ghost of its.
+//   - Commands to ghosts: a command of the game's for a ghost goes to the
+//     zone that owns the actor ([Server.Forward]), whose game reads it
+//     naming its own actor ([Server.Commands], [RemoteCommand]).
 //   - The glue: [New] wraps a throng.Server in a zone [Server], adding
 //     two systems to its tick ([ApplyName] before Prepare, [PublishName]
 //     after the join).
@@ -35,6 +38,8 @@
 //   - Publish the map for the servers: [PublishMap].
 //   - Make a server a zone's holder: [New]; watch it with [Server.Stats].
 //   - Keep the game's systems off actors another zone owns: [Server.Ghost].
+//   - Act on a command for a ghost where its actor lives: [Server.Forward],
+//     then [Server.Commands] on the owner.
 //
 // Unlike the rest of net/, which stays below the ECS, this package sits
 // above package throng: it imports the server it extends, and only

@@ -96,6 +96,7 @@ func (s *applySystem) RunSerial(t *scheduler.Tick) {
 		z.stats.refused.Add(uint64(len(g.batch)))
 		z.stats.ghosts.Store(int64(len(g.local)))
 		z.share(nil, Zone{})
+		z.refuseCommands()
 		return
 	}
 	me, _ := v.m.Zone(z.opts.Zone)
@@ -120,6 +121,7 @@ func (s *applySystem) RunSerial(t *scheduler.Tick) {
 	}
 	z.takeRequests(v, me, t.Number)
 	z.expire(v.revision)
+	z.takeCommands(v, me)
 	for id, src := range g.sources {
 		if g.tick-src.heardAt > uint64(z.opts.StaleTicks) {
 			g.drop(id)

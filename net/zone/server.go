@@ -83,6 +83,7 @@ type Server struct {
 	sub    *nats.Subscription
 	reqSub *nats.Subscription
 	ansSub *nats.Subscription
+	cmdSub *nats.Subscription
 	prefix string
 
 	inbox inbox
@@ -90,6 +91,7 @@ type Server struct {
 	ghosts
 	hand handoffs
 	pub  publisher
+	cmds commandBox
 
 	stats counters
 }
@@ -102,6 +104,8 @@ type counters struct {
 	holds                                                     atomic.Bool
 	revision                                                  atomic.Uint64
 	h                                                         handoffCounters
+	cmdSent, cmdArrived, cmdReceived                          atomic.Uint64
+	cmdDropped, cmdRefused, cmdLost                           atomic.Uint64
 }
 
 type handoffCounters struct {
@@ -132,6 +136,26 @@ type Stats struct {
 	Revision uint64
 	// Handoffs counts the hand-offs of actors to and from neighbours.
 	Handoffs HandoffStats
+	// Commands counts the commands forwarded to the owners of ghosts.
+	Commands CommandStats
+}
+
+// CommandStats counts commands forwarded between zones ([Server.Forward]).
+type CommandStats struct {
+	// Sent counts commands this server sent: forwarded by its game, or
+	// passed on to the new owner of an actor handed off meanwhile.
+	Sent uint64
+	// Arrived counts well-formed commands that reached this server, and
+	// Received those of them delivered to its game.
+	Arrived, Received uint64
+	// Dropped counts messages that were not a well-formed command.
+	Dropped uint64
+	// Refused counts commands from a zone the map does not make a
+	// neighbour, or sent as of a revision older than its current entry.
+	Refused uint64
+	// Lost counts commands for an actor this server no longer holds (and
+	// does not hold as a ghost), or passed on too often.
+	Lost uint64
 }
 
 // New makes srv the holder of zone opts.Zone: it reads the map from the
@@ -211,7 +235,10 @@ func (z *Server) subscribe() (err error) {
 	if z.reqSub, err = z.nc.Subscribe(HandoffSubject(z.prefix, z.opts.Zone), z.receiveRequest); err != nil {
 		return err
 	}
-	z.ansSub, err = z.nc.Subscribe(answerSubject(z.prefix, z.opts.Zone), z.receiveAnswer)
+	if z.ansSub, err = z.nc.Subscribe(answerSubject(z.prefix, z.opts.Zone), z.receiveAnswer); err != nil {
+		return err
+	}
+	z.cmdSub, err = z.nc.Subscribe(CommandSubject(z.prefix, z.opts.Zone), z.receiveCommand)
 	return err
 }
 
@@ -224,7 +251,7 @@ func GhostSubject(prefix string, id ID) string {
 // Close stops receiving batches and following the map. The systems stay
 // in the throng.Server; ticks after Close publish nothing.
 func (z *Server) Close() {
-	for _, sub := range []*nats.Subscription{z.sub, z.reqSub, z.ansSub} {
+	for _, sub := range []*nats.Subscription{z.sub, z.reqSub, z.ansSub, z.cmdSub} {
 		if sub != nil {
 			_ = sub.Unsubscribe()
 		}
@@ -234,6 +261,9 @@ func (z *Server) Close() {
 	z.mail.mu.Lock()
 	z.mail.closed = true
 	z.mail.mu.Unlock()
+	z.cmds.mu.Lock()
+	z.cmds.closed = true
+	z.cmds.mu.Unlock()
 }
 
 // Zone returns the zone the server was made to hold.
@@ -255,6 +285,8 @@ func (z *Server) Stats() Stats {
 			RequestsSent: c.h.RequestsSent.Load(), RequestsReceived: c.h.RequestsReceived.Load(),
 			AnswersSent: c.h.AnswersSent.Load(), AnswersReceived: c.h.AnswersReceived.Load(),
 		},
+		Commands: CommandStats{Sent: c.cmdSent.Load(), Arrived: c.cmdArrived.Load(), Received: c.cmdReceived.Load(), Dropped: c.cmdDropped.Load(),
+			Refused: c.cmdRefused.Load(), Lost: c.cmdLost.Load()},
 	}
 }
 

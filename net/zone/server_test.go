@@ -118,6 +118,17 @@ func (w *zones) round() {
 		}
 		return h.RequestsSent == h.RequestsReceived && h.AnswersSent == h.AnswersReceived
 	}, 5*time.Second, time.Millisecond, "hand-off messages of tick %d", w.tick)
+	// Commands forwarded between ticks, and passed on in this one, reach
+	// their zones before the next round.
+	require.Eventually(w.t, func() bool {
+		var sent, arrived uint64
+		for _, mb := range w.servers {
+			s := mb.z.Stats().Commands
+			sent += s.Sent
+			arrived += s.Arrived
+		}
+		return arrived >= sent
+	}, 5*time.Second, time.Millisecond, "commands of tick %d", w.tick)
 }
 
 func (w *zones) currentMap() zone.Map {
