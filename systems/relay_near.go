@@ -61,14 +61,6 @@ func (t *nearTop) offer(c nearCand) {
 	t.best[i] = c
 }
 
-// limit is the distance squared past which no candidate can enter.
-func (t *nearTop) limit(h float32) float32 {
-	if len(t.best) == t.k {
-		return min(h, t.best[t.k-1].d)
-	}
-	return h
-}
-
 // inRange reports whether sender a is in range of recipient r, whose
 // distance squared is d: pairOf's test.
 func (p *Pipeline) inRange(r, a int32, d float32) bool {
@@ -104,9 +96,12 @@ func (p *Pipeline) nearestPlain(r int32, near *[MaxNearestSenders]int32) int {
 // index: the same as nearestPlain, but it looks only at the senders within
 // a radius of r, in the buckets of a crowded chunk's grid (buildNearGrids)
 // or the cells of a sparse one, starting from the radius the unit's last
-// recipient needed (recipients of one cell are consecutive) and
-// doubling its square until k senders are found within it or nothing of
-// the stencil lies beyond it.
+// recipient needed (recipients of one cell are consecutive) and doubling
+// its square until k senders are found within it or nothing of the
+// stencil lies beyond it. It gathers every sender within the radius, then
+// selects the k nearest (selectNearest): the radius starts at the last
+// recipient's k-th distance and a quarter, so the gathering holds few more
+// than k.
 func (p *Pipeline) nearestOf(r int32, sc *relayScratch) []int32 {
 	f := &p.frame
 	k := p.cfg.NearestSenders
@@ -114,64 +109,109 @@ func (p *Pipeline) nearestOf(r int32, sc *relayScratch) []int32 {
 	if !(h > 0) {
 		h = 512 * 512
 	}
-	sc.nearBest = slices.Grow(sc.nearBest[:0], k+1)
-	top := nearTop{k: k}
 	g := &f.groups[f.group[r]]
 	for {
-		top.best = sc.nearBest[:0]
+		sc.nearBest = sc.nearBest[:0]
 		beyond := false // a sender of the stencil may lie past h
 		for _, gi := range g.stencil[:g.nst] {
 			if f.near[gi].side > 0 {
-				beyond = p.nearInGrid(&top, gi, r, h) || beyond
+				beyond = p.nearInGrid(sc, gi, r, h) || beyond
 				continue
 			}
 			o := &f.groups[gi]
 			for ci := o.cellsLo; ci < o.cellsHi; ci++ {
-				beyond = p.nearIn(&top, ci, r, h) || beyond
+				beyond = p.nearIn(sc, ci, r, h) || beyond
 			}
 		}
-		if len(top.best) == k || !beyond {
+		if len(sc.nearBest) >= k || !beyond {
 			break
 		}
 		h *= 2
 	}
-	if len(top.best) == k {
-		sc.nearH = top.best[k-1].d * 1.25
+	best := sc.nearBest
+	if len(best) > k {
+		best = selectNearest(best, k)
+	}
+	if len(best) == k {
+		far := best[0].d
+		for _, c := range best[1:] {
+			far = max(far, c.d)
+		}
+		sc.nearH = far * 1.25
 	}
 	sc.near = sc.near[:0]
-	for _, c := range top.best {
+	for _, c := range best {
 		sc.near = append(sc.near, c.a)
 	}
 	sortSmall(sc.near)
 	return sc.near
 }
 
-// nearIn offers top the senders of cell ci within h of recipient r, and
-// reports whether some of the cell's box lies past h.
-func (p *Pipeline) nearIn(top *nearTop, ci, r int32, h float32) (beyond bool) {
+// selectNearest reorders c so that its k best (nearCand.before) come
+// first, in no particular order, and returns them: a quickselect, whose
+// pivot is the middle candidate's. Candidates are distinct (their frame
+// indices are), so which k it returns is certain, whatever the pivots.
+func selectNearest(c []nearCand, k int) []nearCand {
+	lo, hi := 0, len(c)-1
+	for lo < hi {
+		pivot := c[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for c[i].before(pivot) {
+				i++
+			}
+			for pivot.before(c[j]) {
+				j--
+			}
+			if i <= j {
+				c[i], c[j] = c[j], c[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k-1 <= j:
+			hi = j
+		case k-1 >= i:
+			lo = i
+		default:
+			return c[:k]
+		}
+	}
+	return c[:k]
+}
+
+// nearIn gathers the senders of cell ci within h of recipient r into
+// sc.nearBest, and reports whether some of the cell's box lies past h.
+func (p *Pipeline) nearIn(sc *relayScratch, ci, r int32, h float32) (beyond bool) {
 	f := &p.frame
 	c := &f.cells[ci]
-	near, far := boxDist2(&c.min, &c.max, f.x[r], f.y[r], f.z[r])
-	if near <= top.limit(h) {
-		p.offerNear(top, r, c.actors.lo, c.actors.hi, h)
+	rx, ry, rz := f.x[r], f.y[r], f.z[r]
+	near, far := boxDist2(&c.min, &c.max, rx, ry, rz)
+	if near <= h {
+		for a := c.actors.lo; a < c.actors.hi; a++ {
+			dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
+			if d := dx*dx + dy*dy + dz*dz; d <= h && p.inRange(r, a, d) {
+				sc.nearBest = append(sc.nearBest, nearCand{d, a})
+			}
+		}
 	}
 	return far > h
 }
 
-// nearInGrid offers top the senders of group gi, which has a grid, within
-// h of recipient r: those of the buckets under the square around r that
-// holds the circle of the current limit. It reports whether some of the
-// group's box lies past h.
-func (p *Pipeline) nearInGrid(top *nearTop, gi, r int32, h float32) (beyond bool) {
+// nearInGrid gathers the senders of group gi, which has a grid, within h
+// of recipient r into sc.nearBest: those of the buckets under the square
+// around r that holds the circle of radius h. It reports whether some of
+// the group's box lies past h.
+func (p *Pipeline) nearInGrid(sc *relayScratch, gi, r int32, h float32) (beyond bool) {
 	f := &p.frame
 	ng := &f.near[gi]
 	rx, ry, rz := f.x[r], f.y[r], f.z[r]
 	near, far := boxDist2(&ng.min, &ng.max, rx, ry, rz)
-	lim := top.limit(h)
-	if near > lim {
+	if near > h {
 		return far > h
 	}
-	rad := float32(math.Sqrt(float64(lim)))
+	rad := float32(math.Sqrt(float64(h)))
 	x0, x1 := ng.bucket(rx-rad, 0), ng.bucket(rx+rad, 0)
 	y0, y1 := ng.bucket(ry-rad, 1), ng.bucket(ry+rad, 1)
 	base := f.groups[gi].actors.lo
@@ -182,28 +222,12 @@ func (p *Pipeline) nearInGrid(top *nearTop, gi, r int32, h float32) (beyond bool
 		// positions in a row too.
 		for i := base + f.nearOff[row+x0]; i < base+f.nearOff[row+x1+1]; i++ {
 			dx, dy, dz := nx[i]-rx, ny[i]-ry, nz[i]-rz
-			if d := dx*dx + dy*dy + dz*dz; d <= lim && d < reach[i] && idx[i] != r {
-				top.offer(nearCand{d, idx[i]})
-				lim = top.limit(h)
+			if d := dx*dx + dy*dy + dz*dz; d <= h && d < reach[i] && idx[i] != r {
+				sc.nearBest = append(sc.nearBest, nearCand{d, idx[i]})
 			}
 		}
 	}
 	return far > h
-}
-
-// offerNear offers top the senders lo to hi-1 within the limit of
-// recipient r.
-func (p *Pipeline) offerNear(top *nearTop, r, lo, hi int32, h float32) {
-	f := &p.frame
-	rx, ry, rz := f.x[r], f.y[r], f.z[r]
-	lim := top.limit(h)
-	for a := lo; a < hi; a++ {
-		dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
-		if d := dx*dx + dy*dy + dz*dz; d <= lim && p.inRange(r, a, d) {
-			top.offer(nearCand{d, a})
-			lim = top.limit(h)
-		}
-	}
 }
 
 // sortSmall sorts a short list (insertion sort: a recipient's nearest).
