@@ -28,9 +28,10 @@ type ghosts struct {
 	clients    *ark.Map[components.Client]
 	inputs     *ark.Map[components.MoveInput]
 	sources    map[ID]*source
-	// local holds every ghost's ActorID here, so that the publisher never
-	// lends a neighbour what was only lent to us.
-	local map[components.ActorID]struct{}
+	// local holds every ghost's ActorID here, with its owner and the
+	// owner's id for it: so that the publisher never lends a neighbour
+	// what was only lent to us, and Server.Ghost answers at once.
+	local map[components.ActorID]remote
 	batch []GhostBatch
 	tick  uint64 // this server's tick, counted by the apply system
 	// gone collects the ghosts to despawn this tick; they are despawned
@@ -171,7 +172,7 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 			}
 			id := g.world.Spawn(spec)
 			src.actors[a.ID] = &ghost{local: id, gen: src.gen}
-			g.local[id] = struct{}{}
+			g.local[id] = remote{b.Zone, a.ID}
 			g.lend(remote{b.Zone, a.ID}, id)
 			continue
 		}

@@ -241,7 +241,7 @@ func (z *Server) handOver(id components.ActorID, o *outgoing, fromTick uint64) {
 		g.sources[o.to] = src
 	}
 	src.actors[o.remote] = &ghost{local: id, gen: src.gen, from: fromTick}
-	g.local[id] = struct{}{}
+	g.local[id] = remote{o.to, o.remote}
 	// Handed back whence it came: its arrival no longer makes the old
 	// owner's listings of it ours to skip.
 	if rec := h.in[remote{o.to, o.remote}]; rec != nil && rec.local == id {
@@ -343,15 +343,8 @@ func (z *Server) Ghost(id components.ActorID) (owner ID, remoteID uint32, ok boo
 	if o := z.hand.out[id]; o != nil && o.phase == committing {
 		return o.to, o.remote, true
 	}
-	if _, ok := z.ghosts.local[id]; !ok {
-		return 0, 0, false
-	}
-	for zid, src := range z.ghosts.sources {
-		for rid, gh := range src.actors {
-			if gh.local == id {
-				return zid, rid, true
-			}
-		}
+	if r, ok := z.ghosts.local[id]; ok {
+		return r.zone, r.actor, true
 	}
 	return 0, 0, false
 }

@@ -79,7 +79,7 @@ func (z *Server) prepare(r request, key remote) {
 		id := g.world.Spawn(ecs.ActorSpec{Transform: r.Transform, Animation: r.Animation, Client: components.Client{Class: r.Class}})
 		gh = &ghost{local: id, gen: src.gen}
 		src.actors[r.Actor] = gh
-		g.local[id] = struct{}{}
+		g.local[id] = key
 		g.lend(key, id)
 	}
 	z.hand.in[key] = &incoming{seq: r.Seq, phase: preparing, local: gh.local, seenAt: g.tick}
