@@ -223,6 +223,28 @@ func (s *Server) World() *ecs.World { return s.world }
 // Transport returns the server's transport.
 func (s *Server) Transport() wire.Transport { return s.transport }
 
+// Attach makes session, open and without a Hello yet, the client of
+// actor, an actor in the world without a client (not a prop), without
+// Hello, Admit or spawn: in the next tick's join the session is welcomed
+// to the actor and told what is around it, and from then on drives it as
+// any player's. Others see the actor as before. It is how a session moves
+// between servers with its actor (a zone server that took the actor in a
+// hand-off). Call it between ticks or from a serial system before
+// Prepare. See [systems.Pipeline.Attach].
+func (s *Server) Attach(session wire.SessionID, actor components.ActorID) error {
+	return s.pipe.Attach(session, actor)
+}
+
+// Detach lets actor's session go without ending either: the actor stays
+// as one without a client, the session is forgotten and its frames
+// dropped, and the transport is not told (the caller moves the
+// connection on or closes it). It returns the session. Call it between
+// ticks or from a serial system before Prepare. See
+// [systems.Pipeline.Detach].
+func (s *Server) Detach(actor components.ActorID) (wire.SessionID, error) {
+	return s.pipe.Detach(actor)
+}
+
 // Commands returns the commands of the game's own that clients sent this
 // tick ([client.Client.SendCommand]), in the order they arrived, each with
 // its sender's actor: read them from a system of yours pinned after

@@ -18,6 +18,7 @@ const (
 	awaitingHello sessionState = iota // connected, no Hello yet
 	waiting                           // Hello accepted, waiting for its turn to join (Config.JoinAppears)
 	joining                           // actor spawn queued, applied in the join
+	attaching                         // to take an actor in the world in the join (Attach)
 	playing                           // actor in the world
 )
 
@@ -216,7 +217,7 @@ func (p *Pipeline) closeSession(id wire.SessionID) {
 	if s.player != "" {
 		p.keep(s)
 	}
-	if s.state != awaitingHello && s.state != waiting {
+	if s.state != awaitingHello && s.state != waiting && s.state != attaching {
 		p.world.Despawn(s.actor)
 	}
 	delete(p.sessions, id)

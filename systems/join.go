@@ -54,6 +54,7 @@ func (p *Pipeline) join(t *scheduler.Tick) {
 	}
 	p.closedSlots = p.closedSlots[:0]
 	p.deriveVisibility()
+	p.attach()
 	p.tellProps(t)
 }
 

@@ -235,7 +235,9 @@ type Pipeline struct {
 	spectProps             []ecs.ChunkView
 	slots                  []*session // by Client.Slot; nil when free
 	freeSlots              []uint32
-	closedSlots            []uint32 // freed once this tick's despawns are applied
+	closedSlots            []uint32     // freed once this tick's despawns are applied
+	attaching              []attachment // sessions to take an actor in the join (Attach)
+	attached               []*session   // those that took one in this join, for tellProps
 	corrections            []*session
 	commands               []Command // this tick's, see Pipeline.Commands
 	eventMu                sync.Mutex

@@ -208,6 +208,9 @@ func (p *Pipeline) tellProps(t *scheduler.Tick) {
 			}
 		}
 	}
+	for _, s := range p.attached { // sessions that took an actor this join
+		p.lookFrom(int(s.slot))
+	}
 	if len(ps.news) > 0 || len(ps.looks) > 0 {
 		p.runTells(t)
 	}
