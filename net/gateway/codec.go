@@ -16,13 +16,14 @@ type kind uint8
 
 const (
 	// From a gateway to a zone server.
-	opened kind = iota + 1 // a client connected
+	opened kind = iota + 1 // a client connected (the payload: empty, or what a resumed session's new server is told)
 	frame                  // a frame the client sent (the payload)
 	closed                 // the session ended (the payload: why)
 	// From a zone server to a gateway.
 	datagram   // one movement datagram for the client
 	reliable   // one reliable frame for the client
 	disconnect // end the session (the payload: why)
+	moved      // the session goes to another zone (the payload: the zone, u32, then what to tell it)
 )
 
 // entryHead is an entry's size before its payload: kind, session,
@@ -79,12 +80,14 @@ func decode(b []byte) (string, []byte, error) {
 		switch {
 		case len(rest)-entryHead < size:
 			return "", nil, fmt.Errorf("%w: a payload of %d bytes past the end", errMalformed, size)
-		case k < opened || k > disconnect:
+		case k < opened || k > moved:
 			return "", nil, fmt.Errorf("%w: entry kind %d", errMalformed, k)
 		case s == 0:
 			return "", nil, fmt.Errorf("%w: session 0", errMalformed)
 		case (k == frame || k == reliable) && size < wire.HeaderSize:
 			return "", nil, fmt.Errorf("%w: a frame of %d bytes", errMalformed, size)
+		case k == moved && (size < 4 || binary.LittleEndian.Uint32(rest[entryHead:]) == 0):
+			return "", nil, fmt.Errorf("%w: a move to no zone", errMalformed)
 		}
 		rest = rest[entryHead+size:]
 	}

@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,9 +46,39 @@ type Gateway struct {
 	outs   map[uint32]*message // this step's message to each zone
 	order  []uint32            // the zones of outs, in the order first used
 
-	mu        sync.Mutex // serializes the handling of zone messages
+	mu        sync.Mutex // serializes the handling of zone messages; guards moving
+	moving    []move     // sessions a zone server moved, for the next Step
+	recent    map[wire.SessionID]*moves
 	malformed atomic.Uint64
 	forwarded atomic.Uint64
+}
+
+// move is a session a zone server sent to another zone.
+type move struct {
+	s       wire.SessionID
+	to      uint32
+	payload []byte
+}
+
+// keptMoves is how many of a session's latest Move frames the gateway
+// keeps, to send them again to the server a session moves to.
+const keptMoves = 8
+
+// moves are a session's latest Move frames, oldest first.
+type moves struct {
+	frames [keptMoves][]byte
+	n      int
+}
+
+func (m *moves) add(f []byte) {
+	if m.n == keptMoves {
+		last := m.frames[0][:0]
+		copy(m.frames[:], m.frames[1:])
+		m.frames[keptMoves-1] = append(last, f...)
+		return
+	}
+	m.frames[m.n] = append(m.frames[m.n][:0], f...)
+	m.n++
 }
 
 // New returns a gateway subscribed to its subject. It takes the zone
@@ -66,7 +98,7 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Zone == nil {
 		cfg.Zone = func(wire.SessionID) uint32 { return 1 }
 	}
-	g := &Gateway{cfg: cfg, zoneOf: map[wire.SessionID]uint32{}, outs: map[uint32]*message{}}
+	g := &Gateway{cfg: cfg, zoneOf: map[wire.SessionID]uint32{}, outs: map[uint32]*message{}, recent: map[wire.SessionID]*moves{}}
 	sub, err := cfg.Conn.Subscribe(gatewaySubject(cfg.Prefix, cfg.Name), g.fromZone)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
@@ -91,6 +123,23 @@ func validName(name string) bool {
 // per zone, and returns how many entries it forwarded. Calls must not
 // overlap.
 func (g *Gateway) Step() int {
+	g.mu.Lock()
+	moving := g.moving
+	g.moving = nil
+	g.mu.Unlock()
+	for _, mv := range moving {
+		if _, open := g.zoneOf[mv.s]; !open {
+			continue // the client left meanwhile
+		}
+		g.zoneOf[mv.s] = mv.to
+		m := g.message(mv.to)
+		m.add(opened, uint64(mv.s), mv.payload)
+		if r := g.recent[mv.s]; r != nil {
+			for _, f := range r.frames[:r.n] {
+				m.add(frame, uint64(mv.s), f)
+			}
+		}
+	}
 	g.in = g.cfg.Front.Receive(g.in[:0])
 	for _, in := range g.in {
 		z, ok := g.zoneOf[in.Session]
@@ -101,21 +150,24 @@ func (g *Gateway) Step() int {
 		if !ok {
 			continue
 		}
-		m := g.outs[z]
-		if m == nil {
-			m = &message{}
-			m.reset(g.cfg.Name)
-			g.outs[z] = m
-			g.order = append(g.order, z)
-		}
+		m := g.message(z)
 		switch in.Kind {
 		case wire.SessionOpened:
 			m.add(opened, uint64(in.Session), nil)
 		case wire.FrameReceived:
 			m.add(frame, uint64(in.Session), in.Frame)
+			if t, err := wire.PeekType(in.Frame); err == nil && t == wire.TypeMove {
+				r := g.recent[in.Session]
+				if r == nil {
+					r = &moves{}
+					g.recent[in.Session] = r
+				}
+				r.add(in.Frame)
+			}
 		case wire.SessionClosed:
 			m.add(closed, uint64(in.Session), []byte(in.Reason))
 			delete(g.zoneOf, in.Session)
+			delete(g.recent, in.Session)
 		}
 	}
 	sent := 0
@@ -128,6 +180,18 @@ func (g *Gateway) Step() int {
 	}
 	g.forwarded.Add(uint64(sent))
 	return sent
+}
+
+// message returns this step's message to zone z.
+func (g *Gateway) message(z uint32) *message {
+	m := g.outs[z]
+	if m == nil {
+		m = &message{}
+		m.reset(g.cfg.Name)
+		g.outs[z] = m
+		g.order = append(g.order, z)
+	}
+	return m
 }
 
 // countEntries counts the entries of a message's entries.
@@ -170,6 +234,8 @@ func (g *Gateway) fromZone(m *nats.Msg) {
 			front.SendReliable(wire.SessionID(s), payload)
 		case disconnect:
 			front.Disconnect(wire.SessionID(s), string(payload))
+		case moved:
+			g.moving = append(g.moving, move{s: wire.SessionID(s), to: binary.LittleEndian.Uint32(payload), payload: slices.Clone(payload[4:])})
 		}
 	})
 }

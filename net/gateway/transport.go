@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -41,8 +42,10 @@ type Transport struct {
 	held    [][]byte // the messages the last Receive handed out frames of
 	pending []wire.Inbound
 
-	mu       sync.RWMutex // guards the maps and closed
+	mu       sync.RWMutex // guards the maps, closed and resumed
 	closed   bool
+	resumed  []Resumed        // sessions opened as moved here, since TakeResumed
+	releases []wire.SessionID // sessions to release at the next Flush
 	last     wire.SessionID
 	sessions map[wire.SessionID]*session
 	byRemote map[remote]wire.SessionID
@@ -67,6 +70,10 @@ type session struct {
 	remote
 	out    *outbox
 	closed atomic.Bool
+	// A resumed session's frames wait (held) until the server has taken
+	// it to its actor (Release): until then its pipeline would drop them.
+	holding bool
+	held    [][]byte
 }
 
 // outbox is what the zone server sent one gateway's sessions this tick.
@@ -145,13 +152,21 @@ func (t *Transport) inbound(dst []wire.Inbound, name string, k kind, id uint64, 
 			out.m.reset(name)
 			t.outs[name] = out
 		}
-		t.sessions[s] = &session{remote: r, out: out}
+		ss := &session{remote: r, out: out, holding: len(payload) > 0}
+		t.sessions[s] = ss
 		t.byRemote[r] = s
 		t.n.Opened++
+		if ss.holding {
+			t.resumed = append(t.resumed, Resumed{Session: s, Payload: slices.Clone(payload)})
+		}
 		return append(dst, wire.Inbound{Kind: wire.SessionOpened, Session: s})
 	case k == frame && open:
 		t.n.FramesIn++
 		t.n.BytesIn += uint64(len(payload))
+		if ss := t.sessions[s]; ss.holding {
+			ss.held = append(ss.held, slices.Clone(payload))
+			return dst
+		}
 		return append(dst, wire.Inbound{Kind: wire.FrameReceived, Session: s, Frame: payload})
 	case k == closed && open:
 		t.forget(s)
@@ -252,9 +267,89 @@ func (t *Transport) disconnect(s wire.SessionID, reason string) {
 	t.pending = append(t.pending, wire.Inbound{Kind: wire.SessionClosed, Session: s, Reason: reason})
 }
 
+// Resumed is a session that another zone server sent here with its
+// actor ([Transport.Move]): Payload is what that server said of it.
+type Resumed struct {
+	Session wire.SessionID
+	Payload []byte
+}
+
+// TakeResumed appends to dst the sessions that arrived moved from another
+// zone server since the last call, in order, and returns it. They are
+// open sessions that will not say Hello: the zone server takes each to
+// its actor (throng.Server.Attach) as its Payload says, then releases
+// its frames ([Transport.Release]), or disconnects it.
+func (t *Transport) TakeResumed(dst []Resumed) []Resumed {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	dst = append(dst, t.resumed...)
+	t.resumed = t.resumed[:0]
+	return dst
+}
+
+// Release hands the server the frames resumed session s sent while it
+// waited to be taken to its actor, and its later frames as they come.
+// Call it with throng.Server.Attach: the frames are handed over once the
+// tick whose join takes the session to its actor has ended (Flush), so
+// that they reach it playing, on the Receive after.
+func (t *Transport) Release(s wire.SessionID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.releases = append(t.releases, s)
+}
+
+// release hands over the frames of the sessions Release named; t.mu is
+// held. It runs at the end of a tick (Flush): a session released between
+// ticks, or during one before its join, was taken to its actor by then.
+func (t *Transport) release() {
+	for _, s := range t.releases {
+		ss := t.sessions[s]
+		if ss == nil || !ss.holding {
+			continue
+		}
+		ss.holding = false
+		for _, f := range ss.held {
+			t.pending = append(t.pending, wire.Inbound{Kind: wire.FrameReceived, Session: s, Frame: f})
+		}
+		ss.held = nil
+	}
+	t.releases = t.releases[:0]
+}
+
+// Move sends session s to zone to's server, telling it payload (with the
+// session's opening: [Transport.TakeResumed] there), and forgets it here
+// without a SessionClosed: it is for a server that let the session's
+// actor go to that zone (throng.Server.Detach). The gateway sends the
+// session's later frames there, after its last Move frames again, which
+// the new server's sequence check keeps from being applied twice. The
+// gateway learns it with this tick's message.
+func (t *Transport) Move(s wire.SessionID, to uint32, payload []byte) error {
+	if to == 0 || len(payload) == 0 {
+		return errors.New("gateway: a move goes to a zone, and says something of the session")
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ss := t.sessions[s]
+	if ss == nil {
+		return fmt.Errorf("gateway: move: no session %d", s)
+	}
+	entry := binary.LittleEndian.AppendUint32(nil, to)
+	ss.out.mu.Lock()
+	ss.out.m.add(moved, ss.id, append(entry, payload...))
+	ss.out.mu.Unlock()
+	t.forget(s)
+	return nil
+}
+
 // Flush implements [wire.Flusher]: it publishes what this tick sent each
-// gateway, one message each.
+// gateway, one message each, and hands over the frames of the sessions
+// released ([Transport.Release]).
 func (t *Transport) Flush() {
+	t.mu.Lock()
+	if len(t.releases) > 0 {
+		t.release()
+	}
+	t.mu.Unlock()
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	for _, out := range t.outs {
