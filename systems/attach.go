@@ -3,11 +3,11 @@ package systems
 import (
 	"fmt"
 	"slices"
-	"sort"
 
 	ark "github.com/mlange-42/ark/ecs"
 
 	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/net/wire"
 )
@@ -130,23 +130,14 @@ func (p *Pipeline) attach() {
 // tellAround sends session an Appear for every actor but self in the
 // 3x3 stencil around key, from the views of the world after the Apply.
 func (p *Pipeline) tellAround(session uint64, self components.ActorID, key grid.AreaKey) {
-	views := p.vis.views
-	for dy := int32(-1); dy <= 1; dy++ {
-		first := grid.AreaKey{WorldOrCell: key.WorldOrCell, X: key.X - 1, Y: key.Y + dy}
-		vi := sort.Search(len(views), func(n int) bool { return !grid.Less(views[n].Key, first) })
-		for ; vi < len(views); vi++ {
-			view := &views[vi]
-			if k := view.Key; k.WorldOrCell != first.WorldOrCell || k.Y != first.Y || k.X > key.X+1 {
-				break
+	p.eachStencilView(key, func(view *ecs.ChunkView) {
+		for r := range view.Len() {
+			if view.IDs[r] == self {
+				continue
 			}
-			for r := range view.Len() {
-				if view.IDs[r] == self {
-					continue
-				}
-				t := view.Transforms[r]
-				p.sendAppear(session, wire.Appear{Actor: view.IDs[r].ID, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw,
-					WorldOrCell: t.WorldOrCell, Flags: view.Animations[r].Flags})
-			}
+			t := view.Transforms[r]
+			p.sendAppear(session, wire.Appear{Actor: view.IDs[r].ID, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw,
+				WorldOrCell: t.WorldOrCell, Flags: view.Animations[r].Flags})
 		}
-	}
+	})
 }

@@ -197,24 +197,34 @@ func (p *Pipeline) pairsOf(i int32) {
 // to build every tick.
 func (p *Pipeline) pairsInStencil(i int32, key grid.AreaKey, covered *grid.AreaKey) {
 	v := &p.vis
+	p.eachStencilView(key, func(view *ecs.ChunkView) {
+		if covered != nil && grid.Visible(*covered, view.Key) {
+			return
+		}
+		for r := range view.Len() {
+			j, ok := v.index.get(view.IDs[r].ID)
+			if !ok {
+				j = -1
+			}
+			p.pair(i, j, view.IDs[r].ID, view, r)
+		}
+	})
+}
+
+// eachStencilView calls fn with each of the views (p.vis.views, after the
+// Apply, in key order) in the 3x3 stencil around key: each row of the
+// stencil is one run of them, found by a binary search.
+func (p *Pipeline) eachStencilView(key grid.AreaKey, fn func(view *ecs.ChunkView)) {
+	views := p.vis.views
 	for dy := int32(-1); dy <= 1; dy++ {
 		first := grid.AreaKey{WorldOrCell: key.WorldOrCell, X: key.X - 1, Y: key.Y + dy}
-		vi := sort.Search(len(v.views), func(n int) bool { return !grid.Less(v.views[n].Key, first) })
-		for ; vi < len(v.views); vi++ {
-			view := &v.views[vi]
+		vi := sort.Search(len(views), func(n int) bool { return !grid.Less(views[n].Key, first) })
+		for ; vi < len(views); vi++ {
+			view := &views[vi]
 			if k := view.Key; k.WorldOrCell != first.WorldOrCell || k.Y != first.Y || k.X > key.X+1 {
 				break
 			}
-			if covered != nil && grid.Visible(*covered, view.Key) {
-				continue
-			}
-			for r := range view.Len() {
-				j, ok := v.index.get(view.IDs[r].ID)
-				if !ok {
-					j = -1
-				}
-				p.pair(i, j, view.IDs[r].ID, view, r)
-			}
+			fn(view)
 		}
 	}
 }

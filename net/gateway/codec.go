@@ -35,19 +35,24 @@ const entryHead = 1 + 8 + 4
 type message struct {
 	b    []byte
 	head int // the bytes of version and name: the message is empty at head
+	n    int // its entries
 }
 
 // reset starts a message from gateway name.
 func (m *message) reset(name string) {
 	m.b = append(append(m.b[:0], version, byte(len(name))), name...)
-	m.head = len(m.b)
+	m.head, m.n = len(m.b), 0
 }
+
+// clear empties m for the next round, keeping its name.
+func (m *message) clear() { m.b, m.n = m.b[:m.head], 0 }
 
 // empty reports whether m holds no entry.
 func (m *message) empty() bool { return len(m.b) == m.head }
 
 // add appends an entry.
 func (m *message) add(k kind, s uint64, payload []byte) {
+	m.n++
 	m.b = append(m.b, byte(k))
 	m.b = binary.LittleEndian.AppendUint64(m.b, s)
 	m.b = binary.LittleEndian.AppendUint32(m.b, uint32(len(payload)))

@@ -173,9 +173,9 @@ func (g *Gateway) Step() int {
 	sent := 0
 	for _, z := range g.order {
 		if m := g.outs[z]; !m.empty() {
-			sent += countEntries(m.b[m.head:])
+			sent += m.n
 			_ = g.cfg.Conn.Publish(zoneSubject(g.cfg.Prefix, z), m.b)
-			m.b = m.b[:m.head]
+			m.clear()
 		}
 	}
 	g.forwarded.Add(uint64(sent))
@@ -192,13 +192,6 @@ func (g *Gateway) message(z uint32) *message {
 		g.order = append(g.order, z)
 	}
 	return m
-}
-
-// countEntries counts the entries of a message's entries.
-func countEntries(entries []byte) int {
-	n := 0
-	eachEntry(entries, func(kind, uint64, []byte) { n++ })
-	return n
 }
 
 // Run steps every interval until ctx is done.

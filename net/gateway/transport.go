@@ -346,18 +346,16 @@ func (t *Transport) Move(s wire.SessionID, to uint32, payload []byte) error {
 // released ([Transport.Release]).
 func (t *Transport) Flush() {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if len(t.releases) > 0 {
 		t.release()
 	}
-	t.mu.Unlock()
-	t.mu.RLock()
-	defer t.mu.RUnlock()
 	for _, out := range t.outs {
 		out.mu.Lock()
 		if !out.m.empty() {
 			// Publish copies the message into the connection's buffer.
 			_ = t.cfg.Conn.Publish(out.subject, out.m.b)
-			out.m.b = out.m.b[:out.m.head]
+			out.m.clear()
 		}
 		out.mu.Unlock()
 	}
