@@ -31,7 +31,10 @@ type attachment struct {
 // its sight; from the tick after it drives the actor and is relayed to as
 // any player. The actor keeps its class, and the others see it as before:
 // no Disappear, no Appear. Frames the session sends before its Welcome
-// are dropped, a Hello among them. Call it between ticks, or from a
+// are dropped, a Hello among them. The updates it sends first that the
+// actor has had already (its MoveInput.Seq says which: those its old
+// server applied, sent again by a gateway) are dropped without a
+// Correction. Call it between ticks, or from a
 // serial system before Prepare.
 func (p *Pipeline) Attach(id wire.SessionID, actor components.ActorID) error {
 	s := p.sessions[id]
@@ -110,7 +113,7 @@ func (p *Pipeline) attach() {
 		}
 		c := p.clients.Get(e)
 		c.Session, c.Slot = uint64(a.id), s.slot
-		s.actor, s.entity, s.state = a.actor, e, playing
+		s.actor, s.entity, s.state, s.resumed = a.actor, e, playing, true
 		ap := p.appearOf(a.actor)
 		p.out = wire.AppendWelcome(p.out[:0], wire.Welcome{
 			Actor: a.actor.ID, TickRate: uint16(p.cfg.TickRate), Tick: uint32(p.frame.Tick),

@@ -46,6 +46,10 @@ type sessionIngest struct {
 	entity  ark.Entity // the actor's entity, once playing (stable for its life)
 	correct bool       // send a correction in this tick's join
 	kicked  bool       // disconnected by the server; its close is on the way
+	// resumed marks a session attached to its actor (Attach) that has not
+	// had an update kept since: the stale updates it sends first are the
+	// ones its old server applied, sent again, not a client going back.
+	resumed bool
 	slot    uint32     // index in Pipeline.slots, carried by the actor's Client
 	player  string     // the name Admit gave it; "" for a guest
 	class   uint8      // the class Admit gave its actor
@@ -373,13 +377,14 @@ func (p *Pipeline) moveFrame(bk *inputBucket, id wire.SessionID, s *session, fra
 	}
 	if m.Seq <= in.Seq {
 		bk.stale++
-		if !in.Pending && !s.correct {
+		if !in.Pending && !s.correct && !s.resumed {
 			bk.rejected++
 			s.correct = true
 			bk.corrections = append(bk.corrections, s)
 		}
 		return
 	}
+	s.resumed = false
 	keepInput(in, m)
 }
 

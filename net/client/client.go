@@ -120,6 +120,9 @@ type Stats struct {
 	MovesSkipped     uint64 // over the rate limit, not sent
 	CommandsSent     uint64
 	Events           uint64 // of the reliable frames, the game's Events
+	// Welcomes counts the Welcomes after the handshake's: each is a new
+	// view (see [Client.Welcome]).
+	Welcomes uint64
 	// RecordsPerSecond is the rate of Records over the latest window of at
 	// least one second (0 until the first window closes).
 	RecordsPerSecond float64
@@ -171,7 +174,7 @@ type clientCounts struct {
 	datagrams, records, droppedDatagrams atomic.Uint64
 	reliable, corrections, malformed     atomic.Uint64
 	sent, skipped                        atomic.Uint64
-	commands, events                     atomic.Uint64
+	commands, events, welcomes           atomic.Uint64
 }
 
 // Dial connects to the server at addr (host:port, UDP), sends Hello with
@@ -227,8 +230,19 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// Welcome returns the server's Welcome: the client's actor and spawn.
-func (c *Client) Welcome() wire.Welcome { return c.welcome }
+// Welcome returns the server's latest Welcome: the client's actor and
+// spawn. A client behind a gateway (package net/gateway) whose actor is
+// handed to another zone server is welcomed again, by that server, on the
+// same connection: a new view. From that Welcome on, actor ids are the
+// new server's (its own actor's among them), and the new server tells the
+// actors around with an Appear each; ids of the old view mean nothing
+// more, so a record for an actor not appeared since is to be ignored.
+// Poll hands over the second Welcome like any reliable frame, in order.
+func (c *Client) Welcome() wire.Welcome {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.welcome
+}
 
 // Rate returns the rate the server ticks at now: the latest [wire.Rate] frame
 // it sent (a server that falls behind its tick rate says so once a second,
@@ -380,6 +394,7 @@ func (c *Client) Stats() Stats {
 		MovesSkipped:     c.n.skipped.Load(),
 		CommandsSent:     c.n.commands.Load(),
 		Events:           c.n.events.Load(),
+		Welcomes:         c.n.welcomes.Load(),
 		RecordsPerSecond: rate,
 	}
 }

@@ -16,7 +16,14 @@ func (c *Client) keepReliable(frame []byte) {
 	if r, err := wire.DecodeRate(frame); err == nil {
 		c.rate = r
 	}
+	welcome, err := wire.DecodeWelcome(frame)
+	if err == nil {
+		c.welcome = welcome
+	}
 	c.mu.Unlock()
+	if err == nil {
+		c.n.welcomes.Add(1)
+	}
 	c.n.reliable.Add(1)
 	switch t, _ := wire.PeekType(frame); t {
 	case wire.TypeCorrection:

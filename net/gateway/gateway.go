@@ -51,6 +51,8 @@ type Gateway struct {
 	recent    map[wire.SessionID]*moves
 	malformed atomic.Uint64
 	forwarded atomic.Uint64
+	messages  atomic.Uint64
+	replies   atomic.Uint64
 }
 
 // move is a session a zone server sent to another zone.
@@ -174,7 +176,9 @@ func (g *Gateway) Step() int {
 	for _, z := range g.order {
 		if m := g.outs[z]; !m.empty() {
 			sent += m.n
-			_ = g.cfg.Conn.Publish(zoneSubject(g.cfg.Prefix, z), m.b)
+			if g.cfg.Conn.Publish(zoneSubject(g.cfg.Prefix, z), m.b) == nil {
+				g.messages.Add(1)
+			}
 			m.clear()
 		}
 	}
@@ -211,6 +215,7 @@ func (g *Gateway) Run(ctx context.Context, every time.Duration) {
 // fromZone hands a zone server's message to the clients it addresses:
 // datagrams, reliable frames and disconnects, in order.
 func (g *Gateway) fromZone(m *nats.Msg) {
+	defer g.replies.Add(1) // counted once handled, for whoever waits on it
 	_, entries, err := decode(m.Data)
 	if err != nil {
 		g.malformed.Add(1)
@@ -236,12 +241,14 @@ func (g *Gateway) fromZone(m *nats.Msg) {
 // Stats is what a gateway counts.
 type Stats struct {
 	Forwarded uint64 // entries sent to zone servers
+	Messages  uint64 // messages sent to zone servers (one per zone per step at most)
+	Replies   uint64 // messages from zone servers handled, the malformed included
 	Malformed uint64 // zone servers' messages dropped: they did not decode
 }
 
 // Stats returns the gateway's counts so far.
 func (g *Gateway) Stats() Stats {
-	return Stats{Forwarded: g.forwarded.Load(), Malformed: g.malformed.Load()}
+	return Stats{Forwarded: g.forwarded.Load(), Messages: g.messages.Load(), Replies: g.replies.Load(), Malformed: g.malformed.Load()}
 }
 
 // Close stops taking zone servers' messages and closes the front

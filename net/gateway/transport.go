@@ -57,6 +57,9 @@ type Transport struct {
 		droppedDatagrams, droppedReliable                 atomic.Uint64
 	}
 	malformed atomic.Uint64
+	// Messages taken from gateways and published to them.
+	received, published atomic.Uint64
+	strays              atomic.Uint64
 }
 
 // remote names a session by its gateway and the gateway's id for it.
@@ -99,6 +102,7 @@ func NewTransport(cfg TransportConfig) (*Transport, error) {
 		t.inMu.Lock()
 		t.inbox = append(t.inbox, m.Data)
 		t.inMu.Unlock()
+		t.received.Add(1)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
@@ -110,6 +114,17 @@ func NewTransport(cfg TransportConfig) (*Transport, error) {
 // Malformed returns how many messages from gateways were dropped because
 // they did not decode.
 func (t *Transport) Malformed() uint64 { return t.malformed.Load() }
+
+// Strays returns how many frames came for a session the server does not
+// hold (moved to another zone server, or closed, while the frame was on
+// its way) and were dropped.
+func (t *Transport) Strays() uint64 { return t.strays.Load() }
+
+// Messages returns how many messages the transport has taken from
+// gateways (held for the next Receive) and published to them.
+func (t *Transport) Messages() (received, published uint64) {
+	return t.received.Load(), t.published.Load()
+}
 
 // Receive implements [wire.Transport]: the sessions and frames of every
 // message that arrived since the last call, in order, and the sessions
@@ -171,6 +186,8 @@ func (t *Transport) inbound(dst []wire.Inbound, name string, k kind, id uint64, 
 	case k == closed && open:
 		t.forget(s)
 		return append(dst, wire.Inbound{Kind: wire.SessionClosed, Session: s, Reason: string(payload)})
+	case k == frame:
+		t.strays.Add(1)
 	}
 	return dst
 }
@@ -267,6 +284,10 @@ func (t *Transport) disconnect(s wire.SessionID, reason string) {
 	t.pending = append(t.pending, wire.Inbound{Kind: wire.SessionClosed, Session: s, Reason: reason})
 }
 
+// ReasonMoved is the reason of the SessionClosed a zone server sees for a
+// session it moved to another ([Transport.Move]).
+const ReasonMoved = "moved to another zone server"
+
 // Resumed is a session that another zone server sent here with its
 // actor ([Transport.Move]): Payload is what that server said of it.
 type Resumed struct {
@@ -285,6 +306,29 @@ func (t *Transport) TakeResumed(dst []Resumed) []Resumed {
 	dst = append(dst, t.resumed...)
 	t.resumed = t.resumed[:0]
 	return dst
+}
+
+// HeldMoves returns the lowest sequence number among the Move frames
+// held for resumed session s (those it sent while it waited to be taken,
+// the gateway's copy of its last moves first), and how many there are.
+// A zone server compares it with the last move the old server applied,
+// to count the moves a switch lost.
+func (t *Transport) HeldMoves(s wire.SessionID) (lowest uint32, n int) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	ss := t.sessions[s]
+	if ss == nil {
+		return 0, 0
+	}
+	for _, f := range ss.held {
+		if m, err := wire.DecodeMove(f); err == nil {
+			if n == 0 || m.Seq < lowest {
+				lowest = m.Seq
+			}
+			n++
+		}
+	}
+	return lowest, n
 }
 
 // Release hands the server the frames resumed session s sent while it
@@ -317,12 +361,13 @@ func (t *Transport) release() {
 }
 
 // Move sends session s to zone to's server, telling it payload (with the
-// session's opening: [Transport.TakeResumed] there), and forgets it here
-// without a SessionClosed: it is for a server that let the session's
-// actor go to that zone (throng.Server.Detach). The gateway sends the
-// session's later frames there, after its last Move frames again, which
-// the new server's sequence check keeps from being applied twice. The
-// gateway learns it with this tick's message.
+// session's opening: [Transport.TakeResumed] there), and forgets it here:
+// the server sees it closed (reason [ReasonMoved]) on its next Receive,
+// which a server that let the session's actor go (throng.Server.Detach)
+// had forgotten already. The gateway sends the session's later frames
+// there, after its last Move frames again, which the new server's
+// sequence check keeps from being applied twice. The gateway learns it
+// with this tick's message.
 func (t *Transport) Move(s wire.SessionID, to uint32, payload []byte) error {
 	if to == 0 || len(payload) == 0 {
 		return errors.New("gateway: a move goes to a zone, and says something of the session")
@@ -338,6 +383,7 @@ func (t *Transport) Move(s wire.SessionID, to uint32, payload []byte) error {
 	ss.out.m.add(moved, ss.id, append(entry, payload...))
 	ss.out.mu.Unlock()
 	t.forget(s)
+	t.pending = append(t.pending, wire.Inbound{Kind: wire.SessionClosed, Session: s, Reason: ReasonMoved})
 	return nil
 }
 
@@ -354,7 +400,9 @@ func (t *Transport) Flush() {
 		out.mu.Lock()
 		if !out.m.empty() {
 			// Publish copies the message into the connection's buffer.
-			_ = t.cfg.Conn.Publish(out.subject, out.m.b)
+			if t.cfg.Conn.Publish(out.subject, out.m.b) == nil {
+				t.published.Add(1)
+			}
 			out.m.clear()
 		}
 		out.mu.Unlock()

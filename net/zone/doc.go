@@ -3,9 +3,9 @@
 // zone server, and the servers talk over NATS.
 //
 // This package holds the zone map, the ghosts, the hand-off of actors
-// without a client and commands to ghosts; moving a client with its
-// actor (through package net/gateway) and the handling of failed servers
-// come later (docs/zones.md says how they fit).
+// (a player's with its session, through package net/gateway) and
+// commands to ghosts; the handling of failed servers comes later
+// (docs/zones.md says how it fits).
 //
 // # Outline
 //
@@ -19,11 +19,13 @@
 //     [DecodeGhosts]). The neighbour keeps them as client-less actors of
 //     its own world, so its relay shows them, Appear and Disappear
 //     included, like its own NPCs.
-//   - Hand-off: an actor of ours without a client that stands in a
-//     neighbour's chunks is handed to it in two phases
-//     ([HandoffRequest], [HandoffAnswer], [HandoffSubject]); both sides
-//     change it in place, the receiver's ghost into its own actor and
-//     ours into a ghost of its.
+//   - Hand-off: an actor of ours that stands in a neighbour's chunks is
+//     handed to it in two phases ([HandoffRequest], [HandoffAnswer],
+//     [HandoffSubject]); both sides change it in place, the receiver's
+//     ghost into its own actor and ours into a ghost of its. A player's
+//     actor goes only when its session can follow through a gateway
+//     ([Options].Gateway): let go with the Commit, moved to the receiver,
+//     attached there to the actor taken.
 //   - Commands to ghosts: a command of the game's for a ghost goes to the
 //     zone that owns the actor ([Server.Forward]), whose game reads it
 //     naming its own actor ([Server.Commands], [RemoteCommand]).
@@ -38,6 +40,8 @@
 //   - Publish the map for the servers: [PublishMap].
 //   - Make a server a zone's holder: [New]; watch it with [Server.Stats].
 //   - Keep the game's systems off actors another zone owns: [Server.Ghost].
+//   - Hand players over with their actors: give [New] the server's
+//     gateway transport in [Options].Gateway; watch [HandoffStats].
 //   - Act on a command for a ghost where its actor lives: [Server.Forward],
 //     then [Server.Commands] on the owner.
 //

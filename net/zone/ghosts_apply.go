@@ -98,11 +98,12 @@ func (s *applySystem) RunSerial(t *scheduler.Tick) {
 		z.stats.ghosts.Store(int64(len(g.local)))
 		z.share(nil, Zone{})
 		z.refuseCommands()
+		z.resume(false)
 		return
 	}
 	me, _ := v.m.Zone(z.opts.Zone)
 	defer z.share(v, me)
-	z.takeAnswers(v.revision)
+	z.takeAnswers(v)
 	// Lent under an older assignment of the lender's zone, or by a zone
 	// that no longer borders ours: gone.
 	for id, src := range g.sources {
@@ -121,7 +122,9 @@ func (s *applySystem) RunSerial(t *scheduler.Tick) {
 		z.apply(b, since, me)
 	}
 	z.takeRequests(v, me, t.Number)
+	z.resume(true)
 	z.expire(v.revision)
+	z.awaitSessions()
 	z.takeCommands(v, me)
 	for id, src := range g.sources {
 		if g.tick-src.heardAt > uint64(z.opts.StaleTicks) {

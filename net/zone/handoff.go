@@ -8,6 +8,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/net/gateway"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // DefaultHandoffTimeout is Options.HandoffTimeout when it is 0.
@@ -38,6 +40,18 @@ type HandoffStats struct {
 	Taken, Declined uint64
 	// Messages: requests sent and received, answers sent and received.
 	RequestsSent, RequestsReceived, AnswersSent, AnswersReceived uint64
+	// Players' sessions (with Options.Gateway): SessionsMoved sent on
+	// (to the new owner of their actor with its Commit, or back to the
+	// old owner after a failed hand-off), SessionsTaken welcomed here to
+	// their actor, SessionsLost ended because they could not follow their
+	// actor (a session that never came, its actor despawned; or one that
+	// came for no actor, disconnected).
+	SessionsMoved, SessionsTaken, SessionsLost uint64
+	// InputsMissed counts, as the receiver, the moves a player sent during
+	// its hand-off that reached neither the old owner before it let the
+	// session go nor this server: from the first move this server is
+	// handed, against the last the old owner applied.
+	InputsMissed uint64
 }
 
 // mailbox holds the hand-off requests and answers NATS delivered since
@@ -125,11 +139,20 @@ type handoffs struct {
 	// in remembers, per (owner zone, owner's id), the last hand-off
 	// offered to us, so that a repeat is answered without acting twice
 	// and an older one is refused.
-	in    map[remote]*incoming
-	reqs  []request
-	ans   []HandoffAnswer
-	msg   []byte
-	freed []components.ActorID
+	in map[remote]*incoming
+	// awaiting holds the actors taken with a client whose session is not
+	// playing them yet (see awaitSessions).
+	awaiting map[components.ActorID]*incoming
+	// back holds our players' actors whose hand-off failed after their
+	// sessions went, until the sessions come back; parked the sessions
+	// moved here before their Commit was taken.
+	back    map[components.ActorID]returning
+	parked  []parked
+	resumed []gateway.Resumed
+	reqs    []request
+	ans     []HandoffAnswer
+	msg     []byte
+	freed   []components.ActorID
 }
 
 type remote struct {
@@ -152,6 +175,10 @@ type outgoing struct {
 	phase  phase
 	remote uint32 // the actor's id at the new owner, from its Ready
 	sentAt uint64 // our tick the last request went out
+	// client marks a player's actor; session is its session, let go and
+	// moved to the new owner with the Commit.
+	client  bool
+	session wire.SessionID
 }
 
 type incoming struct {
@@ -160,12 +187,19 @@ type incoming struct {
 	local  components.ActorID
 	tick   uint64 // for taken: our tick number it was taken at
 	seenAt uint64 // our tick of the last request about it
+	// client marks a player's actor, whose session follows it: attached
+	// as session once it came, due by our tick due.
+	client   bool
+	session  wire.SessionID
+	due      uint64
+	inputSeq uint32 // the last move the old owner applied, from the Commit
 }
 
 // offer starts handing our actor id, standing in zone to's chunks, to
-// that zone: a Prepare with its state. An actor already being handed
-// off, or rolled back less than a timeout ago, is left alone.
-func (z *Server) offer(to ID, revision uint64, id components.ActorID, t components.Transform, a components.Animation, in components.MoveInput, class uint8) {
+// that zone: a Prepare with its state; client marks a player's actor. An
+// actor already being handed off, or rolled back less than a timeout
+// ago, is left alone.
+func (z *Server) offer(to ID, revision uint64, id components.ActorID, t components.Transform, a components.Animation, in components.MoveInput, class uint8, client bool) {
 	h := &z.hand
 	if _, busy := h.out[id]; busy {
 		return
@@ -177,11 +211,11 @@ func (z *Server) offer(to ID, revision uint64, id components.ActorID, t componen
 		delete(h.retryAt, id)
 	}
 	h.seq++
-	o := &outgoing{to: to, seq: h.seq, sentAt: z.ghosts.tick}
+	o := &outgoing{to: to, seq: h.seq, sentAt: z.ghosts.tick, client: client}
 	h.out[id] = o
 	z.stats.h.Started.Add(1)
 	z.send(o, HandoffRequest{Kind: Prepare, Zone: z.opts.Zone, Revision: revision, Seq: o.seq, Actor: id.ID,
-		Transform: t, Animation: a, Input: in, Class: class})
+		Transform: t, Animation: a, Input: in, Class: class, Client: client})
 }
 
 func (z *Server) send(o *outgoing, r HandoffRequest) {
@@ -195,7 +229,7 @@ func (z *Server) send(o *outgoing, r HandoffRequest) {
 // sendState sends request kind for o with the actor's state now.
 func (z *Server) sendState(kind uint8, revision uint64, id components.ActorID, o *outgoing) {
 	g := &z.ghosts
-	r := HandoffRequest{Kind: kind, Zone: z.opts.Zone, Revision: revision, Seq: o.seq, Actor: id.ID}
+	r := HandoffRequest{Kind: kind, Zone: z.opts.Zone, Revision: revision, Seq: o.seq, Actor: id.ID, Client: o.client}
 	if e, ok := g.world.Entity(id); ok {
 		r.Transform, r.Animation, r.Input, r.Class = *g.transforms.Get(e), *g.animations.Get(e), *g.inputs.Get(e), g.clients.Get(e).Class
 	}
@@ -215,10 +249,14 @@ func (z *Server) answer(reply string, a HandoffAnswer) {
 }
 
 // rollBack forgets hand-off o of actor id: it stays ours, offered again
-// a timeout from now.
+// a timeout from now. A player's session moved already for the Commit is
+// expected back (the receiver sends it back).
 func (z *Server) rollBack(id components.ActorID, o *outgoing) {
 	h := &z.hand
 	delete(h.out, id)
+	if o.session != 0 {
+		z.expectBack(id, o)
+	}
 	if o.phase == committing {
 		delete(h.committing, remote{o.to, o.remote})
 	}
@@ -251,7 +289,7 @@ func (z *Server) handOver(id components.ActorID, o *outgoing, fromTick uint64) {
 }
 
 // takeAnswers acts on the answers to our requests, at the tick's start.
-func (z *Server) takeAnswers(revision uint64) {
+func (z *Server) takeAnswers(v *view) {
 	h := &z.hand
 	for _, a := range h.ans {
 		id := components.ActorID{ID: a.Actor}
@@ -264,9 +302,12 @@ func (z *Server) takeAnswers(revision uint64) {
 			z.stats.h.Refused.Add(1)
 			z.rollBack(id, o)
 		case a.Kind == Ready && o.phase == preparing:
+			if o.client && !z.letGo(id, o, v) {
+				continue
+			}
 			o.phase, o.remote = committing, a.Local
 			h.committing[remote{o.to, o.remote}] = id
-			z.sendState(Commit, revision, id, o)
+			z.sendState(Commit, v.revision, id, o)
 		case a.Kind == Committed && o.phase == committing:
 			z.handOver(id, o, a.Tick)
 		}

@@ -107,9 +107,12 @@ func (z *Server) take(r request, rec *incoming, tick uint64) {
 	if !ok {
 		// The ghost went (its owner stopped lending it, or its spawn is
 		// still queued): the actor is spawned here as ours instead.
-		in := r.Input
+		in, class := r.Input, r.Class
 		rec.local = g.world.Spawn(ecs.ActorSpec{Transform: r.Transform, Animation: r.Animation, Client: components.Client{Class: r.Class},
-			Init: func(w *ark.World, e ark.Entity) { *ark.NewMap[components.MoveInput](w).Get(e) = in }})
+			Init: func(w *ark.World, e ark.Entity) {
+				*ark.NewMap[components.MoveInput](w).Get(e) = in
+				ark.NewMap[components.Client](w).Get(e).Class = class // a player's too: Spawn would make it an NPC
+			}})
 	} else {
 		*g.transforms.Get(e) = r.Transform
 		*g.animations.Get(e) = r.Animation
@@ -118,4 +121,11 @@ func (z *Server) take(r request, rec *incoming, tick uint64) {
 	}
 	rec.phase, rec.tick = taken, tick
 	z.stats.h.Taken.Add(1)
+	if r.Client {
+		// A player's: its session was moved here with the Commit, and is
+		// attached once it came (resume; awaitSessions says how long it
+		// may take).
+		rec.client, rec.due, rec.inputSeq = true, g.tick+sessionWait*uint64(z.opts.HandoffTimeout), r.Input.Seq
+		z.hand.awaiting[rec.local] = rec
+	}
 }

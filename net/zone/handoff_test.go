@@ -336,18 +336,22 @@ func TestAnActorAlreadyLentIsTakenWithinTwoTicksOfTheOffer(t *testing.T) {
 func TestHandoffRequestsRoundTripAndRefuseBadValues(t *testing.T) {
 	r := zone.HandoffRequest{Kind: zone.Prepare, Zone: 2, Revision: 7, Seq: 3, Actor: 11,
 		Transform: components.Transform{X: 8100, Y: 5, Yaw: 1}, Animation: components.Animation{Flags: 9},
-		Input: components.MoveInput{Seq: 4, X: 8100, Y: 5, Flags: 9, Pending: true}, Class: 5}
+		Input: components.MoveInput{Seq: 4, X: 8100, Y: 5, Flags: 9, Pending: true}, Class: 5, Client: true}
 	b := zone.AppendHandoffRequest(nil, r)
 	got, err := zone.DecodeHandoffRequest(b)
 	require.NoError(t, err)
 	assert.Equal(t, r, got)
 
 	bad := slices.Clone(b)
-	bad[len(bad)-1] = components.MaxClasses
+	bad[len(bad)-2] = components.MaxClasses
 	_, err = zone.DecodeHandoffRequest(bad)
 	assert.ErrorIs(t, err, zone.ErrHandoffValue, "a class past MaxClasses")
+	bad = slices.Clone(b)
+	bad[len(bad)-1] = 2
+	_, err = zone.DecodeHandoffRequest(bad)
+	assert.ErrorIs(t, err, zone.ErrHandoffValue, "a client flag that is neither 0 nor 1")
 	_, err = zone.DecodeHandoffRequest(b[:len(b)-1])
-	assert.ErrorIs(t, err, zone.ErrHandoffMalformed, "one byte short: a version 1 request")
+	assert.ErrorIs(t, err, zone.ErrHandoffMalformed, "one byte short: a version 2 request")
 	bad = slices.Clone(b)
 	bad[0] = 1
 	_, err = zone.DecodeHandoffRequest(bad)

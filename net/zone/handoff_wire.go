@@ -9,7 +9,7 @@ import (
 )
 
 // HandoffVersion is the version byte every hand-off message starts with.
-const HandoffVersion = 2
+const HandoffVersion = 3
 
 // Kinds of hand-off request.
 const (
@@ -44,7 +44,9 @@ const (
 //	44 flags     u16 animation flags
 //	46 input     seq u32, x, y, z, yaw f32, worldOrCell u32, flags u16, pending u8
 //	73 class     u8  the actor's relevance class (components.Client.Class)
-const handoffRequestSize = 74
+//	74 client    u8  1 when the actor has a client, whose session follows it
+//	             through the gateway (Options.Gateway); else 0
+const handoffRequestSize = 75
 
 // Hand-off answer layout, little-endian:
 //
@@ -61,7 +63,7 @@ const handoffAnswerSize = 28
 // Reasons a hand-off message is refused by its decoder.
 var (
 	ErrHandoffMalformed = errors.New("zone: hand-off message of the wrong size, version or kind")
-	ErrHandoffValue     = errors.New("zone: hand-off message with zone 0, actor 0, a place that is not finite or a class past components.MaxClasses")
+	ErrHandoffValue     = errors.New("zone: hand-off message with zone 0, actor 0, a place that is not finite, a class past components.MaxClasses or a client flag other than 0 and 1")
 )
 
 // HandoffRequest is a Prepare or Commit: the actor's id with its owner
@@ -76,6 +78,9 @@ type HandoffRequest struct {
 	Animation components.Animation
 	Input     components.MoveInput
 	Class     uint8
+	// Client says the actor is a player's: its session is moved to the
+	// receiver once the receiver has taken it.
+	Client bool
 }
 
 // HandoffAnswer answers one [HandoffRequest].
@@ -109,7 +114,11 @@ func AppendHandoffRequest(dst []byte, r HandoffRequest) []byte {
 	if in.Pending {
 		pending = 1
 	}
-	return append(dst, pending, r.Class)
+	client := byte(0)
+	if r.Client {
+		client = 1
+	}
+	return append(dst, pending, r.Class, client)
 }
 
 func appendFloats(dst []byte, fs ...float32) []byte {
@@ -132,7 +141,7 @@ func finite(fs ...float32) bool {
 
 // DecodeHandoffRequest decodes a request strictly: exact size, this
 // version, a known kind, zone and actor not 0, a finite place, a class
-// below components.MaxClasses. A request
+// below components.MaxClasses, a client flag of 0 or 1. A request
 // that breaks a rule is dropped unanswered, as garbage is.
 func DecodeHandoffRequest(b []byte) (HandoffRequest, error) {
 	if len(b) != handoffRequestSize || b[0] != HandoffVersion || (b[1] != Prepare && b[1] != Commit) {
@@ -145,10 +154,10 @@ func DecodeHandoffRequest(b []byte) (HandoffRequest, error) {
 		Animation: components.Animation{Flags: le.Uint16(b[44:])},
 		Input: components.MoveInput{Seq: le.Uint32(b[46:]), X: float(b[50:]), Y: float(b[54:]), Z: float(b[58:]), Yaw: float(b[62:]),
 			WorldOrCell: le.Uint32(b[66:]), Flags: le.Uint16(b[70:]), Pending: b[72] != 0},
-		Class: b[73],
+		Class: b[73], Client: b[74] == 1,
 	}
 	t, in := r.Transform, r.Input
-	if r.Zone == 0 || r.Actor == 0 || !finite(t.X, t.Y, t.Z, t.Yaw, in.X, in.Y, in.Z, in.Yaw) || r.Class >= components.MaxClasses {
+	if r.Zone == 0 || r.Actor == 0 || !finite(t.X, t.Y, t.Z, t.Yaw, in.X, in.Y, in.Z, in.Yaw) || r.Class >= components.MaxClasses || b[74] > 1 {
 		return HandoffRequest{}, ErrHandoffValue
 	}
 	return r, nil

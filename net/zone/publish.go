@@ -38,8 +38,9 @@ func (s *publishSystem) Access() scheduler.Access {
 	return scheduler.Uses(scheduler.Read[components.Transform](), scheduler.Read[components.Animation]())
 }
 
-// RunSerial offers each neighbour the actors of ours without a client
-// that stand in its chunks (a hand-off; see docs/zones.md), and sends
+// RunSerial offers each neighbour the actors of ours that stand in its
+// chunks (a hand-off; see docs/zones.md: those with a client only when
+// their sessions come through a gateway, Options.Gateway), and sends
 // each neighbour the actors of ours that stand within
 // its reach (in its zone or the ring of chunks around it, the 3x3
 // stencil), one batch per neighbour, an empty one included: an actor a
@@ -91,8 +92,8 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 				continue
 			}
 			tr := &cv.Transforms[r]
-			if owner != 0 && cv.Clients[r].Session == 0 {
-				z.offer(owner, v.revision, cv.IDs[r], *tr, cv.Animations[r], cv.Inputs[r], cv.Clients[r].Class)
+			if owner != 0 && !z.hand.awaits(cv.IDs[r]) && (cv.Clients[r].Session == 0 || z.opts.Gateway != nil) {
+				z.offer(owner, v.revision, cv.IDs[r], *tr, cv.Animations[r], cv.Inputs[r], cv.Clients[r].Class, cv.Clients[r].Session != 0)
 			}
 			g := Ghost{ID: cv.IDs[r].ID, X: tr.X, Y: tr.Y, Z: tr.Z, Yaw: tr.Yaw, WorldOrCell: tr.WorldOrCell, Flags: cv.Animations[r].Flags, Class: cv.Clients[r].Class}
 			for _, i := range p.reach {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/net/gateway"
+	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/scheduler"
 	"github.com/throng-go/throng/systems"
 )
@@ -27,8 +29,8 @@ const (
 	// before Prepare.
 	ApplyName = "zone-apply-ghosts"
 	// PublishName sends this zone's border actors to its neighbours, and
-	// offers them those of its actors without a client that stand in
-	// their chunks, after the join.
+	// offers them those of its actors that stand in their chunks (players'
+	// only with Options.Gateway), after the join.
 	PublishName = "zone-publish-ghosts"
 )
 
@@ -58,6 +60,13 @@ type Options struct {
 	// rolled back (the actor stays, offered again as long after), a
 	// Commit is sent again. 0 means DefaultHandoffTimeout.
 	HandoffTimeout int
+	// Gateway is the transport through which the server's players come,
+	// when they come through gateways (package net/gateway): its actors
+	// with a client are then handed off too, their sessions moved with
+	// them, and sessions moved here are attached to the actors taken for
+	// them. Nil hands off only actors without a client. It must be the
+	// Transport of the throng.Server New is given.
+	Gateway *gateway.Transport
 }
 
 // Server makes one throng.Server the holder of one zone: it adds the
@@ -111,6 +120,7 @@ type counters struct {
 type handoffCounters struct {
 	Started, Committed, Refused, TimedOut, RolledBack, Taken, Declined atomic.Uint64
 	RequestsSent, RequestsReceived, AnswersSent, AnswersReceived       atomic.Uint64
+	SessionsMoved, SessionsTaken, SessionsLost, InputsMissed           atomic.Uint64
 }
 
 // Stats are a zone server's counts since New.
@@ -188,6 +198,10 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 	if err != nil {
 		return nil, err
 	}
+	if opts.Gateway != nil && srv.Transport() != wire.Transport(opts.Gateway) {
+		watch.stop()
+		return nil, errors.New("zone: Options.Gateway is not the server's transport")
+	}
 	if v := watch.load(); !v.holds(opts.Zone, opts.Name) {
 		watch.stop()
 		return nil, fmt.Errorf("zone: map revision %d does not name %q the owner of zone %d", v.revision, opts.Name, opts.Zone)
@@ -207,7 +221,8 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 	z.mail.lent, z.mail.seqs = map[remote]components.ActorID{}, map[remote]uint64{}
 	z.pub.subjects = map[ID]string{}
 	z.hand = handoffs{out: map[components.ActorID]*outgoing{}, committing: map[remote]components.ActorID{},
-		retryAt: map[components.ActorID]uint64{}, in: map[remote]*incoming{}}
+		retryAt: map[components.ActorID]uint64{}, in: map[remote]*incoming{}, awaiting: map[components.ActorID]*incoming{},
+		back: map[components.ActorID]returning{}}
 	if err = z.subscribe(); err != nil {
 		z.Close()
 		return nil, fmt.Errorf("zone: subscribing: %w", err)
@@ -284,6 +299,8 @@ func (z *Server) Stats() Stats {
 			Taken: c.h.Taken.Load(), Declined: c.h.Declined.Load(),
 			RequestsSent: c.h.RequestsSent.Load(), RequestsReceived: c.h.RequestsReceived.Load(),
 			AnswersSent: c.h.AnswersSent.Load(), AnswersReceived: c.h.AnswersReceived.Load(),
+			SessionsMoved: c.h.SessionsMoved.Load(), SessionsTaken: c.h.SessionsTaken.Load(), SessionsLost: c.h.SessionsLost.Load(),
+			InputsMissed: c.h.InputsMissed.Load(),
 		},
 		Commands: CommandStats{Sent: c.cmdSent.Load(), Arrived: c.cmdArrived.Load(), Received: c.cmdReceived.Load(), Dropped: c.cmdDropped.Load(),
 			Refused: c.cmdRefused.Load(), Lost: c.cmdLost.Load()},

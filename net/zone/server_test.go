@@ -14,6 +14,7 @@ import (
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/net/gateway"
 	"github.com/throng-go/throng/net/mem"
 	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/net/zone"
@@ -38,6 +39,15 @@ type zones struct {
 	// deaf lists zones closed by the test, whose batches nobody awaits.
 	deaf map[zone.ID]bool
 	opts zone.Options // HandoffTimeout and the like, for every server
+	// With players through a gateway (startGatewayZones): the gateway,
+	// its clients' transport, each zone's gateway.Transport, and the zone
+	// the gateway sends a new session to.
+	gw    *gateway.Gateway
+	front *mem.Transport
+	gts   map[zone.ID]*gateway.Transport
+	// entries lists the zone of each player joinVia connected, in order:
+	// the front numbers its sessions from 1 in the order they dial.
+	entries []zone.ID
 }
 
 type member struct {
@@ -52,28 +62,66 @@ func startZones(t *testing.T, m zone.Map) *zones {
 }
 
 func startZonesWith(t *testing.T, m zone.Map, opts zone.Options) *zones {
+	return startZonesOn(t, m, opts, false)
+}
+
+// startGatewayZones starts the zone servers of m behind one gateway, each
+// serving the gateway's players through a gateway.Transport: players
+// join with joinVia and are handed off with their actors.
+func startGatewayZones(t *testing.T, m zone.Map, opts zone.Options) *zones {
+	return startZonesOn(t, m, opts, true)
+}
+
+func startZonesOn(t *testing.T, m zone.Map, opts zone.Options, viaGateway bool) *zones {
 	url := startNATS(t)
 	_, js := connect(t, url)
 	_, err := zone.PublishMap(testContext(t), js, "", m)
 	require.NoError(t, err)
-	w := &zones{t: t, url: url, js: js, servers: map[zone.ID]*member{}, opts: opts}
+	w := &zones{t: t, url: url, js: js, servers: map[zone.ID]*member{}, opts: opts, gts: map[zone.ID]*gateway.Transport{}}
 	for _, zn := range m.Zones {
 		mb := &member{}
-		mb.srv, err = throng.New(throng.Options{
+		nc, _ := connect(t, url)
+		so := throng.Options{
 			Parallelism: throng.Parallelism{Enabled: new(false)},
 			Admit:       func(wire.Hello) (throng.Entry, error) { return throng.Entry{Spawn: mb.spawnAt}, nil },
-		})
+		}
+		if viaGateway {
+			gt, err := gateway.NewTransport(gateway.TransportConfig{Conn: nc, Zone: uint32(zn.ID)})
+			require.NoError(t, err)
+			so.Transport, w.gts[zn.ID] = gt, gt
+		}
+		mb.srv, err = throng.New(so)
 		require.NoError(t, err)
 		t.Cleanup(func() { mb.srv.Close() })
-		nc, _ := connect(t, url)
-		mb.z, err = zone.New(testContext(t), mb.srv, nc, zone.Options{Zone: zn.ID, Name: zn.Owner, HandoffTimeout: opts.HandoffTimeout})
+		mb.z, err = zone.New(testContext(t), mb.srv, nc, zone.Options{Zone: zn.ID, Name: zn.Owner, HandoffTimeout: opts.HandoffTimeout,
+			Gateway: w.gts[zn.ID]})
 		require.NoError(t, err)
 		t.Cleanup(mb.z.Close)
 		mb.moves = ark.NewMap[components.Transform](mb.srv.World().Ark())
 		w.servers[zn.ID] = mb
 		w.order = append(w.order, zn.ID)
 	}
+	if viaGateway {
+		nc, _ := connect(t, url)
+		w.front = mem.New(mem.Options{})
+		w.gw, err = gateway.New(gateway.Config{Conn: nc, Name: "gw", Front: w.front,
+			Zone: func(s wire.SessionID) uint32 { return uint32(w.entries[s-1]) }})
+		require.NoError(t, err)
+		t.Cleanup(func() { w.gw.Close() })
+		require.NoError(t, nc.Flush())
+	}
 	return w
+}
+
+// gatewayMessages returns what the zone servers' gateway transports have
+// received and published, summed.
+func (w *zones) gatewayMessages() (received, published uint64) {
+	for _, gt := range w.gts {
+		r, p := gt.Messages()
+		received += r
+		published += p
+	}
+	return received, published
 }
 
 // round ticks every zone once, then waits until every batch a holding
@@ -82,6 +130,15 @@ func startZonesWith(t *testing.T, m zone.Map, opts zone.Options) *zones {
 // a ghost moves one tick after its owner moved it.
 func (w *zones) round() {
 	w.tick++
+	if w.gw != nil {
+		// What the players sent reaches their zone servers before they
+		// tick.
+		w.gw.Step()
+		require.Eventually(w.t, func() bool {
+			received, _ := w.gatewayMessages()
+			return received == w.gw.Stats().Messages
+		}, 5*time.Second, time.Millisecond, "the gateway's messages before tick %d", w.tick)
+	}
 	for _, id := range w.order {
 		st := w.servers[id].srv.Tick()
 		require.Equal(w.t, w.tick, st.Tick)
@@ -129,6 +186,13 @@ func (w *zones) round() {
 		}
 		return arrived >= sent
 	}, 5*time.Second, time.Millisecond, "commands of tick %d", w.tick)
+	if w.gw != nil {
+		// And what the zone servers sent the players reaches them.
+		require.Eventually(w.t, func() bool {
+			_, published := w.gatewayMessages()
+			return w.gw.Stats().Replies == published
+		}, 5*time.Second, time.Millisecond, "the zone servers' messages of tick %d", w.tick)
+	}
 }
 
 func (w *zones) currentMap() zone.Map {
@@ -164,12 +228,29 @@ type viewer struct {
 	visible map[uint32]bool
 	events  []string
 	xs      map[uint32][]float32 // the X of each record received, per actor
+	// welcomes lists the actor of every Welcome, in order; each starts a
+	// new view (a player moved to another zone server sees by its ids).
+	welcomes    []uint32
+	corrections int
 }
 
 func (w *zones) join(id zone.ID, x, y float32) *viewer {
 	mb := w.servers[id]
 	mb.spawnAt = components.Transform{X: x, Y: y}
 	c := mb.srv.Mem().Dial()
+	hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte("p")})
+	require.NoError(w.t, err)
+	require.NoError(w.t, c.Send(hello))
+	return &viewer{t: w.t, c: c, visible: map[uint32]bool{}, xs: map[uint32][]float32{}}
+}
+
+// joinVia connects a player through the gateway, which sends it to
+// zone entry, whose server spawns it at x, y (the last place given to a
+// zone before its next round).
+func (w *zones) joinVia(entry zone.ID, x, y float32) *viewer {
+	w.entries = append(w.entries, entry)
+	w.servers[entry].spawnAt = components.Transform{X: x, Y: y}
+	c := w.front.Dial()
 	hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte("p")})
 	require.NoError(w.t, err)
 	require.NoError(w.t, c.Send(hello))
@@ -195,6 +276,10 @@ func (v *viewer) read() {
 		switch f.Type {
 		case wire.TypeWelcome:
 			v.self = f.Welcome.Actor
+			v.welcomes = append(v.welcomes, f.Welcome.Actor)
+			clear(v.visible)
+		case wire.TypeCorrection:
+			v.corrections++
 		case wire.TypeAppear:
 			assert.False(v.t, v.visible[f.Appear.Actor], "appear of %d, already visible", f.Appear.Actor)
 			v.visible[f.Appear.Actor] = true
