@@ -308,27 +308,23 @@ func (t *Transport) TakeResumed(dst []Resumed) []Resumed {
 	return dst
 }
 
-// HeldMoves returns the lowest sequence number among the Move frames
-// held for resumed session s (those it sent while it waited to be taken,
-// the gateway's copy of its last moves first), and how many there are.
-// A zone server compares it with the last move the old server applied,
-// to count the moves a switch lost.
-func (t *Transport) HeldMoves(s wire.SessionID) (lowest uint32, n int) {
+// HeldMoves calls fn with the sequence number of each Move frame held
+// for resumed session s (those it sent while it waited to be taken, the
+// gateway's copy of its last moves first), in order. A zone server checks
+// them against the last move the old server applied, to count the moves a
+// switch lost or would apply twice.
+func (t *Transport) HeldMoves(s wire.SessionID, fn func(seq uint32)) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	ss := t.sessions[s]
 	if ss == nil {
-		return 0, 0
+		return
 	}
 	for _, f := range ss.held {
 		if m, err := wire.DecodeMove(f); err == nil {
-			if n == 0 || m.Seq < lowest {
-				lowest = m.Seq
-			}
-			n++
+			fn(m.Seq)
 		}
 	}
-	return lowest, n
 }
 
 // Release hands the server the frames resumed session s sent while it

@@ -49,9 +49,12 @@ type HandoffStats struct {
 	SessionsMoved, SessionsTaken, SessionsLost uint64
 	// InputsMissed counts, as the receiver, the moves a player sent during
 	// its hand-off that reached neither the old owner before it let the
-	// session go nor this server: from the first move this server is
-	// handed, against the last the old owner applied.
-	InputsMissed uint64
+	// session go nor this server; InputsDuplicated those the old owner
+	// took that this server would apply again. Both from the moves this
+	// server is handed for the session, against the last move the old
+	// owner took (which the moved session's payload says) and the last the
+	// Commit gave the actor.
+	InputsMissed, InputsDuplicated uint64
 }
 
 // mailbox holds the hand-off requests and answers NATS delivered since

@@ -32,35 +32,44 @@ const sessionWait = 3
 const resumeVersion = 1
 
 // resumeSize is the payload's length: version u8, the zone that let the
-// session go u16, the actor's id there u32, the hand-off's sequence u64.
-const resumeSize = 15
+// session go u16, the actor's id there u32, the hand-off's sequence u64,
+// and the last move that zone took from the session u32 (the actor's
+// MoveInput.Seq when it let the session go).
+const resumeSize = 19
 
 var errResume = errors.New("zone: a moved session's payload of the wrong size or version")
 
-// appendResume appends the payload that names, to the receiver, the
-// hand-off a moved session belongs to.
-func appendResume(dst []byte, from ID, actor uint32, seq uint64) []byte {
-	le := binary.LittleEndian
-	dst = append(dst, resumeVersion)
-	dst = le.AppendUint16(dst, uint16(from))
-	dst = le.AppendUint32(dst, actor)
-	return le.AppendUint64(dst, seq)
+// resume is what a moved session's payload says.
+type resumeOf struct {
+	key     remote // the zone that let it go, and the actor's id there
+	seq     uint64 // the hand-off's
+	applied uint32 // the last move that zone took from it
 }
 
-func decodeResume(b []byte) (remote, uint64, error) {
+// appendResume appends the payload that names, to the receiver, the
+// hand-off a moved session belongs to.
+func appendResume(dst []byte, r resumeOf) []byte {
+	le := binary.LittleEndian
+	dst = append(dst, resumeVersion)
+	dst = le.AppendUint16(dst, uint16(r.key.zone))
+	dst = le.AppendUint32(dst, r.key.actor)
+	dst = le.AppendUint64(dst, r.seq)
+	return le.AppendUint32(dst, r.applied)
+}
+
+func decodeResume(b []byte) (resumeOf, error) {
 	if len(b) != resumeSize || b[0] != resumeVersion {
-		return remote{}, 0, errResume
+		return resumeOf{}, errResume
 	}
 	le := binary.LittleEndian
-	return remote{ID(le.Uint16(b[1:])), le.Uint32(b[3:])}, le.Uint64(b[7:]), nil
+	return resumeOf{remote{ID(le.Uint16(b[1:])), le.Uint32(b[3:])}, le.Uint64(b[7:]), le.Uint32(b[15:])}, nil
 }
 
 // parked is a session moved here before the Commit of its hand-off was
 // taken.
 type parked struct {
+	resumeOf
 	session wire.SessionID
-	key     remote
-	seq     uint64
 	payload []byte
 	until   uint64 // our tick it is sent back at, if not taken by then
 }
@@ -89,7 +98,8 @@ func (z *Server) letGo(id components.ActorID, o *outgoing, v *view) bool {
 		z.withdraw(id) // its player left since the Prepare
 		return false
 	}
-	if err := z.opts.Gateway.Move(s, uint32(o.to), appendResume(nil, z.opts.Zone, id.ID, o.seq)); err != nil {
+	payload := appendResume(nil, resumeOf{remote{z.opts.Zone, id.ID}, o.seq, g.inputs.Get(e).Seq})
+	if err := z.opts.Gateway.Move(s, uint32(o.to), payload); err != nil {
 		// The client left since this tick's Receive: its actor goes as a
 		// leaving player's does.
 		z.withdraw(id)
@@ -130,12 +140,12 @@ func (z *Server) resume(holds bool) {
 	h := &z.hand
 	h.resumed = gw.TakeResumed(h.resumed[:0])
 	for _, r := range h.resumed {
-		key, seq, err := decodeResume(r.Payload)
+		of, err := decodeResume(r.Payload)
 		if err != nil {
 			z.refuseSession(r.Session, "zone: a session moved here without a valid hand-off")
 			continue
 		}
-		h.parked = append(h.parked, parked{session: r.Session, key: key, seq: seq, payload: r.Payload,
+		h.parked = append(h.parked, parked{resumeOf: of, session: r.Session, payload: r.Payload,
 			until: z.ghosts.tick + uint64(z.opts.HandoffTimeout)})
 	}
 	h.parked = slices.DeleteFunc(h.parked, func(p parked) bool {
@@ -151,7 +161,7 @@ func (z *Server) resume(holds bool) {
 				gw.Disconnect(p.session, "zone: "+err.Error())
 				return true
 			}
-			z.countMissed(p.session, rec.inputSeq)
+			z.countInputs(p.session, p.applied, rec.inputSeq)
 			gw.Release(p.session)
 			rec.session = p.session
 			return true
@@ -193,14 +203,30 @@ func (z *Server) comeBack(p parked, holds bool) bool {
 	return true
 }
 
-// countMissed counts the moves session s sent after last, the last move
-// the old owner applied, that are not among the frames it is handed here
-// (the gateway's copy of its last moves, then its later ones): moves the
-// switch lost. The client's sequence numbers grow by one a move.
-func (z *Server) countMissed(s wire.SessionID, last uint32) {
-	if lowest, n := z.opts.Gateway.HeldMoves(s); n > 0 && lowest > last+1 {
-		z.stats.h.InputsMissed.Add(uint64(lowest - last - 1))
+// countInputs checks the moves session s is handed here against the
+// last move the old owner took from it (applied, which the session's
+// payload says) and the last move the Commit says this server's actor has
+// had (had): moves sent after applied that are not among them are missed
+// (the switch lost them; the gateway's copy of the last moves comes
+// first), and moves at or before applied but after had would be applied
+// a second time (the old owner took them, the sequence check here does
+// not drop them). The client's sequence numbers grow by one a move.
+func (z *Server) countInputs(s wire.SessionID, applied, had uint32) {
+	var lowest uint32
+	n, twice := 0, 0
+	z.opts.Gateway.HeldMoves(s, func(seq uint32) {
+		if n == 0 || seq < lowest {
+			lowest = seq
+		}
+		n++
+		if seq > had && seq <= applied {
+			twice++
+		}
+	})
+	if n > 0 && lowest > applied+1 {
+		z.stats.h.InputsMissed.Add(uint64(lowest - applied - 1))
 	}
+	z.stats.h.InputsDuplicated.Add(uint64(twice))
 }
 
 // refuseSession disconnects a moved session this server cannot take.

@@ -147,6 +147,7 @@ func TestAPlayerWalksAcrossTheBorderOnOneConnection(t *testing.T) {
 	assert.Equal(t, uint64(1), h2.SessionsTaken)
 	assert.Zero(t, h1.SessionsLost+h2.SessionsLost)
 	assert.Zero(t, h1.InputsMissed+h2.InputsMissed, "no move of the switch was lost")
+	assert.Zero(t, h1.InputsDuplicated+h2.InputsDuplicated, "none was applied twice")
 }
 
 // crossing walks the player that has moved (see walkerAt) one step a

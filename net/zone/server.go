@@ -120,7 +120,8 @@ type counters struct {
 type handoffCounters struct {
 	Started, Committed, Refused, TimedOut, RolledBack, Taken, Declined atomic.Uint64
 	RequestsSent, RequestsReceived, AnswersSent, AnswersReceived       atomic.Uint64
-	SessionsMoved, SessionsTaken, SessionsLost, InputsMissed           atomic.Uint64
+	SessionsMoved, SessionsTaken, SessionsLost                         atomic.Uint64
+	InputsMissed, InputsDuplicated                                     atomic.Uint64
 }
 
 // Stats are a zone server's counts since New.
@@ -300,7 +301,7 @@ func (z *Server) Stats() Stats {
 			RequestsSent: c.h.RequestsSent.Load(), RequestsReceived: c.h.RequestsReceived.Load(),
 			AnswersSent: c.h.AnswersSent.Load(), AnswersReceived: c.h.AnswersReceived.Load(),
 			SessionsMoved: c.h.SessionsMoved.Load(), SessionsTaken: c.h.SessionsTaken.Load(), SessionsLost: c.h.SessionsLost.Load(),
-			InputsMissed: c.h.InputsMissed.Load(),
+			InputsMissed: c.h.InputsMissed.Load(), InputsDuplicated: c.h.InputsDuplicated.Load(),
 		},
 		Commands: CommandStats{Sent: c.cmdSent.Load(), Arrived: c.cmdArrived.Load(), Received: c.cmdReceived.Load(), Dropped: c.cmdDropped.Load(),
 			Refused: c.cmdRefused.Load(), Lost: c.cmdLost.Load()},
