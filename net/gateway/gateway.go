@@ -33,6 +33,12 @@ type Config struct {
 	// Zone returns the zone whose server serves a new session. Nil sends
 	// every session to zone 1.
 	Zone func(s wire.SessionID) uint32
+	// Route, when set, picks the zone of a new session by its Hello
+	// instead (where its player stands, say): the gateway holds the
+	// session until its first frame, and sends it with that frame to the
+	// zone Route returns for the Hello. A first frame that is not a Hello
+	// goes to the zone Zone picks (whose server refuses it).
+	Route func(s wire.SessionID, hello wire.Hello) uint32
 }
 
 // Gateway carries its clients' sessions to zone servers and back (see the
@@ -43,8 +49,11 @@ type Gateway struct {
 	sub    *nats.Subscription
 	in     []wire.Inbound
 	zoneOf map[wire.SessionID]uint32
-	outs   map[uint32]*message // this step's message to each zone
-	order  []uint32            // the zones of outs, in the order first used
+	// unrouted holds the sessions opened that wait for their Hello to be
+	// routed (Config.Route).
+	unrouted map[wire.SessionID]bool
+	outs     map[uint32]*message // this step's message to each zone
+	order    []uint32            // the zones of outs, in the order first used
 
 	mu        sync.Mutex // serializes the handling of zone messages; guards moving
 	moving    []move     // sessions a zone server moved, for the next Step
@@ -100,7 +109,8 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Zone == nil {
 		cfg.Zone = func(wire.SessionID) uint32 { return 1 }
 	}
-	g := &Gateway{cfg: cfg, zoneOf: map[wire.SessionID]uint32{}, outs: map[uint32]*message{}, recent: map[wire.SessionID]*moves{}}
+	g := &Gateway{cfg: cfg, zoneOf: map[wire.SessionID]uint32{}, unrouted: map[wire.SessionID]bool{},
+		outs: map[uint32]*message{}, recent: map[wire.SessionID]*moves{}}
 	sub, err := cfg.Conn.Subscribe(gatewaySubject(cfg.Prefix, cfg.Name), g.fromZone)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
@@ -144,6 +154,9 @@ func (g *Gateway) Step() int {
 	}
 	g.in = g.cfg.Front.Receive(g.in[:0])
 	for _, in := range g.in {
+		if g.route(in) {
+			continue
+		}
 		z, ok := g.zoneOf[in.Session]
 		if in.Kind == wire.SessionOpened {
 			z, ok = g.cfg.Zone(in.Session), true
@@ -184,6 +197,36 @@ func (g *Gateway) Step() int {
 	}
 	g.forwarded.Add(uint64(sent))
 	return sent
+}
+
+// route handles what a session waiting for its route (Config.Route) did,
+// and reports whether it did: its opening is held, its first frame picks
+// its zone and goes there after the opening, its close before a frame is
+// forgotten.
+func (g *Gateway) route(in wire.Inbound) bool {
+	if g.cfg.Route == nil {
+		return false
+	}
+	if in.Kind == wire.SessionOpened {
+		g.unrouted[in.Session] = true
+		return true
+	}
+	if !g.unrouted[in.Session] {
+		return false
+	}
+	delete(g.unrouted, in.Session)
+	if in.Kind != wire.FrameReceived {
+		return true // closed before it said anything
+	}
+	z := g.cfg.Zone(in.Session)
+	if h, err := wire.DecodeHello(in.Frame); err == nil {
+		z = g.cfg.Route(in.Session, h)
+	}
+	g.zoneOf[in.Session] = z
+	m := g.message(z)
+	m.add(opened, uint64(in.Session), nil)
+	m.add(frame, uint64(in.Session), in.Frame)
+	return true
 }
 
 // message returns this step's message to zone z.

@@ -55,6 +55,13 @@ type HandoffStats struct {
 	// owner took (which the moved session's payload says) and the last the
 	// Commit gave the actor.
 	InputsMissed, InputsDuplicated uint64
+	// SwitchTicks counts, as the receiver, the players' sessions attached
+	// here by how many tick periods passed from the old owner letting the
+	// session go to this server attaching it (by the two servers' clocks:
+	// one host's, or synchronized ones), SwitchTicks[i] for i periods
+	// begun, the last for that many or more. The player is welcomed in the
+	// tick that attaches it, and its moves are applied from the next.
+	SwitchTicks [8]uint64
 }
 
 // mailbox holds the hand-off requests and answers NATS delivered since

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/net/wire"
@@ -33,9 +34,10 @@ const resumeVersion = 1
 
 // resumeSize is the payload's length: version u8, the zone that let the
 // session go u16, the actor's id there u32, the hand-off's sequence u64,
-// and the last move that zone took from the session u32 (the actor's
-// MoveInput.Seq when it let the session go).
-const resumeSize = 19
+// the last move that zone took from the session u32 (the actor's
+// MoveInput.Seq when it let the session go), and when it let it go i64
+// (Unix nanoseconds, its clock).
+const resumeSize = 27
 
 var errResume = errors.New("zone: a moved session's payload of the wrong size or version")
 
@@ -44,6 +46,7 @@ type resumeOf struct {
 	key     remote // the zone that let it go, and the actor's id there
 	seq     uint64 // the hand-off's
 	applied uint32 // the last move that zone took from it
+	at      int64  // when it let it go, Unix nanoseconds
 }
 
 // appendResume appends the payload that names, to the receiver, the
@@ -54,7 +57,8 @@ func appendResume(dst []byte, r resumeOf) []byte {
 	dst = le.AppendUint16(dst, uint16(r.key.zone))
 	dst = le.AppendUint32(dst, r.key.actor)
 	dst = le.AppendUint64(dst, r.seq)
-	return le.AppendUint32(dst, r.applied)
+	dst = le.AppendUint32(dst, r.applied)
+	return le.AppendUint64(dst, uint64(r.at))
 }
 
 func decodeResume(b []byte) (resumeOf, error) {
@@ -62,7 +66,7 @@ func decodeResume(b []byte) (resumeOf, error) {
 		return resumeOf{}, errResume
 	}
 	le := binary.LittleEndian
-	return resumeOf{remote{ID(le.Uint16(b[1:])), le.Uint32(b[3:])}, le.Uint64(b[7:]), le.Uint32(b[15:])}, nil
+	return resumeOf{remote{ID(le.Uint16(b[1:])), le.Uint32(b[3:])}, le.Uint64(b[7:]), le.Uint32(b[15:]), int64(le.Uint64(b[19:]))}, nil
 }
 
 // parked is a session moved here before the Commit of its hand-off was
@@ -98,7 +102,7 @@ func (z *Server) letGo(id components.ActorID, o *outgoing, v *view) bool {
 		z.withdraw(id) // its player left since the Prepare
 		return false
 	}
-	payload := appendResume(nil, resumeOf{remote{z.opts.Zone, id.ID}, o.seq, g.inputs.Get(e).Seq})
+	payload := appendResume(nil, resumeOf{remote{z.opts.Zone, id.ID}, o.seq, g.inputs.Get(e).Seq, time.Now().UnixNano()})
 	if err := z.opts.Gateway.Move(s, uint32(o.to), payload); err != nil {
 		// The client left since this tick's Receive: its actor goes as a
 		// leaving player's does.
@@ -162,6 +166,7 @@ func (z *Server) resume(holds bool) {
 				return true
 			}
 			z.countInputs(p.session, p.applied, rec.inputSeq)
+			z.countSwitch(p.at)
 			gw.Release(p.session)
 			rec.session = p.session
 			return true
@@ -227,6 +232,15 @@ func (z *Server) countInputs(s wire.SessionID, applied, had uint32) {
 		z.stats.h.InputsMissed.Add(uint64(lowest - applied - 1))
 	}
 	z.stats.h.InputsDuplicated.Add(uint64(twice))
+}
+
+// countSwitch counts a player's switch by how many tick periods passed
+// from when the old owner let its session go (at, by that server's clock)
+// to now, when this server attaches it: it is welcomed in this tick's
+// join, and its moves are applied from the next.
+func (z *Server) countSwitch(at int64) {
+	ticks := int((time.Now().UnixNano() - at + int64(z.period) - 1) / int64(z.period))
+	z.stats.h.switches[min(max(ticks, 0), len(z.stats.h.switches)-1)].Add(1)
 }
 
 // refuseSession disconnects a moved session this server cannot take.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	ark "github.com/mlange-42/ark/ecs"
 	"github.com/nats-io/nats.go"
@@ -103,6 +104,8 @@ type Server struct {
 	cmds commandBox
 
 	stats counters
+	// period is the server's tick period, for SwitchTicks.
+	period time.Duration
 }
 
 // counters are the figures of [Stats], written by the tick goroutine and
@@ -122,6 +125,7 @@ type handoffCounters struct {
 	RequestsSent, RequestsReceived, AnswersSent, AnswersReceived       atomic.Uint64
 	SessionsMoved, SessionsTaken, SessionsLost                         atomic.Uint64
 	InputsMissed, InputsDuplicated                                     atomic.Uint64
+	switches                                                           [8]atomic.Uint64
 }
 
 // Stats are a zone server's counts since New.
@@ -207,7 +211,8 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 		watch.stop()
 		return nil, fmt.Errorf("zone: map revision %d does not name %q the owner of zone %d", v.revision, opts.Name, opts.Zone)
 	}
-	z := &Server{srv: srv, nc: nc, opts: opts, watch: watch, prefix: prefix}
+	z := &Server{srv: srv, nc: nc, opts: opts, watch: watch, prefix: prefix,
+		period: time.Second / time.Duration(max(srv.Settings().TickRate, 1))}
 	world := srv.World()
 	z.ghosts = ghosts{
 		world:      world,
@@ -289,6 +294,10 @@ func (z *Server) Zone() ID { return z.opts.Zone }
 // goroutine.
 func (z *Server) Stats() Stats {
 	c := &z.stats
+	var switches [8]uint64
+	for i := range switches {
+		switches[i] = c.h.switches[i].Load()
+	}
 	return Stats{
 		BatchesSent: c.sent.Load(), ActorsSent: c.sentActors.Load(),
 		BatchesReceived: c.received.Load(), Dropped: c.dropped.Load(), Refused: c.refused.Load(),
@@ -302,6 +311,7 @@ func (z *Server) Stats() Stats {
 			AnswersSent: c.h.AnswersSent.Load(), AnswersReceived: c.h.AnswersReceived.Load(),
 			SessionsMoved: c.h.SessionsMoved.Load(), SessionsTaken: c.h.SessionsTaken.Load(), SessionsLost: c.h.SessionsLost.Load(),
 			InputsMissed: c.h.InputsMissed.Load(), InputsDuplicated: c.h.InputsDuplicated.Load(),
+			SwitchTicks: switches,
 		},
 		Commands: CommandStats{Sent: c.cmdSent.Load(), Arrived: c.cmdArrived.Load(), Received: c.cmdReceived.Load(), Dropped: c.cmdDropped.Load(),
 			Refused: c.cmdRefused.Load(), Lost: c.cmdLost.Load()},

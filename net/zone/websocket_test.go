@@ -133,4 +133,10 @@ func TestAWebSocketPlayerWalksAcrossZonesInRealTime(t *testing.T) {
 	assert.Equal(t, uint64(1), h2.SessionsTaken)
 	assert.Zero(t, h1.SessionsLost+h2.SessionsLost+h2.InputsMissed, "%+v %+v", h1, h2)
 	assert.Zero(t, walker.Stats().Corrections)
+	switches := 0
+	for _, n := range h2.SwitchTicks {
+		switches += int(n)
+	}
+	assert.Equal(t, 1, switches, "one switch timed: %v", h2.SwitchTicks)
+	t.Logf("switch in tick periods: %v", h2.SwitchTicks)
 }
