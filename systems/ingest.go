@@ -355,6 +355,12 @@ func (p *Pipeline) moveFrame(bk *inputBucket, id wire.SessionID, s *session, fra
 		return
 	}
 	in := p.inputs.Get(s.entity)
+	if s.resumed && m.Seq <= in.Seq {
+		// A move its old server applied, sent again by a gateway: not the
+		// client's doing, so neither corrected nor held against its rate.
+		bk.stale++
+		return
+	}
 	standing := m.X == in.X && m.Y == in.Y && m.Z == in.Z
 	keep, flood := s.limiter.admit(&p.cfg.Limits, p.cfg.TickRate, p.elapsed, standing)
 	if flood != "" {
@@ -377,7 +383,7 @@ func (p *Pipeline) moveFrame(bk *inputBucket, id wire.SessionID, s *session, fra
 	}
 	if m.Seq <= in.Seq {
 		bk.stale++
-		if !in.Pending && !s.correct && !s.resumed {
+		if !in.Pending && !s.correct {
 			bk.rejected++
 			s.correct = true
 			bk.corrections = append(bk.corrections, s)

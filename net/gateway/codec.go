@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/throng-go/throng/net/wire"
 )
 
@@ -57,6 +59,44 @@ func (m *message) add(k kind, s uint64, payload []byte) {
 	m.b = binary.LittleEndian.AppendUint64(m.b, s)
 	m.b = binary.LittleEndian.AppendUint32(m.b, uint32(len(payload)))
 	m.b = append(m.b, payload...)
+}
+
+// publish publishes m on subject, cut into as many messages as the
+// server's largest payload (limit) needs, each a whole message (the
+// version, the name, whole entries), in order; an entry that fits no
+// message alone is left out and counted. It returns the messages
+// published and the entries left out; scratch is a buffer it may grow and
+// returns for the next call.
+func (m *message) publish(nc *nats.Conn, subject string, limit int, scratch []byte) (sent, left int, _ []byte) {
+	if len(m.b) <= limit {
+		if nc.Publish(subject, m.b) == nil {
+			sent++
+		}
+		return sent, 0, scratch
+	}
+	scratch = append(scratch[:0], m.b[:m.head]...)
+	flush := func() {
+		if len(scratch) > m.head && nc.Publish(subject, scratch) == nil {
+			sent++
+		}
+		scratch = scratch[:m.head]
+	}
+	le := binary.LittleEndian
+	for rest := m.b[m.head:]; len(rest) > 0; {
+		size := entryHead + int(le.Uint32(rest[9:]))
+		entry := rest[:size]
+		rest = rest[size:]
+		if m.head+size > limit {
+			left++
+			continue
+		}
+		if len(scratch)+size > limit {
+			flush()
+		}
+		scratch = append(scratch, entry...)
+	}
+	flush()
+	return sent, left, scratch
 }
 
 // errMalformed wraps every decoding error.

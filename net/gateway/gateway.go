@@ -62,6 +62,8 @@ type Gateway struct {
 	forwarded atomic.Uint64
 	messages  atomic.Uint64
 	replies   atomic.Uint64
+	oversize  atomic.Uint64
+	scratch   []byte // Step's
 }
 
 // move is a session a zone server sent to another zone.
@@ -72,8 +74,10 @@ type move struct {
 }
 
 // keptMoves is how many of a session's latest Move frames the gateway
-// keeps, to send them again to the server a session moves to.
-const keptMoves = 8
+// keeps, to send them again to the server a session moves to: a second of
+// moves at 30 a second, for a switch that a busy server or gateway makes
+// slow.
+const keptMoves = 32
 
 // moves are a session's latest Move frames, oldest first.
 type moves struct {
@@ -113,6 +117,13 @@ func New(cfg Config) (*Gateway, error) {
 		outs: map[uint32]*message{}, recent: map[wire.SessionID]*moves{}}
 	sub, err := cfg.Conn.Subscribe(gatewaySubject(cfg.Prefix, cfg.Name), g.fromZone)
 	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	// Every message counts (a session moved, a Welcome): none is to be
+	// dropped for a handler that fell behind in a burst, as NATS does past
+	// a subscription's default pending limits.
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	g.sub = sub
@@ -186,12 +197,14 @@ func (g *Gateway) Step() int {
 		}
 	}
 	sent := 0
+	limit := int(g.cfg.Conn.MaxPayload())
 	for _, z := range g.order {
 		if m := g.outs[z]; !m.empty() {
 			sent += m.n
-			if g.cfg.Conn.Publish(zoneSubject(g.cfg.Prefix, z), m.b) == nil {
-				g.messages.Add(1)
-			}
+			msgs, left, scratch := m.publish(g.cfg.Conn, zoneSubject(g.cfg.Prefix, z), limit, g.scratch)
+			g.scratch = scratch
+			g.messages.Add(uint64(msgs))
+			g.oversize.Add(uint64(left))
 			m.clear()
 		}
 	}
@@ -287,11 +300,13 @@ type Stats struct {
 	Messages  uint64 // messages sent to zone servers (one per zone per step at most)
 	Replies   uint64 // messages from zone servers handled, the malformed included
 	Malformed uint64 // zone servers' messages dropped: they did not decode
+	Oversize  uint64 // clients' frames dropped: no NATS message could hold one
 }
 
 // Stats returns the gateway's counts so far.
 func (g *Gateway) Stats() Stats {
-	return Stats{Forwarded: g.forwarded.Load(), Messages: g.messages.Load(), Replies: g.replies.Load(), Malformed: g.malformed.Load()}
+	return Stats{Forwarded: g.forwarded.Load(), Messages: g.messages.Load(), Replies: g.replies.Load(), Malformed: g.malformed.Load(),
+		Oversize: g.oversize.Load()}
 }
 
 // Close stops taking zone servers' messages and closes the front

@@ -60,6 +60,8 @@ type Transport struct {
 	// Messages taken from gateways and published to them.
 	received, published atomic.Uint64
 	strays              atomic.Uint64
+	oversize            atomic.Uint64 // entries no message could hold
+	scratch             []byte        // Flush's, under mu
 }
 
 // remote names a session by its gateway and the gateway's id for it.
@@ -107,6 +109,12 @@ func NewTransport(cfg TransportConfig) (*Transport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
+	// Held for the next Receive without limit: a session's opening or
+	// frame dropped past NATS' default pending limits would be lost.
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
 	t.sub = sub
 	return t, nil
 }
@@ -114,6 +122,11 @@ func NewTransport(cfg TransportConfig) (*Transport, error) {
 // Malformed returns how many messages from gateways were dropped because
 // they did not decode.
 func (t *Transport) Malformed() uint64 { return t.malformed.Load() }
+
+// Oversize returns how many entries (frames for the gateway's clients)
+// were dropped because no NATS message can hold them (past the server's
+// max_payload).
+func (t *Transport) Oversize() uint64 { return t.oversize.Load() }
 
 // Strays returns how many frames came for a session the server does not
 // hold (moved to another zone server, or closed, while the frame was on
@@ -392,13 +405,17 @@ func (t *Transport) Flush() {
 	if len(t.releases) > 0 {
 		t.release()
 	}
+	limit := int(t.cfg.Conn.MaxPayload())
 	for _, out := range t.outs {
 		out.mu.Lock()
 		if !out.m.empty() {
-			// Publish copies the message into the connection's buffer.
-			if t.cfg.Conn.Publish(out.subject, out.m.b) == nil {
-				t.published.Add(1)
-			}
+			// Publish copies the message into the connection's buffer; a
+			// tick's traffic past the server's largest payload goes as
+			// several messages.
+			sent, left, scratch := out.m.publish(t.cfg.Conn, out.subject, limit, t.scratch)
+			t.scratch = scratch
+			t.published.Add(uint64(sent))
+			t.oversize.Add(uint64(left))
 			out.m.clear()
 		}
 		out.mu.Unlock()

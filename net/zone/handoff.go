@@ -156,8 +156,12 @@ type handoffs struct {
 	// back holds our players' actors whose hand-off failed after their
 	// sessions went, until the sessions come back; parked the sessions
 	// moved here before their Commit was taken.
-	back    map[components.ActorID]returning
-	parked  []parked
+	back   map[components.ActorID]returning
+	parked []parked
+	// bounced holds, per (owner zone, owner's id), the sequence of a
+	// player's Commit this server refused: its session, moved here with
+	// it, goes back at once.
+	bounced map[remote]uint64
 	resumed []gateway.Resumed
 	reqs    []request
 	ans     []HandoffAnswer
@@ -362,6 +366,7 @@ func (z *Server) expire(revision uint64) {
 		}
 		if z.ghosts.tick-rec.seenAt > 16*timeout {
 			delete(h.in, k)
+			delete(h.bounced, k)
 			z.mail.forget(k, rec.seq)
 		}
 	}
@@ -381,6 +386,9 @@ func (z *Server) abandon() {
 
 func (z *Server) decline(r request) {
 	z.stats.h.Declined.Add(1)
+	if r.Kind == Commit && r.Client {
+		z.hand.bounced[remote{r.Zone, r.Actor}] = r.Seq
+	}
 	z.answer(r.reply, HandoffAnswer{Kind: Refused, Zone: z.opts.Zone, Seq: r.Seq, Actor: r.Actor})
 }
 

@@ -25,9 +25,14 @@ import (
 
 // sessionWait is how many hand-off timeouts a server waits for a
 // player's session: the receiver, from taking the actor, for the session
-// to come and play it; the old owner, after a failed hand-off, for it to
-// come back. An actor whose session does not come is despawned.
-const sessionWait = 3
+// to come and play it, and a parked session for its Commit; the old
+// owner, after a failed hand-off, for it to come back. An actor whose
+// session does not come is despawned (its player left meanwhile), a
+// session whose Commit does not come sent back. It is long (ten seconds
+// at 30 Hz with the default timeout) because a player is lost when it
+// runs out: an overloaded server or gateway delays messages by seconds,
+// and only a player who left keeps an actor waiting that long.
+const sessionWait = 30
 
 // resumeVersion starts the payload a moved session carries.
 const resumeVersion = 1
@@ -133,9 +138,10 @@ func (z *Server) expectBack(id components.ActorID, o *outgoing) {
 // Prepare: the join welcomes each). A session comes with the actor a
 // neighbour handed us, or back to an actor of ours whose hand-off failed.
 // Each waits (parked) until its actor is ready for it: the Commit taken,
-// or the failure heard. One that waits a timeout, or arrives while the
-// server is fenced (holds false), is sent back whence it came, or if it
-// was coming back, disconnected; one for nothing here is disconnected.
+// or the failure heard. One whose Commit this server refused, that waits
+// sessionWait timeouts, or that arrives while the server is fenced (holds
+// false), is sent back whence it came, or if it was coming back,
+// disconnected; one for nothing here is disconnected.
 func (z *Server) resume(holds bool) {
 	gw := z.opts.Gateway
 	if gw == nil {
@@ -150,7 +156,7 @@ func (z *Server) resume(holds bool) {
 			continue
 		}
 		h.parked = append(h.parked, parked{resumeOf: of, session: r.Session, payload: r.Payload,
-			until: z.ghosts.tick + uint64(z.opts.HandoffTimeout)})
+			until: z.ghosts.tick + sessionWait*uint64(z.opts.HandoffTimeout)})
 	}
 	h.parked = slices.DeleteFunc(h.parked, func(p parked) bool {
 		if p.key.zone == z.opts.Zone {
@@ -170,9 +176,10 @@ func (z *Server) resume(holds bool) {
 			gw.Release(p.session)
 			rec.session = p.session
 			return true
-		case !holds || z.ghosts.tick >= p.until || rec != nil && rec.seq > p.seq:
+		case !holds || z.ghosts.tick >= p.until || rec != nil && rec.seq > p.seq || h.bounced[p.key] == p.seq:
 			// Its Commit was refused, never came or was overtaken: the
 			// old owner keeps the actor, and takes the session back.
+			delete(h.bounced, p.key)
 			if gw.Move(p.session, uint32(p.key.zone), p.payload) == nil {
 				z.stats.h.SessionsMoved.Add(1)
 			}

@@ -228,7 +228,7 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 	z.pub.subjects = map[ID]string{}
 	z.hand = handoffs{out: map[components.ActorID]*outgoing{}, committing: map[remote]components.ActorID{},
 		retryAt: map[components.ActorID]uint64{}, in: map[remote]*incoming{}, awaiting: map[components.ActorID]*incoming{},
-		back: map[components.ActorID]returning{}}
+		back: map[components.ActorID]returning{}, bounced: map[remote]uint64{}}
 	if err = z.subscribe(); err != nil {
 		z.Close()
 		return nil, fmt.Errorf("zone: subscribing: %w", err)

@@ -1,0 +1,237 @@
+// Zones runs one world split over zone servers in a 2 x 2 grid that talk
+// over NATS, with a gateway that keeps each player's one connection while
+// its actor is handed from zone to zone, and bots that roam across the
+// borders. It prints key=value lines each second and a summary line at
+// the end:
+//
+//	go run ./examples/zones                              # 400 bots, 10 s, all in one process
+//	go run ./examples/zones -players 2000 -duration 30s
+//	go run ./examples/zones -zones 1                     # the same world on one server, to compare
+//
+// In one process (the default) it starts an embedded nats-server with
+// JetStream on a free loopback port, publishes the zone map, starts the
+// four zone servers (each with a NATS connection of its own, ticking at
+// -hz), a gateway on an in-memory front and the bots on it. The world is
+// 4 x 4 chunks; zone i holds a 2 x 2 corner, and the bots roam a square of
+// one chunk around the centre where the four meet.
+//
+// # Each part a process of its own
+//
+// Against a standalone nats-server with JetStream (nats-server -js), each
+// zone server, then the gateway with the bots:
+//
+//	go run ./examples/zones -role zone -zone 1 -nats nats://127.0.0.1:4222 -duration 0
+//	go run ./examples/zones -role zone -zone 2 -nats nats://127.0.0.1:4222 -duration 0
+//	go run ./examples/zones -role zone -zone 3 -nats nats://127.0.0.1:4222 -duration 0
+//	go run ./examples/zones -role zone -zone 4 -nats nats://127.0.0.1:4222 -duration 0
+//	go run ./examples/zones -role gateway -nats nats://127.0.0.1:4222 -players 400
+//
+// Every process prints its own lines: a zone process its server's, the
+// gateway process its bots'. Give them all the same -zones, -players and
+// -seed: the zone servers place a bot where the gateway's bots think it
+// is.
+//
+// # The lines
+//
+//	hz, p95_ms        each zone's achieved tick rate and 95th percentile of
+//	                  its tick's work, over the last second (zone 1 first)
+//	players           players connected to the zone servers
+//	ghosts            ghosts the zone servers hold (actors lent by neighbours)
+//	handoffs          hand-offs completed in the second (zone.HandoffStats.Committed)
+//	switches          players' sessions taken by a new zone server in the second
+//	switch_p99_ticks  99th percentile, so far, of a switch's length in tick
+//	                  periods: from the old server letting the session go to
+//	                  the new one welcoming it (HandoffStats.SwitchTicks)
+//	lost_inputs       moves sent during a switch that reached neither server
+//	                  (HandoffStats.InputsMissed), so far
+//	duplicated_inputs moves the old server applied that the new one would
+//	                  apply again (HandoffStats.InputsDuplicated), so far
+//	sessions_lost     sessions that could not follow their actor, so far
+//	ghost_kb, relay_kb ghost batches sent to neighbours, and movement
+//	                  datagrams sent to players, in the second
+//	bots welcomes     bots in play; Welcomes after the first (one a switch)
+//	corrections refused closed
+//	                  what the bots were told
+//	cpu               this process's CPU time over wall time (2.0: two cores)
+//
+// The summary line adds hz_min and p95_ms_max (the worst zone's worst
+// second) and ghost_share (ghost bytes over relay bytes).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/throng-go/throng/net/gateway"
+	"github.com/throng-go/throng/net/mem"
+	"github.com/throng-go/throng/net/zone"
+)
+
+type config struct {
+	role     string
+	zone     int
+	zones    int
+	players  int
+	duration time.Duration
+	hz       int
+	seed     uint64
+	nats     string
+	joinRate int
+}
+
+func parse(args []string, errOut io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("zones", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.StringVar(&c.role, "role", "all", "what this process runs: all, zone (one zone server: -zone) or gateway (the gateway and the bots)")
+	fs.IntVar(&c.zone, "zone", 0, "with -role zone: the zone this process holds, 1 to -zones")
+	fs.IntVar(&c.zones, "zones", 4, "zones the world is cut into: 4 (2 x 2) or 1 (the whole world on one server)")
+	fs.IntVar(&c.players, "players", 400, "bots")
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long to run; 0 runs until Ctrl-C")
+	fs.IntVar(&c.hz, "hz", 30, "tick rate of the zone servers")
+	fs.Uint64Var(&c.seed, "seed", 1, "seed of the bots' spawns and walks")
+	fs.StringVar(&c.nats, "nats", "", "NATS server URL; empty starts an embedded one (only with -role all)")
+	fs.IntVar(&c.joinRate, "join-rate", 200, "bots that connect a second, until all are in")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	switch {
+	case c.role != "all" && c.role != "zone" && c.role != "gateway":
+		return c, fmt.Errorf("-role: all, zone or gateway, not %q", c.role)
+	case c.role != "all" && c.nats == "":
+		return c, errors.New("-role zone and -role gateway need -nats, the URL of the NATS server the parts share")
+	case c.role == "zone" && (c.zone < 1 || c.zone > c.zones):
+		return c, fmt.Errorf("-zone: 1 to %d, not %d", c.zones, c.zone)
+	case c.players < 0:
+		return c, fmt.Errorf("-players: not negative, got %d", c.players)
+	case c.hz < 1:
+		return c, fmt.Errorf("-hz: at least 1, got %d", c.hz)
+	case c.joinRate < 1:
+		return c, fmt.Errorf("-join-rate: at least 1, got %d", c.joinRate)
+	}
+	return c, nil
+}
+
+func main() {
+	c, err := parse(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err == nil {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		err = run(ctx, c, os.Stdout)
+		stop()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "zones:", err)
+		os.Exit(1)
+	}
+}
+
+// run runs what c.role says until c.duration has passed or ctx ends,
+// printing to out.
+func run(ctx context.Context, c config, out io.Writer) error {
+	m, err := zoneMap(c.zones)
+	if err != nil {
+		return err
+	}
+	pop := population(c.players, c.seed)
+	url := c.nats
+	if url == "" {
+		var stopNATS func()
+		if url, stopNATS, err = startNATS(); err != nil {
+			return err
+		}
+		defer stopNATS()
+	}
+	if c.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.duration)
+		defer cancel()
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	var servers []*zoneServer
+	defer func() {
+		for _, s := range servers {
+			s.close()
+		}
+	}()
+	if c.role != "gateway" {
+		for _, zn := range m.Zones {
+			if c.role == "zone" && zn.ID != zone.ID(c.zone) {
+				continue
+			}
+			s, err := startZone(ctx, url, m, zn.ID, c.hz, pop, log)
+			if err != nil {
+				return err
+			}
+			servers = append(servers, s)
+		}
+	}
+	var gw *gateway.Gateway
+	var players *bots
+	if c.role != "zone" {
+		nc, err := connect(url, "gateway")
+		if err != nil {
+			return fmt.Errorf("gateway: NATS: %w", err)
+		}
+		defer nc.Close()
+		front := mem.New(mem.Options{})
+		if gw, err = gateway.New(gateway.Config{Conn: nc, Name: "gateway", Front: front, Route: router{m, pop}.route}); err != nil {
+			return err
+		}
+		defer gw.Close()
+		if err := nc.Flush(); err != nil {
+			return err
+		}
+		players = newBots(front, pop, c.seed, c.joinRate)
+	}
+	fmt.Fprintf(out, "start role=%s zones=%d players=%d hz=%d nats=%s\n", c.role, c.zones, c.players, c.hz, url)
+
+	period := time.Second / time.Duration(c.hz)
+	done := make(chan struct{})
+	running := 0
+	for _, s := range servers {
+		running++
+		go func() {
+			defer func() { done <- struct{}{} }()
+			s.srv.Run(ctx)
+		}()
+	}
+	if gw != nil {
+		running += 2
+		go func() {
+			defer func() { done <- struct{}{} }()
+			gw.Run(ctx, period)
+		}()
+		go func() {
+			defer func() { done <- struct{}{} }()
+			players.run(ctx, period)
+		}()
+	}
+	meter := newMeter(out, servers, gw, players)
+	every := time.NewTicker(time.Second)
+	defer every.Stop()
+	var prev totals
+	for loop := true; loop; {
+		select {
+		case <-ctx.Done():
+			loop = false
+		case <-every.C:
+			prev = meter.line(prev)
+		}
+	}
+	for range running {
+		<-done
+	}
+	meter.summary()
+	return nil
+}

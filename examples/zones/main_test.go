@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// summary runs the example in one process as configured and returns its
+// summary line's fields.
+func summary(t *testing.T, args ...string) map[string]string {
+	t.Helper()
+	c, err := parse(args, io.Discard)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), c, &out))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	last := lines[len(lines)-1]
+	require.True(t, strings.HasPrefix(last, "summary "), "the last line: %q", last)
+	fields := map[string]string{}
+	for _, f := range strings.Fields(last)[1:] {
+		k, v, ok := strings.Cut(f, "=")
+		require.True(t, ok, "field %q of %q", f, last)
+		fields[k] = v
+	}
+	t.Log(last)
+	return fields
+}
+
+func number(t *testing.T, fields map[string]string, key string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(fields[key], 64)
+	require.NoError(t, err, "%s=%q", key, fields[key])
+	return v
+}
+
+// TestFourZonesHandPlayersOverWithoutLosingAnInput: the one command runs
+// four zone servers, a gateway and roaming bots over an embedded NATS;
+// every bot is let in, players cross borders (hand-offs, each bot
+// welcomed again by its new server), and no input is lost or applied
+// twice, no session lost.
+func TestFourZonesHandPlayersOverWithoutLosingAnInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the example for seconds")
+	}
+	f := summary(t, "-players", "150", "-duration", "5s", "-join-rate", "500")
+	assert.Equal(t, "4", f["zones"])
+	assert.Equal(t, "150", f["bots"], "every bot let in")
+	assert.Positive(t, number(t, f, "handoffs"))
+	assert.Positive(t, number(t, f, "switches"))
+	// A bot is welcomed again at each switch (the run's last may be cut
+	// between the server's count and the bot's read).
+	assert.InDelta(t, number(t, f, "switches"), number(t, f, "welcomes"), 3)
+	for _, k := range []string{"lost_inputs", "duplicated_inputs", "sessions_lost", "corrections", "nats_disconnects"} {
+		assert.Equal(t, "0", f[k], k)
+	}
+	assert.Positive(t, number(t, f, "ghost_share"), "neighbours see across the borders")
+}
+
+// TestOneZoneHoldsTheSameWorldWithoutHandoffs: -zones 1 runs the same
+// world on one server, to compare: no hand-offs, no ghosts.
+func TestOneZoneHoldsTheSameWorldWithoutHandoffs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the example for seconds")
+	}
+	f := summary(t, "-players", "60", "-duration", "3s", "-zones", "1", "-join-rate", "500")
+	assert.Equal(t, "1", f["zones"])
+	assert.Equal(t, "60", f["bots"])
+	assert.Equal(t, "0", f["handoffs"])
+	assert.Equal(t, "0", f["welcomes"])
+	assert.Equal(t, "0.000", f["ghost_share"])
+}
+
+// TestBadFlagsAreRefusedWithTheReason: what the example cannot run says
+// why before anything starts.
+func TestBadFlagsAreRefusedWithTheReason(t *testing.T) {
+	for args, want := range map[string]string{
+		"-zones 3":                          "-zones: 1 or 4, not 3",
+		"-role zone -zone 1":                "-role zone and -role gateway need -nats",
+		"-role zone -zone 5 -nats nats://x": "-zone: 1 to 4, not 5",
+		"-role spare":                       `-role: all, zone or gateway, not "spare"`,
+		"-join-rate 0":                      "-join-rate: at least 1, got 0",
+		"-players -1":                       "-players: not negative, got -1",
+	} {
+		c, err := parse(strings.Fields(args), io.Discard)
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			err = run(ctx, c, io.Discard)
+			cancel()
+		}
+		require.Error(t, err, args)
+		assert.Contains(t, err.Error(), want, args)
+	}
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/throng-go/throng/examples/crowd/fleet"
+	"github.com/throng-go/throng/net/gateway"
+)
+
+// ghostHeader and ghostSize are a ghost batch's header and each actor's
+// bytes (docs/zones.md), to count the ghost traffic.
+const (
+	ghostHeader = 23
+	ghostSize   = 27
+)
+
+// meter prints the per-second lines and the summary of what runs in this
+// process: its zone servers, and its gateway and bots if it has them.
+type meter struct {
+	out   io.Writer
+	zones []*zoneServer
+	gw    *gateway.Gateway
+	bots  *bots
+	start time.Time
+	cpu0  time.Duration
+
+	// The summary's: lowest rate and highest p95 of any zone in any full
+	// second, and how many seconds were printed.
+	hzMin   float64
+	p95Max  time.Duration
+	seconds int
+}
+
+func newMeter(out io.Writer, zones []*zoneServer, gw *gateway.Gateway, b *bots) *meter {
+	cpu, _ := fleet.ProcessCPU()
+	return &meter{out: out, zones: zones, gw: gw, bots: b, start: time.Now(), cpu0: cpu, hzMin: -1}
+}
+
+// totals are the zone servers' counts summed.
+type totals struct {
+	players, ghosts                      int
+	handoffs, switches, lost, duplicated uint64
+	sessionsLost, ghostBytes, relayBytes uint64
+	switchTicks                          [8]uint64
+}
+
+func (m *meter) totals() totals {
+	var t totals
+	for _, s := range m.zones {
+		st := s.z.Stats()
+		h := st.Handoffs
+		t.players += s.srv.Stats().Second.Players
+		t.ghosts += st.Ghosts
+		t.handoffs += h.Committed
+		t.switches += h.SessionsTaken
+		t.lost += h.InputsMissed
+		t.duplicated += h.InputsDuplicated
+		t.sessionsLost += h.SessionsLost
+		t.ghostBytes += st.BatchesSent*ghostHeader + st.ActorsSent*ghostSize
+		t.relayBytes += s.gt.Stats().DatagramBytesOut
+		for i, n := range h.SwitchTicks {
+			t.switchTicks[i] += n
+		}
+	}
+	return t
+}
+
+// p99 returns the switches' 99th percentile in tick periods (the
+// histogram's last bucket stands for that many or more).
+func p99(h [8]uint64) int {
+	var n uint64
+	for _, c := range h {
+		n += c
+	}
+	if n == 0 {
+		return 0
+	}
+	want := (n*99 + 99) / 100
+	var seen uint64
+	for i, c := range h {
+		if seen += c; seen >= want {
+			return i
+		}
+	}
+	return len(h) - 1
+}
+
+// line prints one per-second line.
+func (m *meter) line(prev totals) totals {
+	t := m.totals()
+	var b strings.Builder
+	fmt.Fprintf(&b, "t=%ds", int(time.Since(m.start).Round(time.Second)/time.Second))
+	if len(m.zones) > 0 {
+		hz, p95 := make([]string, len(m.zones)), make([]string, len(m.zones))
+		full := true
+		for i, s := range m.zones {
+			sec := s.srv.Stats().Second
+			hz[i], p95[i] = fmt.Sprintf("%.1f", sec.TickRate), fmt.Sprintf("%.2f", ms(sec.WorkP95))
+			if sec.Ticks == 0 {
+				full = false
+				continue
+			}
+			if m.hzMin < 0 || sec.TickRate < m.hzMin {
+				m.hzMin = sec.TickRate
+			}
+			m.p95Max = max(m.p95Max, sec.WorkP95)
+		}
+		if full {
+			m.seconds++
+		}
+		fmt.Fprintf(&b, " zones=%d hz=%s p95_ms=%s players=%d ghosts=%d handoffs=%d switches=%d switch_p99_ticks=%d lost_inputs=%d duplicated_inputs=%d sessions_lost=%d ghost_kb=%.1f relay_kb=%.1f",
+			len(m.zones), strings.Join(hz, "/"), strings.Join(p95, "/"), t.players, t.ghosts,
+			t.handoffs-prev.handoffs, t.switches-prev.switches, p99(t.switchTicks), t.lost, t.duplicated, t.sessionsLost,
+			float64(t.ghostBytes-prev.ghostBytes)/1e3, float64(t.relayBytes-prev.relayBytes)/1e3)
+	}
+	if m.bots != nil {
+		n := m.bots.counts()
+		fmt.Fprintf(&b, " bots=%d welcomes=%d corrections=%d refused=%d retries=%d closed=%d", n.Joined, n.Welcomes, n.Corrections, n.Refused, n.Retries, n.Closed)
+	}
+	if m.gw != nil {
+		fmt.Fprintf(&b, " gateway_malformed=%d", m.gw.Stats().Malformed)
+	}
+	fmt.Fprintf(&b, " nats_disconnects=%d cpu=%.2f", disconnects.Load(), m.cpu())
+	fmt.Fprintln(m.out, b.String())
+	return t
+}
+
+// cpu returns the process's CPU time since the start over the wall time:
+// 2.0 is two cores busy.
+func (m *meter) cpu() float64 {
+	now, ok := fleet.ProcessCPU()
+	if !ok {
+		return 0
+	}
+	return (now - m.cpu0).Seconds() / time.Since(m.start).Seconds()
+}
+
+// summary prints the run's last line.
+func (m *meter) summary() {
+	t := m.totals()
+	var b strings.Builder
+	fmt.Fprintf(&b, "summary seconds=%.0f", time.Since(m.start).Seconds())
+	if len(m.zones) > 0 {
+		share := 0.0
+		if t.relayBytes > 0 {
+			share = float64(t.ghostBytes) / float64(t.relayBytes)
+		}
+		fmt.Fprintf(&b, " zones=%d players=%d hz_min=%.1f p95_ms_max=%.2f handoffs=%d switches=%d switch_p99_ticks=%d lost_inputs=%d duplicated_inputs=%d sessions_lost=%d ghost_share=%.3f",
+			len(m.zones), t.players, max(m.hzMin, 0), ms(m.p95Max), t.handoffs, t.switches, p99(t.switchTicks),
+			t.lost, t.duplicated, t.sessionsLost, share)
+	}
+	if m.bots != nil {
+		n := m.bots.counts()
+		fmt.Fprintf(&b, " bots=%d welcomes=%d corrections=%d refused=%d", n.Joined, n.Welcomes, n.Corrections, n.Refused)
+		if n.Refusal != "" {
+			fmt.Fprintf(&b, " first_refusal=%q", n.Refusal)
+		}
+	}
+	fmt.Fprintf(&b, " nats_disconnects=%d cpu=%.2f", disconnects.Load(), m.cpu())
+	fmt.Fprintln(m.out, b.String())
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/throng-go/throng"
+	"github.com/throng-go/throng/examples/crowd/scenario"
+	"github.com/throng-go/throng/net/gateway"
+	"github.com/throng-go/throng/net/zone"
+)
+
+// disconnects counts the NATS connections of this process that lost
+// their server (what was sent to them meanwhile is lost).
+var disconnects atomic.Uint64
+
+// connect connects to NATS at url as name, reconnecting for ever, and
+// counts its disconnects.
+func connect(url, name string) (*nats.Conn, error) {
+	return nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				disconnects.Add(1)
+			}
+		}))
+}
+
+// zoneServer is one zone's server: a Throng server whose players come
+// through gateways, made the holder of its zone.
+type zoneServer struct {
+	id  zone.ID
+	srv *throng.Server
+	z   *zone.Server
+	gt  *gateway.Transport
+	nc  *nats.Conn
+}
+
+// startZone connects to NATS at url, publishes the map (every zone
+// process publishes the same map: a write that changes no zone's entry
+// changes no owner) and makes zone id's server. Its owner ticks it.
+func startZone(ctx context.Context, url string, m zone.Map, id zone.ID, hz int, pop scenario.Population, log *slog.Logger) (*zoneServer, error) {
+	nc, err := connect(url, fmt.Sprintf("zone-%d", id))
+	if err != nil {
+		return nil, fmt.Errorf("zone %d: NATS: %w", id, err)
+	}
+	s := &zoneServer{id: id, nc: nc}
+	fail := func(err error) (*zoneServer, error) {
+		s.close()
+		return nil, fmt.Errorf("zone %d: %w", id, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := zone.PublishMap(ctx, js, "", m); err != nil {
+		return fail(err)
+	}
+	if s.gt, err = gateway.NewTransport(gateway.TransportConfig{Conn: nc, Zone: uint32(id)}); err != nil {
+		return fail(err)
+	}
+	if s.srv, err = throng.New(throng.Options{TickRate: &hz, Transport: s.gt, Admit: pop.AdmitAny, Logger: log}); err != nil {
+		return fail(err)
+	}
+	zn, _ := m.Zone(id)
+	if s.z, err = zone.New(ctx, s.srv, nc, zone.Options{Zone: id, Name: zn.Owner, Gateway: s.gt}); err != nil {
+		return fail(err)
+	}
+	return s, nil
+}
+
+// close stops the zone's server (which closes its transport) and its
+// NATS connection.
+func (s *zoneServer) close() {
+	if s.z != nil {
+		s.z.Close()
+	}
+	if s.srv != nil {
+		s.srv.Close()
+	} else if s.gt != nil {
+		s.gt.Close()
+	}
+	s.nc.Close()
+}
+
+// startNATS starts an embedded nats-server with JetStream on a free
+// loopback port, its store in a directory of its own removed by stop.
+func startNATS() (url string, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "throng-zones-nats")
+	if err != nil {
+		return "", nil, err
+	}
+	// A client that falls behind in a burst (the gateway, on a machine
+	// whose cores the bots and servers share) is given room before the
+	// server calls it slow and closes its connection, dropping what it
+	// had not read.
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
+		StoreDir: dir, NoLog: true, NoSigs: true, MaxPending: 1 << 30, WriteDeadline: 30 * time.Second})
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	ns.Start()
+	if !ns.ReadyForConnections(10e9) {
+		ns.Shutdown()
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("the embedded nats-server did not start")
+	}
+	return ns.ClientURL(), func() {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		os.RemoveAll(dir)
+	}, nil
+}
