@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +30,8 @@ type bots struct {
 	// frames the drain callbacks (onReliable, onDatagram) are handed.
 	welcomed               []bool
 	retryAt                []time.Duration // a bot turned away as busy dials again then (0: no)
+	rejoining              []bool          // a bot dialling again after its zone's server stopped
+	dialledAt              []time.Duration // when each bot last dialled
 	clock                  time.Duration   // time stepped so far
 	cur                    int
 	onReliable, onDatagram func([]byte)
@@ -42,10 +45,16 @@ type botCounts struct {
 	// Joined counts first Welcomes; Welcomes those after, one per switch
 	// of zone servers.
 	Joined, Welcomes, Refused, Closed int
-	Retries                           int // dials again after a busy refusal
+	Retries                           int // dials again after a busy refusal or a lost zone
+	ZoneGone                          int // disconnects because a zone's server stopped
+	Rejoined                          int // welcomed again after one
 	MovesSent, Records, Corrections   uint64
 	Refusal                           string // the first refusal's reason
 }
+
+// welcomeWait is how long a bot waits for its Welcome before it dials
+// again.
+const welcomeWait = 5 * time.Second
 
 // newBots returns the bots of pop, not connected yet: they connect at
 // rate a second once run starts, each sending its Hello.
@@ -69,6 +78,8 @@ func (b *bots) connect(dt time.Duration) {
 		b.clients = append(b.clients, c)
 		b.welcomed = append(b.welcomed, false)
 		b.retryAt = append(b.retryAt, 0)
+		b.rejoining = append(b.rejoining, false)
+		b.dialledAt = append(b.dialledAt, b.clock)
 	}
 }
 
@@ -78,7 +89,7 @@ func (b *bots) retry(i int) {
 	c := b.front.Dial()
 	hello, _ := wire.AppendHello(b.frame[:0], wire.Hello{Token: scenario.Token(i)})
 	if c.Send(hello) == nil {
-		b.clients[i], b.retryAt[i] = c, 0
+		b.clients[i], b.retryAt[i], b.dialledAt[i] = c, 0, b.clock
 		b.n.Retries++
 	}
 }
@@ -111,13 +122,27 @@ func (b *bots) step(dt time.Duration) {
 		c := b.clients[i]
 		c.DrainReliable(b.onReliable)
 		c.DrainDatagrams(b.onDatagram)
-		if _, gone := c.CloseReason(); gone {
-			if b.retryAt[i] == 0 {
+		if reason, gone := c.CloseReason(); gone {
+			switch {
+			case b.retryAt[i] != 0:
+			case strings.HasPrefix(reason, "zone server "):
+				// Its zone's server stopped (gateway.ZoneGone): dial
+				// again, as a player does, for when it is back.
+				b.retryAt[i] = b.clock + time.Second
+				b.welcomed[i], b.rejoining[i] = false, true
+				b.n.ZoneGone++
+			default:
 				closed++
 			}
 			continue
 		}
 		if !b.welcomed[i] {
+			if b.clock-b.dialledAt[i] > welcomeWait {
+				// No Welcome, no refusal: its Hello went to a zone server
+				// that was not there (restarting). Dial again.
+				c.Close()
+				b.retry(i)
+			}
 			continue
 		}
 		bot.Advance(dt)
@@ -137,9 +162,13 @@ func (b *bots) reliable(frame []byte) {
 	switch b.decoded.Type {
 	case wire.TypeWelcome:
 		bot.Welcome(b.decoded.Welcome)
-		if b.welcomed[b.cur] {
+		switch {
+		case b.welcomed[b.cur]:
 			b.n.Welcomes++
-		} else {
+		case b.rejoining[b.cur]:
+			b.welcomed[b.cur], b.rejoining[b.cur] = true, false
+			b.n.Rejoined++
+		default:
 			b.welcomed[b.cur] = true
 			b.n.Joined++
 		}

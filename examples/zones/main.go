@@ -29,7 +29,10 @@
 // Every process prints its own lines: a zone process its server's, the
 // gateway process its bots'. Give them all the same -zones, -players and
 // -seed: the zone servers place a bot where the gateway's bots think it
-// is.
+// is. With -save DIR a zone server saves its world every -save-every in
+// DIR/zone-N and starts from the latest save there: kill one zone's
+// process and start it again, and its players connect again to their
+// actors.
 //
 // # The lines
 //
@@ -52,6 +55,12 @@
 //	bots welcomes     bots in play; Welcomes after the first (one a switch)
 //	corrections refused closed
 //	                  what the bots were told
+//	retries zone_gone rejoined
+//	                  bots that dialled again (turned away as busy, their
+//	                  zone's server gone or restarted, no Welcome in 5 s),
+//	                  disconnects because a zone's server was gone, and
+//	                  bots welcomed again after one
+//	nats_disconnects  NATS connections of this process that lost the server
 //	cpu               this process's CPU time over wall time (2.0: two cores)
 //
 // The summary line adds hz_min and p95_ms_max (the worst zone's worst
@@ -75,15 +84,17 @@ import (
 )
 
 type config struct {
-	role     string
-	zone     int
-	zones    int
-	players  int
-	duration time.Duration
-	hz       int
-	seed     uint64
-	nats     string
-	joinRate int
+	role      string
+	zone      int
+	zones     int
+	players   int
+	duration  time.Duration
+	hz        int
+	seed      uint64
+	nats      string
+	joinRate  int
+	save      string
+	saveEvery time.Duration
 }
 
 func parse(args []string, errOut io.Writer) (config, error) {
@@ -99,6 +110,8 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the bots' spawns and walks")
 	fs.StringVar(&c.nats, "nats", "", "NATS server URL; empty starts an embedded one (only with -role all)")
 	fs.IntVar(&c.joinRate, "join-rate", 200, "bots that connect a second, until all are in")
+	fs.StringVar(&c.save, "save", "", "directory each zone server saves its world in (DIR/zone-N), and starts from when a save is there")
+	fs.DurationVar(&c.saveEvery, "save-every", 5*time.Second, "with -save: time between saves")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -115,6 +128,8 @@ func parse(args []string, errOut io.Writer) (config, error) {
 		return c, fmt.Errorf("-hz: at least 1, got %d", c.hz)
 	case c.joinRate < 1:
 		return c, fmt.Errorf("-join-rate: at least 1, got %d", c.joinRate)
+	case c.saveEvery < 0:
+		return c, fmt.Errorf("-save-every: not negative, got %v", c.saveEvery)
 	}
 	return c, nil
 }
@@ -169,7 +184,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 			if c.role == "zone" && zn.ID != zone.ID(c.zone) {
 				continue
 			}
-			s, err := startZone(ctx, url, m, zn.ID, c.hz, pop, log)
+			s, err := startZone(ctx, url, m, zn.ID, c, pop, log)
 			if err != nil {
 				return err
 			}

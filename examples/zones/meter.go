@@ -118,7 +118,7 @@ func (m *meter) line(prev totals) totals {
 	}
 	if m.bots != nil {
 		n := m.bots.counts()
-		fmt.Fprintf(&b, " bots=%d welcomes=%d corrections=%d refused=%d retries=%d closed=%d", n.Joined, n.Welcomes, n.Corrections, n.Refused, n.Retries, n.Closed)
+		fmt.Fprintf(&b, " bots=%d welcomes=%d corrections=%d refused=%d retries=%d zone_gone=%d rejoined=%d closed=%d", n.Joined, n.Welcomes, n.Corrections, n.Refused, n.Retries, n.ZoneGone, n.Rejoined, n.Closed)
 	}
 	if m.gw != nil {
 		fmt.Fprintf(&b, " gateway_malformed=%d", m.gw.Stats().Malformed)

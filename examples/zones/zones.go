@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/throng-go/throng"
+	"github.com/throng-go/throng/ecs/save"
 	"github.com/throng-go/throng/examples/crowd/scenario"
 	"github.com/throng-go/throng/net/gateway"
 	"github.com/throng-go/throng/net/zone"
@@ -46,7 +48,7 @@ type zoneServer struct {
 // startZone connects to NATS at url, publishes the map (every zone
 // process publishes the same map: a write that changes no zone's entry
 // changes no owner) and makes zone id's server. Its owner ticks it.
-func startZone(ctx context.Context, url string, m zone.Map, id zone.ID, hz int, pop scenario.Population, log *slog.Logger) (*zoneServer, error) {
+func startZone(ctx context.Context, url string, m zone.Map, id zone.ID, c config, pop scenario.Population, log *slog.Logger) (*zoneServer, error) {
 	nc, err := connect(url, fmt.Sprintf("zone-%d", id))
 	if err != nil {
 		return nil, fmt.Errorf("zone %d: NATS: %w", id, err)
@@ -66,7 +68,18 @@ func startZone(ctx context.Context, url string, m zone.Map, id zone.ID, hz int, 
 	if s.gt, err = gateway.NewTransport(gateway.TransportConfig{Conn: nc, Zone: uint32(id)}); err != nil {
 		return fail(err)
 	}
-	if s.srv, err = throng.New(throng.Options{TickRate: &hz, Transport: s.gt, Admit: pop.AdmitAny, Logger: log}); err != nil {
+	opts := throng.Options{TickRate: &c.hz, Transport: s.gt, Admit: pop.AdmitAny, Logger: log}
+	if c.save != "" {
+		// Saved every -save-every into a directory of the zone's own, and
+		// started from its latest save if it has one (a zone restarted).
+		dir := filepath.Join(c.save, fmt.Sprintf("zone-%d", id))
+		every := c.saveEvery.Seconds()
+		opts.Persistence = throng.Persistence{Dir: dir, EverySeconds: &every}
+		if _, err := os.Stat(filepath.Join(dir, save.ManifestName)); err == nil {
+			opts.LoadFrom = dir
+		}
+	}
+	if s.srv, err = throng.New(opts); err != nil {
 		return fail(err)
 	}
 	zn, _ := m.Zone(id)

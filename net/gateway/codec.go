@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/nats-io/nats.go"
 
@@ -26,6 +27,7 @@ const (
 	reliable   // one reliable frame for the client
 	disconnect // end the session (the payload: why)
 	moved      // the session goes to another zone (the payload: the zone, u32, then what to tell it)
+	unknown    // the zone server holds no such session (a frame came for it): restarted, or it moved on
 )
 
 // entryHead is an entry's size before its payload: kind, session,
@@ -125,7 +127,7 @@ func decode(b []byte) (string, []byte, error) {
 		switch {
 		case len(rest)-entryHead < size:
 			return "", nil, fmt.Errorf("%w: a payload of %d bytes past the end", errMalformed, size)
-		case k < opened || k > moved:
+		case k < opened || k > unknown:
 			return "", nil, fmt.Errorf("%w: entry kind %d", errMalformed, k)
 		case s == 0:
 			return "", nil, fmt.Errorf("%w: session 0", errMalformed)
@@ -151,7 +153,14 @@ func eachEntry(entries []byte, fn func(k kind, s uint64, payload []byte)) {
 }
 
 // subjects are the NATS subjects of a gateway and of a zone server.
+// A zone server publishes to gateway name on the gateway's subject and
+// its own zone's token, so that the gateway knows who spoke, heartbeats
+// included.
 func gatewaySubject(prefix, name string) string { return prefix + ".gateway." + name }
+
+func gatewayZoneSubject(prefix, name string, zone uint32) string {
+	return gatewaySubject(prefix, name) + "." + strconv.FormatUint(uint64(zone), 10)
+}
 
 func zoneSubject(prefix string, zone uint32) string {
 	return fmt.Sprintf("%s.gateway.zone.%d", prefix, zone)

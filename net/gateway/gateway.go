@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,6 +41,29 @@ type Config struct {
 	// zone Route returns for the Hello. A first frame that is not a Hello
 	// goes to the zone Zone picks (whose server refuses it).
 	Route func(s wire.SessionID, hello wire.Hello) uint32
+	// ZoneTimeout is how long a zone server serving sessions of the
+	// gateway may stay silent (its transport sends at least a heartbeat
+	// every TransportConfig.Heartbeat) before the gateway takes it for dead: it
+	// disconnects the zone's sessions with a reason (ZoneGone), so that
+	// their clients can connect again, to the zone's server once it has
+	// restarted. 0 means DefaultZoneTimeout.
+	ZoneTimeout time.Duration
+}
+
+// DefaultZoneTimeout is Config.ZoneTimeout when it is 0: ten default
+// heartbeats.
+const DefaultZoneTimeout = 10 * DefaultHeartbeat
+
+// ZoneGone is the reason a gateway gives the clients of a zone server it
+// takes for dead.
+func ZoneGone(zone uint32) string {
+	return fmt.Sprintf("zone server %d stopped answering", zone)
+}
+
+// ZoneForgot is the reason a gateway gives a client whose zone server
+// says it holds no such session: it restarted since the session opened.
+func ZoneForgot(zone uint32) string {
+	return fmt.Sprintf("zone server %d restarted and does not know this session", zone)
 }
 
 // Gateway carries its clients' sessions to zone servers and back (see the
@@ -55,8 +80,16 @@ type Gateway struct {
 	outs     map[uint32]*message // this step's message to each zone
 	order    []uint32            // the zones of outs, in the order first used
 
-	mu        sync.Mutex // serializes the handling of zone messages; guards moving
+	mu        sync.Mutex // serializes the handling of zone messages; guards moving and heard
 	moving    []move     // sessions a zone server moved, for the next Step
+	forgotten []move     // sessions a zone server does not hold, for the next Step (to: that zone)
+	heard     map[uint32]time.Time
+	// routedAt holds, per zone, when Step first sent it a session since it
+	// was last heard: a zone never heard from is timed from then.
+	routedAt  map[uint32]time.Time
+	inUse     map[uint32]bool // dropSilentZones': the zones serving a session
+	lostZones atomic.Uint64
+	dropped   atomic.Uint64
 	recent    map[wire.SessionID]*moves
 	malformed atomic.Uint64
 	forwarded atomic.Uint64
@@ -113,9 +146,13 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Zone == nil {
 		cfg.Zone = func(wire.SessionID) uint32 { return 1 }
 	}
+	if cfg.ZoneTimeout <= 0 {
+		cfg.ZoneTimeout = DefaultZoneTimeout
+	}
 	g := &Gateway{cfg: cfg, zoneOf: map[wire.SessionID]uint32{}, unrouted: map[wire.SessionID]bool{},
-		outs: map[uint32]*message{}, recent: map[wire.SessionID]*moves{}}
-	sub, err := cfg.Conn.Subscribe(gatewaySubject(cfg.Prefix, cfg.Name), g.fromZone)
+		outs: map[uint32]*message{}, recent: map[wire.SessionID]*moves{}, heard: map[uint32]time.Time{}, routedAt: map[uint32]time.Time{},
+		inUse: map[uint32]bool{}}
+	sub, err := cfg.Conn.Subscribe(gatewaySubject(cfg.Prefix, cfg.Name)+".*", g.fromZone)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
@@ -133,7 +170,7 @@ func New(cfg Config) (*Gateway, error) {
 // validName reports whether name can be a gateway's: one NATS subject
 // token of plain characters.
 func validName(name string) bool {
-	if name == "" || len(name) > 255 {
+	if name == "" || len(name) > 255 || name == "zone" { // "zone" is the zone servers' subjects' token
 		return false
 	}
 	return !strings.ContainsFunc(name, func(r rune) bool {
@@ -147,8 +184,8 @@ func validName(name string) bool {
 // overlap.
 func (g *Gateway) Step() int {
 	g.mu.Lock()
-	moving := g.moving
-	g.moving = nil
+	moving, forgotten := g.moving, g.forgotten
+	g.moving, g.forgotten = nil, nil
 	g.mu.Unlock()
 	for _, mv := range moving {
 		if _, open := g.zoneOf[mv.s]; !open {
@@ -157,12 +194,25 @@ func (g *Gateway) Step() int {
 		g.zoneOf[mv.s] = mv.to
 		m := g.message(mv.to)
 		m.add(opened, uint64(mv.s), mv.payload)
+		g.routed(mv.to)
 		if r := g.recent[mv.s]; r != nil {
 			for _, f := range r.frames[:r.n] {
 				m.add(frame, uint64(mv.s), f)
 			}
 		}
 	}
+	// A session its zone server does not hold, still routed there after
+	// the moves above (a session moved on is not), is ended: the server
+	// restarted since it opened.
+	for _, f := range forgotten {
+		if z, ok := g.zoneOf[f.s]; ok && z == f.to {
+			g.cfg.Front.Disconnect(f.s, ZoneForgot(f.to))
+			delete(g.zoneOf, f.s)
+			delete(g.recent, f.s)
+			g.dropped.Add(1)
+		}
+	}
+	g.dropSilentZones()
 	g.in = g.cfg.Front.Receive(g.in[:0])
 	for _, in := range g.in {
 		if g.route(in) {
@@ -180,6 +230,7 @@ func (g *Gateway) Step() int {
 		switch in.Kind {
 		case wire.SessionOpened:
 			m.add(opened, uint64(in.Session), nil)
+			g.routed(z)
 		case wire.FrameReceived:
 			m.add(frame, uint64(in.Session), in.Frame)
 			if t, err := wire.PeekType(in.Frame); err == nil && t == wire.TypeMove {
@@ -212,6 +263,51 @@ func (g *Gateway) Step() int {
 	return sent
 }
 
+// dropSilentZones disconnects the sessions of every zone server silent
+// for longer than ZoneTimeout (heard last, or first sent a session since,
+// that long ago): it is taken for dead.
+func (g *Gateway) dropSilentZones() {
+	now := time.Now()
+	g.mu.Lock()
+	var silent []uint32
+	clear(g.inUse)
+	for _, z := range g.zoneOf {
+		g.inUse[z] = true
+	}
+	for _, z := range slices.Sorted(maps.Keys(g.inUse)) {
+		last := g.heard[z]
+		if at, ok := g.routedAt[z]; ok && at.After(last) {
+			last = at
+		}
+		if now.Sub(last) > g.cfg.ZoneTimeout {
+			silent = append(silent, z)
+			delete(g.routedAt, z)
+		}
+	}
+	g.mu.Unlock()
+	for _, z := range silent {
+		g.lostZones.Add(1)
+		for s, sz := range g.zoneOf {
+			if sz == z {
+				g.cfg.Front.Disconnect(s, ZoneGone(z))
+				delete(g.zoneOf, s)
+				delete(g.recent, s)
+				g.dropped.Add(1)
+			}
+		}
+	}
+}
+
+// routed notes that Step sent zone z a session: a zone not heard from
+// since is timed from the first such.
+func (g *Gateway) routed(z uint32) {
+	g.mu.Lock()
+	if _, ok := g.routedAt[z]; !ok && !g.heard[z].After(time.Now().Add(-g.cfg.ZoneTimeout)) {
+		g.routedAt[z] = time.Now()
+	}
+	g.mu.Unlock()
+}
+
 // route handles what a session waiting for its route (Config.Route) did,
 // and reports whether it did: its opening is held, its first frame picks
 // its zone and goes there after the opening, its close before a frame is
@@ -239,6 +335,7 @@ func (g *Gateway) route(in wire.Inbound) bool {
 	m := g.message(z)
 	m.add(opened, uint64(in.Session), nil)
 	m.add(frame, uint64(in.Session), in.Frame)
+	g.routed(z)
 	return true
 }
 
@@ -277,8 +374,15 @@ func (g *Gateway) fromZone(m *nats.Msg) {
 		g.malformed.Add(1)
 		return
 	}
+	zone, err := strconv.ParseUint(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:], 10, 32)
+	if err != nil || zone == 0 {
+		g.malformed.Add(1)
+		return
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.heard[uint32(zone)] = time.Now()
+	delete(g.routedAt, uint32(zone))
 	front := g.cfg.Front
 	eachEntry(entries, func(k kind, s uint64, payload []byte) {
 		switch k {
@@ -290,6 +394,8 @@ func (g *Gateway) fromZone(m *nats.Msg) {
 			front.Disconnect(wire.SessionID(s), string(payload))
 		case moved:
 			g.moving = append(g.moving, move{s: wire.SessionID(s), to: binary.LittleEndian.Uint32(payload), payload: slices.Clone(payload[4:])})
+		case unknown:
+			g.forgotten = append(g.forgotten, move{s: wire.SessionID(s), to: uint32(zone)})
 		}
 	})
 }
@@ -301,12 +407,16 @@ type Stats struct {
 	Replies   uint64 // messages from zone servers handled, the malformed included
 	Malformed uint64 // zone servers' messages dropped: they did not decode
 	Oversize  uint64 // clients' frames dropped: no NATS message could hold one
+	// ZonesLost counts zone servers taken for dead (silent past
+	// ZoneTimeout), and SessionsDropped the sessions disconnected with
+	// them or because their zone server no longer knew them.
+	ZonesLost, SessionsDropped uint64
 }
 
 // Stats returns the gateway's counts so far.
 func (g *Gateway) Stats() Stats {
 	return Stats{Forwarded: g.forwarded.Load(), Messages: g.messages.Load(), Replies: g.replies.Load(), Malformed: g.malformed.Load(),
-		Oversize: g.oversize.Load()}
+		Oversize: g.oversize.Load(), ZonesLost: g.lostZones.Load(), SessionsDropped: g.dropped.Load()}
 }
 
 // Close stops taking zone servers' messages and closes the front

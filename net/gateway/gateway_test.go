@@ -191,7 +191,7 @@ func TestMalformedMessagesAreDroppedAndCounted(t *testing.T) {
 	})
 	for _, junk := range [][]byte{nil, {9}, {1, 0}, {1, 4, 'g', 'w', '-', '1', 2, 0, 0}} {
 		require.NoError(t, w.nc.Publish("throng.gateway.zone.1", junk))
-		require.NoError(t, w.nc.Publish("throng.gateway.gw-1", junk))
+		require.NoError(t, w.nc.Publish("throng.gateway.gw-1.1", junk))
 	}
 	seq := uint32(0)
 	w.until("the junk counted and b hearing a", func() bool {

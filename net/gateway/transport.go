@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -24,6 +25,12 @@ type TransportConfig struct {
 	Zone uint32
 	// Prefix starts every subject; empty means "throng".
 	Prefix string
+	// Heartbeat is the longest the transport stays silent towards a
+	// gateway it serves: a Flush with nothing to send publishes an empty
+	// message that long after the last, so that the gateway tells a zone
+	// server that stopped from one whose players are quiet (keep it well
+	// under the gateways' Config.ZoneTimeout). 0 means DefaultHeartbeat.
+	Heartbeat time.Duration
 }
 
 // Transport is the [wire.Transport] through which a zone server serves
@@ -86,7 +93,11 @@ type outbox struct {
 	mu      sync.Mutex
 	subject string
 	m       message
+	last    time.Time // when a message last went to the gateway (Flush's)
 }
+
+// DefaultHeartbeat is TransportConfig.Heartbeat when it is 0.
+const DefaultHeartbeat = 500 * time.Millisecond
 
 // NewTransport subscribes to the zone's subject and returns its Transport.
 func NewTransport(cfg TransportConfig) (*Transport, error) {
@@ -98,6 +109,9 @@ func NewTransport(cfg TransportConfig) (*Transport, error) {
 	}
 	if cfg.Prefix == "" {
 		cfg.Prefix = "throng"
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
 	}
 	t := &Transport{cfg: cfg, sessions: map[wire.SessionID]*session{}, byRemote: map[remote]wire.SessionID{}, outs: map[string]*outbox{}}
 	sub, err := cfg.Conn.Subscribe(zoneSubject(cfg.Prefix, cfg.Zone), func(m *nats.Msg) {
@@ -130,7 +144,8 @@ func (t *Transport) Oversize() uint64 { return t.oversize.Load() }
 
 // Strays returns how many frames came for a session the server does not
 // hold (moved to another zone server, or closed, while the frame was on
-// its way) and were dropped.
+// its way; or opened with this zone's server before it restarted) and
+// were dropped; the gateway is told of each.
 func (t *Transport) Strays() uint64 { return t.strays.Load() }
 
 // Messages returns how many messages the transport has taken from
@@ -174,13 +189,7 @@ func (t *Transport) inbound(dst []wire.Inbound, name string, k kind, id uint64, 
 	case k == opened && !open && !t.closed:
 		t.last++
 		s = t.last
-		out := t.outs[name]
-		if out == nil {
-			out = &outbox{subject: gatewaySubject(t.cfg.Prefix, name)}
-			out.m.reset(name)
-			t.outs[name] = out
-		}
-		ss := &session{remote: r, out: out, holding: len(payload) > 0}
+		ss := &session{remote: r, out: t.outbox(name), holding: len(payload) > 0}
 		t.sessions[s] = ss
 		t.byRemote[r] = s
 		t.n.Opened++
@@ -200,9 +209,28 @@ func (t *Transport) inbound(dst []wire.Inbound, name string, k kind, id uint64, 
 		t.forget(s)
 		return append(dst, wire.Inbound{Kind: wire.SessionClosed, Session: s, Reason: string(payload)})
 	case k == frame:
+		// A frame for a session this server does not hold: moved on or
+		// closed while the frame was on its way, or opened with a server
+		// that has since restarted. The gateway is told; it ends the
+		// session if it still routes it here.
 		t.strays.Add(1)
+		out := t.outbox(name)
+		out.mu.Lock()
+		out.m.add(unknown, id, nil)
+		out.mu.Unlock()
 	}
 	return dst
+}
+
+// outbox returns gateway name's outbox, made on first use; t.mu is held.
+func (t *Transport) outbox(name string) *outbox {
+	out := t.outs[name]
+	if out == nil {
+		out = &outbox{subject: gatewayZoneSubject(t.cfg.Prefix, name, t.cfg.Zone)}
+		out.m.reset(name)
+		t.outs[name] = out
+	}
+	return out
 }
 
 // forget drops session s from the maps and counts it closed; t.mu is held.
@@ -406,9 +434,17 @@ func (t *Transport) Flush() {
 		t.release()
 	}
 	limit := int(t.cfg.Conn.MaxPayload())
+	now := time.Now()
 	for _, out := range t.outs {
 		out.mu.Lock()
+		if out.m.empty() && now.Sub(out.last) >= t.cfg.Heartbeat {
+			if t.cfg.Conn.Publish(out.subject, out.m.b) == nil {
+				t.published.Add(1)
+			}
+			out.last = now
+		}
 		if !out.m.empty() {
+			out.last = now
 			// Publish copies the message into the connection's buffer; a
 			// tick's traffic past the server's largest payload goes as
 			// several messages.

@@ -229,6 +229,7 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 	z.hand = handoffs{out: map[components.ActorID]*outgoing{}, committing: map[remote]components.ActorID{},
 		retryAt: map[components.ActorID]uint64{}, in: map[remote]*incoming{}, awaiting: map[components.ActorID]*incoming{},
 		back: map[components.ActorID]returning{}, bounced: map[remote]uint64{}}
+	z.dropStrays(watch.load())
 	if err = z.subscribe(); err != nil {
 		z.Close()
 		return nil, fmt.Errorf("zone: subscribing: %w", err)
@@ -247,6 +248,27 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 		return nil, err
 	}
 	return z, nil
+}
+
+// dropStrays despawns, before the first tick, the actors without a client
+// that stand outside the zone: a world loaded from a save holds the ghosts
+// the neighbours had lent it then (their owners lend them again), and
+// actors it was handing off when the save was taken (their new owners
+// took them, or will have them again from their old owners' saves). Left
+// in, each would be a second copy of a neighbour's actor.
+func (z *Server) dropStrays(v *view) {
+	me, _ := v.m.Zone(z.opts.Zone)
+	g := &z.ghosts
+	for _, cv := range g.world.Snapshot(nil) {
+		if me.Reach(cv.Key) == 0 {
+			continue
+		}
+		for r := range cv.Len() {
+			if cv.Clients[r].Session == 0 {
+				g.world.Despawn(cv.IDs[r])
+			}
+		}
+	}
 }
 
 func (z *Server) subscribe() (err error) {

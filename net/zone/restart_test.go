@@ -1,0 +1,63 @@
+package zone_test
+
+import (
+	"log/slog"
+	"testing"
+
+	ark "github.com/mlange-42/ark/ecs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/throng-go/throng"
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/net/zone"
+)
+
+// TestAZoneRestartedFromItsSaveHoldsItsOwnActorsOnly: zone 1 is saved
+// while it holds a ghost of zone 2's NPC, then restarted from that save.
+// Its own NPC is back, once; the ghost that went into the save is not
+// taken for an actor of its own: the restarted zone lends its neighbour
+// only its own NPC, offers it nothing, and holds zone 2's NPC once, as a
+// ghost lent again.
+func TestAZoneRestartedFromItsSaveHoldsItsOwnActorsOnly(t *testing.T) {
+	w := startZones(t, twoZones)
+	own := w.spawn(1, 7000, 100)
+	w.spawn(2, 8300, 100)
+	for range 3 {
+		w.round()
+	}
+	require.Equal(t, 1, w.servers[1].z.Stats().Ghosts)
+	dir := t.TempDir()
+	pending, err := w.servers[1].srv.Save(dir)
+	require.NoError(t, err)
+	_, err = pending.Wait()
+	require.NoError(t, err)
+	// Zone 1's process dies; a new one starts from the save.
+	w.servers[1].z.Close()
+	require.NoError(t, w.servers[1].srv.Close())
+	srv, err := throng.New(throng.Options{Parallelism: throng.Parallelism{Enabled: new(false)}, LoadFrom: dir,
+		Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	require.Equal(t, 2, srv.World().Len(), "the save holds zone 1's NPC and the ghost")
+	nc, _ := connect(t, w.url)
+	z, err := zone.New(testContext(t), srv, nc, zone.Options{Zone: 1, Name: "a"})
+	require.NoError(t, err)
+	t.Cleanup(z.Close)
+	w.servers[1] = &member{srv: srv, z: z, moves: ark.NewMap[components.Transform](srv.World().Ark())}
+	// The restarted server ticks on from the save's tick, which zone 2's
+	// last round was: both are a tick further after this.
+	for _, id := range w.order {
+		w.servers[id].srv.Tick()
+	}
+	w.tick++
+	listed := w.spy()
+	for range 3 {
+		w.round()
+	}
+	assert.Equal(t, []components.ActorID{own}, w.npcs(1), "zone 1's own NPC, once")
+	assert.Equal(t, 1, z.Stats().Ghosts, "zone 2's NPC, lent again")
+	assert.Equal(t, 2, srv.World().Len())
+	assert.Equal(t, map[uint32]int{own.ID: 3}, listed()[1], "zone 1 lends its own NPC (by the border) alone")
+	assert.Zero(t, z.Stats().Handoffs.Started, "the old ghost is not offered to zone 2 as zone 1's")
+}
