@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -102,11 +103,23 @@ func (v *view) next(e jetstream.KeyValueEntry) *view {
 
 // mapWatch follows the map's key in the bucket and keeps the newest view
 // for the tick goroutine to load once a tick.
+//
+// A JetStream watch does not outlive every outage: after the NATS server
+// restarts, its consumer may be gone and its updates stop without a word.
+// So the watch checks the key's newest revision every checkEvery, and
+// when the bucket holds a newer one than it has read, or the watch ended,
+// it watches again from the revision after the last it read: no revision
+// is skipped, and each view's since stays right.
 type mapWatch struct {
 	current atomic.Pointer[view]
-	watcher jetstream.KeyWatcher
+	kv      jetstream.KeyValue
+	stopped chan struct{}
+	once    sync.Once
 	done    sync.WaitGroup
 }
+
+// checkEvery is how often a map watch checks that it is not behind.
+const checkEvery = time.Second
 
 // watchMap starts following the map and returns once every revision the
 // bucket has kept has been read, so that the first view is as new as the
@@ -120,23 +133,11 @@ func watchMap(ctx context.Context, js jetstream.JetStream, bucket string) (*mapW
 	if err != nil {
 		return nil, fmt.Errorf("zone: watching the map: %w", err)
 	}
-	mw := &mapWatch{watcher: w}
-	v := &view{since: map[ID]uint64{}}
-	for {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, errors.New("zone: the map watch closed while reading the map")
-			}
-			if e != nil {
-				v = v.next(e)
-				continue
-			}
-		case <-ctx.Done():
-			_ = w.Stop()
-			return nil, fmt.Errorf("zone: reading the map: %w", ctx.Err())
-		}
-		break
+	mw := &mapWatch{kv: kv, stopped: make(chan struct{})}
+	v, err := catchUp(ctx, w, &view{since: map[ID]uint64{}})
+	if err != nil {
+		_ = w.Stop()
+		return nil, err
 	}
 	if v.revision == 0 {
 		_ = w.Stop()
@@ -144,17 +145,107 @@ func watchMap(ctx context.Context, js jetstream.JetStream, bucket string) (*mapW
 	}
 	mw.current.Store(v)
 	mw.done.Add(1)
-	go mw.follow()
+	go mw.follow(w)
 	return mw, nil
 }
 
-func (mw *mapWatch) follow() {
-	defer mw.done.Done()
-	for e := range mw.watcher.Updates() {
-		if e != nil {
-			mw.current.Store(mw.current.Load().next(e))
+// catchUp applies w's updates to v until the watch says it has delivered
+// every kept revision (a nil entry), and returns the newest view.
+func catchUp(ctx context.Context, w jetstream.KeyWatcher, v *view) (*view, error) {
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, errors.New("zone: the map watch closed while reading the map")
+			}
+			if e == nil {
+				return v, nil
+			}
+			if e.Revision() > v.revision {
+				v = v.next(e)
+			}
+		case <-ctx.Done():
+			return nil, fmt.Errorf("zone: reading the map: %w", ctx.Err())
 		}
 	}
+}
+
+// follow keeps the view current until stop, watching again when the
+// watch ended or fell behind.
+func (mw *mapWatch) follow(w jetstream.KeyWatcher) {
+	defer mw.done.Done()
+	check := time.NewTicker(checkEvery)
+	defer check.Stop()
+	updates := w.Updates()
+	for {
+		select {
+		case <-mw.stopped:
+			_ = w.Stop()
+			return
+		case e, ok := <-updates:
+			if !ok {
+				updates = nil // ended: the next check watches again
+				continue
+			}
+			if e != nil && e.Revision() > mw.current.Load().revision {
+				mw.current.Store(mw.current.Load().next(e))
+			}
+		case <-check.C:
+			if updates != nil && !mw.behind() {
+				continue
+			}
+			if again := mw.rewatch(); again != nil {
+				_ = w.Stop()
+				w, updates = again, again.Updates()
+			}
+		}
+	}
+}
+
+// behind reports whether the bucket holds a revision of the map newer
+// than the view's (false when it cannot tell: NATS away).
+func (mw *mapWatch) behind() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), checkEvery/2)
+	defer cancel()
+	st, err := mw.kv.Status(ctx)
+	if err != nil {
+		return false
+	}
+	e, err := mw.kv.Get(ctx, mapKey)
+	if err != nil {
+		// Deleted, perhaps: a delete marker is a revision too, which the
+		// bucket's last sequence counts.
+		return st.Bucket() != "" && lastRevision(st) > mw.current.Load().revision
+	}
+	return e.Revision() > mw.current.Load().revision
+}
+
+// lastRevision returns the bucket's newest revision of any key.
+func lastRevision(st jetstream.KeyValueStatus) uint64 {
+	if s, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+		return s.StreamInfo().State.LastSeq
+	}
+	return 0
+}
+
+// rewatch watches the map again from the revision after the view's, and
+// returns the new watch, or nil if NATS is not there yet.
+func (mw *mapWatch) rewatch() jetstream.KeyWatcher {
+	ctx, cancel := context.WithTimeout(context.Background(), checkEvery)
+	defer cancel()
+	v := mw.current.Load()
+	w, err := mw.kv.Watch(context.Background(), mapKey, jetstream.ResumeFromRevision(v.revision+1))
+	if err != nil {
+		return nil
+	}
+	// What the view has not read yet, in order, before the watch goes on.
+	n, err := catchUp(ctx, w, v)
+	if err != nil {
+		_ = w.Stop()
+		return nil
+	}
+	mw.current.Store(n)
+	return w
 }
 
 // load returns the newest view.
@@ -162,6 +253,6 @@ func (mw *mapWatch) load() *view { return mw.current.Load() }
 
 // stop ends the watch and waits for its goroutine.
 func (mw *mapWatch) stop() {
-	_ = mw.watcher.Stop()
+	mw.once.Do(func() { close(mw.stopped) })
 	mw.done.Wait()
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/net/gateway"
+	"github.com/throng-go/throng/net/internal/nettest"
 	"github.com/throng-go/throng/net/mem"
 	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/net/zone"
@@ -26,6 +27,7 @@ import (
 type zones struct {
 	t       *testing.T
 	url     string
+	nats    *nettest.NATSServer
 	js      jetstream.JetStream
 	servers map[zone.ID]*member
 	order   []zone.ID
@@ -73,11 +75,12 @@ func startGatewayZones(t *testing.T, m zone.Map, opts zone.Options) *zones {
 }
 
 func startZonesOn(t *testing.T, m zone.Map, opts zone.Options, viaGateway bool) *zones {
-	url := startNATS(t)
+	ns := nettest.StartNATSServer(t, 0)
+	url := ns.URL
 	_, js := connect(t, url)
 	_, err := zone.PublishMap(testContext(t), js, "", m)
 	require.NoError(t, err)
-	w := &zones{t: t, url: url, js: js, servers: map[zone.ID]*member{}, opts: opts, gts: map[zone.ID]*gateway.Transport{}}
+	w := &zones{t: t, url: url, nats: ns, js: js, servers: map[zone.ID]*member{}, opts: opts, gts: map[zone.ID]*gateway.Transport{}}
 	for _, zn := range m.Zones {
 		mb := &member{}
 		nc, _ := connect(t, url)

@@ -1,6 +1,7 @@
 package nettest
 
 import (
+	"net"
 	"testing"
 	"time"
 
@@ -15,17 +16,49 @@ func StartNATS(t testing.TB) string { return StartNATSWith(t, 0) }
 // StartNATSWith is StartNATS with the server's max_payload, the largest
 // message it takes, set to maxPayload bytes (0: its default, 1 MB).
 func StartNATSWith(t testing.TB, maxPayload int32) string {
+	return StartNATSServer(t, maxPayload).URL
+}
+
+// NATSServer is an embedded nats-server a test can restart.
+type NATSServer struct {
+	URL  string
+	t    testing.TB
+	opts server.Options
+	ns   *server.Server
+}
+
+// StartNATSServer is StartNATSWith, returning the server.
+func StartNATSServer(t testing.TB, maxPayload int32) *NATSServer {
 	t.Helper()
-	ns, err := server.NewServer(&server.Options{
+	s := &NATSServer{t: t, opts: server.Options{
 		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
 		StoreDir: t.TempDir(), NoLog: true, NoSigs: true, MaxPayload: maxPayload,
-	})
-	require.NoError(t, err)
+	}}
+	s.start()
+	s.opts.Port = s.ns.Addr().(*net.TCPAddr).Port // a restart comes back on it
+	s.URL = s.ns.ClientURL()
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *NATSServer) start() {
+	opts := s.opts
+	ns, err := server.NewServer(&opts)
+	require.NoError(s.t, err)
 	go ns.Start()
-	require.True(t, ns.ReadyForConnections(10*time.Second), "nats-server did not start")
-	t.Cleanup(func() {
-		ns.Shutdown()
-		ns.WaitForShutdown()
-	})
-	return ns.ClientURL()
+	require.True(s.t, ns.ReadyForConnections(10*time.Second), "nats-server did not start")
+	s.ns = ns
+}
+
+func (s *NATSServer) stop() {
+	s.ns.Shutdown()
+	s.ns.WaitForShutdown()
+}
+
+// Restart stops the server, dropping every connection, and starts it
+// again on the same port with the same JetStream store, as an operator's
+// restart does.
+func (s *NATSServer) Restart() {
+	s.stop()
+	s.start()
 }
