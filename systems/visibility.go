@@ -168,7 +168,9 @@ func (p *Pipeline) welcome(a *changedActor) {
 // pairsOf visits every actor whose visibility with changed actor i may have
 // changed, once: those now in its new stencil, those now in the chunks of
 // its old stencil that the new one does not cover, and changed actors that
-// left the world from its old stencil.
+// were in its old stencil and are now in neither (they left the world, or
+// moved out of it as i did: each in the other's old stencil, in neither's
+// new one, which the walks of the stencils as they are now do not find).
 func (p *Pipeline) pairsOf(i int32) {
 	v := &p.vis
 	a := &v.changed[i]
@@ -183,7 +185,11 @@ func (p *Pipeline) pairsOf(i int32) {
 		p.pairsInStencil(i, a.old, covered)
 		for j := range v.changed {
 			b := &v.changed[j]
-			if b.hasOld && !b.hasNew && grid.Visible(a.old, b.old) {
+			if !b.hasOld || !grid.Visible(a.old, b.old) {
+				continue
+			}
+			walked := b.hasNew && (grid.Visible(a.old, b.new) || a.hasNew && grid.Visible(a.new, b.new))
+			if !walked {
 				p.pair(i, int32(j), b.id, nil, 0)
 			}
 		}
