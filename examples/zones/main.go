@@ -7,11 +7,14 @@
 //	go run ./examples/zones                              # 400 bots, 10 s, all in one process
 //	go run ./examples/zones -players 2000 -duration 30s
 //	go run ./examples/zones -zones 1                     # the same world on one server, to compare
+//	go run ./examples/zones -cpuprofile zones.prof       # and where the time went: go tool pprof zones.prof
 //
 // In one process (the default) it starts an embedded nats-server with
 // JetStream on a free loopback port, publishes the zone map, starts the
 // four zone servers (each with a NATS connection of its own, ticking at
-// -hz), a gateway on an in-memory front and the bots on it. The world is
+// -hz on a goroutine of its own, without a worker pool: four pools would
+// only poll against each other), a gateway on an in-memory front and the
+// bots on it. The world is
 // 4 x 4 chunks; zone i holds a 2 x 2 corner, and the bots roam a square of
 // one chunk around the centre where the four meet.
 //
@@ -76,6 +79,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"time"
 
 	"github.com/throng-go/throng/net/gateway"
@@ -95,6 +99,7 @@ type config struct {
 	joinRate  int
 	save      string
 	saveEvery time.Duration
+	profile   string
 }
 
 func parse(args []string, errOut io.Writer) (config, error) {
@@ -112,6 +117,7 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	fs.IntVar(&c.joinRate, "join-rate", 200, "bots that connect a second, until all are in")
 	fs.StringVar(&c.save, "save", "", "directory each zone server saves its world in (DIR/zone-N), and starts from when a save is there")
 	fs.DurationVar(&c.saveEvery, "save-every", 5*time.Second, "with -save: time between saves")
+	fs.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof reads it)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -210,6 +216,17 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		players = newBots(front, pop, c.seed, c.joinRate)
 	}
 	fmt.Fprintf(out, "start role=%s zones=%d players=%d hz=%d nats=%s\n", c.role, c.zones, c.players, c.hz, url)
+	if c.profile != "" {
+		f, err := os.Create(c.profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	period := time.Second / time.Duration(c.hz)
 	done := make(chan struct{})

@@ -69,6 +69,12 @@ func startZone(ctx context.Context, url string, m zone.Map, id zone.ID, c config
 		return fail(err)
 	}
 	opts := throng.Options{TickRate: &c.hz, Transport: s.gt, Admit: pop.AdmitAny, Logger: log}
+	if c.role == "all" && c.zones > 1 {
+		// Several zone servers share this process's cores: each ticks on
+		// its own goroutine, and a worker pool apiece would only poll
+		// against the others.
+		opts.Parallelism.Enabled = new(false)
+	}
 	if c.save != "" {
 		// Saved every -save-every into a directory of the zone's own, and
 		// started from its latest save if it has one (a zone restarted).
