@@ -114,16 +114,7 @@ func (p *Pipeline) attach() {
 		c := p.clients.Get(e)
 		c.Session, c.Slot = uint64(a.id), s.slot
 		s.actor, s.entity, s.state, s.resumed = a.actor, e, playing, true
-		ap := p.appearOf(a.actor)
-		p.out = wire.AppendWelcome(p.out[:0], wire.Welcome{
-			Actor: a.actor.ID, TickRate: uint16(p.cfg.TickRate), Tick: uint32(p.frame.Tick),
-			X: ap.X, Y: ap.Y, Z: ap.Z, Yaw: ap.Yaw, WorldOrCell: ap.WorldOrCell,
-		})
-		p.transport.SendReliable(a.id, p.out)
-		if p.rateTold != 0 {
-			p.out = wire.AppendRate(p.out[:0], wire.Rate{Nominal: uint16(p.cfg.TickRate), Centihertz: p.rateTold})
-			p.transport.SendReliable(a.id, p.out)
-		}
+		p.sendWelcome(a.id, p.appearOf(a.actor))
 		p.tellAround(uint64(a.id), a.actor, p.world.KeyOf(*p.transforms.Get(e)))
 		p.attached = append(p.attached, s)
 	}
@@ -135,12 +126,9 @@ func (p *Pipeline) attach() {
 func (p *Pipeline) tellAround(session uint64, self components.ActorID, key grid.AreaKey) {
 	p.eachStencilView(key, func(view *ecs.ChunkView) {
 		for r := range view.Len() {
-			if view.IDs[r] == self {
-				continue
+			if view.IDs[r] != self {
+				p.sendAppear(session, appearAt(view, r))
 			}
-			t := view.Transforms[r]
-			p.sendAppear(session, wire.Appear{Actor: view.IDs[r].ID, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw,
-				WorldOrCell: t.WorldOrCell, Flags: view.Animations[r].Flags})
 		}
 	})
 }

@@ -153,15 +153,20 @@ func (p *Pipeline) welcome(a *changedActor) {
 		return
 	}
 	s.state, s.entity, s.kept = playing, e, nil
-	ap := a.appear
+	p.sendWelcome(wire.SessionID(a.session), a.appear)
+}
+
+// sendWelcome tells session it plays actor ap.Actor, which stands as ap
+// says, and, while the server runs slowed, at what rate.
+func (p *Pipeline) sendWelcome(session wire.SessionID, ap wire.Appear) {
 	p.out = wire.AppendWelcome(p.out[:0], wire.Welcome{
-		Actor: a.id, TickRate: uint16(p.cfg.TickRate), Tick: uint32(p.frame.Tick),
+		Actor: ap.Actor, TickRate: uint16(p.cfg.TickRate), Tick: uint32(p.frame.Tick),
 		X: ap.X, Y: ap.Y, Z: ap.Z, Yaw: ap.Yaw, WorldOrCell: ap.WorldOrCell,
 	})
-	p.transport.SendReliable(wire.SessionID(a.session), p.out)
+	p.transport.SendReliable(session, p.out)
 	if p.rateTold != 0 { // the server is slowed: the newcomer hears it at once
 		p.out = wire.AppendRate(p.out[:0], wire.Rate{Nominal: uint16(p.cfg.TickRate), Centihertz: p.rateTold})
-		p.transport.SendReliable(wire.SessionID(a.session), p.out)
+		p.transport.SendReliable(session, p.out)
 	}
 }
 
@@ -250,11 +255,10 @@ func (p *Pipeline) pair(i, j int32, id uint32, view *ecs.ChunkView, row int) {
 	if j >= 0 {
 		b = v.changed[j]
 	} else {
-		t := view.Transforms[row]
 		b = changedActor{
 			id: id, session: view.Clients[row].Session,
 			old: view.Key, new: view.Key, hasOld: true, hasNew: true,
-			appear: wire.Appear{Actor: id, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, WorldOrCell: t.WorldOrCell, Flags: view.Animations[row].Flags},
+			appear: appearAt(view, row),
 		}
 	}
 	before := a.hasOld && b.hasOld && grid.Visible(a.old, b.old)
@@ -292,6 +296,12 @@ func (p *Pipeline) sendDisappear(session uint64, actor uint32) {
 }
 
 // appearOf reads a live actor's current state.
+// appearAt is the Appear of the actor in view's row.
+func appearAt(view *ecs.ChunkView, row int) wire.Appear {
+	t := &view.Transforms[row]
+	return wire.Appear{Actor: view.IDs[row].ID, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, WorldOrCell: t.WorldOrCell, Flags: view.Animations[row].Flags}
+}
+
 func (p *Pipeline) appearOf(id components.ActorID) wire.Appear {
 	e, ok := p.world.Entity(id)
 	if !ok {

@@ -69,9 +69,8 @@ func (b *bots) connect(dt time.Duration) {
 	b.owed += dt.Seconds() * float64(b.rate)
 	for ; b.owed >= 1 && len(b.bots) < len(b.pop.Spawns); b.owed-- {
 		i := len(b.bots)
-		c := b.front.Dial()
-		hello, _ := wire.AppendHello(b.frame[:0], wire.Hello{Token: scenario.Token(i)}) // a token never too long
-		if c.Send(hello) != nil {
+		c := b.dial(i)
+		if c == nil {
 			return // the transport closed: the run is ending
 		}
 		b.bots = append(b.bots, b.pop.Bot(i, b.pop.BotGait(), b.seed))
@@ -83,12 +82,20 @@ func (b *bots) connect(dt time.Duration) {
 	}
 }
 
+// dial connects bot i and sends its Hello; nil once the transport closed.
+func (b *bots) dial(i int) *mem.Client {
+	c := b.front.Dial()
+	hello, _ := wire.AppendHello(b.frame[:0], wire.Hello{Token: scenario.Token(i)}) // a token never too long
+	if c.Send(hello) != nil {
+		return nil
+	}
+	return c
+}
+
 // retry dials bot i again, as a player turned away as busy does a second
 // later.
 func (b *bots) retry(i int) {
-	c := b.front.Dial()
-	hello, _ := wire.AppendHello(b.frame[:0], wire.Hello{Token: scenario.Token(i)})
-	if c.Send(hello) == nil {
+	if c := b.dial(i); c != nil {
 		b.clients[i], b.retryAt[i], b.dialledAt[i] = c, 0, b.clock
 		b.n.Retries++
 	}

@@ -16,8 +16,11 @@
 // its clients sent since the last one, as one NATS message per zone
 // server; a zone server sends, at the end of each tick
 // ([Transport.Flush]), everything it sent to the gateway's sessions, as
-// one message per gateway. A message holds entries: a kind, the session
+// one message per gateway (or a heartbeat when it sent nothing for a
+// while). A round past the NATS server's largest payload goes as several
+// messages of whole entries. A message holds entries: a kind, the session
 // (the gateway's id for it) and a payload (a frame, a datagram or a
 // reason). A message that does not decode is dropped whole and counted;
-// the server ticks on.
+// the server ticks on. A gateway that hears nothing from a zone server for
+// [Config].ZoneTimeout takes it for dead and disconnects its sessions.
 package gateway

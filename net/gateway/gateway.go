@@ -88,6 +88,7 @@ type Gateway struct {
 	// was last heard: a zone never heard from is timed from then.
 	routedAt  map[uint32]time.Time
 	inUse     map[uint32]bool // dropSilentZones': the zones serving a session
+	checked   time.Time       // when dropSilentZones last looked
 	lostZones atomic.Uint64
 	dropped   atomic.Uint64
 	recent    map[wire.SessionID]*moves
@@ -265,9 +266,13 @@ func (g *Gateway) Step() int {
 
 // dropSilentZones disconnects the sessions of every zone server silent
 // for longer than ZoneTimeout (heard last, or first sent a session since,
-// that long ago): it is taken for dead.
+// that long ago): it is taken for dead. It looks ten times a timeout.
 func (g *Gateway) dropSilentZones() {
 	now := time.Now()
+	if now.Sub(g.checked) < g.cfg.ZoneTimeout/10 {
+		return // checked lately: the walk over every session is not each step's
+	}
+	g.checked = now
 	g.mu.Lock()
 	var silent []uint32
 	clear(g.inUse)

@@ -207,17 +207,14 @@ func (mw *mapWatch) follow(w jetstream.KeyWatcher) {
 func (mw *mapWatch) behind() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), checkEvery/2)
 	defer cancel()
-	st, err := mw.kv.Status(ctx)
-	if err != nil {
-		return false
-	}
 	e, err := mw.kv.Get(ctx, mapKey)
-	if err != nil {
-		// Deleted, perhaps: a delete marker is a revision too, which the
-		// bucket's last sequence counts.
-		return st.Bucket() != "" && lastRevision(st) > mw.current.Load().revision
+	if err == nil {
+		return e.Revision() > mw.current.Load().revision
 	}
-	return e.Revision() > mw.current.Load().revision
+	// Deleted, perhaps: a delete marker is a revision too, which the
+	// bucket's last sequence counts.
+	st, err := mw.kv.Status(ctx)
+	return err == nil && lastRevision(st) > mw.current.Load().revision
 }
 
 // lastRevision returns the bucket's newest revision of any key.

@@ -2,6 +2,8 @@ package zone_test
 
 import (
 	"log/slog"
+	"maps"
+	"slices"
 	"testing"
 
 	ark "github.com/mlange-42/ark/ecs"
@@ -58,6 +60,8 @@ func TestAZoneRestartedFromItsSaveHoldsItsOwnActorsOnly(t *testing.T) {
 	assert.Equal(t, []components.ActorID{own}, w.npcs(1), "zone 1's own NPC, once")
 	assert.Equal(t, 1, z.Stats().Ghosts, "zone 2's NPC, lent again")
 	assert.Equal(t, 2, srv.World().Len())
-	assert.Equal(t, map[uint32]int{own.ID: 3}, listed()[1], "zone 1 lends its own NPC (by the border) alone")
+	// (Listed each round; the spy may also catch the batch of the tick
+	// before it subscribed, so the rounds are not counted.)
+	assert.Equal(t, []uint32{own.ID}, slices.Sorted(maps.Keys(listed()[1])), "zone 1 lends its own NPC (by the border) alone")
 	assert.Zero(t, z.Stats().Handoffs.Started, "the old ghost is not offered to zone 2 as zone 1's")
 }
