@@ -84,15 +84,15 @@ func TestASessionAttachedToAnActorDrivesItAndLetsItGo(t *testing.T) {
 	bActor := components.ActorID{ID: b.welcome.Actor}
 
 	// What Attach refuses.
-	assert.ErrorContains(t, srv.Attach(b.c.Session(), npc), "said Hello")
-	assert.ErrorContains(t, srv.Attach(a.c.Session(), bActor), "has a client")
-	assert.ErrorContains(t, srv.Attach(a.c.Session(), components.ActorID{ID: 999}), "no actor")
-	assert.ErrorContains(t, srv.Attach(a.c.Session(), prop), "is a prop")
-	assert.ErrorContains(t, srv.Attach(wire.SessionID(77), npc), "no session")
-	_, err = srv.Detach(npc)
+	assert.ErrorContains(t, srv.Attach(b.c.Session(), npc, ""), "said Hello")
+	assert.ErrorContains(t, srv.Attach(a.c.Session(), bActor, ""), "has a client")
+	assert.ErrorContains(t, srv.Attach(a.c.Session(), components.ActorID{ID: 999}, ""), "no actor")
+	assert.ErrorContains(t, srv.Attach(a.c.Session(), prop, ""), "is a prop")
+	assert.ErrorContains(t, srv.Attach(wire.SessionID(77), npc, ""), "no session")
+	_, _, err = srv.Detach(npc)
 	assert.ErrorContains(t, err, "no client in play")
 
-	require.NoError(t, srv.Attach(a.c.Session(), npc))
+	require.NoError(t, srv.Attach(a.c.Session(), npc, ""))
 	srv.Tick()
 	a.read(t)
 	b.read(t)
@@ -110,7 +110,7 @@ func TestASessionAttachedToAnActorDrivesItAndLetsItGo(t *testing.T) {
 	assert.Equal(t, []float32{110, 120, 130, 140}, b.xs[npc.ID], "the other player saw the NPC walk")
 	assert.Equal(t, []string{fmt.Sprint("appear ", npc.ID)}, b.events, "no Disappear, no second Appear")
 
-	session, err := srv.Detach(npc)
+	session, _, err := srv.Detach(npc)
 	require.NoError(t, err)
 	assert.Equal(t, a.c.Session(), session)
 	for seq := uint32(5); seq <= 7; seq++ {
@@ -129,10 +129,72 @@ func TestASessionAttachedToAnActorDrivesItAndLetsItGo(t *testing.T) {
 	// An attach whose actor goes before the join is refused.
 	c := newWatcher(srv.Mem().Dial())
 	srv.Tick()
-	require.NoError(t, srv.Attach(c.c.Session(), npc))
+	require.NoError(t, srv.Attach(c.c.Session(), npc, ""))
 	srv.World().Despawn(npc)
 	srv.Tick()
 	c.read(t)
 	assert.Contains(t, c.refusal, "is gone")
 	assert.Zero(t, c.welcomed)
+}
+
+// TestAnAttachedSessionKeepsItsPlayersName: Detach gives the player's
+// name with its session, and the server it leaves does not keep the
+// player; a session attached with a name is that player here: an actor
+// kept for the name is forgotten (the player brings its newer one), and
+// when the session leaves, its actor is kept under the name.
+func TestAnAttachedSessionKeepsItsPlayersName(t *testing.T) {
+	srv, err := throng.New(throng.Options{
+		Logger:      slog.New(slog.DiscardHandler),
+		Parallelism: throng.Parallelism{Enabled: new(false)},
+		Admit: func(h wire.Hello) (throng.Entry, error) {
+			return throng.Entry{Player: string(h.Token), Spawn: components.Transform{X: 130, Y: 100}}, nil
+		},
+	})
+	require.NoError(t, err)
+	defer srv.Close()
+	join := func(name string) *watcher {
+		w := newWatcher(srv.Mem().Dial())
+		hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte(name)})
+		require.NoError(t, err)
+		require.NoError(t, w.c.Send(hello))
+		for range 2 {
+			srv.Tick()
+			w.read(t)
+		}
+		require.Equal(t, 1, w.welcomed)
+		return w
+	}
+	ann := join("ann")
+	session, player, err := srv.Detach(components.ActorID{ID: ann.welcome.Actor})
+	require.NoError(t, err)
+	assert.Equal(t, ann.c.Session(), session)
+	assert.Equal(t, "ann", player)
+	ann.c.Close()
+	srv.Tick()
+	_, kept := srv.Kept("ann")
+	assert.False(t, kept, "a player let go is kept where it goes, not here")
+
+	bob := join("bob")
+	bob.c.Close()
+	srv.Tick()
+	_, kept = srv.Kept("bob")
+	require.True(t, kept)
+
+	// bob comes back on another server's actor (here an NPC standing in
+	// for it), attached under his name.
+	npc := srv.World().Spawn(ecs.ActorSpec{Transform: components.Transform{X: 300, Y: 100}})
+	back := newWatcher(srv.Mem().Dial())
+	srv.Tick()
+	require.NoError(t, srv.Attach(back.c.Session(), npc, "bob"))
+	srv.Tick()
+	back.read(t)
+	require.Equal(t, npc.ID, back.welcome.Actor)
+	_, kept = srv.Kept("bob")
+	assert.False(t, kept, "the actor kept for bob is forgotten: he plays another")
+	back.c.Close()
+	srv.Tick()
+	k, kept := srv.Kept("bob")
+	require.True(t, kept, "bob, attached under his name, is kept when he leaves")
+	assert.Equal(t, npc, k.ID)
+	assert.Equal(t, float32(300), k.Transform.X)
 }

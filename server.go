@@ -44,6 +44,7 @@ type Server struct {
 	saveUnits []scheduler.Unit
 	lastSave  *PendingSave
 	nextSave  time.Time // when the next periodic save is due
+	types     []save.Type
 }
 
 // New validates opts (see [Options.Resolve]) and builds a server. Clamps
@@ -142,6 +143,7 @@ func New(opts Options) (*Server, error) {
 		return fail(fmt.Errorf("throng: %w", err))
 	}
 	s.saveJob.saver = s.saver
+	s.types = opts.SavedTypes
 	if settings.LoadFrom != "" {
 		if err := s.load(settings.LoadFrom, opts.SavedTypes); err != nil {
 			s.pool.Close()
@@ -229,21 +231,28 @@ func (s *Server) Transport() wire.Transport { return s.transport }
 // to the actor and told what is around it, and from then on drives it as
 // any player's. Others see the actor as before. It is how a session moves
 // between servers with its actor (a zone server that took the actor in a
-// hand-off). Call it between ticks or from a serial system before
-// Prepare. See [systems.Pipeline.Attach].
-func (s *Server) Attach(session wire.SessionID, actor components.ActorID) error {
-	return s.pipe.Attach(session, actor)
+// hand-off). player names the session's player ("" for a guest): it is
+// known by that name here, as if Admit had named it. Call it between
+// ticks or from a serial system before Prepare. See
+// [systems.Pipeline.Attach].
+func (s *Server) Attach(session wire.SessionID, actor components.ActorID, player string) error {
+	return s.pipe.Attach(session, actor, player)
 }
 
 // Detach lets actor's session go without ending either: the actor stays
 // as one without a client, the session is forgotten and its frames
 // dropped, and the transport is not told (the caller moves the
-// connection on or closes it). It returns the session. Call it between
-// ticks or from a serial system before Prepare. See
-// [systems.Pipeline.Detach].
-func (s *Server) Detach(actor components.ActorID) (wire.SessionID, error) {
+// connection on or closes it). It returns the session and its player's
+// name ("" for a guest), which the server the session moves to attaches
+// it with; the player is not kept here. Call it between ticks or from a
+// serial system before Prepare. See [systems.Pipeline.Detach].
+func (s *Server) Detach(actor components.ActorID) (wire.SessionID, string, error) {
 	return s.pipe.Detach(actor)
 }
+
+// SavedTypes returns the components of the game's own that this server's
+// saves keep (Options.SavedTypes): the ones a zone hand-off carries too.
+func (s *Server) SavedTypes() []save.Type { return s.types }
 
 // Commands returns the commands of the game's own that clients sent this
 // tick ([client.Client.SendCommand]), in the order they arrived, each with

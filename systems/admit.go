@@ -99,11 +99,16 @@ func (p *Pipeline) spawnPlayer(id wire.SessionID, s *session, spawn components.T
 	s.actor = p.world.Spawn(spec)
 	s.state = joining
 	if s.player != "" {
-		if int(s.slot) >= len(p.names) {
-			p.names = append(p.names, make([]string, int(s.slot)+1-len(p.names))...)
-		}
-		p.names[s.slot] = s.player
+		p.nameSlot(s)
 	}
+}
+
+// nameSlot notes named session s's player by its slot, for saves.
+func (p *Pipeline) nameSlot(s *session) {
+	if int(s.slot) >= len(p.names) {
+		p.names = append(p.names, make([]string, int(s.slot)+1-len(p.names))...)
+	}
+	p.names[s.slot] = s.player
 }
 
 // keep keeps the actor of named session s, which is closing, for its

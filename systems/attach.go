@@ -20,8 +20,9 @@ import (
 
 // attachment is an Attach waiting for the join.
 type attachment struct {
-	id    wire.SessionID
-	actor components.ActorID
+	id     wire.SessionID
+	actor  components.ActorID
+	player string
 }
 
 // Attach makes session id, open and without a Hello yet, the client of
@@ -34,9 +35,13 @@ type attachment struct {
 // are dropped, a Hello among them. The updates it sends first that the
 // actor has had already (its MoveInput.Seq says which: those its old
 // server applied, sent again by a gateway) are dropped without a
-// Correction. Call it between ticks, or from a
-// serial system before Prepare.
-func (p *Pipeline) Attach(id wire.SessionID, actor components.ActorID) error {
+// Correction. player is the name the session's player had where it came
+// from (Admit's Entry.Player there; "" for a guest): the player is known
+// by it here as if Admit had named it, kept under it when it leaves, and
+// an actor this server kept for that name is forgotten (the player brings
+// its newer one). Call it between ticks, or from a serial system before
+// Prepare.
+func (p *Pipeline) Attach(id wire.SessionID, actor components.ActorID, player string) error {
 	s := p.sessions[id]
 	switch {
 	case s == nil:
@@ -59,25 +64,27 @@ func (p *Pipeline) Attach(id wire.SessionID, actor components.ActorID) error {
 		return fmt.Errorf("systems: attach: actor %d is being attached already", actor.ID)
 	}
 	s.state = attaching
-	p.attaching = append(p.attaching, attachment{id: id, actor: actor})
+	p.attaching = append(p.attaching, attachment{id: id, actor: actor, player: player})
 	return nil
 }
 
 // Detach lets actor's session go: the actor stays in the world as one
 // without a client (keeping its class), the session is forgotten (its
 // frames are dropped from then on) and the transport is not told: the
-// caller moves the connection on or closes it. It returns the session.
-// Call it between ticks, or from a serial system before Prepare.
-func (p *Pipeline) Detach(actor components.ActorID) (wire.SessionID, error) {
+// caller moves the connection on or closes it. It returns the session and
+// its player's name ("" for a guest), for the server it moves to (see
+// Attach); the player is not kept here. Call it between ticks, or from a
+// serial system before Prepare.
+func (p *Pipeline) Detach(actor components.ActorID) (wire.SessionID, string, error) {
 	e, ok := p.world.Entity(actor)
 	if !ok {
-		return 0, fmt.Errorf("systems: detach: no actor %d", actor.ID)
+		return 0, "", fmt.Errorf("systems: detach: no actor %d", actor.ID)
 	}
 	c := p.clients.Get(e)
 	id := wire.SessionID(c.Session)
 	s := p.sessions[id]
 	if id == 0 || s == nil || s.state != playing {
-		return 0, fmt.Errorf("systems: detach: actor %d has no client in play", actor.ID)
+		return 0, "", fmt.Errorf("systems: detach: actor %d has no client in play", actor.ID)
 	}
 	c.Session, c.Slot = 0, 0
 	if int(s.slot) < len(p.names) {
@@ -88,7 +95,7 @@ func (p *Pipeline) Detach(actor components.ActorID) (wire.SessionID, error) {
 	}
 	delete(p.sessions, id)
 	p.closedSlots = append(p.closedSlots, s.slot)
-	return id, nil
+	return id, s.player, nil
 }
 
 // attach welcomes the sessions attached since the last join to their
@@ -114,6 +121,10 @@ func (p *Pipeline) attach() {
 		c := p.clients.Get(e)
 		c.Session, c.Slot = uint64(a.id), s.slot
 		s.actor, s.entity, s.state, s.resumed = a.actor, e, playing, true
+		if s.player = a.player; s.player != "" {
+			p.nameSlot(s)
+			delete(p.kept, s.player)
+		}
 		p.sendWelcome(a.id, p.appearOf(a.actor))
 		p.tellAround(uint64(a.id), a.actor, p.world.KeyOf(*p.transforms.Get(e)))
 		p.attached = append(p.attached, s)

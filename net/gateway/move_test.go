@@ -75,7 +75,7 @@ func TestASessionMovesBetweenZoneServersWithoutReconnecting(t *testing.T) {
 		resumed = zones[2].TakeResumed(resumed[:0])
 		for _, r := range resumed {
 			require.Equal(t, "walker", string(r.Payload))
-			require.NoError(t, servers[2].Attach(r.Session, taken))
+			require.NoError(t, servers[2].Attach(r.Session, taken, ""))
 			zones[2].Release(r.Session)
 		}
 		require.NoError(t, nc.Flush())
@@ -109,7 +109,7 @@ func TestASessionMovesBetweenZoneServersWithoutReconnecting(t *testing.T) {
 	taken = servers[2].World().Spawn(ecs.ActorSpec{Transform: components.Transform{X: x1, Y: 100},
 		Init: func(w *ark.World, e ark.Entity) { ark.NewMap[components.MoveInput](w).Get(e).Seq = lastApplied }})
 	servers[2].Tick()
-	s, err := servers[1].Detach(mine)
+	s, _, err := servers[1].Detach(mine)
 	require.NoError(t, err)
 	require.NoError(t, zones[1].Move(s, 2, []byte("walker")))
 	// The client knows nothing and walks on: its next move reaches the

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs/save"
 	"github.com/throng-go/throng/net/gateway"
 	"github.com/throng-go/throng/net/wire"
 )
@@ -62,6 +63,12 @@ type HandoffStats struct {
 	// begun, the last for that many or more. The player is welcomed in the
 	// tick that attaches it, and its moves are applied from the next.
 	SwitchTicks [8]uint64
+	// ComponentsLeft counts, as the receiver, the components of the
+	// game's own that came with a Commit and that this server could not
+	// give the actor it took: a type it has not registered under that
+	// name and version, or a value its codec refused (the Logger says
+	// which). The actor is taken without them.
+	ComponentsLeft uint64
 }
 
 // mailbox holds the hand-off requests and answers NATS delivered since
@@ -166,6 +173,7 @@ type handoffs struct {
 	reqs    []request
 	ans     []HandoffAnswer
 	msg     []byte
+	carried []byte
 	freed   []components.ActorID
 }
 
@@ -193,6 +201,7 @@ type outgoing struct {
 	// moved to the new owner with the Commit.
 	client  bool
 	session wire.SessionID
+	player  string // its player's name, from letting it go
 }
 
 type incoming struct {
@@ -207,6 +216,7 @@ type incoming struct {
 	session  wire.SessionID
 	due      uint64
 	inputSeq uint32 // the last move the old owner applied, from the Commit
+	player   string // its player's name, from the Commit
 }
 
 // offer starts handing our actor id, standing in zone to's chunks, to
@@ -246,6 +256,12 @@ func (z *Server) sendState(kind uint8, revision uint64, id components.ActorID, o
 	r := HandoffRequest{Kind: kind, Zone: z.opts.Zone, Revision: revision, Seq: o.seq, Actor: id.ID, Client: o.client}
 	if e, ok := g.world.Entity(id); ok {
 		r.Transform, r.Animation, r.Input, r.Class = *g.transforms.Get(e), *g.animations.Get(e), *g.inputs.Get(e), g.clients.Get(e).Class
+		if kind == Commit {
+			// The game's components go with the Commit, which the
+			// receiver takes the actor on: as they stand now.
+			z.hand.carried = save.AppendCarried(z.hand.carried[:0], g.world.Ark(), e, z.types)
+			r.Carried, r.Player = z.hand.carried, o.player
+		}
 	}
 	o.sentAt = g.tick
 	z.send(o, r)
@@ -294,6 +310,11 @@ func (z *Server) handOver(id components.ActorID, o *outgoing, fromTick uint64) {
 	}
 	src.actors[o.remote] = &ghost{local: id, gen: src.gen, from: fromTick}
 	g.local[id] = remote{o.to, o.remote}
+	if e, ok := g.world.Entity(id); ok && len(z.types) > 0 {
+		// Its new owner keeps them from now on; a copy here would go
+		// stale while the game's systems still found it.
+		save.DropCarried(g.world.Ark(), e, z.types)
+	}
 	// Handed back whence it came: its arrival no longer makes the old
 	// owner's listings of it ours to skip.
 	if rec := h.in[remote{o.to, o.remote}]; rec != nil && rec.local == id {

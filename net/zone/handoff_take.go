@@ -5,6 +5,7 @@ import (
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/ecs/save"
 )
 
 // takeRequests answers the hand-off requests received since the last
@@ -107,17 +108,19 @@ func (z *Server) take(r request, rec *incoming, tick uint64) {
 	if !ok {
 		// The ghost went (its owner stopped lending it, or its spawn is
 		// still queued): the actor is spawned here as ours instead.
-		in, class := r.Input, r.Class
+		in, class, carried := r.Input, r.Class, r.Carried
 		rec.local = g.world.Spawn(ecs.ActorSpec{Transform: r.Transform, Animation: r.Animation, Client: components.Client{Class: r.Class},
 			Init: func(w *ark.World, e ark.Entity) {
 				*ark.NewMap[components.MoveInput](w).Get(e) = in
 				ark.NewMap[components.Client](w).Get(e).Class = class // a player's too: Spawn would make it an NPC
+				z.give(w, e, r, carried)
 			}})
 	} else {
 		*g.transforms.Get(e) = r.Transform
 		*g.animations.Get(e) = r.Animation
 		*g.inputs.Get(e) = r.Input
 		g.clients.Get(e).Class = r.Class
+		z.give(g.world.Ark(), e, r, r.Carried)
 	}
 	rec.phase, rec.tick = taken, tick
 	z.stats.h.Taken.Add(1)
@@ -125,7 +128,22 @@ func (z *Server) take(r request, rec *incoming, tick uint64) {
 		// A player's: its session was moved here with the Commit, and is
 		// attached once it came (resume; awaitSessions says how long it
 		// may take).
-		rec.client, rec.due, rec.inputSeq = true, g.tick+sessionWait*uint64(z.opts.HandoffTimeout), r.Input.Seq
+		rec.client, rec.due, rec.inputSeq, rec.player = true, g.tick+sessionWait*uint64(z.opts.HandoffTimeout), r.Input.Seq, r.Player
 		z.hand.awaiting[rec.local] = rec
+	}
+}
+
+// give gives entity e, the actor taken on Commit r, the game's components
+// r carried (in a list of its own, which the request's message may not
+// outlive). What this server cannot take is counted and logged; the
+// actor is taken without it.
+func (z *Server) give(w *ark.World, e ark.Entity, r request, carried []byte) {
+	if len(carried) <= 1 {
+		return // none
+	}
+	if left, err := save.GiveCarried(w, e, carried, z.types); err != nil {
+		z.stats.h.ComponentsLeft.Add(uint64(left))
+		z.opts.Logger.Warn("zone: hand-off took an actor without some of its components",
+			"zone", z.opts.Zone, "from", r.Zone, "actor", r.Actor, "err", err)
 	}
 }

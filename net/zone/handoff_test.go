@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs/save"
 	"github.com/throng-go/throng/net/zone"
 )
 
@@ -331,29 +332,44 @@ func TestAnActorAlreadyLentIsTakenWithinTwoTicksOfTheOffer(t *testing.T) {
 }
 
 // TestHandoffRequestsRoundTripAndRefuseBadValues: a request comes back as
-// it was sent, its class included; a class past components.MaxClasses,
-// or a message of another size or version, is refused.
+// it was sent, its class, player and carried components included; a class
+// past components.MaxClasses, a request cut anywhere or with a byte more,
+// or one of another version, is refused.
 func TestHandoffRequestsRoundTripAndRefuseBadValues(t *testing.T) {
-	r := zone.HandoffRequest{Kind: zone.Prepare, Zone: 2, Revision: 7, Seq: 3, Actor: 11,
+	world := ark.NewWorld()
+	e := world.NewEntity()
+	ark.NewMap[Purse](world).Add(e, &Purse{Gold: 3})
+	ark.NewMap[Title](world).Add(e, &Title{Text: "smith"})
+	r := zone.HandoffRequest{Kind: zone.Commit, Zone: 2, Revision: 7, Seq: 3, Actor: 11,
 		Transform: components.Transform{X: 8100, Y: 5, Yaw: 1}, Animation: components.Animation{Flags: 9},
-		Input: components.MoveInput{Seq: 4, X: 8100, Y: 5, Flags: 9, Pending: true}, Class: 5, Client: true}
+		Input: components.MoveInput{Seq: 4, X: 8100, Y: 5, Flags: 9, Pending: true}, Class: 5, Client: true,
+		Player: "ann", Carried: save.AppendCarried(nil, world, e, gameTypes)}
 	b := zone.AppendHandoffRequest(nil, r)
 	got, err := zone.DecodeHandoffRequest(b)
 	require.NoError(t, err)
 	assert.Equal(t, r, got)
+	prepare := zone.HandoffRequest{Kind: zone.Prepare, Zone: 2, Revision: 7, Seq: 3, Actor: 11}
+	got, err = zone.DecodeHandoffRequest(zone.AppendHandoffRequest(nil, prepare))
+	require.NoError(t, err)
+	assert.Equal(t, "", got.Player)
+	assert.Equal(t, []byte{0}, got.Carried, "an empty list")
 
 	bad := slices.Clone(b)
-	bad[len(bad)-2] = components.MaxClasses
+	bad[73] = components.MaxClasses
 	_, err = zone.DecodeHandoffRequest(bad)
 	assert.ErrorIs(t, err, zone.ErrHandoffValue, "a class past MaxClasses")
 	bad = slices.Clone(b)
-	bad[len(bad)-1] = 2
+	bad[74] = 2
 	_, err = zone.DecodeHandoffRequest(bad)
 	assert.ErrorIs(t, err, zone.ErrHandoffValue, "a client flag that is neither 0 nor 1")
-	_, err = zone.DecodeHandoffRequest(b[:len(b)-1])
-	assert.ErrorIs(t, err, zone.ErrHandoffMalformed, "one byte short: a version 2 request")
+	for cut := range len(b) {
+		_, err = zone.DecodeHandoffRequest(b[:cut])
+		assert.ErrorIs(t, err, zone.ErrHandoffMalformed, "cut at %d", cut)
+	}
+	_, err = zone.DecodeHandoffRequest(append(slices.Clone(b), 0))
+	assert.ErrorIs(t, err, zone.ErrHandoffMalformed, "a byte past the carried list")
 	bad = slices.Clone(b)
-	bad[0] = 1
+	bad[0] = 3
 	_, err = zone.DecodeHandoffRequest(bad)
 	assert.ErrorIs(t, err, zone.ErrHandoffMalformed, "another version")
 }

@@ -6,10 +6,11 @@ import (
 	"math"
 
 	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs/save"
 )
 
 // HandoffVersion is the version byte every hand-off message starts with.
-const HandoffVersion = 3
+const HandoffVersion = 4
 
 // Kinds of hand-off request.
 const (
@@ -46,7 +47,16 @@ const (
 //	73 class     u8  the actor's relevance class (components.Client.Class)
 //	74 client    u8  1 when the actor has a client, whose session follows it
 //	             through the gateway (Options.Gateway); else 0
+//	75 player    u16 length, then the bytes: the name its player is known
+//	             by (a Commit of a named player's actor); else empty
+//	   carried   the actor's components of the game's own, as
+//	             ecs/save.AppendCarried lists them (a Commit); a Prepare's
+//	             list is empty
 const handoffRequestSize = 75
+
+// maxPlayerName is the longest player name a hand-off carries: its length
+// is a u16. A longer name travels as none (the player a guest there).
+const maxPlayerName = 1<<16 - 1
 
 // Hand-off answer layout, little-endian:
 //
@@ -81,6 +91,14 @@ type HandoffRequest struct {
 	// Client says the actor is a player's: its session is moved to the
 	// receiver once the receiver has taken it.
 	Client bool
+	// Player is the name the player is known by (Commit only; "" for a
+	// guest or an actor without a client).
+	Player string
+	// Carried lists the actor's components of the game's own (Commit
+	// only): the types its server saves (throng.Options.SavedTypes), as
+	// ecs/save.AppendCarried writes them. Nil or empty means none. A
+	// decoded request's Carried is a part of the message it came in.
+	Carried []byte
 }
 
 // HandoffAnswer answers one [HandoffRequest].
@@ -118,7 +136,17 @@ func AppendHandoffRequest(dst []byte, r HandoffRequest) []byte {
 	if r.Client {
 		client = 1
 	}
-	return append(dst, pending, r.Class, client)
+	dst = append(dst, pending, r.Class, client)
+	player := r.Player
+	if len(player) > maxPlayerName {
+		player = ""
+	}
+	dst = le.AppendUint16(dst, uint16(len(player)))
+	dst = append(dst, player...)
+	if len(r.Carried) == 0 {
+		return append(dst, 0)
+	}
+	return append(dst, r.Carried...)
 }
 
 func appendFloats(dst []byte, fs ...float32) []byte {
@@ -139,12 +167,23 @@ func finite(fs ...float32) bool {
 	return true
 }
 
-// DecodeHandoffRequest decodes a request strictly: exact size, this
-// version, a known kind, zone and actor not 0, a finite place, a class
-// below components.MaxClasses, a client flag of 0 or 1. A request
-// that breaks a rule is dropped unanswered, as garbage is.
+// DecodeHandoffRequest decodes a request strictly: this version, a known
+// kind, a player name and a carried list that end exactly where the
+// message does, zone and actor not 0, a finite place, a class below
+// components.MaxClasses, a client flag of 0 or 1. A request that breaks a
+// rule is dropped unanswered, as garbage is. The carried list's values
+// are checked when the receiver gives them (ecs/save.GiveCarried).
 func DecodeHandoffRequest(b []byte) (HandoffRequest, error) {
-	if len(b) != handoffRequestSize || b[0] != HandoffVersion || (b[1] != Prepare && b[1] != Commit) {
+	if len(b) < handoffRequestSize+3 || b[0] != HandoffVersion || (b[1] != Prepare && b[1] != Commit) {
+		return HandoffRequest{}, ErrHandoffMalformed
+	}
+	rest := b[handoffRequestSize:]
+	nameLen := int(binary.LittleEndian.Uint16(rest))
+	if len(rest) < 2+nameLen+1 {
+		return HandoffRequest{}, ErrHandoffMalformed
+	}
+	carried := rest[2+nameLen:]
+	if n, err := save.CarriedLen(carried); err != nil || n != len(carried) {
 		return HandoffRequest{}, ErrHandoffMalformed
 	}
 	le := binary.LittleEndian
@@ -154,7 +193,7 @@ func DecodeHandoffRequest(b []byte) (HandoffRequest, error) {
 		Animation: components.Animation{Flags: le.Uint16(b[44:])},
 		Input: components.MoveInput{Seq: le.Uint32(b[46:]), X: float(b[50:]), Y: float(b[54:]), Z: float(b[58:]), Yaw: float(b[62:]),
 			WorldOrCell: le.Uint32(b[66:]), Flags: le.Uint16(b[70:]), Pending: b[72] != 0},
-		Class: b[73], Client: b[74] == 1,
+		Class: b[73], Client: b[74] == 1, Player: string(rest[2 : 2+nameLen]), Carried: carried,
 	}
 	t, in := r.Transform, r.Input
 	if r.Zone == 0 || r.Actor == 0 || !finite(t.X, t.Y, t.Z, t.Yaw, in.X, in.Y, in.Z, in.Yaw) || r.Class >= components.MaxClasses || b[74] > 1 {

@@ -86,8 +86,9 @@ type parked struct {
 // returning is our player's actor whose hand-off failed after its
 // session went: the session is on its way back.
 type returning struct {
-	seq   uint64
-	until uint64
+	seq    uint64
+	until  uint64
+	player string
 }
 
 // letGo readies our player's actor id for the Commit of hand-off o: it
@@ -102,7 +103,7 @@ func (z *Server) letGo(id components.ActorID, o *outgoing, v *view) bool {
 		z.withdraw(id)
 		return false
 	}
-	s, err := z.srv.Detach(id)
+	s, player, err := z.srv.Detach(id)
 	if err != nil {
 		z.withdraw(id) // its player left since the Prepare
 		return false
@@ -115,7 +116,7 @@ func (z *Server) letGo(id components.ActorID, o *outgoing, v *view) bool {
 		g.world.Despawn(id)
 		return false
 	}
-	o.session = s
+	o.session, o.player = s, player
 	z.stats.h.SessionsMoved.Add(1)
 	return true
 }
@@ -130,7 +131,7 @@ func (z *Server) withdraw(id components.ActorID) {
 // expectBack notes that the session of our actor id, moved for hand-off
 // o, which failed, is to come back (the receiver sends it back).
 func (z *Server) expectBack(id components.ActorID, o *outgoing) {
-	z.hand.back[id] = returning{seq: o.seq, until: z.ghosts.tick + sessionWait*uint64(z.opts.HandoffTimeout)}
+	z.hand.back[id] = returning{seq: o.seq, until: z.ghosts.tick + sessionWait*uint64(z.opts.HandoffTimeout), player: o.player}
 }
 
 // resume attaches the sessions moved here to their actors, from the
@@ -165,7 +166,7 @@ func (z *Server) resume(holds bool) {
 		rec := h.in[p.key]
 		switch {
 		case holds && rec != nil && rec.seq == p.seq && rec.phase == taken && rec.client && rec.session == 0:
-			if err := z.srv.Attach(p.session, rec.local); err != nil {
+			if err := z.srv.Attach(p.session, rec.local, rec.player); err != nil {
 				// Closed since it came: its actor waits out its time
 				// (awaitSessions), and goes.
 				gw.Disconnect(p.session, "zone: "+err.Error())
@@ -198,7 +199,7 @@ func (z *Server) comeBack(p parked, holds bool) bool {
 	if b, ok := h.back[id]; ok && b.seq == p.seq {
 		delete(h.back, id)
 		if holds {
-			if z.srv.Attach(p.session, id) == nil {
+			if z.srv.Attach(p.session, id, b.player) == nil {
 				z.opts.Gateway.Release(p.session)
 				z.stats.h.SessionsTaken.Add(1)
 				return true

@@ -37,7 +37,7 @@ func TestAZoneRestartedFromItsSaveHoldsItsOwnActorsOnly(t *testing.T) {
 	// Zone 1's process dies; a new one starts from the save.
 	w.servers[1].z.Close()
 	require.NoError(t, w.servers[1].srv.Close())
-	srv, err := throng.New(throng.Options{Parallelism: throng.Parallelism{Enabled: new(false)}, LoadFrom: dir,
+	srv, err := throng.New(throng.Options{Parallelism: throng.Parallelism{Enabled: new(false)}, LoadFrom: dir, SavedTypes: gameTypes,
 		Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs/save"
 	"github.com/throng-go/throng/net/gateway"
 	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/scheduler"
@@ -68,6 +70,10 @@ type Options struct {
 	// them. Nil hands off only actors without a client. It must be the
 	// Transport of the throng.Server New is given.
 	Gateway *gateway.Transport
+	// Logger receives what the server reports besides its counts (a
+	// hand-off's components it could not take, say); nil means
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // Server makes one throng.Server the holder of one zone: it adds the
@@ -106,6 +112,9 @@ type Server struct {
 	stats counters
 	// period is the server's tick period, for SwitchTicks.
 	period time.Duration
+	// types are the game's components a hand-off carries: the ones the
+	// throng.Server saves.
+	types []save.Type
 }
 
 // counters are the figures of [Stats], written by the tick goroutine and
@@ -125,6 +134,7 @@ type handoffCounters struct {
 	RequestsSent, RequestsReceived, AnswersSent, AnswersReceived       atomic.Uint64
 	SessionsMoved, SessionsTaken, SessionsLost                         atomic.Uint64
 	InputsMissed, InputsDuplicated                                     atomic.Uint64
+	ComponentsLeft                                                     atomic.Uint64
 	switches                                                           [8]atomic.Uint64
 }
 
@@ -211,7 +221,10 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 		watch.stop()
 		return nil, fmt.Errorf("zone: map revision %d does not name %q the owner of zone %d", v.revision, opts.Name, opts.Zone)
 	}
-	z := &Server{srv: srv, nc: nc, opts: opts, watch: watch, prefix: prefix,
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	z := &Server{srv: srv, nc: nc, opts: opts, watch: watch, prefix: prefix, types: srv.SavedTypes(),
 		period: time.Second / time.Duration(max(srv.Settings().TickRate, 1))}
 	world := srv.World()
 	z.ghosts = ghosts{
@@ -333,7 +346,7 @@ func (z *Server) Stats() Stats {
 			AnswersSent: c.h.AnswersSent.Load(), AnswersReceived: c.h.AnswersReceived.Load(),
 			SessionsMoved: c.h.SessionsMoved.Load(), SessionsTaken: c.h.SessionsTaken.Load(), SessionsLost: c.h.SessionsLost.Load(),
 			InputsMissed: c.h.InputsMissed.Load(), InputsDuplicated: c.h.InputsDuplicated.Load(),
-			SwitchTicks: switches,
+			ComponentsLeft: c.h.ComponentsLeft.Load(), SwitchTicks: switches,
 		},
 		Commands: CommandStats{Sent: c.cmdSent.Load(), Arrived: c.cmdArrived.Load(), Received: c.cmdReceived.Load(), Dropped: c.cmdDropped.Load(),
 			Refused: c.cmdRefused.Load(), Lost: c.cmdLost.Load()},

@@ -2,6 +2,8 @@ package zone_test
 
 import (
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/ecs/save"
 	"github.com/throng-go/throng/net/gateway"
 	"github.com/throng-go/throng/net/internal/nettest"
 	"github.com/throng-go/throng/net/mem"
@@ -59,6 +62,14 @@ type member struct {
 	moves   *ark.Map[components.Transform]
 }
 
+// gameTypes are the components of the game's own every zone server of a
+// test saves and hands off, unless typesOf names others for its zone.
+var gameTypes = []save.Type{save.Plain[Purse]("test.purse", 1), save.Coded[Title]("test.title", 1, titleCodec{})}
+
+// typesOf, set by a test (and reset by its cleanup), gives some zones'
+// servers other types than gameTypes.
+var typesOf = map[zone.ID][]save.Type{}
+
 func startZones(t *testing.T, m zone.Map) *zones {
 	return startZonesWith(t, m, zone.Options{})
 }
@@ -86,7 +97,19 @@ func startZonesOn(t *testing.T, m zone.Map, opts zone.Options, viaGateway bool) 
 		nc, _ := connect(t, url)
 		so := throng.Options{
 			Parallelism: throng.Parallelism{Enabled: new(false)},
-			Admit:       func(wire.Hello) (throng.Entry, error) { return throng.Entry{Spawn: mb.spawnAt}, nil },
+			// A token "player:NAME" names the player NAME; any other
+			// joins a guest.
+			Admit: func(h wire.Hello) (throng.Entry, error) {
+				name, _ := strings.CutPrefix(string(h.Token), "player:")
+				if name == string(h.Token) {
+					name = ""
+				}
+				return throng.Entry{Spawn: mb.spawnAt, Player: name}, nil
+			},
+			SavedTypes: gameTypes,
+		}
+		if types, ok := typesOf[zn.ID]; ok {
+			so.SavedTypes = types
 		}
 		if viaGateway {
 			gt, err := gateway.NewTransport(gateway.TransportConfig{Conn: nc, Zone: uint32(zn.ID)})
@@ -97,7 +120,7 @@ func startZonesOn(t *testing.T, m zone.Map, opts zone.Options, viaGateway bool) 
 		require.NoError(t, err)
 		t.Cleanup(func() { mb.srv.Close() })
 		mb.z, err = zone.New(testContext(t), mb.srv, nc, zone.Options{Zone: zn.ID, Name: zn.Owner, HandoffTimeout: opts.HandoffTimeout,
-			Gateway: w.gts[zn.ID]})
+			Gateway: w.gts[zn.ID], Logger: slog.New(slog.DiscardHandler)})
 		require.NoError(t, err)
 		t.Cleanup(mb.z.Close)
 		mb.moves = ark.NewMap[components.Transform](mb.srv.World().Ark())
@@ -251,10 +274,19 @@ func (w *zones) join(id zone.ID, x, y float32) *viewer {
 // zone entry, whose server spawns it at x, y (the last place given to a
 // zone before its next round).
 func (w *zones) joinVia(entry zone.ID, x, y float32) *viewer {
+	return w.joinViaAs(entry, x, y, "")
+}
+
+// joinViaAs is joinVia for a player named name ("" for a guest).
+func (w *zones) joinViaAs(entry zone.ID, x, y float32, name string) *viewer {
 	w.entries = append(w.entries, entry)
 	w.servers[entry].spawnAt = components.Transform{X: x, Y: y}
 	c := w.front.Dial()
-	hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte("p")})
+	token := "p"
+	if name != "" {
+		token = "player:" + name
+	}
+	hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte(token)})
 	require.NoError(w.t, err)
 	require.NoError(w.t, c.Send(hello))
 	return &viewer{t: w.t, c: c, visible: map[uint32]bool{}, xs: map[uint32][]float32{}}
