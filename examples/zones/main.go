@@ -8,6 +8,7 @@
 //	go run ./examples/zones -players 2000 -duration 30s
 //	go run ./examples/zones -zones 1                     # the same world on one server, to compare
 //	go run ./examples/zones -cpuprofile zones.prof       # and where the time went: go tool pprof zones.prof
+//	go run ./examples/zones -crowd corner -balance       # a crowd in zone 1's quarter, spread by a coordinator
 //
 // In one process (the default) it starts an embedded nats-server with
 // JetStream on a free loopback port, publishes the zone map, starts the
@@ -16,7 +17,9 @@
 // only poll against each other), a gateway on an in-memory front and the
 // bots on it. The world is
 // 4 x 4 chunks; zone i holds a 2 x 2 corner, and the bots roam a square of
-// one chunk around the centre where the four meet.
+// one chunk around the centre where the four meet (-crowd corner: zone
+// 1's quarter). With -balance a zone.Coordinator moves borders toward
+// the lighter zones, from the zone servers' load reports.
 //
 // # Each part a process of its own
 //
@@ -32,7 +35,8 @@
 // Every process prints its own lines: a zone process its server's, the
 // gateway process its bots'. Give them all the same -zones, -players and
 // -seed: the zone servers place a bot where the gateway's bots think it
-// is. With -save DIR a zone server saves its world every -save-every in
+// is. A zone process writes its map to NATS only if NATS holds none; with
+// -balance the gateway process runs the coordinator too. With -save DIR a zone server saves its world every -save-every in
 // DIR/zone-N and starts from the latest save there: kill one zone's
 // process and start it again, and its players connect again to their
 // actors.
@@ -42,6 +46,7 @@
 //	hz, p95_ms        each zone's achieved tick rate and 95th percentile of
 //	                  its tick's work, over the last second (zone 1 first)
 //	players           players connected to the zone servers
+//	zone_players      of them, each zone's (zone 1 first)
 //	ghosts            ghosts the zone servers hold (actors lent by neighbours)
 //	handoffs          hand-offs completed in the second (zone.HandoffStats.Committed)
 //	switches          players' sessions taken by a new zone server in the second
@@ -63,6 +68,7 @@
 //	                  zone's server gone or restarted, no Welcome in 5 s),
 //	                  disconnects because a zone's server was gone, and
 //	                  bots welcomed again after one
+//	borders_moved     with -balance: borders the coordinator moved, so far
 //	nats_disconnects  NATS connections of this process that lost the server
 //	cpu               this process's CPU time over wall time (2.0: two cores)
 //
@@ -82,6 +88,8 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/throng-go/throng/net/gateway"
 	"github.com/throng-go/throng/net/mem"
 	"github.com/throng-go/throng/net/zone"
@@ -100,6 +108,8 @@ type config struct {
 	save      string
 	saveEvery time.Duration
 	profile   string
+	balance   bool
+	crowd     string
 }
 
 func parse(args []string, errOut io.Writer) (config, error) {
@@ -118,6 +128,8 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	fs.StringVar(&c.save, "save", "", "directory each zone server saves its world in (DIR/zone-N), and starts from when a save is there")
 	fs.DurationVar(&c.saveEvery, "save-every", 5*time.Second, "with -save: time between saves")
 	fs.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof reads it)")
+	fs.BoolVar(&c.balance, "balance", false, "run a coordinator that moves borders toward lighter zones (with -role all or gateway)")
+	fs.StringVar(&c.crowd, "crowd", "centre", "where the bots roam: centre (where the four zones meet) or corner (zone 1's quarter)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -136,6 +148,8 @@ func parse(args []string, errOut io.Writer) (config, error) {
 		return c, fmt.Errorf("-join-rate: at least 1, got %d", c.joinRate)
 	case c.saveEvery < 0:
 		return c, fmt.Errorf("-save-every: not negative, got %v", c.saveEvery)
+	case c.crowd != "centre" && c.crowd != "corner":
+		return c, fmt.Errorf("-crowd: centre or corner, not %q", c.crowd)
 	}
 	return c, nil
 }
@@ -163,7 +177,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	pop := population(c.players, c.seed)
+	pop := population(c.players, c.seed, c.crowd)
 	url := c.nats
 	if url == "" {
 		var stopNATS func()
@@ -215,6 +229,25 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		}
 		players = newBots(front, pop, c.seed, c.joinRate)
 	}
+	var coord *zone.Coordinator
+	if c.balance && c.role != "zone" {
+		nc, err := connect(url, "coordinator")
+		if err != nil {
+			return fmt.Errorf("coordinator: NATS: %w", err)
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return err
+		}
+		if _, _, err := zone.EnsureMap(ctx, js, "", m); err != nil {
+			return err
+		}
+		if coord, err = zone.NewCoordinator(ctx, nc, zone.CoordinatorOptions{Logger: log}); err != nil {
+			return err
+		}
+		defer coord.Close()
+	}
 	fmt.Fprintf(out, "start role=%s zones=%d players=%d hz=%d nats=%s\n", c.role, c.zones, c.players, c.hz, url)
 	if c.profile != "" {
 		f, err := os.Create(c.profile)
@@ -238,6 +271,13 @@ func run(ctx context.Context, c config, out io.Writer) error {
 			s.srv.Run(ctx)
 		}()
 	}
+	if coord != nil {
+		running++
+		go func() {
+			defer func() { done <- struct{}{} }()
+			coord.Run(ctx, time.Second)
+		}()
+	}
 	if gw != nil {
 		running += 2
 		go func() {
@@ -249,7 +289,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 			players.run(ctx, period)
 		}()
 	}
-	meter := newMeter(out, servers, gw, players)
+	meter := newMeter(out, servers, gw, players, coord)
 	every := time.NewTicker(time.Second)
 	defer every.Stop()
 	var prev totals

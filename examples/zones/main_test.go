@@ -78,6 +78,23 @@ func TestOneZoneHoldsTheSameWorldWithoutHandoffs(t *testing.T) {
 	assert.Equal(t, "0.000", f["ghost_share"])
 }
 
+// TestACoordinatorSpreadsACrowdOverTwoZones: with the bots roaming zone
+// 1's quarter and -balance, the coordinator moves a border so that a
+// neighbour takes part of the crowd; the players standing in the chunks
+// it gives away are handed over without an input lost or applied twice.
+func TestACoordinatorSpreadsACrowdOverTwoZones(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the example for seconds")
+	}
+	f := summary(t, "-players", "240", "-duration", "7s", "-join-rate", "500", "-crowd", "corner", "-balance")
+	assert.Equal(t, "240", f["bots"], "every bot let in")
+	assert.GreaterOrEqual(t, number(t, f, "borders_moved"), 1.0, "zone 1 gave a neighbour a column or a row")
+	assert.Positive(t, number(t, f, "handoffs"))
+	for _, k := range []string{"lost_inputs", "duplicated_inputs", "sessions_lost", "corrections"} {
+		assert.Equal(t, "0", f[k], k)
+	}
+}
+
 // TestBadFlagsAreRefusedWithTheReason: what the example cannot run says
 // why before anything starts.
 func TestBadFlagsAreRefusedWithTheReason(t *testing.T) {
@@ -88,6 +105,7 @@ func TestBadFlagsAreRefusedWithTheReason(t *testing.T) {
 		"-role spare":                       `-role: all, zone or gateway, not "spare"`,
 		"-join-rate 0":                      "-join-rate: at least 1, got 0",
 		"-players -1":                       "-players: not negative, got -1",
+		"-crowd everywhere":                 `-crowd: centre or corner, not "everywhere"`,
 	} {
 		c, err := parse(strings.Fields(args), io.Discard)
 		if err == nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/throng-go/throng/examples/crowd/fleet"
 	"github.com/throng-go/throng/net/gateway"
+	"github.com/throng-go/throng/net/zone"
 )
 
 // ghostHeader and ghostSize are a ghost batch's header and each actor's
@@ -24,6 +25,7 @@ type meter struct {
 	zones []*zoneServer
 	gw    *gateway.Gateway
 	bots  *bots
+	coord *zone.Coordinator
 	start time.Time
 	cpu0  time.Duration
 
@@ -34,9 +36,9 @@ type meter struct {
 	seconds int
 }
 
-func newMeter(out io.Writer, zones []*zoneServer, gw *gateway.Gateway, b *bots) *meter {
+func newMeter(out io.Writer, zones []*zoneServer, gw *gateway.Gateway, b *bots, coord *zone.Coordinator) *meter {
 	cpu, _ := fleet.ProcessCPU()
-	return &meter{out: out, zones: zones, gw: gw, bots: b, start: time.Now(), cpu0: cpu, hzMin: -1}
+	return &meter{out: out, zones: zones, gw: gw, bots: b, coord: coord, start: time.Now(), cpu0: cpu, hzMin: -1}
 }
 
 // totals are the zone servers' counts summed.
@@ -94,11 +96,12 @@ func (m *meter) line(prev totals) totals {
 	var b strings.Builder
 	fmt.Fprintf(&b, "t=%ds", int(time.Since(m.start).Round(time.Second)/time.Second))
 	if len(m.zones) > 0 {
-		hz, p95 := make([]string, len(m.zones)), make([]string, len(m.zones))
+		hz, p95, each := make([]string, len(m.zones)), make([]string, len(m.zones)), make([]string, len(m.zones))
 		full := true
 		for i, s := range m.zones {
 			sec := s.srv.Stats().Second
 			hz[i], p95[i] = fmt.Sprintf("%.1f", sec.TickRate), fmt.Sprintf("%.2f", ms(sec.WorkP95))
+			each[i] = fmt.Sprint(sec.Players)
 			if sec.Ticks == 0 {
 				full = false
 				continue
@@ -111,8 +114,8 @@ func (m *meter) line(prev totals) totals {
 		if full {
 			m.seconds++
 		}
-		fmt.Fprintf(&b, " zones=%d hz=%s p95_ms=%s players=%d ghosts=%d handoffs=%d switches=%d switch_p99_ticks=%d lost_inputs=%d duplicated_inputs=%d sessions_lost=%d ghost_kb=%.1f relay_kb=%.1f",
-			len(m.zones), strings.Join(hz, "/"), strings.Join(p95, "/"), t.players, t.ghosts,
+		fmt.Fprintf(&b, " zones=%d hz=%s p95_ms=%s players=%d zone_players=%s ghosts=%d handoffs=%d switches=%d switch_p99_ticks=%d lost_inputs=%d duplicated_inputs=%d sessions_lost=%d ghost_kb=%.1f relay_kb=%.1f",
+			len(m.zones), strings.Join(hz, "/"), strings.Join(p95, "/"), t.players, strings.Join(each, "/"), t.ghosts,
 			t.handoffs-prev.handoffs, t.switches-prev.switches, p99(t.switchTicks), t.lost, t.duplicated, t.sessionsLost,
 			float64(t.ghostBytes-prev.ghostBytes)/1e3, float64(t.relayBytes-prev.relayBytes)/1e3)
 	}
@@ -122,6 +125,9 @@ func (m *meter) line(prev totals) totals {
 	}
 	if m.gw != nil {
 		fmt.Fprintf(&b, " gateway_malformed=%d", m.gw.Stats().Malformed)
+	}
+	if m.coord != nil {
+		fmt.Fprintf(&b, " borders_moved=%d", m.coord.Stats().Moves)
 	}
 	fmt.Fprintf(&b, " nats_disconnects=%d cpu=%.2f", disconnects.Load(), m.cpu())
 	fmt.Fprintln(m.out, b.String())
@@ -158,6 +164,9 @@ func (m *meter) summary() {
 		if n.Refusal != "" {
 			fmt.Fprintf(&b, " first_refusal=%q", n.Refusal)
 		}
+	}
+	if m.coord != nil {
+		fmt.Fprintf(&b, " borders_moved=%d", m.coord.Stats().Moves)
 	}
 	fmt.Fprintf(&b, " nats_disconnects=%d cpu=%.2f", disconnects.Load(), m.cpu())
 	fmt.Fprintln(m.out, b.String())

@@ -42,9 +42,14 @@ func zoneMap(n int) (zone.Map, error) {
 	return zone.Map{}, fmt.Errorf("-zones: 1 or 4, not %d", n)
 }
 
-// population places n bots uniformly in the roaming square, seeded.
-func population(n int, seed uint64) scenario.Population {
+// population places n bots uniformly in the roaming square, seeded: the
+// square around the centre (crowd "centre"), or zone 1's quarter of the
+// world (crowd "corner", a crowd a coordinator can spread).
+func population(n int, seed uint64, crowd string) scenario.Population {
 	area := scenario.Area{MinX: centre - roam, MinY: centre - roam, MaxX: centre + roam, MaxY: centre + roam}
+	if crowd == "corner" {
+		area = scenario.Area{MinX: 0, MinY: 0, MaxX: centre, MaxY: centre}
+	}
 	rng := rand.New(rand.NewPCG(seed, 0x7a6f6e6573))
 	p := scenario.Population{Name: "zones", Gait: scenario.WanderGait()}
 	for range n {

@@ -45,9 +45,10 @@ type zoneServer struct {
 	nc  *nats.Conn
 }
 
-// startZone connects to NATS at url, publishes the map (every zone
-// process publishes the same map: a write that changes no zone's entry
-// changes no owner) and makes zone id's server. Its owner ticks it.
+// startZone connects to NATS at url, publishes the map unless NATS holds
+// one (every zone process starts with the same map; a coordinator may
+// have moved its borders since) and makes zone id's server. Its owner
+// ticks it.
 func startZone(ctx context.Context, url string, m zone.Map, id zone.ID, c config, pop scenario.Population, log *slog.Logger) (*zoneServer, error) {
 	nc, err := connect(url, fmt.Sprintf("zone-%d", id))
 	if err != nil {
@@ -62,7 +63,7 @@ func startZone(ctx context.Context, url string, m zone.Map, id zone.ID, c config
 	if err != nil {
 		return fail(err)
 	}
-	if _, err := zone.PublishMap(ctx, js, "", m); err != nil {
+	if m, _, err = zone.EnsureMap(ctx, js, "", m); err != nil {
 		return fail(err)
 	}
 	if s.gt, err = gateway.NewTransport(gateway.TransportConfig{Conn: nc, Zone: uint32(id)}); err != nil {
@@ -88,7 +89,10 @@ func startZone(ctx context.Context, url string, m zone.Map, id zone.ID, c config
 	if s.srv, err = throng.New(opts); err != nil {
 		return fail(err)
 	}
-	zn, _ := m.Zone(id)
+	zn, ok := m.Zone(id)
+	if !ok {
+		return fail(fmt.Errorf("the map in NATS has no zone %d", id))
+	}
 	if s.z, err = zone.New(ctx, s.srv, nc, zone.Options{Zone: id, Name: zn.Owner, Gateway: s.gt}); err != nil {
 		return fail(err)
 	}

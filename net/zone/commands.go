@@ -180,7 +180,7 @@ func (z *Server) Commands() []RemoteCommand { return z.cmds.tick }
 // since become a ghost here (handed off while the command travelled) on
 // to its new owner, at most maxCommandHops times; those from a zone the
 // view does not believe (not a neighbour, or sent as of a revision older
-// than the one from which the map has named its zone as it is now)
+// than the one from which the map has named its zone's owner)
 // refused; those for an actor we no longer hold counted lost.
 func (z *Server) takeCommands(v *view, me Zone) {
 	box := &z.cmds

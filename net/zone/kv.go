@@ -23,7 +23,7 @@ const mapKey = "map"
 
 // mapHistory is how many revisions of the map the bucket keeps: enough
 // for a server that starts to learn since when each zone has had its
-// owner and chunks (see view.since).
+// owner (see view.since).
 const mapHistory = 16
 
 // PublishMap validates m and writes it to bucket as the zone map,
@@ -53,6 +53,44 @@ func PublishMap(ctx context.Context, js jetstream.JetStream, bucket string, m Ma
 	return rev, nil
 }
 
+// EnsureMap writes m as the zone map unless bucket holds one already (a
+// coordinator may have moved its borders since), creating the bucket if
+// there is none, and returns the map in force and its revision. It is how
+// each of several processes that start a world in any order writes its
+// settings' map without undoing a later one.
+func EnsureMap(ctx context.Context, js jetstream.JetStream, bucket string, m Map) (Map, uint64, error) {
+	if err := m.Validate(); err != nil {
+		return Map{}, 0, err
+	}
+	if bucket == "" {
+		bucket = DefaultBucket
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, History: mapHistory})
+	if err != nil {
+		return Map{}, 0, fmt.Errorf("zone: map bucket %q: %w", bucket, err)
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return Map{}, 0, fmt.Errorf("zone: map: %w", err)
+	}
+	rev, err := kv.Create(ctx, mapKey, data)
+	if err == nil {
+		return m, rev, nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return Map{}, 0, fmt.Errorf("zone: publishing the map: %w", err)
+	}
+	e, err := kv.Get(ctx, mapKey)
+	if err != nil {
+		return Map{}, 0, fmt.Errorf("zone: reading the map: %w", err)
+	}
+	held, err := DecodeMap(e.Value())
+	if err != nil {
+		return Map{}, 0, fmt.Errorf("zone: the map in bucket %q, revision %d: %w", bucket, e.Revision(), err)
+	}
+	return held, e.Revision(), nil
+}
+
 // view is one revision of the map as a zone server knows it. Views are
 // immutable once stored: the watcher builds a new one per revision.
 type view struct {
@@ -62,10 +100,13 @@ type view struct {
 	// unreadable, or breaking a rule of Validate): nobody holds a zone
 	// as of it.
 	valid bool
-	// since says, per zone, the earliest revision from which its entry
-	// (owner, worldOrCell, chunks) has been what it is now: a batch that
-	// zone's owner sent as of an earlier revision was sent by an owner the
-	// map has since replaced (or moved), and is refused.
+	// since says, per zone, the earliest revision from which it has had
+	// its owner (and worldOrCell) as now: a batch sent as of an earlier
+	// revision was sent by an owner the map has since replaced, and is
+	// refused. A border moved between zones keeps their owners: what
+	// their owners send as of the revision before is still theirs to say
+	// (their actors are theirs until handed off), and the ghosts they lent
+	// stay (see Coordinator).
 	since map[ID]uint64
 }
 
@@ -88,7 +129,7 @@ func (v *view) next(e jetstream.KeyValueEntry) *view {
 		}
 	}
 	for _, z := range n.m.Zones {
-		if old, ok := v.m.Zone(z.ID); ok && old == z && v.valid {
+		if old, ok := v.m.Zone(z.ID); ok && old.Owner == z.Owner && old.WorldOrCell == z.WorldOrCell && v.valid {
 			n.since[z.ID] = v.since[z.ID]
 		} else {
 			n.since[z.ID] = n.revision

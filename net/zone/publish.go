@@ -102,6 +102,10 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 			}
 		}
 	}
+	if every := z.opts.LoadEvery; every > 0 && t.Number%uint64(every) == 0 {
+		me, _ := v.m.Zone(z.opts.Zone)
+		z.reportLoad(me, v.revision, t.Number)
+	}
 	for i, id := range p.neighbours {
 		SetGhostCount(p.batches[i], p.counts[i])
 		// Publish copies the batch into the connection's buffer; a send

@@ -58,6 +58,10 @@ type Options struct {
 	// neighbour's ghosts without a batch from it, before it despawns
 	// them as gone. 0 means DefaultStaleTicks.
 	StaleTicks int
+	// LoadEvery is how many of its own ticks pass between the server's
+	// load reports to a Coordinator (see LoadReport). 0 means
+	// DefaultLoadEvery; a negative value sends none.
+	LoadEvery int
 	// HandoffTimeout is how many of its own ticks a server waits for the
 	// answer to a hand-off request: a Prepare unanswered that long is
 	// rolled back (the actor stays, offered again as long after), a
@@ -89,8 +93,9 @@ type Options struct {
 // acts again only if a later revision names it owner again. Every batch
 // it sends carries the revision it holds the zone as of, and a receiver
 // refuses a batch sent as of a revision older than the one from which
-// the map has named the sender's zone as it is now, so an owner that has
-// not yet heard it was replaced is not believed by those that have.
+// the map has named the sender's zone's owner, so an owner that has not
+// yet heard it was replaced is not believed by those that have. A border
+// moved (a zone's chunks changed, its owner not) fences no one.
 type Server struct {
 	srv    *throng.Server
 	nc     *nats.Conn
@@ -115,12 +120,14 @@ type Server struct {
 	// types are the game's components a hand-off carries: the ones the
 	// throng.Server saves.
 	types []save.Type
+	load  loadReporter
 }
 
 // counters are the figures of [Stats], written by the tick goroutine and
 // NATS' delivery goroutine, read by anyone.
 type counters struct {
 	sent, sentActors, received, dropped, refused, fencedTicks atomic.Uint64
+	loadReports                                               atomic.Uint64
 	ghosts                                                    atomic.Int64
 	holds                                                     atomic.Bool
 	revision                                                  atomic.Uint64
@@ -153,6 +160,8 @@ type Stats struct {
 	Refused uint64
 	// FencedTicks counts ticks in which the server held no zone.
 	FencedTicks uint64
+	// LoadReports counts the load reports published (Options.LoadEvery).
+	LoadReports uint64
 	// Ghosts is the number of ghosts in the world now.
 	Ghosts int
 	// Holds reports whether the server held its zone at its last tick,
@@ -200,6 +209,9 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 	}
 	if opts.HandoffTimeout <= 0 {
 		opts.HandoffTimeout = DefaultHandoffTimeout
+	}
+	if opts.LoadEvery == 0 {
+		opts.LoadEvery = DefaultLoadEvery
 	}
 	prefix := opts.Prefix
 	if prefix == "" {
@@ -336,7 +348,7 @@ func (z *Server) Stats() Stats {
 	return Stats{
 		BatchesSent: c.sent.Load(), ActorsSent: c.sentActors.Load(),
 		BatchesReceived: c.received.Load(), Dropped: c.dropped.Load(), Refused: c.refused.Load(),
-		FencedTicks: c.fencedTicks.Load(), Ghosts: int(c.ghosts.Load()),
+		FencedTicks: c.fencedTicks.Load(), LoadReports: c.loadReports.Load(), Ghosts: int(c.ghosts.Load()),
 		Holds: c.holds.Load(), Revision: c.revision.Load(),
 		Handoffs: HandoffStats{
 			Started: c.h.Started.Load(), Committed: c.h.Committed.Load(), Refused: c.h.Refused.Load(),

@@ -1,0 +1,70 @@
+package zone_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/net/zone"
+)
+
+// moveBorder publishes m and waits until every server has read it.
+func (w *zones) moveBorder(m zone.Map) uint64 {
+	rev, err := zone.PublishMap(testContext(w.t), w.js, "", m)
+	require.NoError(w.t, err)
+	for _, id := range w.order {
+		s := w.servers[id].z
+		require.Eventually(w.t, func() bool { r, _ := s.Revision(); return r >= rev }, 5*time.Second, time.Millisecond)
+	}
+	return rev
+}
+
+// TestActorsInChunksAMovedBorderGivesAwayAreHandedOver: the border between
+// zones 1 and 2 moves one chunk west; zone 1's NPCs in that chunk are
+// handed to zone 2, and the players on both sides see them throughout: no
+// Disappear, no second Appear.
+func TestActorsInChunksAMovedBorderGivesAwayAreHandedOver(t *testing.T) {
+	w := startZones(t, twoZones)
+	var npcs []components.ActorID
+	for i := range 5 {
+		npcs = append(npcs, w.spawn(1, 5000+float32(i)*300, 100))
+	}
+	p1 := w.join(1, 3000, 100)
+	p2 := w.join(2, 8800, 100)
+	players := []*viewer{p1, p2}
+	step := func() {
+		w.round()
+		for _, p := range players {
+			p.read()
+		}
+	}
+	for range 3 {
+		step()
+	}
+	for _, p := range players {
+		require.Len(t, p.others(), 5, "the NPCs")
+	}
+	require.Equal(t, npcs, w.npcs(1))
+	before := slices.Concat(p1.events, p2.events)
+
+	moved := zone.Map{Zones: slices.Clone(twoZones.Zones)}
+	moved.Zones[0].Chunks.MaxX = 0
+	moved.Zones[1].Chunks.MinX = 1
+	w.moveBorder(moved)
+	for range 8 {
+		step()
+	}
+	assert.Empty(t, w.npcs(1), "zone 1 owns none")
+	assert.Len(t, w.npcs(2), 5, "zone 2 owns the five")
+	assert.Equal(t, before, slices.Concat(p1.events, p2.events), "no Appear or Disappear")
+	for _, p := range players {
+		assert.Len(t, p.others(), 5)
+	}
+	h1, h2 := w.servers[1].z.Stats().Handoffs, w.servers[2].z.Stats().Handoffs
+	assert.Equal(t, uint64(5), h1.Committed, "%+v", h1)
+	assert.Equal(t, uint64(5), h2.Taken, "%+v", h2)
+}

@@ -1,0 +1,180 @@
+package zone_test
+
+import (
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/throng-go/throng/net/zone"
+)
+
+// report is a load report of zone z as of revision 1, counting cols and
+// rows of its rectangle in m.
+func report(m zone.Map, id zone.ID, cols, rows []uint32) zone.LoadReport {
+	z, _ := m.Zone(id)
+	n := uint32(0)
+	for _, c := range cols {
+		n += c
+	}
+	return zone.LoadReport{Zone: id, Revision: 1, Actors: n, Chunks: z.Chunks, Columns: cols, Rows: rows}
+}
+
+// TestPlanMoveGivesTheLighterNeighbourAStripOnlyWhenItHelps holds the
+// coordinator's rule: a heavy zone gives the column along a whole shared
+// side to a lighter neighbour when that lowers the larger load; never
+// when the strip holds so many that the sides would only swap, nor from a
+// zone of one column, below MinActors, or without a report.
+func TestPlanMoveGivesTheLighterNeighbourAStripOnlyWhenItHelps(t *testing.T) {
+	m := twoZones // zone 1: columns 0-1, zone 2: columns 2-3; rows 0-1 each
+	reports := map[zone.ID]zone.LoadReport{
+		1: report(m, 1, []uint32{10, 30}, []uint32{40, 0}),
+		2: report(m, 2, []uint32{5, 0}, []uint32{5, 0}),
+	}
+	next, mv, ok := zone.PlanMove(m, reports, 1.25, 1)
+	require.True(t, ok)
+	assert.Equal(t, zone.Move{From: 1, To: 2, Chunks: zone.Rect{MinX: 1, MinY: 0, MaxX: 1, MaxY: 1}, Actors: 30}, mv)
+	assert.Equal(t, zone.Rect{MinX: 0, MinY: 0, MaxX: 0, MaxY: 1}, next.Zones[0].Chunks)
+	assert.Equal(t, zone.Rect{MinX: 1, MinY: 0, MaxX: 3, MaxY: 1}, next.Zones[1].Chunks)
+	require.NoError(t, next.Validate())
+	assert.Equal(t, zone.Rect{MinX: 0, MinY: 0, MaxX: 1, MaxY: 1}, m.Zones[0].Chunks, "the map given is left as it was")
+
+	// A strip of 38 of 40: the sides would swap (2 against 43). None.
+	reports[1] = report(m, 1, []uint32{2, 38}, []uint32{40, 0})
+	_, _, ok = zone.PlanMove(m, reports, 1.25, 1)
+	assert.False(t, ok)
+	// Balanced within the imbalance allowed: none.
+	reports[1] = report(m, 1, []uint32{3, 3}, []uint32{6, 0})
+	_, _, ok = zone.PlanMove(m, reports, 1.25, 1)
+	assert.False(t, ok)
+	// Below MinActors: none.
+	reports[1] = report(m, 1, []uint32{10, 30}, []uint32{40, 0})
+	_, _, ok = zone.PlanMove(m, reports, 1.25, 100)
+	assert.False(t, ok)
+	// Without zone 2's report: none.
+	_, _, ok = zone.PlanMove(m, map[zone.ID]zone.LoadReport{1: reports[1]}, 1.25, 1)
+	assert.False(t, ok)
+	// A report of another rectangle than the map's: none.
+	stale := reports[1]
+	stale.Chunks.MaxX = 2
+	_, _, ok = zone.PlanMove(m, map[zone.ID]zone.LoadReport{1: stale, 2: reports[2]}, 1.25, 1)
+	assert.False(t, ok)
+
+	// Zone 1 of one column gives nothing, though zone 2 is empty.
+	thin := zone.Map{Zones: slices.Clone(twoZones.Zones)}
+	thin.Zones[0].Chunks.MaxX = 0
+	thin.Zones[1].Chunks.MinX = 1
+	_, _, ok = zone.PlanMove(thin, map[zone.ID]zone.LoadReport{
+		1: report(thin, 1, []uint32{40}, []uint32{40, 0}),
+		2: report(thin, 2, []uint32{0, 0, 0}, []uint32{0, 0}),
+	}, 1.25, 1)
+	assert.False(t, ok)
+
+	// Four zones: zone 1 may give zone 2 a column or zone 3 a row; the row
+	// lowers the larger load more.
+	four := zone.Map{Zones: []zone.Zone{
+		{ID: 1, Owner: "a", Chunks: zone.Rect{MinX: 0, MinY: 0, MaxX: 1, MaxY: 1}},
+		{ID: 2, Owner: "b", Chunks: zone.Rect{MinX: 2, MinY: 0, MaxX: 3, MaxY: 1}},
+		{ID: 3, Owner: "c", Chunks: zone.Rect{MinX: 0, MinY: 2, MaxX: 1, MaxY: 3}},
+		{ID: 4, Owner: "d", Chunks: zone.Rect{MinX: 2, MinY: 2, MaxX: 3, MaxY: 3}},
+	}}
+	_, mv, ok = zone.PlanMove(four, map[zone.ID]zone.LoadReport{
+		1: report(four, 1, []uint32{50, 50}, []uint32{60, 40}),
+		2: report(four, 2, []uint32{20, 20}, []uint32{20, 20}),
+		3: report(four, 3, []uint32{0, 0}, []uint32{0, 0}),
+		4: report(four, 4, []uint32{20, 20}, []uint32{20, 20}),
+	}, 1.25, 1)
+	require.True(t, ok)
+	assert.Equal(t, zone.Move{From: 1, To: 3, Chunks: zone.Rect{MinX: 0, MinY: 1, MaxX: 1, MaxY: 1}, Actors: 40}, mv)
+}
+
+// TestLoadReportsRoundTripAndRefuseBadShapes: a report comes back as
+// sent; one cut short, with a count more, of another version or for zone
+// 0 is refused.
+func TestLoadReportsRoundTripAndRefuseBadShapes(t *testing.T) {
+	r := zone.LoadReport{Zone: 3, Revision: 9, Tick: 77, Actors: 12, Chunks: zone.Rect{MinX: -1, MinY: 4, MaxX: 1, MaxY: 5},
+		Columns: []uint32{1, 2, 3}, Rows: []uint32{4, 5}}
+	b := zone.AppendLoadReport(nil, r)
+	var got zone.LoadReport
+	require.NoError(t, zone.DecodeLoadReport(b, &got))
+	assert.Equal(t, r, got)
+	for _, bad := range [][]byte{b[:len(b)-1], append(slices.Clone(b), 0, 0, 0, 0), append([]byte{2}, b[1:]...), append([]byte{1, 0, 0}, b[3:]...)} {
+		assert.ErrorIs(t, zone.DecodeLoadReport(bad, &got), zone.ErrLoadMalformed)
+	}
+}
+
+// TestACoordinatorMovesABorderAndTheZonesHandTheActorsOver: zone 1 holds
+// forty NPCs, thirty of them in its column along zone 2, which holds
+// five. The coordinator, from the zones' load reports, gives zone 2 that
+// column; zone 1 hands the thirty over, and the players on both sides
+// see them throughout (no Disappear, no second Appear). Balanced as well
+// as one column can make it, the coordinator moves nothing more, and a
+// load report that does not decode is counted.
+func TestACoordinatorMovesABorderAndTheZonesHandTheActorsOver(t *testing.T) {
+	w := startZonesWith(t, twoZones, zone.Options{LoadEvery: 1})
+	for i := range 40 {
+		x := float32(4200 + (i%6)*600) // column 1
+		if i >= 30 {
+			x = float32(500 + (i%6)*500) // column 0
+		}
+		w.spawn(1, x, float32(100+(i/6)*500))
+	}
+	for i := range 5 {
+		w.spawn(2, float32(8700+i*600), 300)
+	}
+	p1 := w.join(1, 600, 3000)
+	p2 := w.join(2, 8400, 3000)
+	players := []*viewer{p1, p2}
+	step := func() {
+		w.round()
+		for _, p := range players {
+			p.read()
+		}
+	}
+	nc, _ := connect(t, w.url)
+	c, err := zone.NewCoordinator(testContext(t), nc, zone.CoordinatorOptions{MinActors: 1, Settle: -1, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	for range 3 {
+		step()
+	}
+	require.Len(t, p1.others(), 40, "zone 1's player sees its forty")
+	require.Len(t, p2.others(), 35, "zone 2's, its five and the thirty across the border")
+	before := slices.Concat(p1.events, p2.events)
+	require.Eventually(t, func() bool { return c.Stats().Reports >= 2 }, 5*time.Second, time.Millisecond, "%+v", c.Stats())
+
+	mv, moved, err := c.Step(testContext(t))
+	require.NoError(t, err)
+	require.True(t, moved)
+	assert.Equal(t, zone.ID(1), mv.From)
+	assert.Equal(t, zone.ID(2), mv.To)
+	assert.Equal(t, uint32(30), mv.Actors)
+	assert.Equal(t, zone.Rect{MinX: 1, MinY: 0, MaxX: 3, MaxY: 1}, w.currentMap().Zones[1].Chunks)
+	for _, id := range w.order {
+		s := w.servers[id].z
+		require.Eventually(t, func() bool { r, _ := s.Revision(); return r == mv.Revision }, 5*time.Second, time.Millisecond)
+	}
+	for range 8 {
+		step()
+	}
+	assert.Len(t, w.npcs(1), 10, "zone 1 keeps its column 0")
+	assert.Len(t, w.npcs(2), 35, "zone 2 took the thirty")
+	assert.Equal(t, before, slices.Concat(p1.events, p2.events), "no Appear or Disappear")
+	assert.Equal(t, uint64(30), w.servers[2].z.Stats().Handoffs.Taken)
+
+	// Reports as of the new map: nothing more to move (zone 2 giving back
+	// its column 1 would only swap the sides).
+	require.Eventually(t, func() bool {
+		mv, moved, err := c.Step(testContext(t))
+		require.NoError(t, err)
+		require.False(t, moved, "%+v", mv)
+		return c.Stats().Reports >= 10
+	}, 5*time.Second, time.Millisecond)
+	assert.Equal(t, uint64(1), c.Stats().Moves)
+
+	require.NoError(t, nc.Publish(zone.LoadSubject("throng", "1"), []byte{1, 2, 3}))
+	require.Eventually(t, func() bool { return c.Stats().Dropped == 1 }, 5*time.Second, time.Millisecond)
+}

@@ -1,0 +1,151 @@
+package zone
+
+import (
+	"encoding/binary"
+	"errors"
+	"strconv"
+)
+
+// DefaultLoadEvery is Options.LoadEvery when it is 0: a load report a
+// second at 30 Hz.
+const DefaultLoadEvery = 30
+
+// LoadSubject is the subject zone id publishes its load reports on; a
+// [Coordinator] listens to every zone's (LoadSubject(prefix, "*")).
+func LoadSubject(prefix string, id string) string { return prefix + ".load." + id }
+
+// LoadVersion is the version byte every load report starts with.
+const LoadVersion = 1
+
+// LoadReport is what a zone server tells a coordinator of its load: how
+// many of its own actors (its ghosts left out) stand in each column and
+// each row of its rectangle of chunks, as of the map revision it holds its
+// zone as of. A border moved by one column or row moves the actors the
+// report counts there.
+type LoadReport struct {
+	Zone     ID
+	Revision uint64
+	Tick     uint64
+	// Actors counts all the zone's own actors, those standing outside
+	// its rectangle (not handed off yet) included.
+	Actors uint32
+	// Chunks is the rectangle the counts are for: the zone's as of
+	// Revision.
+	Chunks Rect
+	// Columns[i] counts the actors in chunk column Chunks.MinX+i, Rows[j]
+	// those in row Chunks.MinY+j.
+	Columns, Rows []uint32
+}
+
+// Load report layout, little-endian:
+//
+//	0  version  u8  (LoadVersion)
+//	1  zone     u16
+//	3  revision u64
+//	11 tick     u64
+//	19 actors   u32
+//	23 chunks   minX, minY, maxX, maxY i32
+//	39 columns  u32 each, maxX-minX+1 of them
+//	   rows     u32 each, maxY-minY+1 of them
+const loadHeaderSize = 39
+
+// maxLoadSide bounds a reported rectangle's side, so that a report stays
+// well within a NATS message.
+const maxLoadSide = 1 << 14
+
+// ErrLoadMalformed is a load report of the wrong size, version or shape.
+var ErrLoadMalformed = errors.New("zone: load report of the wrong size, version or shape")
+
+// AppendLoadReport appends r's encoding to dst.
+func AppendLoadReport(dst []byte, r LoadReport) []byte {
+	le := binary.LittleEndian
+	dst = append(dst, LoadVersion)
+	dst = le.AppendUint16(dst, uint16(r.Zone))
+	dst = le.AppendUint64(dst, r.Revision)
+	dst = le.AppendUint64(dst, r.Tick)
+	dst = le.AppendUint32(dst, r.Actors)
+	for _, v := range []int32{r.Chunks.MinX, r.Chunks.MinY, r.Chunks.MaxX, r.Chunks.MaxY} {
+		dst = le.AppendUint32(dst, uint32(v))
+	}
+	for _, c := range r.Columns {
+		dst = le.AppendUint32(dst, c)
+	}
+	for _, c := range r.Rows {
+		dst = le.AppendUint32(dst, c)
+	}
+	return dst
+}
+
+// DecodeLoadReport decodes a report strictly: this version, zone not 0, a
+// rectangle of at most maxLoadSide chunks a side, and exactly one count
+// per column and row. Columns and Rows are appended to the slices r
+// already holds (r's own, reused).
+func DecodeLoadReport(b []byte, r *LoadReport) error {
+	le := binary.LittleEndian
+	if len(b) < loadHeaderSize || b[0] != LoadVersion {
+		return ErrLoadMalformed
+	}
+	c := Rect{MinX: int32(le.Uint32(b[23:])), MinY: int32(le.Uint32(b[27:])), MaxX: int32(le.Uint32(b[31:])), MaxY: int32(le.Uint32(b[35:]))}
+	w, h := int64(c.MaxX)-int64(c.MinX)+1, int64(c.MaxY)-int64(c.MinY)+1
+	zone := ID(le.Uint16(b[1:]))
+	if zone == 0 || w < 1 || h < 1 || w > maxLoadSide || h > maxLoadSide || int64(len(b)) != loadHeaderSize+4*(w+h) {
+		return ErrLoadMalformed
+	}
+	r.Zone, r.Revision, r.Tick, r.Actors, r.Chunks = zone, le.Uint64(b[3:]), le.Uint64(b[11:]), le.Uint32(b[19:]), c
+	r.Columns, r.Rows = r.Columns[:0], r.Rows[:0]
+	off := loadHeaderSize
+	for range w {
+		r.Columns = append(r.Columns, le.Uint32(b[off:]))
+		off += 4
+	}
+	for range h {
+		r.Rows = append(r.Rows, le.Uint32(b[off:]))
+		off += 4
+	}
+	return nil
+}
+
+// loadReporter is the zone server's side: its report, built every
+// Options.LoadEvery ticks by the publisher from the views it walks.
+type loadReporter struct {
+	report  LoadReport
+	msg     []byte
+	subject string
+}
+
+// reportLoad counts the zone's own actors in the views the publisher
+// holds (ghosts left out) by column and row of me's rectangle, and
+// publishes the report as of revision.
+func (z *Server) reportLoad(me Zone, revision, tick uint64) {
+	l := &z.load
+	r := &l.report
+	c := me.Chunks
+	w, h := int(int64(c.MaxX)-int64(c.MinX)+1), int(int64(c.MaxY)-int64(c.MinY)+1)
+	if w > maxLoadSide || h > maxLoadSide {
+		return // a zone too large to report on: no coordinator moves its borders
+	}
+	*r = LoadReport{Zone: z.opts.Zone, Revision: revision, Tick: tick, Chunks: c,
+		Columns: append(r.Columns[:0], make([]uint32, w)...), Rows: append(r.Rows[:0], make([]uint32, h)...)}
+	for vi := range z.pub.views {
+		cv := &z.pub.views[vi]
+		n := uint32(0)
+		for i := range cv.Len() {
+			if _, lent := z.ghosts.local[cv.IDs[i]]; !lent {
+				n++
+			}
+		}
+		r.Actors += n
+		if n == 0 || me.Reach(cv.Key) != 0 {
+			continue
+		}
+		r.Columns[int64(cv.Key.X)-int64(c.MinX)] += n
+		r.Rows[int64(cv.Key.Y)-int64(c.MinY)] += n
+	}
+	if l.subject == "" {
+		l.subject = LoadSubject(z.prefix, strconv.Itoa(int(z.opts.Zone)))
+	}
+	l.msg = AppendLoadReport(l.msg[:0], *r)
+	if z.nc.Publish(l.subject, l.msg) == nil {
+		z.stats.loadReports.Add(1)
+	}
+}
