@@ -83,7 +83,7 @@ func (s *applySystem) RunSerial(t *scheduler.Tick) {
 	g.tick++
 	g.gone = g.gone[:0]
 	defer g.despawnGone()
-	v := z.watch.load()
+	v := z.tickView()
 	g.batch = z.inbox.take(g.batch[:0])
 	h := &z.hand
 	h.reqs, h.ans = z.mail.take(h.reqs[:0], h.ans[:0])

@@ -153,10 +153,14 @@ func (v *view) next(e jetstream.KeyValueEntry) *view {
 // is skipped, and each view's since stays right.
 type mapWatch struct {
 	current atomic.Pointer[view]
-	kv      jetstream.KeyValue
-	stopped chan struct{}
-	once    sync.Once
-	done    sync.WaitGroup
+	// confirmed is when the watch last knew its view to be the newest
+	// (unix nanoseconds): the start, a check that read the bucket, a
+	// watch begun again. See lapsed.
+	confirmed atomic.Int64
+	kv        jetstream.KeyValue
+	stopped   chan struct{}
+	once      sync.Once
+	done      sync.WaitGroup
 }
 
 // checkEvery is how often a map watch checks that it is not behind.
@@ -185,6 +189,7 @@ func watchMap(ctx context.Context, js jetstream.JetStream, bucket string) (*mapW
 		return nil, fmt.Errorf("zone: bucket %q holds no map (PublishMap writes one)", bucket)
 	}
 	mw.current.Store(v)
+	mw.confirm()
 	mw.done.Add(1)
 	go mw.follow(w)
 	return mw, nil
@@ -232,30 +237,51 @@ func (mw *mapWatch) follow(w jetstream.KeyWatcher) {
 				mw.current.Store(mw.current.Load().next(e))
 			}
 		case <-check.C:
-			if updates != nil && !mw.behind() {
-				continue
+			if updates != nil {
+				behind, read := mw.behind()
+				if !read {
+					continue // NATS or its store away: nothing to watch again from
+				}
+				if !behind {
+					mw.confirm()
+					continue
+				}
 			}
 			if again := mw.rewatch(); again != nil {
 				_ = w.Stop()
 				w, updates = again, again.Updates()
+				mw.confirm()
 			}
 		}
 	}
 }
 
 // behind reports whether the bucket holds a revision of the map newer
-// than the view's (false when it cannot tell: NATS away).
-func (mw *mapWatch) behind() bool {
+// than the view's, and read whether it could tell (not with NATS or its
+// key-value store away).
+func (mw *mapWatch) behind() (behind, read bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), checkEvery/2)
 	defer cancel()
 	e, err := mw.kv.Get(ctx, mapKey)
 	if err == nil {
-		return e.Revision() > mw.current.Load().revision
+		return e.Revision() > mw.current.Load().revision, true
 	}
 	// Deleted, perhaps: a delete marker is a revision too, which the
 	// bucket's last sequence counts.
 	st, err := mw.kv.Status(ctx)
-	return err == nil && lastRevision(st) > mw.current.Load().revision
+	if err != nil {
+		return false, false
+	}
+	return lastRevision(st) > mw.current.Load().revision, true
+}
+
+// confirm notes that the view is the newest now.
+func (mw *mapWatch) confirm() { mw.confirmed.Store(time.Now().UnixNano()) }
+
+// lapsed reports whether more than lease has passed since the watch last
+// knew its view to be the newest.
+func (mw *mapWatch) lapsed(lease time.Duration) bool {
+	return time.Since(time.Unix(0, mw.confirmed.Load())) > lease
 }
 
 // lastRevision returns the bucket's newest revision of any key.

@@ -16,10 +16,12 @@ import (
 // the test ends, and returns its URL.
 func startNATS(t testing.TB) string { return nettest.StartNATS(t) }
 
-// connect opens a client connection, closed when the test ends.
+// connect opens a client connection, closed when the test ends. After a
+// restart of the server it reconnects within a tenth of a second (nats.go
+// waits two seconds by default).
 func connect(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect(url)
+	nc, err := nats.Connect(url, nats.ReconnectWait(100*time.Millisecond), nats.MaxReconnects(-1))
 	require.NoError(t, err)
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)

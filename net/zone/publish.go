@@ -48,7 +48,7 @@ func (s *publishSystem) Access() scheduler.Access {
 // are never sent on: their owner lends them to whom it borders.
 func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 	z := s.z
-	v := z.watch.load()
+	v := z.tickView()
 	z.stats.revision.Store(v.revision)
 	if !v.holds(z.opts.Zone, z.opts.Name) {
 		z.stats.holds.Store(false)

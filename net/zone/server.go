@@ -37,6 +37,10 @@ const (
 	PublishName = "zone-publish-ghosts"
 )
 
+// DefaultLease is Options.Lease when it is 0: ten of the map watch's
+// checks, so that a busy second or a NATS restart does not fence a zone.
+const DefaultLease = 10 * time.Second
+
 // DefaultStaleTicks is Options.StaleTicks when it is 0.
 const DefaultStaleTicks = 60
 
@@ -58,6 +62,14 @@ type Options struct {
 	// neighbour's ghosts without a batch from it, before it despawns
 	// them as gone. 0 means DefaultStaleTicks.
 	StaleTicks int
+	// Lease is how long the server acts on the map it holds without
+	// knowing it to be the newest: its map watch checks the bucket every
+	// second, and when no check has read it for Lease (NATS' key-value
+	// store out of reach), the server stops acting as its zone's owner, as
+	// if fenced, until a check reads the map again. So a zone given to
+	// another owner while its old one was cut off from the map is held by
+	// both for at most Lease. 0 means DefaultLease; negative, no lease.
+	Lease time.Duration
 	// LoadEvery is how many of its own ticks pass between the server's
 	// load reports to a Coordinator (see LoadReport). 0 means
 	// DefaultLoadEvery; a negative value sends none.
@@ -121,6 +133,26 @@ type Server struct {
 	// throng.Server saves.
 	types []save.Type
 	load  loadReporter
+	// lapsedView is the view the tick acts on while the lease has run
+	// out: lapsedOf's, holding no zone.
+	lapsedView, lapsedOf *view
+}
+
+// tickView returns the view the tick acts on: the newest the map watch
+// has read, or, when it has not known that view to be the newest for
+// Options.Lease, the same view holding no zone (the server fenced until
+// the watch reads the map again).
+func (z *Server) tickView() *view {
+	v := z.watch.load()
+	if z.opts.Lease < 0 || !z.watch.lapsed(z.opts.Lease) {
+		z.stats.lapsed.Store(false)
+		return v
+	}
+	z.stats.lapsed.Store(true)
+	if z.lapsedOf != v {
+		z.lapsedView, z.lapsedOf = &view{revision: v.revision, m: v.m, since: v.since}, v
+	}
+	return z.lapsedView
 }
 
 // counters are the figures of [Stats], written by the tick goroutine and
@@ -129,7 +161,7 @@ type counters struct {
 	sent, sentActors, received, dropped, refused, fencedTicks atomic.Uint64
 	loadReports                                               atomic.Uint64
 	ghosts                                                    atomic.Int64
-	holds                                                     atomic.Bool
+	holds, lapsed                                             atomic.Bool
 	revision                                                  atomic.Uint64
 	h                                                         handoffCounters
 	cmdSent, cmdArrived, cmdReceived                          atomic.Uint64
@@ -168,6 +200,10 @@ type Stats struct {
 	// and Revision the map revision it last ticked as of.
 	Holds    bool
 	Revision uint64
+	// Lapsed reports whether the server's lease ran out (Options.Lease):
+	// it could not read the map for that long, and does not hold its zone
+	// until it can.
+	Lapsed bool
 	// Handoffs counts the hand-offs of actors to and from neighbours.
 	Handoffs HandoffStats
 	// Commands counts the commands forwarded to the owners of ghosts.
@@ -212,6 +248,9 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 	}
 	if opts.LoadEvery == 0 {
 		opts.LoadEvery = DefaultLoadEvery
+	}
+	if opts.Lease == 0 {
+		opts.Lease = DefaultLease
 	}
 	prefix := opts.Prefix
 	if prefix == "" {
@@ -349,7 +388,7 @@ func (z *Server) Stats() Stats {
 		BatchesSent: c.sent.Load(), ActorsSent: c.sentActors.Load(),
 		BatchesReceived: c.received.Load(), Dropped: c.dropped.Load(), Refused: c.refused.Load(),
 		FencedTicks: c.fencedTicks.Load(), LoadReports: c.loadReports.Load(), Ghosts: int(c.ghosts.Load()),
-		Holds: c.holds.Load(), Revision: c.revision.Load(),
+		Holds: c.holds.Load(), Revision: c.revision.Load(), Lapsed: c.lapsed.Load(),
 		Handoffs: HandoffStats{
 			Started: c.h.Started.Load(), Committed: c.h.Committed.Load(), Refused: c.h.Refused.Load(),
 			TimedOut: c.h.TimedOut.Load(), RolledBack: c.h.RolledBack.Load(),
@@ -366,11 +405,13 @@ func (z *Server) Stats() Stats {
 }
 
 // Revision returns the newest map revision the server has read and
-// whether that revision names it its zone's owner. The tick acts on what
-// it says at the tick's start. It may be called from any goroutine.
+// whether that revision names it its zone's owner (and its lease has not
+// run out: Options.Lease). The tick acts on what it says at the tick's
+// start. It may be called from any goroutine.
 func (z *Server) Revision() (revision uint64, holds bool) {
 	v := z.watch.load()
-	return v.revision, v.holds(z.opts.Zone, z.opts.Name)
+	lapsed := z.opts.Lease >= 0 && z.watch.lapsed(z.opts.Lease)
+	return v.revision, v.holds(z.opts.Zone, z.opts.Name) && !lapsed
 }
 
 // Heard returns the newest tick of a batch received from zone id, 0 if

@@ -1,6 +1,7 @@
 package zone_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -53,6 +54,7 @@ type zones struct {
 	// entries lists the zone of each player joinVia connected, in order:
 	// the front numbers its sessions from 1 in the order they dial.
 	entries []zone.ID
+	lastMap zone.Map // the map the last round read
 }
 
 type member struct {
@@ -119,7 +121,7 @@ func startZonesOn(t *testing.T, m zone.Map, opts zone.Options, viaGateway bool) 
 		mb.srv, err = throng.New(so)
 		require.NoError(t, err)
 		t.Cleanup(func() { mb.srv.Close() })
-		mb.z, err = zone.New(testContext(t), mb.srv, nc, zone.Options{Zone: zn.ID, Name: zn.Owner, HandoffTimeout: opts.HandoffTimeout, LoadEvery: opts.LoadEvery,
+		mb.z, err = zone.New(testContext(t), mb.srv, nc, zone.Options{Zone: zn.ID, Name: zn.Owner, HandoffTimeout: opts.HandoffTimeout, LoadEvery: opts.LoadEvery, Lease: opts.Lease,
 			Gateway: w.gts[zn.ID], Logger: slog.New(slog.DiscardHandler)})
 		require.NoError(t, err)
 		t.Cleanup(mb.z.Close)
@@ -169,7 +171,7 @@ func (w *zones) round() {
 		st := w.servers[id].srv.Tick()
 		require.Equal(w.t, w.tick, st.Tick)
 	}
-	m := w.currentMap()
+	m := w.mapForRound()
 	for _, id := range w.order {
 		from := w.servers[id].z
 		if !from.Stats().Holds {
@@ -219,6 +221,21 @@ func (w *zones) round() {
 			return w.gw.Stats().Replies == published
 		}, 5*time.Second, time.Millisecond, "the zone servers' messages of tick %d", w.tick)
 	}
+}
+
+// mapForRound returns the map in the bucket, or while the bucket cannot
+// be read (JetStream stopped by the test), the last one read.
+func (w *zones) mapForRound() zone.Map {
+	ctx, cancel := context.WithTimeout(testContext(w.t), 200*time.Millisecond)
+	defer cancel()
+	if kv, err := w.js.KeyValue(ctx, zone.DefaultBucket); err == nil {
+		if e, err := kv.Get(ctx, "map"); err == nil {
+			if m, err := zone.DecodeMap(e.Value()); err == nil {
+				w.lastMap = m
+			}
+		}
+	}
+	return w.lastMap
 }
 
 func (w *zones) currentMap() zone.Map {

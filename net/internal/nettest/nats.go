@@ -62,3 +62,14 @@ func (s *NATSServer) Restart() {
 	s.stop()
 	s.start()
 }
+
+// RestartWithoutJetStream restarts the server as Restart does, but
+// without JetStream: core NATS comes back, the key-value store does not
+// (until Restart).
+func (s *NATSServer) RestartWithoutJetStream() {
+	s.stop()
+	opts := s.opts
+	s.opts.JetStream = false
+	s.start()
+	s.opts = opts
+}
