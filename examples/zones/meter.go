@@ -11,13 +11,6 @@ import (
 	"github.com/throng-go/throng/net/zone"
 )
 
-// ghostHeader and ghostSize are a ghost batch's header and each actor's
-// bytes (docs/zones.md), to count the ghost traffic.
-const (
-	ghostHeader = 23
-	ghostSize   = 27
-)
-
 // meter prints the per-second lines and the summary of what runs in this
 // process: its zone servers, and its gateway and bots if it has them.
 type meter struct {
@@ -61,7 +54,7 @@ func (m *meter) totals() totals {
 		t.lost += h.InputsMissed
 		t.duplicated += h.InputsDuplicated
 		t.sessionsLost += h.SessionsLost
-		t.ghostBytes += st.BatchesSent*ghostHeader + st.ActorsSent*ghostSize
+		t.ghostBytes += st.BytesSent
 		t.relayBytes += s.gt.Stats().DatagramBytesOut
 		for i, n := range h.SwitchTicks {
 			t.switchTicks[i] += n

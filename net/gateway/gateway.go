@@ -98,6 +98,11 @@ type Gateway struct {
 	replies   atomic.Uint64
 	oversize  atomic.Uint64
 	scratch   []byte // Step's
+	// wake tells Run that a zone server moved a session: Run steps at
+	// once rather than at its next interval, so that the session reaches
+	// its new server a step sooner (a player's switch is timed from its
+	// old server letting it go to its new one taking it).
+	wake chan struct{}
 }
 
 // move is a session a zone server sent to another zone.
@@ -150,7 +155,7 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.ZoneTimeout <= 0 {
 		cfg.ZoneTimeout = DefaultZoneTimeout
 	}
-	g := &Gateway{cfg: cfg, zoneOf: map[wire.SessionID]uint32{}, unrouted: map[wire.SessionID]bool{},
+	g := &Gateway{cfg: cfg, zoneOf: map[wire.SessionID]uint32{}, unrouted: map[wire.SessionID]bool{}, wake: make(chan struct{}, 1),
 		outs: map[uint32]*message{}, recent: map[wire.SessionID]*moves{}, heard: map[uint32]time.Time{}, routedAt: map[uint32]time.Time{},
 		inUse: map[uint32]bool{}}
 	sub, err := cfg.Conn.Subscribe(gatewaySubject(cfg.Prefix, cfg.Name)+".*", g.fromZone)
@@ -356,7 +361,8 @@ func (g *Gateway) message(z uint32) *message {
 	return m
 }
 
-// Run steps every interval until ctx is done.
+// Run steps every interval until ctx is done, and at once whenever a
+// zone server moves a session (the move waits for no interval).
 func (g *Gateway) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -365,6 +371,8 @@ func (g *Gateway) Run(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			g.Step()
+		case <-g.wake:
 			g.Step()
 		}
 	}
@@ -399,6 +407,10 @@ func (g *Gateway) fromZone(m *nats.Msg) {
 			front.Disconnect(wire.SessionID(s), string(payload))
 		case moved:
 			g.moving = append(g.moving, move{s: wire.SessionID(s), to: binary.LittleEndian.Uint32(payload), payload: slices.Clone(payload[4:])})
+			select {
+			case g.wake <- struct{}{}:
+			default: // a step is due already
+			}
 		case unknown:
 			g.forgotten = append(g.forgotten, move{s: wire.SessionID(s), to: uint32(zone)})
 		}

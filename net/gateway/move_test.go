@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"log/slog"
 	"testing"
 	"time"
@@ -132,4 +133,48 @@ func TestASessionMovesBetweenZoneServersWithoutReconnecting(t *testing.T) {
 	assert.Equal(t, 100+float32(seq), x2)
 	_, closed := c.CloseReason()
 	assert.False(t, closed, "one connection throughout")
+}
+
+// TestAGatewayRunningPassesAMovedSessionOnAtOnce: a gateway that steps
+// once an hour still hands a session a zone server moved to its new
+// server as soon as the move arrives: a player's switch waits for no
+// interval.
+func TestAGatewayRunningPassesAMovedSessionOnAtOnce(t *testing.T) {
+	nc := startNATS(t)
+	zones := map[uint32]*gateway.Transport{}
+	for _, id := range []uint32{1, 2} {
+		zt, err := gateway.NewTransport(gateway.TransportConfig{Conn: nc, Zone: id})
+		require.NoError(t, err)
+		t.Cleanup(func() { zt.Close() })
+		zones[id] = zt
+	}
+	front := mem.New(mem.Options{})
+	gw, err := gateway.New(gateway.Config{Conn: nc, Name: "gw", Front: front})
+	require.NoError(t, err)
+	t.Cleanup(func() { gw.Close() })
+	require.NoError(t, nc.Flush())
+	front.Dial()
+	gw.Step() // the session opens on zone 1
+	var opened wire.SessionID
+	require.Eventually(t, func() bool {
+		for _, in := range zones[1].Receive(nil) {
+			if in.Kind == wire.SessionOpened {
+				opened = in.Session
+			}
+		}
+		return opened != 0
+	}, 5*time.Second, time.Millisecond)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go gw.Run(ctx, time.Hour)
+	require.NoError(t, zones[1].Move(opened, 2, []byte("payload")))
+	zones[1].Flush()
+	var resumed []gateway.Resumed
+	require.Eventually(t, func() bool {
+		zones[2].Receive(nil)
+		resumed = zones[2].TakeResumed(resumed[:0])
+		return len(resumed) == 1
+	}, 5*time.Second, time.Millisecond, "zone 2 got the session before the gateway's next interval")
+	assert.Equal(t, "payload", string(resumed[0].Payload))
 }

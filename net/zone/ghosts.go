@@ -11,7 +11,7 @@ import (
 // GhostVersion is the version byte every ghost batch starts with. A
 // batch of another version is refused whole: zones of one world run one
 // protocol.
-const GhostVersion = 2
+const GhostVersion = 3
 
 // Ghost batch layout, little-endian:
 //
@@ -20,18 +20,22 @@ const GhostVersion = 2
 //	3  revision   u64 the map revision the sender holds its zone as of
 //	11 tick       u64 the sender's tick
 //	19 count      u32 actors that follow
-//	23 count x GhostSize bytes:
-//	   id u32, x f32, y f32, z f32, yaw f32, worldOrCell u32, flags u16,
-//	   class u8 (components.Client.Class: a neighbour shows a remote
-//	   player's ghost as a player, by the players' tiers and rank)
+//	23 worldOrCell u32 where every actor of the batch stands: the
+//	              receiving zone's (an actor is lent only within its reach)
+//	27 count x GhostSize bytes:
+//	   id u32, x f32, y f32, z f32, yaw f32, flags u16, class u8
+//	   (components.Client.Class: a neighbour shows a remote player's
+//	   ghost as a player, by the players' tiers and rank)
 const (
-	ghostHeaderSize = 23
+	ghostHeaderSize = 27
 	// GhostSize is the size of one actor in a ghost batch.
-	GhostSize = 27
+	GhostSize = 23
 )
 
 // Ghost is one actor as its owner publishes it to a neighbouring zone:
 // its id in the owner's world and what the neighbour's players see of it.
+// Its WorldOrCell is its batch's (GhostHeader.WorldOrCell): AppendGhost
+// leaves it out, GhostBatch.At fills it in.
 type Ghost struct {
 	ID          uint32
 	X, Y, Z     float32
@@ -43,9 +47,10 @@ type Ghost struct {
 
 // GhostHeader is what a ghost batch says about itself.
 type GhostHeader struct {
-	Zone     ID
-	Revision uint64
-	Tick     uint64
+	Zone        ID
+	Revision    uint64
+	Tick        uint64
+	WorldOrCell uint32
 }
 
 // Reasons a ghost batch is refused by [DecodeGhosts].
@@ -66,7 +71,8 @@ func AppendGhostHeader(dst []byte, h GhostHeader, count int) []byte {
 	dst = binary.LittleEndian.AppendUint16(dst, uint16(h.Zone))
 	dst = binary.LittleEndian.AppendUint64(dst, h.Revision)
 	dst = binary.LittleEndian.AppendUint64(dst, h.Tick)
-	return binary.LittleEndian.AppendUint32(dst, uint32(count))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(count))
+	return binary.LittleEndian.AppendUint32(dst, h.WorldOrCell)
 }
 
 // SetGhostCount rewrites the count of the batch that starts at b[0], for
@@ -82,7 +88,6 @@ func AppendGhost(dst []byte, g Ghost) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(g.Y))
 	dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(g.Z))
 	dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(g.Yaw))
-	dst = binary.LittleEndian.AppendUint32(dst, g.WorldOrCell)
 	dst = binary.LittleEndian.AppendUint16(dst, g.Flags)
 	return append(dst, g.Class)
 }
@@ -106,9 +111,9 @@ func (b *GhostBatch) At(i int) Ghost {
 		Y:           math.Float32frombits(binary.LittleEndian.Uint32(r[8:])),
 		Z:           math.Float32frombits(binary.LittleEndian.Uint32(r[12:])),
 		Yaw:         math.Float32frombits(binary.LittleEndian.Uint32(r[16:])),
-		WorldOrCell: binary.LittleEndian.Uint32(r[20:]),
-		Flags:       binary.LittleEndian.Uint16(r[24:]),
-		Class:       r[26],
+		WorldOrCell: b.WorldOrCell,
+		Flags:       binary.LittleEndian.Uint16(r[20:]),
+		Class:       r[22],
 	}
 }
 
@@ -131,9 +136,10 @@ func DecodeGhosts(b []byte) (GhostBatch, error) {
 	}
 	batch := GhostBatch{
 		GhostHeader: GhostHeader{
-			Zone:     ID(binary.LittleEndian.Uint16(b[1:])),
-			Revision: binary.LittleEndian.Uint64(b[3:]),
-			Tick:     binary.LittleEndian.Uint64(b[11:]),
+			Zone:        ID(binary.LittleEndian.Uint16(b[1:])),
+			Revision:    binary.LittleEndian.Uint64(b[3:]),
+			Tick:        binary.LittleEndian.Uint64(b[11:]),
+			WorldOrCell: binary.LittleEndian.Uint32(b[23:]),
 		},
 		records: b[ghostHeaderSize:],
 	}
@@ -149,7 +155,7 @@ func DecodeGhosts(b []byte) (GhostBatch, error) {
 				return GhostBatch{}, ErrGhostPosition
 			}
 		}
-		if r[26] >= components.MaxClasses {
+		if r[22] >= components.MaxClasses {
 			return GhostBatch{}, ErrGhostClass
 		}
 	}

@@ -69,6 +69,7 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 	for i, id := range p.neighbours {
 		nz, _ := v.m.Zone(id)
 		p.zones = append(p.zones, nz)
+		header.WorldOrCell = nz.WorldOrCell
 		p.batches[i] = AppendGhostHeader(p.batches[i][:0], header, 0)
 	}
 	p.views = z.ghosts.world.Snapshot(p.views)
@@ -95,7 +96,7 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 			if owner != 0 && !z.hand.awaits(cv.IDs[r]) && (cv.Clients[r].Session == 0 || z.opts.Gateway != nil) {
 				z.offer(owner, v.revision, cv.IDs[r], *tr, cv.Animations[r], cv.Inputs[r], cv.Clients[r].Class, cv.Clients[r].Session != 0)
 			}
-			g := Ghost{ID: cv.IDs[r].ID, X: tr.X, Y: tr.Y, Z: tr.Z, Yaw: tr.Yaw, WorldOrCell: tr.WorldOrCell, Flags: cv.Animations[r].Flags, Class: cv.Clients[r].Class}
+			g := Ghost{ID: cv.IDs[r].ID, X: tr.X, Y: tr.Y, Z: tr.Z, Yaw: tr.Yaw, Flags: cv.Animations[r].Flags, Class: cv.Clients[r].Class}
 			for _, i := range p.reach {
 				p.batches[i] = AppendGhost(p.batches[i], g)
 				p.counts[i]++
@@ -113,6 +114,7 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 		if err := z.nc.Publish(p.subject(z.prefix, id), p.batches[i]); err == nil {
 			z.stats.sent.Add(1)
 			z.stats.sentActors.Add(uint64(p.counts[i]))
+			z.stats.sentBytes.Add(uint64(len(p.batches[i])))
 		}
 	}
 }

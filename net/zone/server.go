@@ -159,7 +159,7 @@ func (z *Server) tickView() *view {
 // NATS' delivery goroutine, read by anyone.
 type counters struct {
 	sent, sentActors, received, dropped, refused, fencedTicks atomic.Uint64
-	loadReports                                               atomic.Uint64
+	loadReports, sentBytes                                    atomic.Uint64
 	ghosts                                                    atomic.Int64
 	holds, lapsed                                             atomic.Bool
 	revision                                                  atomic.Uint64
@@ -180,8 +180,9 @@ type handoffCounters struct {
 // Stats are a zone server's counts since New.
 type Stats struct {
 	// BatchesSent and ActorsSent count the ghost batches published to the
-	// neighbours (one per neighbour per tick) and the actors they listed.
-	BatchesSent, ActorsSent uint64
+	// neighbours (one per neighbour per tick) and the actors they listed;
+	// BytesSent their bytes.
+	BatchesSent, ActorsSent, BytesSent uint64
 	// BatchesReceived counts well-formed batches taken from neighbours.
 	BatchesReceived uint64
 	// Dropped counts messages that were not a well-formed ghost batch.
@@ -385,7 +386,7 @@ func (z *Server) Stats() Stats {
 		switches[i] = c.h.switches[i].Load()
 	}
 	return Stats{
-		BatchesSent: c.sent.Load(), ActorsSent: c.sentActors.Load(),
+		BatchesSent: c.sent.Load(), ActorsSent: c.sentActors.Load(), BytesSent: c.sentBytes.Load(),
 		BatchesReceived: c.received.Load(), Dropped: c.dropped.Load(), Refused: c.refused.Load(),
 		FencedTicks: c.fencedTicks.Load(), LoadReports: c.loadReports.Load(), Ghosts: int(c.ghosts.Load()),
 		Holds: c.holds.Load(), Revision: c.revision.Load(), Lapsed: c.lapsed.Load(),
