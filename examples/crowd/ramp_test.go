@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,7 +97,11 @@ func testShortRamp(t *testing.T, transport string) {
 		assert.Positive(t, r.hz, "the server ticked: %s", l)
 		assert.Positive(t, atof(t, f[3]), "work was timed: %s", l)
 		assert.Contains(t, f[4], "B/s", l)
-		assert.Equal(t, r.hz >= 28.5 && r.players == r.bots, r.held, "held means 28.5 Hz with everyone in: %s", l)
+		// The rate is printed to a tenth: one printed as 28.5 may have been
+		// just under or over the line.
+		if math.Abs(r.hz-28.5) > 0.05 || r.players != r.bots {
+			assert.Equal(t, r.hz >= 28.5 && r.players == r.bots, r.held, "held means 28.5 Hz with everyone in: %s", l)
+		}
 		if r.held {
 			largest = r.bots
 		}
