@@ -53,8 +53,11 @@ type botCounts struct {
 }
 
 // welcomeWait is how long a bot waits for its Welcome before it dials
-// again.
-const welcomeWait = 5 * time.Second
+// again: long, because a server admits a join storm at a bounded rate
+// and a Hello may wait in its line for many seconds (dialling again
+// would lose the place); a zone server that is not there is told by the
+// gateway sooner (gateway.ZoneGone, after its ZoneTimeout).
+const welcomeWait = 60 * time.Second
 
 // newBots returns the bots of pop, not connected yet: they connect at
 // rate a second once run starts, each sending its Hello.
@@ -145,8 +148,8 @@ func (b *bots) step(dt time.Duration) {
 		}
 		if !b.welcomed[i] {
 			if b.clock-b.dialledAt[i] > welcomeWait {
-				// No Welcome, no refusal: its Hello went to a zone server
-				// that was not there (restarting). Dial again.
+				// No Welcome, no refusal, no word from the gateway: dial
+				// again.
 				c.Close()
 				b.retry(i)
 			}
