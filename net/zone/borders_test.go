@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/net/zone"
 )
 
@@ -67,4 +68,62 @@ func TestActorsInChunksAMovedBorderGivesAwayAreHandedOver(t *testing.T) {
 	h1, h2 := w.servers[1].z.Stats().Handoffs, w.servers[2].z.Stats().Handoffs
 	assert.Equal(t, uint64(5), h1.Committed, "%+v", h1)
 	assert.Equal(t, uint64(5), h2.Taken, "%+v", h2)
+}
+
+// TestPlayersInChunksAMovedBorderGivesAwayMoveWithThem: two players of
+// zone 1 stand in the column a moved border gives zone 2; zone 1 hands
+// their actors over with their sessions, through the gateway: each is
+// welcomed again by zone 2 on its one connection and walks on there,
+// no move lost or applied twice.
+func TestPlayersInChunksAMovedBorderGivesAwayMoveWithThem(t *testing.T) {
+	w := startGatewayZones(t, twoZones, zone.Options{})
+	walkers := []*viewer{w.joinVia(1, 5000, 100), w.joinVia(1, 5000, 3000)}
+	step := func() {
+		w.round()
+		for _, p := range walkers {
+			p.read()
+		}
+	}
+	for range 3 {
+		step()
+	}
+	for _, p := range walkers {
+		require.Len(t, p.welcomes, 1)
+	}
+	moved := zone.Map{Zones: slices.Clone(twoZones.Zones)}
+	moved.Zones[0].Chunks.MaxX = 0
+	moved.Zones[1].Chunks.MinX = 1
+	w.moveBorder(moved)
+	seq := uint32(0)
+	for range 12 {
+		seq++
+		for i, p := range walkers {
+			require.NoError(t, p.c.Send(wire.AppendMove(nil, wire.Move{Seq: seq, X: 5000 + 10*float32(seq), Y: 100 + 2900*float32(i)})))
+		}
+		step()
+	}
+	for range 4 {
+		step()
+	}
+	for _, p := range walkers {
+		require.Len(t, p.welcomes, 2, "welcomed again, by zone 2")
+		assert.Zero(t, p.corrections)
+		_, closed := p.c.CloseReason()
+		assert.False(t, closed, "one connection throughout")
+	}
+	h1, h2 := w.servers[1].z.Stats().Handoffs, w.servers[2].z.Stats().Handoffs
+	assert.Equal(t, uint64(2), h1.Committed, "%+v", h1)
+	assert.Equal(t, uint64(2), h2.SessionsTaken, "%+v", h2)
+	assert.Zero(t, h2.InputsMissed+h2.InputsDuplicated+h2.SessionsLost, "%+v", h2)
+	// Zone 2 applied every move, the last one included.
+	var last []float32
+	for _, cv := range w.servers[2].srv.World().Snapshot(nil) {
+		for r := range cv.Len() {
+			if cv.Clients[r].Session != 0 {
+				assert.Equal(t, seq, cv.Inputs[r].Seq)
+				last = append(last, cv.Transforms[r].X)
+			}
+		}
+	}
+	assert.Equal(t, []float32{5000 + 10*float32(seq), 5000 + 10*float32(seq)}, last)
 }
