@@ -3,9 +3,11 @@
 // zone server, and the servers talk over NATS.
 //
 // This package holds the zone map, the ghosts, the hand-off of actors
-// (a player's with its session, through package net/gateway) and
-// commands to ghosts; the handling of failed servers comes later
-// (docs/zones.md says how it fits).
+// (a player's with its session, through package net/gateway; the game's
+// own components and the player's name with them), commands to ghosts,
+// a coordinator that moves borders toward lighter zones, and a lease
+// that fences a server cut off from the map (docs/zones.md says how it
+// fits).
 //
 // # Outline
 //
@@ -29,6 +31,11 @@
 //   - Commands to ghosts: a command of the game's for a ghost goes to the
 //     zone that owns the actor ([Server.Forward]), whose game reads it
 //     naming its own actor ([Server.Commands], [RemoteCommand]).
+//   - Moving borders: each zone server reports its load ([LoadReport],
+//     [Options].LoadEvery); a [Coordinator] gives a lighter neighbour the
+//     column or row along a whole shared side ([PlanMove]) and writes the
+//     map with a compare-and-set. Fencing follows a zone's owner, not its
+//     chunks, so a moved border blinks nothing.
 //   - The glue: [New] wraps a throng.Server in a zone [Server], adding
 //     two systems to its tick ([ApplyName] before Prepare, [PublishName]
 //     after the join).
@@ -37,11 +44,16 @@
 //
 //   - Cut a world into zones: [Map], [Map.Validate], [DecodeMap].
 //   - Who owns a chunk, who borders a zone: [Map.Owner], [Map.Neighbours].
-//   - Publish the map for the servers: [PublishMap].
+//   - Publish the map for the servers: [PublishMap]; without undoing a
+//     coordinator's moves: [EnsureMap].
+//   - Balance the zones' load: [NewCoordinator], then [Coordinator.Run].
+//   - Fence a server that cannot read the map: [Options].Lease.
 //   - Make a server a zone's holder: [New]; watch it with [Server.Stats].
 //   - Keep the game's systems off actors another zone owns: [Server.Ghost].
 //   - Hand players over with their actors: give [New] the server's
-//     gateway transport in [Options].Gateway; watch [HandoffStats].
+//     gateway transport in [Options].Gateway; watch [HandoffStats]. The
+//     game's components registered for saves (throng.Options.SavedTypes)
+//     go with every actor handed off.
 //   - Act on a command for a ghost where its actor lives: [Server.Forward],
 //     then [Server.Commands] on the owner.
 //
