@@ -219,8 +219,22 @@ func run(ctx context.Context, c config, out io.Writer) error {
 			return fmt.Errorf("gateway: NATS: %w", err)
 		}
 		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return err
+		}
+		// The gateway routes by the map in force: written here if no zone
+		// process has yet, watched as borders move.
+		if _, _, err := zone.EnsureMap(ctx, js, "", m); err != nil {
+			return err
+		}
+		maps, err := zone.WatchMap(ctx, js, "")
+		if err != nil {
+			return err
+		}
+		defer maps.Stop()
 		front := mem.New(mem.Options{})
-		if gw, err = gateway.New(gateway.Config{Conn: nc, Name: "gateway", Front: front, Route: router{m, pop}.route}); err != nil {
+		if gw, err = gateway.New(gateway.Config{Conn: nc, Name: "gateway", Front: front, Route: router{maps, pop}.route}); err != nil {
 			return err
 		}
 		defer gw.Close()
@@ -236,13 +250,6 @@ func run(ctx context.Context, c config, out io.Writer) error {
 			return fmt.Errorf("coordinator: NATS: %w", err)
 		}
 		defer nc.Close()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			return err
-		}
-		if _, _, err := zone.EnsureMap(ctx, js, "", m); err != nil {
-			return err
-		}
 		if coord, err = zone.NewCoordinator(ctx, nc, zone.CoordinatorOptions{Logger: log}); err != nil {
 			return err
 		}

@@ -60,21 +60,26 @@ func population(n int, seed uint64, crowd string) scenario.Population {
 	return p
 }
 
-// router sends a bot's session to the zone its spawn lies in: the gateway
-// routes each new session by its Hello (gateway.Config.Route).
+// router sends a bot's session to the zone its spawn lies in, by the map
+// in force (borders move with -balance): the gateway routes each new
+// session by its Hello (gateway.Config.Route).
 type router struct {
-	m   zone.Map
-	pop scenario.Population
+	maps *zone.MapWatch
+	pop  scenario.Population
 }
 
 func (r router) route(_ wire.SessionID, h wire.Hello) uint32 {
+	m, _, _ := r.maps.Map()
+	if len(m.Zones) == 0 {
+		return 1
+	}
 	i, err := strconv.Atoi(strings.TrimPrefix(string(h.Token), "bot-"))
 	if err != nil || i < 0 || len(r.pop.Spawns) == 0 {
-		return uint32(r.m.Zones[0].ID) // its server refuses a stranger
+		return uint32(m.Zones[0].ID) // its server refuses a stranger
 	}
 	t := r.pop.Spawns[i%len(r.pop.Spawns)].Transform
-	if z, ok := r.m.Owner(grid.KeyOf(t.WorldOrCell, t.X, t.Y, scenario.ChunkSize)); ok {
+	if z, ok := m.Owner(grid.KeyOf(t.WorldOrCell, t.X, t.Y, scenario.ChunkSize)); ok {
 		return uint32(z.ID)
 	}
-	return uint32(r.m.Zones[0].ID)
+	return uint32(m.Zones[0].ID)
 }

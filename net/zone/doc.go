@@ -47,6 +47,7 @@
 //   - Publish the map for the servers: [PublishMap]; without undoing a
 //     coordinator's moves: [EnsureMap].
 //   - Balance the zones' load: [NewCoordinator], then [Coordinator.Run].
+//   - Route by the map in force (a gateway's Route): [WatchMap].
 //   - Fence a server that cannot read the map: [Options].Lease.
 //   - Make a server a zone's holder: [New]; watch it with [Server.Stats].
 //   - Keep the game's systems off actors another zone owns: [Server.Ghost].

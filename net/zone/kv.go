@@ -320,3 +320,34 @@ func (mw *mapWatch) stop() {
 	mw.once.Do(func() { close(mw.stopped) })
 	mw.done.Wait()
 }
+
+// MapWatch follows the zone map in NATS for a program that routes by it
+// (a gateway's Config.Route sending a new player to the zone that holds
+// its chunk, say): the newest map, kept current as a coordinator moves
+// borders or an operator edits it, through NATS restarts as a zone
+// server's own watch is.
+type MapWatch struct{ w *mapWatch }
+
+// WatchMap starts following the map in bucket (empty: DefaultBucket) and
+// returns once it has read the newest revision. Stop ends it.
+func WatchMap(ctx context.Context, js jetstream.JetStream, bucket string) (*MapWatch, error) {
+	if bucket == "" {
+		bucket = DefaultBucket
+	}
+	w, err := watchMap(ctx, js, bucket)
+	if err != nil {
+		return nil, err
+	}
+	return &MapWatch{w}, nil
+}
+
+// Map returns the newest map the watch has read and its revision; ok is
+// false when that revision is not a valid map (deleted, say), and the map
+// is then the last valid one. Any goroutine may call it.
+func (m *MapWatch) Map() (mp Map, revision uint64, ok bool) {
+	v := m.w.load()
+	return v.m, v.revision, v.valid
+}
+
+// Stop ends the watch.
+func (m *MapWatch) Stop() { m.w.stop() }

@@ -1,7 +1,9 @@
 package zone_test
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,4 +85,47 @@ func TestMapSettingsAreDecodedStrictly(t *testing.T) {
 	assert.ErrorContains(t, err, `unknown field "chunk"`)
 	_, err = zone.DecodeMap([]byte(`{"zones": [{"id": 1, "owner": "a"}, {"id": 2, "owner": "b"}]}`))
 	assert.EqualError(t, err, "zone: map: zones 1 and 2 overlap in worldOrCell 0")
+}
+
+// TestAMapWatchFollowsTheMapInForce: a program that routes by the map
+// reads the newest one, a moved border included, and is told when the
+// newest revision is not a map (the last valid one still given).
+func TestAMapWatchFollowsTheMapInForce(t *testing.T) {
+	_, js := connect(t, startNATS(t))
+	first, err := zone.PublishMap(testContext(t), js, "", twoZones)
+	require.NoError(t, err)
+	maps, err := zone.WatchMap(testContext(t), js, "")
+	require.NoError(t, err)
+	t.Cleanup(maps.Stop)
+	m, rev, ok := maps.Map()
+	require.True(t, ok)
+	assert.Equal(t, first, rev)
+	assert.Equal(t, twoZones, m)
+
+	moved := zone.Map{Zones: slices.Clone(twoZones.Zones)}
+	moved.Zones[0].Chunks.MaxX = 0
+	moved.Zones[1].Chunks.MinX = 1
+	second, err := zone.PublishMap(testContext(t), js, "", moved)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, rev, _ := maps.Map(); return rev == second }, 5*time.Second, time.Millisecond)
+	m, _, ok = maps.Map()
+	assert.True(t, ok)
+	owner, _ := m.Owner(grid.AreaKey{X: 1, Y: 0})
+	assert.Equal(t, zone.ID(2), owner.ID, "chunk (1, 0) is zone 2's now")
+
+	kv, err := js.KeyValue(testContext(t), zone.DefaultBucket)
+	require.NoError(t, err)
+	require.NoError(t, kv.Delete(testContext(t), "map"))
+	require.Eventually(t, func() bool { _, rev, _ := maps.Map(); return rev > second }, 5*time.Second, time.Millisecond)
+	m, _, ok = maps.Map()
+	assert.False(t, ok, "the map was deleted")
+	assert.Equal(t, moved, m, "the last valid map, for what it is worth")
+
+	// EnsureMap writes a map only where there is none in force.
+	held, _, err := zone.EnsureMap(testContext(t), js, "", twoZones)
+	require.NoError(t, err)
+	assert.Equal(t, twoZones, held, "after a delete, the settings' map is written again")
+	held, _, err = zone.EnsureMap(testContext(t), js, "", moved)
+	require.NoError(t, err)
+	assert.Equal(t, twoZones, held, "a map in force is kept, not overwritten")
 }
