@@ -90,6 +90,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/throng-go/throng/examples/crowd/scenario"
 	"github.com/throng-go/throng/net/gateway"
 	"github.com/throng-go/throng/net/mem"
 	"github.com/throng-go/throng/net/zone"
@@ -110,6 +111,7 @@ type config struct {
 	profile   string
 	balance   bool
 	crowd     string
+	margin    float64
 }
 
 func parse(args []string, errOut io.Writer) (config, error) {
@@ -130,6 +132,7 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	fs.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof reads it)")
 	fs.BoolVar(&c.balance, "balance", false, "run a coordinator that moves borders toward lighter zones (with -role all or gateway)")
 	fs.StringVar(&c.crowd, "crowd", "centre", "where the bots roam: centre (where the four zones meet) or corner (zone 1's quarter)")
+	fs.Float64Var(&c.margin, "handoff-margin", scenario.ChunkSize/4, "world units an actor must stand past a border before it is handed off (zone.Options.HandoffMargin); 0 hands off at the border")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -150,6 +153,8 @@ func parse(args []string, errOut io.Writer) (config, error) {
 		return c, fmt.Errorf("-save-every: not negative, got %v", c.saveEvery)
 	case c.crowd != "centre" && c.crowd != "corner":
 		return c, fmt.Errorf("-crowd: centre or corner, not %q", c.crowd)
+	case !(c.margin >= 0 && c.margin < scenario.ChunkSize):
+		return c, fmt.Errorf("-handoff-margin: from 0 to below a chunk (%d), not %v", scenario.ChunkSize, c.margin)
 	}
 	return c, nil
 }

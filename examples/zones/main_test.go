@@ -106,6 +106,7 @@ func TestBadFlagsAreRefusedWithTheReason(t *testing.T) {
 		"-join-rate 0":                      "-join-rate: at least 1, got 0",
 		"-players -1":                       "-players: not negative, got -1",
 		"-crowd everywhere":                 `-crowd: centre or corner, not "everywhere"`,
+		"-handoff-margin 5000":              "-handoff-margin: from 0 to below a chunk (4096), not 5000",
 	} {
 		c, err := parse(strings.Fields(args), io.Discard)
 		if err == nil {

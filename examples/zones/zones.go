@@ -93,7 +93,7 @@ func startZone(ctx context.Context, url string, m zone.Map, id zone.ID, c config
 	if !ok {
 		return fail(fmt.Errorf("the map in NATS has no zone %d", id))
 	}
-	if s.z, err = zone.New(ctx, s.srv, nc, zone.Options{Zone: id, Name: zn.Owner, Gateway: s.gt}); err != nil {
+	if s.z, err = zone.New(ctx, s.srv, nc, zone.Options{Zone: id, Name: zn.Owner, Gateway: s.gt, HandoffMargin: float32(c.margin)}); err != nil {
 		return fail(err)
 	}
 	return s, nil

@@ -1,6 +1,7 @@
 package zone_test
 
 import (
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/throng-go/throng"
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/net/zone"
@@ -126,4 +128,39 @@ func TestPlayersInChunksAMovedBorderGivesAwayMoveWithThem(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []float32{5000 + 10*float32(seq), 5000 + 10*float32(seq)}, last)
+}
+
+// TestAHandoffMarginKeepsAnActorNearTheBorderWithItsOwner: with a margin
+// of 1,000 units, zone 2's NPC stays zone 2's while it stands less than
+// that past the border (at x 8,192), shown to zone 1's player as a ghost,
+// and is handed to zone 1 once it goes deeper; walking back it stays zone
+// 1's until it is as far past the border on the other side. A margin of a
+// chunk or more is refused.
+func TestAHandoffMarginKeepsAnActorNearTheBorderWithItsOwner(t *testing.T) {
+	w := startZonesWith(t, twoZones, zone.Options{HandoffMargin: 1000})
+	w.spawn(2, 8600, 100)
+	p := w.join(1, 6000, 100)
+	step := func() { w.round(); p.read() }
+	step()
+	owners := w.walkTo([]float32{8400, 8200, 8000, 7800, 7400, 7400, 7400}, step)
+	assert.Equal(t, []zone.ID{2, 2, 2, 2, 2}, owners[:5], "within the margin (to 7,192) it stays zone 2's")
+	require.Len(t, p.others(), 1, "zone 1's player sees it all along")
+	assert.Len(t, w.npcs(2), 1)
+	assert.Empty(t, w.npcs(1))
+
+	owners = w.walkTo([]float32{7100, 7100, 7100, 7100}, step)
+	assert.Equal(t, zone.ID(1), owners[len(owners)-1], "past the margin, handed to zone 1")
+	owners = w.walkTo([]float32{8000, 8600, 9100, 9100, 9100}, step)
+	assert.Equal(t, []zone.ID{1, 1, 1}, owners[:3], "back across the border, within the margin (to 9,192), zone 1's still")
+	owners = w.walkTo([]float32{9300, 9300, 9300, 9300}, step)
+	assert.Equal(t, zone.ID(2), owners[len(owners)-1])
+	assert.Len(t, p.others(), 1)
+	assert.Equal(t, []string{"appear " + itoa(p.others()[0])}, p.events, "no blink throughout")
+
+	srv, err := throng.New(throng.Options{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	nc, _ := connect(t, w.url)
+	_, err = zone.New(testContext(t), srv, nc, zone.Options{Zone: 1, Name: "a", HandoffMargin: 4096})
+	assert.ErrorContains(t, err, "HandoffMargin 4096")
 }

@@ -72,6 +72,7 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 		header.WorldOrCell = nz.WorldOrCell
 		p.batches[i] = AppendGhostHeader(p.batches[i][:0], header, 0)
 	}
+	me, _ := v.m.Zone(z.opts.Zone)
 	p.views = z.ghosts.world.Snapshot(p.views)
 	for vi := range p.views {
 		cv := &p.views[vi]
@@ -93,7 +94,7 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 				continue
 			}
 			tr := &cv.Transforms[r]
-			if owner != 0 && !z.hand.awaits(cv.IDs[r]) && (cv.Clients[r].Session == 0 || z.opts.Gateway != nil) {
+			if owner != 0 && !z.hand.awaits(cv.IDs[r]) && (cv.Clients[r].Session == 0 || z.opts.Gateway != nil) && z.pastMargin(me, tr) {
 				z.offer(owner, v.revision, cv.IDs[r], *tr, cv.Animations[r], cv.Inputs[r], cv.Clients[r].Class, cv.Clients[r].Session != 0)
 			}
 			g := Ghost{ID: cv.IDs[r].ID, X: tr.X, Y: tr.Y, Z: tr.Z, Yaw: tr.Yaw, Flags: cv.Animations[r].Flags, Class: cv.Clients[r].Class}
@@ -104,7 +105,6 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 		}
 	}
 	if every := z.opts.LoadEvery; every > 0 && t.Number%uint64(every) == 0 {
-		me, _ := v.m.Zone(z.opts.Zone)
 		z.reportLoad(me, v.revision, t.Number)
 	}
 	for i, id := range p.neighbours {
@@ -117,4 +117,19 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 			z.stats.sentBytes.Add(uint64(len(p.batches[i])))
 		}
 	}
+}
+
+// pastMargin reports whether t stands at least Options.HandoffMargin
+// past zone me's border (the Chebyshev distance, in world units, from
+// its rectangle of chunks): far enough to be handed off.
+func (z *Server) pastMargin(me Zone, t *components.Transform) bool {
+	margin := float64(z.opts.HandoffMargin)
+	if margin <= 0 {
+		return true
+	}
+	cs := float64(z.ghosts.world.ChunkSize())
+	x, y := float64(t.X), float64(t.Y)
+	dx := max(float64(me.Chunks.MinX)*cs-x, x-float64(int64(me.Chunks.MaxX)+1)*cs, 0)
+	dy := max(float64(me.Chunks.MinY)*cs-y, y-float64(int64(me.Chunks.MaxY)+1)*cs, 0)
+	return max(dx, dy) >= margin
 }

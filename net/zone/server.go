@@ -70,6 +70,14 @@ type Options struct {
 	// another owner while its old one was cut off from the map is held by
 	// both for at most Lease. 0 means DefaultLease; negative, no lease.
 	Lease time.Duration
+	// HandoffMargin is how far, in world units, an actor must stand past
+	// the zone's border before it is handed to the neighbour whose chunk
+	// it stands in: a hysteresis, so that a player walking along a border
+	// is not switched back and forth at every step across it (each switch
+	// re-tells the player its view). Within the margin the actor stays
+	// ours, shown across the border as a ghost like any other. 0 hands
+	// off at the border; it must be below the chunk size.
+	HandoffMargin float32
 	// LoadEvery is how many of its own ticks pass between the server's
 	// load reports to a Coordinator (see LoadReport). 0 means
 	// DefaultLoadEvery; a negative value sends none.
@@ -252,6 +260,9 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 	}
 	if opts.Lease == 0 {
 		opts.Lease = DefaultLease
+	}
+	if m := opts.HandoffMargin; !(m >= 0 && m < srv.World().ChunkSize()) {
+		return nil, fmt.Errorf("zone: Options.HandoffMargin %v: from 0 to below the chunk size (%v)", m, srv.World().ChunkSize())
 	}
 	prefix := opts.Prefix
 	if prefix == "" {

@@ -121,7 +121,7 @@ func startZonesOn(t *testing.T, m zone.Map, opts zone.Options, viaGateway bool) 
 		mb.srv, err = throng.New(so)
 		require.NoError(t, err)
 		t.Cleanup(func() { mb.srv.Close() })
-		mb.z, err = zone.New(testContext(t), mb.srv, nc, zone.Options{Zone: zn.ID, Name: zn.Owner, HandoffTimeout: opts.HandoffTimeout, LoadEvery: opts.LoadEvery, Lease: opts.Lease,
+		mb.z, err = zone.New(testContext(t), mb.srv, nc, zone.Options{Zone: zn.ID, Name: zn.Owner, HandoffTimeout: opts.HandoffTimeout, LoadEvery: opts.LoadEvery, Lease: opts.Lease, HandoffMargin: opts.HandoffMargin,
 			Gateway: w.gts[zn.ID], Logger: slog.New(slog.DiscardHandler)})
 		require.NoError(t, err)
 		t.Cleanup(mb.z.Close)
