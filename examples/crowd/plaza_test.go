@@ -35,11 +35,13 @@ func TestPlazaLinesCountPropChangesAndPropFrames(t *testing.T) {
 	assert.GreaterOrEqual(t, number(t, last, "prop_changes"), changes, "the summary totals the seconds: %s", text)
 	assert.Greater(t, number(t, last, "props_sent"), 60*100.0, "each player was told of the hundreds of props around it: %s", last)
 	assert.GreaterOrEqual(t, number(t, last, "props_sent"), sent, last)
-	// Every change made was told, but those of the last tick, made after
-	// its join: a few a tick at most.
+	// Every change made was told, but those of the last tick or two (made
+	// after the join the summary counted, or a slide's step a far viewer
+	// hears later): a few ticks' worth at most. A slow tick (the race
+	// detector on a busy machine) makes more changes than an average one.
 	made, told := number(t, last, "prop_changes"), number(t, last, "prop_changes_told")
 	assert.LessOrEqual(t, told, made, last)
-	assert.Less(t, made-told, 2*made/number(t, last, "ticks")+5, "no prop change lost: %s", last)
+	assert.Less(t, made-told, 3*made/number(t, last, "ticks")+10, "no prop change lost: %s", last)
 	// 10 updates a second each, at most.
 	assert.LessOrEqual(t, number(t, last, "bot_updates_sent/s"), 60*10.5, last)
 	assert.NotEmpty(t, field(last, "plaza-physics_ms"), "the plaza's systems are timed: %s", last)
