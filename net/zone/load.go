@@ -3,6 +3,7 @@ package zone
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strconv"
 )
 
@@ -124,8 +125,10 @@ func (z *Server) reportLoad(me Zone, revision, tick uint64) {
 	if w > maxLoadSide || h > maxLoadSide {
 		return // a zone too large to report on: no coordinator moves its borders
 	}
-	*r = LoadReport{Zone: z.opts.Zone, Revision: revision, Tick: tick, Chunks: c,
-		Columns: append(r.Columns[:0], make([]uint32, w)...), Rows: append(r.Rows[:0], make([]uint32, h)...)}
+	cols, rows := slices.Grow(r.Columns[:0], w)[:w], slices.Grow(r.Rows[:0], h)[:h]
+	clear(cols)
+	clear(rows)
+	*r = LoadReport{Zone: z.opts.Zone, Revision: revision, Tick: tick, Chunks: c, Columns: cols, Rows: rows}
 	for vi := range z.pub.views {
 		cv := &z.pub.views[vi]
 		n := uint32(0)
