@@ -18,8 +18,11 @@
 // bots on it. The world is
 // 4 x 4 chunks; zone i holds a 2 x 2 corner, and the bots roam a square of
 // one chunk around the centre where the four meet (-crowd corner: zone
-// 1's quarter). With -balance a zone.Coordinator moves borders toward
-// the lighter zones, from the zone servers' load reports.
+// 1's quarter). A zone server hands a bot's actor to its neighbour once
+// it stands -handoff-margin past the border (a quarter chunk), so that a
+// bot wandering along a border is not switched at each step across it.
+// With -balance a zone.Coordinator moves borders toward the lighter
+// zones, from the zone servers' load reports.
 //
 // # Each part a process of its own
 //
