@@ -8,6 +8,7 @@ import (
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs/save"
 	"github.com/throng-go/throng/interest"
+	"github.com/throng-go/throng/internal/cacheline"
 	"github.com/throng-go/throng/net/wire"
 )
 
@@ -137,14 +138,14 @@ func (p *Pipeline) routeInputs(tick uint64) int {
 func (p *Pipeline) applyInputs(b int) {
 	bk := &p.buckets[b]
 	for i := range bk.moves {
-		if j := i + inputsAhead; j < len(bk.moves) && usePrefetchW {
+		if j := i + inputsAhead; j < len(bk.moves) && cacheline.Claiming {
 			// Ask for the row of the frame inputsAhead on: the rows lie
 			// in the tables of their actors' chunks, not in session
 			// order, and finding and touching each (Ark's entity index,
 			// the table's column, the row) is a chain of misses the CPU
 			// cannot see coming.
 			if s := bk.moves[j].s; s.state == playing {
-				claimLines(unsafe.Slice(p.inputs.Get(s.entity), 1))
+				cacheline.Claim(unsafe.Slice(p.inputs.Get(s.entity), 1))
 			}
 		}
 		m := &bk.moves[i]

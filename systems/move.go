@@ -3,10 +3,10 @@ package systems
 import (
 	"math"
 	"time"
-	"unsafe"
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/interest"
+	"github.com/throng-go/throng/internal/cacheline"
 	"github.com/throng-go/throng/net/wire"
 )
 
@@ -20,39 +20,39 @@ func (j *moveJob) RunUnit(i int) {
 	start := time.Now()
 	f := &j.p.frame
 	sh := f.shards[i]
-	if sh.Hi > sh.Lo && usePrefetchW {
+	if sh.Hi > sh.Lo && cacheline.Claiming {
 		// What Move writes for its shard, every core read in the last
 		// relay: the lines are shared, and each store would wait for the
 		// other cores' copies to be invalidated, one line after another.
 		// Asked for at once, the invalidations overlap.
-		claimLines(f.x[sh.Lo:sh.Hi])
-		claimLines(f.y[sh.Lo:sh.Hi])
-		claimLines(f.z[sh.Lo:sh.Hi])
-		claimLines(f.changed[sh.Lo:sh.Hi])
-		claimLines(f.records[int(sh.Lo)*wire.RecordSize : int(sh.Hi)*wire.RecordSize])
+		cacheline.Claim(f.x[sh.Lo:sh.Hi])
+		cacheline.Claim(f.y[sh.Lo:sh.Hi])
+		cacheline.Claim(f.z[sh.Lo:sh.Hi])
+		cacheline.Claim(f.changed[sh.Lo:sh.Hi])
+		cacheline.Claim(f.records[int(sh.Lo)*wire.RecordSize : int(sh.Hi)*wire.RecordSize])
 	}
 	for a := sh.Lo; a < sh.Hi; a++ {
 		// The rows of the actor moveAhead places on, asked for now: a
 		// shard's actors are in cell order, their rows in the table's, so
 		// each row is a miss the CPU cannot predict, and its MoveInput was
 		// just written by ingest on the tick goroutine's core.
-		if pa := a + moveAhead; usePrefetchW && pa < sh.Hi {
+		if pa := a + moveAhead; cacheline.Claiming && pa < sh.Hi {
 			v := &f.views[f.view[pa]]
 			r := f.row[pa]
-			claimLines(v.Inputs[r : r+1])
-			claimLines(v.Transforms[r : r+1])
+			cacheline.Claim(v.Inputs[r : r+1])
+			cacheline.Claim(v.Transforms[r : r+1])
 			// Its Animation row is read for the record and rarely
 			// written: in a sparse world, a table's rows are a miss each,
 			// and unasked for, the flags' load would dominate Move.
-			readLines(v.Animations[r : r+1])
+			cacheline.Read(v.Animations[r : r+1])
 			if f.view[pa] != f.view[pa-1] {
 				// The first actor of another table: its ids and clients,
 				// only read, are not where the last actor's were. In a
 				// sparse world each table has a few actors and these
 				// would be a miss each; in a crowd's one table they are
 				// not.
-				readLines(v.IDs[r : r+1])
-				readLines(v.Clients[r : r+1])
+				cacheline.Read(v.IDs[r : r+1])
+				cacheline.Read(v.Clients[r : r+1])
 			}
 		}
 		j.p.moveActor(a)
@@ -177,20 +177,6 @@ func validate(t *components.Transform, in *components.MoveInput, chunkSize float
 
 func finite(v float32) bool {
 	return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0)
-}
-
-// readLines asks for s's cache lines, to be read.
-func readLines[T any](s []T) {
-	if len(s) > 0 {
-		prefetchRead((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
-	}
-}
-
-// claimLines asks for s's cache lines in exclusive state.
-func claimLines[T any](s []T) {
-	if len(s) > 0 {
-		prefetchWrite((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
-	}
 }
 
 // moveAhead is how many actors ahead Move asks for rows: enough for the

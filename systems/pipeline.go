@@ -175,6 +175,7 @@ type Pipeline struct {
 	world     *ecs.World
 	transport wire.Transport
 	batcher   wire.BatchSender // transport's, when it has one
+	ahead     wire.SendAhead   // transport's, when it has one
 	tiers     interest.Tiers   // the players' table, tierSets[0]
 	bands     tierBands        // tiers, for chooseByTiers8
 	// The kinds of sender: each distinct table and radius the classes
@@ -290,6 +291,7 @@ func New(cfg Config, world *ecs.World, transport wire.Transport) (*Pipeline, err
 		kept:       make(map[string]*save.Kept),
 	}
 	p.batcher, _ = transport.(wire.BatchSender)
+	p.ahead, _ = transport.(wire.SendAhead)
 	p.minRouted = minInputsToOffload
 	p.move.p = p
 	p.relay.p = p

@@ -86,10 +86,14 @@ func (j *relayJob) RunUnit(i int) {
 	var datagrams, owed int32
 	level := p.relayLevel(sh.Level)
 	sc.aim = p.aimFor(sh.Level)
+	told := sh.Lo // recipients before it were named to p.ahead
 	for a := sh.Lo; a < sh.Hi; a++ {
 		if f.session[a] == 0 {
 			f.relays[a] = 0
 			continue
+		}
+		if p.ahead != nil {
+			told = p.tellNext(sh, max(told, a+1))
 		}
 		n := p.gather(a, level, &throttled, sc)
 		if s := f.sess[a]; s != nil && p.cfg.MaxRecordsPerTick > 0 {
@@ -125,6 +129,21 @@ func (j *relayJob) RunUnit(i int) {
 	p.shardOwed[i] = owed
 	p.shardThrottled[i] = throttled
 	p.shardRelayTime[i] = time.Since(start)
+}
+
+// tellNext names to the transport (p.ahead) the first recipient with a
+// session from index from on in shard sh, and returns the index after it
+// (sh.Hi when there is none): building the current recipient's batch then
+// covers the wait for that session's state.
+func (p *Pipeline) tellNext(sh Shard, from int32) int32 {
+	f := &p.frame
+	for b := from; b < sh.Hi; b++ {
+		if s := f.session[b]; s != 0 {
+			p.ahead.WillSend(wire.SessionID(s))
+			return b + 1
+		}
+	}
+	return sh.Hi
 }
 
 // reserve returns buf emptied, with room for a record from each of senders

@@ -60,20 +60,3 @@ func chooseByTiers8(sel *int32, changed *uint64, xs, ys, zs *float32, res *inter
 //
 //go:noescape
 func chooseThrottled8(sel *int32, changed *uint64, xs, ys, zs *float32, res *interest.Residues, n int, k *tierKernel) int
-
-// usePrefetchW says the CPU has PREFETCHW (CPUID 0x80000001, ECX bit 8).
-var usePrefetchW = cpuidECX(0x80000001)&(1<<8) != 0
-
-// prefetchWrite asks for every cache line of p[:n] (n > 0) in exclusive
-// state at once: the lines' invalidations in other cores' caches then
-// overlap, instead of each store waiting for its own.
-//
-//go:noescape
-func prefetchWrite(p *byte, n int)
-
-// prefetchRead asks for every cache line of p[:n] (n > 0), to be read.
-//
-//go:noescape
-func prefetchRead(p *byte, n int)
-
-func cpuidECX(leaf uint32) uint32

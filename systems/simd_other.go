@@ -30,10 +30,3 @@ func copyRecords(dst, recs *byte, set uint64, lo, k int) uint64 {
 func copyRecordsAt(dst, recs *byte, sel *int32, k int) {
 	panic("systems: copyRecordsAt without AVX2")
 }
-
-// usePrefetchW is false: no PREFETCHW here.
-const usePrefetchW = false
-
-func prefetchWrite(*byte, int) {}
-
-func prefetchRead(*byte, int) {}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/throng-go/throng/internal/cacheline"
 	"github.com/throng-go/throng/net/internal/link"
 	"github.com/throng-go/throng/net/wire"
 )
@@ -273,6 +274,23 @@ func (m *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size
 		}
 	}
 	link.EachDatagram(datagrams, size, func(d []byte) { m.SendUnreliable(s, d) })
+}
+
+// WillSend implements [wire.SendAhead]: it asks for the session's slot,
+// in exclusive state, outside CountOnly mode: a send locks it and bumps
+// its counters, and its client's last drain (on the bots' core) left it
+// in that core's cache.
+func (m *Transport) WillSend(s wire.SessionID) {
+	if m.countOnly || !cacheline.Claiming {
+		return
+	}
+	chunks := *m.slots.Load()
+	k := s / memChunkSlots
+	if k >= wire.SessionID(len(chunks)) {
+		return
+	}
+	slot := &chunks[k][s%memChunkSlots]
+	cacheline.ClaimOne(slot)
 }
 
 // deliverDatagrams counts datagrams (cut every size bytes) to the session

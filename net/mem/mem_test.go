@@ -535,6 +535,36 @@ func TestMemBatchSendIsEachDatagramSentInTurn(t *testing.T) {
 	}
 }
 
+// TestMemWillSendChangesNothingASendOrClientSees: WillSend is a hint. Told
+// of an open, a closed, an unknown or a never-dialled session, the
+// transport delivers, drops and counts exactly as it would untold, and the
+// hint allocates nothing.
+func TestMemWillSendChangesNothingASendOrClientSees(t *testing.T) {
+	for _, countOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("countOnly=%v", countOnly), func(t *testing.T) {
+			m := New(Options{CountOnly: countOnly})
+			var _ wire.SendAhead = m
+			c, gone := m.Dial(), m.Dial()
+			gone.Close()
+			for _, s := range []wire.SessionID{c.Session(), gone.Session(), 0, 999, 5 * memChunkSlots} {
+				m.WillSend(s)
+			}
+			d := []byte("datagram")
+			m.WillSend(c.Session())
+			m.SendUnreliableBatch(c.Session(), d, 0)
+			m.WillSend(gone.Session())
+			m.SendUnreliableBatch(gone.Session(), d, 0)
+
+			assert.Equal(t, ClientStats{Datagrams: 1, DatagramBytes: uint64(len(d))}, c.Received())
+			assert.Equal(t, uint64(1), m.Stats().DroppedDatagrams)
+			if !countOnly {
+				assert.Equal(t, []string{"datagram"}, drainedDatagrams(c))
+			}
+			assert.Zero(t, testing.AllocsPerRun(100, func() { m.WillSend(c.Session()) }))
+		})
+	}
+}
+
 func TestMemBatchSendAllocatesNothingInCountOnlyMode(t *testing.T) {
 	m := New(Options{CountOnly: true})
 	c := m.Dial()

@@ -154,6 +154,21 @@ type BatchSender interface {
 	SendUnreliableBatch(s SessionID, datagrams []byte, size int)
 }
 
+// SendAhead is implemented by a [Transport] whose sends can be made
+// cheaper by knowing, a little ahead, which session comes next. The relay
+// builds its recipients' batches one after another and tells the
+// transport of the next recipient before it builds the current one's
+// batch; the transport may then fetch that session's state into the
+// calling core's cache (state a client on another core last wrote), so
+// that the send finds it there instead of waiting for it.
+type SendAhead interface {
+	// WillSend says a send to session s follows soon, from the calling
+	// goroutine. It is a hint: it changes nothing a send or a client sees,
+	// never blocks, and may be called for a session that closes, or is
+	// never sent to, meanwhile.
+	WillSend(s SessionID)
+}
+
 // Flusher is implemented by a [Transport] that holds what the server sends
 // during a tick and hands it on when the tick ends: a transport over a
 // message bus, say, that carries a tick's traffic to each peer as one
