@@ -53,8 +53,9 @@ func runCrowd(ctx context.Context, cfg config, out io.Writer) error {
 	}
 	period := srv.Settings().TickPeriod()
 	var (
-		bots botSide
-		wg   sync.WaitGroup
+		bots   botSide
+		wg     sync.WaitGroup
+		ticked = func() {}
 	)
 	if cfg.transport == transportMem {
 		mc, err := newMemCrowd(srv.Mem(), pop, nbots, cfg.seed)
@@ -62,7 +63,7 @@ func runCrowd(ctx context.Context, cfg config, out io.Writer) error {
 			srv.Close()
 			return fmt.Errorf("crowd: %w", err)
 		}
-		bots = mc
+		bots, ticked = mc, mc.ticked
 		wg.Go(func() { mc.run(ctx, period) })
 	} else {
 		fl, err := fleet.Start(fleet.Config{
@@ -87,7 +88,10 @@ func runCrowd(ctx context.Context, cfg config, out io.Writer) error {
 
 	m := newMeter(log, srv, bots.Totals, nbots > 0, time.Now())
 	m.plaza = world
-	if err := srv.RunTicks(ctx, m.tick); err != nil {
+	// The meter reads the bots' totals before they step, so that it never
+	// waits on a step.
+	each := func(st systems.TickStats, work time.Duration) { m.tick(st, work); ticked() }
+	if err := srv.RunTicks(ctx, each); err != nil {
 		bots.Close()
 		wg.Wait()
 		srv.Close()

@@ -126,8 +126,9 @@ func runRamp(ctx context.Context, cfg config, out io.Writer) error {
 		return err
 	}
 	var (
-		bots rampBots
-		wg   sync.WaitGroup
+		bots   rampBots
+		wg     sync.WaitGroup
+		ticked = func() {}
 	)
 	stepping, stopStepping := context.WithCancel(context.Background())
 	defer stopStepping()
@@ -137,7 +138,7 @@ func runRamp(ctx context.Context, cfg config, out io.Writer) error {
 			srv.Close()
 			return fmt.Errorf("crowd: %w", err)
 		}
-		bots = mc
+		bots, ticked = mc, mc.ticked
 		wg.Go(func() { mc.run(stepping, srv.Settings().TickPeriod()) })
 	} else {
 		fl, err := fleet.Start(fleet.Config{
@@ -153,7 +154,8 @@ func runRamp(ctx context.Context, cfg config, out io.Writer) error {
 	}
 	var rec recorder
 	ticking, stopTicking := context.WithCancel(context.Background())
-	wg.Go(func() { _ = srv.RunTicks(ticking, rec.add) }) // its one error, a bad schedule, cannot happen here: the crowd's systems are pinned soundly
+	each := func(st systems.TickStats, work time.Duration) { rec.add(st, work); ticked() }
+	wg.Go(func() { _ = srv.RunTicks(ticking, each) }) // its one error, a bad schedule, cannot happen here: the crowd's systems are pinned soundly
 
 	hz := srv.Settings().TickRate
 	writeRampHeader(out, cfg, hz)
