@@ -138,6 +138,20 @@ func (s *Server) Save(dir string) (*PendingSave, error) {
 	return p, nil
 }
 
+// KeptPlayers returns the names of the players whose actors are kept for
+// their return (see Kept), sorted: those a save loaded with the world
+// (LoadFrom) before the first tick. Call it on the tick goroutine or
+// before the server runs.
+func (s *Server) KeptPlayers() []string { return s.pipe.KeptPlayers(nil) }
+
+// LeftThisTick returns the named players who left in the last tick and
+// whose actors are now kept for their return (see Kept), in the order they
+// left: for a directory of where each player is kept, as a world split
+// into zones keeps one (net/zone). The list is the server's and changes
+// with the next tick; call it on the tick goroutine, from a system or
+// between ticks.
+func (s *Server) LeftThisTick() []string { return s.pipe.LeftThisTick() }
+
 // Kept returns the actor kept for player, a named player who is away (see
 // Entry.Player), if one waits for its return: for a game's Admit that
 // decides by it, say. Call it on the tick goroutine (Admit runs there).

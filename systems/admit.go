@@ -2,6 +2,7 @@ package systems
 
 import (
 	"fmt"
+	"slices"
 
 	ark "github.com/mlange-42/ark/ecs"
 
@@ -119,10 +120,12 @@ func (p *Pipeline) keep(s *session) {
 	case playing:
 		if k, ok := save.Keep(p.world, s.actor, s.player, p.cfg.SavedTypes); ok {
 			p.kept[s.player] = k
+			p.left = append(p.left, s.player)
 		}
 	default:
 		if s.kept != nil {
 			p.kept[s.player] = s.kept
+			p.left = append(p.left, s.player)
 		}
 	}
 	if int(s.slot) < len(p.names) {
@@ -146,6 +149,22 @@ func (p *Pipeline) Kept(player string) (*save.Kept, bool) {
 	k, ok := p.kept[player]
 	return k, ok
 }
+
+// KeptPlayers appends to dst the names of the players whose actors are
+// kept for their return, sorted, and returns the extended slice.
+func (p *Pipeline) KeptPlayers(dst []string) []string {
+	start := len(dst)
+	for name := range p.kept {
+		dst = append(dst, name)
+	}
+	slices.Sort(dst[start:])
+	return dst
+}
+
+// LeftThisTick returns the players whose actors were kept in this tick's
+// ingest (they left), in the order they left; the list is the
+// pipeline's until the next tick's ingest.
+func (p *Pipeline) LeftThisTick() []string { return p.left }
 
 // KeepAll adds kept actors (a save's, see save.File.Kept) to those waiting
 // for their players, before the first tick.

@@ -110,6 +110,7 @@ func (p *Pipeline) routeInputs(tick uint64) int {
 	p.inputsDirect = !p.cfg.Parallel || len(p.sessions) < max(p.cfg.MinActorsToOffload, p.minRouted)
 	clear(p.commands) // their payloads alias what the last Receive gave
 	p.commands = p.commands[:0]
+	p.left = p.left[:0]
 	p.joins, p.joinSpent = 0, 0
 	p.admitWaiting()
 	p.inbox = p.transport.Receive(p.inbox[:0])

@@ -227,6 +227,7 @@ type Pipeline struct {
 	// guests), and kept the actors kept for players away, by name.
 	names []string
 	kept  map[string]*save.Kept
+	left  []string // the players kept this tick (LeftThisTick)
 	// The watched player (Watch), whether its relay ran this tick, what it
 	// was sent and is owed (written by its relay unit), and Spectate's
 	// scratch.

@@ -241,8 +241,13 @@ func run(ctx context.Context, c config, out io.Writer) error {
 			return err
 		}
 		defer maps.Stop()
+		kept, err := zone.WatchPlayers(ctx, js, "")
+		if err != nil {
+			return err
+		}
+		defer kept.Stop()
 		front := mem.New(mem.Options{})
-		if gw, err = gateway.New(gateway.Config{Conn: nc, Name: "gateway", Front: front, Route: router{maps, pop}.route}); err != nil {
+		if gw, err = gateway.New(gateway.Config{Conn: nc, Name: "gateway", Front: front, Route: router{maps, kept, pop}.route}); err != nil {
 			return err
 		}
 		defer gw.Close()

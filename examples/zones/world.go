@@ -60,11 +60,15 @@ func population(n int, seed uint64, crowd string) scenario.Population {
 	return p
 }
 
-// router sends a bot's session to the zone its spawn lies in, by the map
-// in force (borders move with -balance): the gateway routes each new
-// session by its Hello (gateway.Config.Route).
+// router sends a bot's session to the zone that keeps its actor, if it
+// left one (the player directory: a bot that joins again after its zone
+// server restarted, say), or else to the zone its spawn lies in, by the
+// map in force (borders move with -balance): the gateway routes each new
+// session by its Hello (gateway.Config.Route). A bot's player name is its
+// token (scenario.Population.AdmitAny).
 type router struct {
 	maps *zone.MapWatch
+	kept *zone.PlayerWatch
 	pop  scenario.Population
 }
 
@@ -72,6 +76,11 @@ func (r router) route(_ wire.SessionID, h wire.Hello) uint32 {
 	m, _, _ := r.maps.Map()
 	if len(m.Zones) == 0 {
 		return 1
+	}
+	if z, ok := r.kept.Zone(string(h.Token)); ok {
+		if _, held := m.Zone(z); held {
+			return uint32(z)
+		}
 	}
 	i, err := strconv.Atoi(strings.TrimPrefix(string(h.Token), "bot-"))
 	if err != nil || i < 0 || len(r.pop.Spawns) == 0 {

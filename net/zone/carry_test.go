@@ -59,6 +59,20 @@ func (w *zones) purseOf(z zone.ID, id components.ActorID) (Purse, bool, string, 
 	return p, hasPurse, title, hasTitle
 }
 
+// walkEast walks player v, standing at x 7800 of twoZones' zone 1, to x
+// 8600 in zone 2, a step a round, and waits six rounds more.
+func walkEast(t *testing.T, v *viewer, step func()) {
+	seq := uint32(0)
+	for x := float32(7850); x <= 8600; x += 50 {
+		seq++
+		require.NoError(t, v.c.Send(wire.AppendMove(nil, wire.Move{Seq: seq, X: x, Y: 100})))
+		step()
+	}
+	for range 6 {
+		step()
+	}
+}
+
 // TestAPlayersNameAndComponentsCrossTheBorderWithIt: a named player
 // with a Purse and a Title of the game's own walks from zone 1 into zone
 // 2. Zone 2's actor for it has both, with their values; zone 1's ghost of
@@ -79,15 +93,7 @@ func TestAPlayersNameAndComponentsCrossTheBorderWithIt(t *testing.T) {
 	first := components.ActorID{ID: ann.welcomes[0]}
 	w.give(1, first, 42, "smith")
 
-	seq := uint32(0)
-	for x := float32(7850); x <= 8600; x += 50 {
-		seq++
-		require.NoError(t, ann.c.Send(wire.AppendMove(nil, wire.Move{Seq: seq, X: x, Y: 100})))
-		step()
-	}
-	for range 6 {
-		step()
-	}
+	walkEast(t, ann, step)
 	owner, id, _, at := w.walkerAt()
 	require.Equal(t, zone.ID(2), owner, "zone 2 owns the player now")
 	require.Equal(t, float32(8600), at.X)

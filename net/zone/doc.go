@@ -48,6 +48,8 @@
 //     coordinator's moves: [EnsureMap].
 //   - Balance the zones' load: [NewCoordinator], then [Coordinator.Run].
 //   - Route by the map in force (a gateway's Route): [WatchMap].
+//   - Route a returning player to the zone that keeps its actor:
+//     [WatchPlayers], then [PlayerWatch.Zone].
 //   - Fence a server that cannot read the map: [Options].Lease.
 //   - Make a server a zone's holder: [New]; watch it with [Server.Stats].
 //   - Keep the game's systems off actors another zone owns: [Server.Ghost].

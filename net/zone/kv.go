@@ -191,7 +191,10 @@ func watchMap(ctx context.Context, js jetstream.JetStream, bucket string) (*mapW
 	mw.current.Store(v)
 	mw.confirm()
 	mw.done.Add(1)
-	go mw.follow(w)
+	go func() {
+		defer mw.done.Done()
+		follow(w, mw.stopped, mw)
+	}()
 	return mw, nil
 }
 
@@ -216,16 +219,18 @@ func catchUp(ctx context.Context, w jetstream.KeyWatcher, v *view) (*view, error
 	}
 }
 
-// follow keeps the view current until stop, watching again when the
-// watch ended or fell behind.
-func (mw *mapWatch) follow(w jetstream.KeyWatcher) {
-	defer mw.done.Done()
+// follow runs watch w, and the watches that replace it, until stopped:
+// it hands each update to k, and every checkEvery watches again (k.again)
+// when w ended or k says it fell behind. A JetStream watch does not
+// outlive every outage: after the NATS server restarts, its consumer may
+// be gone and its updates stop without a word.
+func follow(w jetstream.KeyWatcher, stopped <-chan struct{}, k watched) {
 	check := time.NewTicker(checkEvery)
 	defer check.Stop()
 	updates := w.Updates()
 	for {
 		select {
-		case <-mw.stopped:
+		case <-stopped:
 			_ = w.Stop()
 			return
 		case e, ok := <-updates:
@@ -233,33 +238,63 @@ func (mw *mapWatch) follow(w jetstream.KeyWatcher) {
 				updates = nil // ended: the next check watches again
 				continue
 			}
-			if e != nil && e.Revision() > mw.current.Load().revision {
-				mw.current.Store(mw.current.Load().next(e))
+			if e != nil {
+				k.take(e)
 			}
 		case <-check.C:
-			if updates != nil {
-				behind, read := mw.behind()
-				if !read {
-					continue // NATS or its store away: nothing to watch again from
-				}
-				if !behind {
-					mw.confirm()
-					continue
-				}
+			if updates != nil && !k.behind() {
+				continue
 			}
-			if again := mw.rewatch(); again != nil {
+			if again := k.again(); again != nil {
 				_ = w.Stop()
 				w, updates = again, again.Updates()
-				mw.confirm()
 			}
 		}
 	}
 }
 
+// watched is what follow keeps current.
+type watched interface {
+	// take applies an update.
+	take(e jetstream.KeyValueEntry)
+	// behind reports, at a check, whether the watch has fallen behind the
+	// bucket (false when it cannot tell).
+	behind() bool
+	// again watches afresh, catching up with what was missed, or returns
+	// nil when NATS is not there yet.
+	again() jetstream.KeyWatcher
+}
+
+// take applies a revision of the map newer than the view's.
+func (mw *mapWatch) take(e jetstream.KeyValueEntry) {
+	if e.Revision() > mw.current.Load().revision {
+		mw.current.Store(mw.current.Load().next(e))
+	}
+}
+
+// again is rewatch, confirming the view it caught up to.
+func (mw *mapWatch) again() jetstream.KeyWatcher {
+	w := mw.rewatch()
+	if w != nil {
+		mw.confirm()
+	}
+	return w
+}
+
 // behind reports whether the bucket holds a revision of the map newer
+// than the view's; a check that finds it current confirms the view.
+func (mw *mapWatch) behind() bool {
+	behind, read := mw.newer()
+	if read && !behind {
+		mw.confirm()
+	}
+	return behind
+}
+
+// newer reports whether the bucket holds a revision of the map newer
 // than the view's, and read whether it could tell (not with NATS or its
 // key-value store away).
-func (mw *mapWatch) behind() (behind, read bool) {
+func (mw *mapWatch) newer() (behind, read bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), checkEvery/2)
 	defer cancel()
 	e, err := mw.kv.Get(ctx, mapKey)

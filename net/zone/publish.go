@@ -46,8 +46,14 @@ func (s *publishSystem) Access() scheduler.Access {
 // stencil), one batch per neighbour, an empty one included: an actor a
 // batch does not list is one the neighbour must stop showing. Ghosts
 // are never sent on: their owner lends them to whom it borders.
+//
+// It also files in the player directory the players who left in this
+// tick's ingest, as kept here.
 func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 	z := s.z
+	for _, player := range z.srv.LeftThisTick() {
+		z.dir.file(player)
+	}
 	v := z.tickView()
 	z.stats.revision.Store(v.revision)
 	if !v.holds(z.opts.Zone, z.opts.Name) {

@@ -15,6 +15,31 @@ import (
 	"github.com/throng-go/throng/net/zone"
 )
 
+// restartFromSave saves zone id's server, closes it and its zone server
+// as if its process died, and starts new ones from the save, under the
+// same name, in their place.
+func (w *zones) restartFromSave(id zone.ID) (*throng.Server, *zone.Server) {
+	t := w.t
+	dir := t.TempDir()
+	pending, err := w.servers[id].srv.Save(dir)
+	require.NoError(t, err)
+	_, err = pending.Wait()
+	require.NoError(t, err)
+	w.servers[id].z.Close()
+	require.NoError(t, w.servers[id].srv.Close())
+	srv, err := throng.New(throng.Options{Parallelism: throng.Parallelism{Enabled: new(false)}, LoadFrom: dir, SavedTypes: gameTypes,
+		Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	owner, _ := w.mapForRound().Zone(id)
+	nc, _ := connect(t, w.url)
+	z, err := zone.New(testContext(t), srv, nc, zone.Options{Zone: id, Name: owner.Owner})
+	require.NoError(t, err)
+	t.Cleanup(z.Close)
+	w.servers[id] = &member{srv: srv, z: z, moves: ark.NewMap[components.Transform](srv.World().Ark())}
+	return srv, z
+}
+
 // TestAZoneRestartedFromItsSaveHoldsItsOwnActorsOnly: zone 1 is saved
 // while it holds a ghost of zone 2's NPC, then restarted from that save.
 // Its own NPC is back, once; the ghost that went into the save is not
@@ -29,24 +54,8 @@ func TestAZoneRestartedFromItsSaveHoldsItsOwnActorsOnly(t *testing.T) {
 		w.round()
 	}
 	require.Equal(t, 1, w.servers[1].z.Stats().Ghosts)
-	dir := t.TempDir()
-	pending, err := w.servers[1].srv.Save(dir)
-	require.NoError(t, err)
-	_, err = pending.Wait()
-	require.NoError(t, err)
-	// Zone 1's process dies; a new one starts from the save.
-	w.servers[1].z.Close()
-	require.NoError(t, w.servers[1].srv.Close())
-	srv, err := throng.New(throng.Options{Parallelism: throng.Parallelism{Enabled: new(false)}, LoadFrom: dir, SavedTypes: gameTypes,
-		Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	t.Cleanup(func() { srv.Close() })
+	srv, z := w.restartFromSave(1)
 	require.Equal(t, 2, srv.World().Len(), "the save holds zone 1's NPC and the ghost")
-	nc, _ := connect(t, w.url)
-	z, err := zone.New(testContext(t), srv, nc, zone.Options{Zone: 1, Name: "a"})
-	require.NoError(t, err)
-	t.Cleanup(z.Close)
-	w.servers[1] = &member{srv: srv, z: z, moves: ark.NewMap[components.Transform](srv.World().Ark())}
 	// The restarted server ticks on from the save's tick, which zone 2's
 	// last round was: both are a tick further after this.
 	for _, id := range w.order {

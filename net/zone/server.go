@@ -98,6 +98,12 @@ type Options struct {
 	// hand-off's components it could not take, say); nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// PlayersBucket is the key-value bucket of the player directory (see
+	// [PlayerWatch]), in which the server files each named player who
+	// leaves it as kept here; "" means DefaultPlayersBucket. Every zone
+	// server of a world and the programs that route its players name the
+	// same bucket.
+	PlayersBucket string
 }
 
 // Server makes one throng.Server the holder of one zone: it adds the
@@ -141,6 +147,7 @@ type Server struct {
 	// throng.Server saves.
 	types []save.Type
 	load  loadReporter
+	dir   *filer
 	// lapsedView is the view the tick acts on while the lease has run
 	// out: lapsedOf's, holding no zone.
 	lapsedView, lapsedOf *view
@@ -217,6 +224,12 @@ type Stats struct {
 	Handoffs HandoffStats
 	// Commands counts the commands forwarded to the owners of ghosts.
 	Commands CommandStats
+	// PlayersFiled counts the players who left filed in the player
+	// directory as kept here, and PlayersNotFiled those the directory
+	// could not be told of (NATS away until the server closed, or more
+	// waiting than the queue holds): if they return, they are routed as
+	// newcomers.
+	PlayersFiled, PlayersNotFiled uint64
 }
 
 // CommandStats counts commands forwarded between zones ([Server.Forward]).
@@ -287,8 +300,13 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	players, err := playersBucket(ctx, js, opts.PlayersBucket)
+	if err != nil {
+		watch.stop()
+		return nil, err
+	}
 	z := &Server{srv: srv, nc: nc, opts: opts, watch: watch, prefix: prefix, types: srv.SavedTypes(),
-		period: time.Second / time.Duration(max(srv.Settings().TickRate, 1))}
+		period: time.Second / time.Duration(max(srv.Settings().TickRate, 1)), dir: newFiler(players, opts.Zone, srv.KeptPlayers())}
 	world := srv.World()
 	z.ghosts = ghosts{
 		world:      world,
@@ -376,6 +394,7 @@ func (z *Server) Close() {
 		}
 	}
 	z.watch.stop()
+	z.dir.close()
 	z.inbox.close()
 	z.mail.mu.Lock()
 	z.mail.closed = true
@@ -413,6 +432,7 @@ func (z *Server) Stats() Stats {
 		},
 		Commands: CommandStats{Sent: c.cmdSent.Load(), Arrived: c.cmdArrived.Load(), Received: c.cmdReceived.Load(), Dropped: c.cmdDropped.Load(),
 			Refused: c.cmdRefused.Load(), Lost: c.cmdLost.Load()},
+		PlayersFiled: z.dir.filed.Load(), PlayersNotFiled: z.dir.failed.Load(),
 	}
 }
 

@@ -278,13 +278,27 @@ type viewer struct {
 }
 
 func (w *zones) join(id zone.ID, x, y float32) *viewer {
+	return w.joinAs(id, x, y, "")
+}
+
+// joinAs is join for a player named name ("" for a guest).
+func (w *zones) joinAs(id zone.ID, x, y float32, name string) *viewer {
 	mb := w.servers[id]
 	mb.spawnAt = components.Transform{X: x, Y: y}
 	c := mb.srv.Mem().Dial()
-	hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte("p")})
+	hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte(tokenOf(name))})
 	require.NoError(w.t, err)
 	require.NoError(w.t, c.Send(hello))
 	return &viewer{t: w.t, c: c, visible: map[uint32]bool{}, xs: map[uint32][]float32{}}
+}
+
+// tokenOf returns the token of player name: "player:NAME", or "p" for a
+// guest ("").
+func tokenOf(name string) string {
+	if name == "" {
+		return "p"
+	}
+	return "player:" + name
 }
 
 // joinVia connects a player through the gateway, which sends it to
@@ -299,11 +313,7 @@ func (w *zones) joinViaAs(entry zone.ID, x, y float32, name string) *viewer {
 	w.entries = append(w.entries, entry)
 	w.servers[entry].spawnAt = components.Transform{X: x, Y: y}
 	c := w.front.Dial()
-	token := "p"
-	if name != "" {
-		token = "player:" + name
-	}
-	hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte(token)})
+	hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte(tokenOf(name))})
 	require.NoError(w.t, err)
 	require.NoError(w.t, c.Send(hello))
 	return &viewer{t: w.t, c: c, visible: map[uint32]bool{}, xs: map[uint32][]float32{}}
