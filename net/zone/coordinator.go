@@ -121,7 +121,7 @@ func NewCoordinator(ctx context.Context, nc *nats.Conn, opts CoordinatorOptions)
 	if c.sub, err = nc.Subscribe(LoadSubject(opts.Prefix, "*"), c.receive); err != nil {
 		return nil, fmt.Errorf("zone: coordinator: %w", err)
 	}
-	if err := nc.FlushWithContext(ctx); err != nil {
+	if err := flush(ctx, nc); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("zone: coordinator: %w", err)
 	}

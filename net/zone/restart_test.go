@@ -1,6 +1,7 @@
 package zone_test
 
 import (
+	"context"
 	"log/slog"
 	"maps"
 	"slices"
@@ -33,7 +34,9 @@ func (w *zones) restartFromSave(id zone.ID) (*throng.Server, *zone.Server) {
 	t.Cleanup(func() { srv.Close() })
 	owner, _ := w.mapForRound().Zone(id)
 	nc, _ := connect(t, w.url)
-	z, err := zone.New(testContext(t), srv, nc, zone.Options{Zone: id, Name: owner.Owner})
+	// A context without a deadline, as a process that runs until it is
+	// stopped has: New bounds its own waits.
+	z, err := zone.New(context.Background(), srv, nc, zone.Options{Zone: id, Name: owner.Owner})
 	require.NoError(t, err)
 	t.Cleanup(z.Close)
 	w.servers[id] = &member{srv: srv, z: z, moves: ark.NewMap[components.Transform](srv.World().Ark())}

@@ -330,7 +330,7 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 	}
 	// The subscription is live once the server has it: from New's return
 	// on, every batch sent to the zone reaches it.
-	if err = nc.FlushWithContext(ctx); err != nil {
+	if err = flush(ctx, nc); err != nil {
 		z.Close()
 		return nil, fmt.Errorf("zone: subscribing: %w", err)
 	}
@@ -342,6 +342,22 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 		return nil, err
 	}
 	return z, nil
+}
+
+// flushTimeout bounds the round trip to the NATS server that makes a new
+// subscription live, when the caller's context sets no deadline (nats.go
+// refuses to flush without one).
+const flushTimeout = 10 * time.Second
+
+// flush makes nc's subscriptions live at the NATS server, within ctx, or
+// within flushTimeout when ctx has no deadline.
+func flush(ctx context.Context, nc *nats.Conn) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, flushTimeout)
+		defer cancel()
+	}
+	return nc.FlushWithContext(ctx)
 }
 
 // dropStrays despawns, before the first tick, the actors without a client
