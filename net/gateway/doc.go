@@ -14,7 +14,8 @@
 //
 // Traffic travels in rounds: the gateway forwards, each step, everything
 // its clients sent since the last one, as one NATS message per zone
-// server; a zone server sends, at the end of each tick
+// server (or a heartbeat when it sent a zone nothing for a while); a zone
+// server sends, at the end of each tick
 // ([Transport.Flush]), everything it sent to the gateway's sessions, as
 // one message per gateway (or a heartbeat when it sent nothing for a
 // while). A round past the NATS server's largest payload goes as several
@@ -22,5 +23,8 @@
 // (the gateway's id for it) and a payload (a frame, a datagram or a
 // reason). A message that does not decode is dropped whole and counted;
 // the server ticks on. A gateway that hears nothing from a zone server for
-// [Config].ZoneTimeout takes it for dead and disconnects its sessions.
+// [Config].ZoneTimeout takes it for dead and disconnects its sessions; a
+// zone server's transport that hears nothing from a gateway for
+// [TransportConfig].GatewayTimeout closes that gateway's sessions
+// ([GatewayGone]), so that the server lets their actors go.
 package gateway

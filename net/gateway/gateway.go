@@ -48,6 +48,13 @@ type Config struct {
 	// their clients can connect again, to the zone's server once it has
 	// restarted. 0 means DefaultZoneTimeout.
 	ZoneTimeout time.Duration
+	// Heartbeat is the longest a stepping gateway stays silent towards a
+	// zone server it has sent sessions: a Step with nothing for that zone
+	// sends it an empty message that long after the last, so that the
+	// server tells a gateway that stopped from one whose clients are quiet
+	// (keep it well under the servers' TransportConfig.GatewayTimeout).
+	// 0 means DefaultHeartbeat.
+	Heartbeat time.Duration
 }
 
 // DefaultZoneTimeout is Config.ZoneTimeout when it is 0: ten default
@@ -77,8 +84,9 @@ type Gateway struct {
 	// unrouted holds the sessions opened that wait for their Hello to be
 	// routed (Config.Route).
 	unrouted map[wire.SessionID]bool
-	outs     map[uint32]*message // this step's message to each zone
-	order    []uint32            // the zones of outs, in the order first used
+	outs     map[uint32]*message  // this step's message to each zone
+	order    []uint32             // the zones of outs, in the order first used
+	sentAt   map[uint32]time.Time // when Step last sent each zone of outs a message
 
 	mu        sync.Mutex // serializes the handling of zone messages; guards moving and heard
 	moving    []move     // sessions a zone server moved, for the next Step
@@ -155,9 +163,12 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.ZoneTimeout <= 0 {
 		cfg.ZoneTimeout = DefaultZoneTimeout
 	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
 	g := &Gateway{cfg: cfg, zoneOf: map[wire.SessionID]uint32{}, unrouted: map[wire.SessionID]bool{}, wake: make(chan struct{}, 1),
 		outs: map[uint32]*message{}, recent: map[wire.SessionID]*moves{}, heard: map[uint32]time.Time{}, routedAt: map[uint32]time.Time{},
-		inUse: map[uint32]bool{}}
+		inUse: map[uint32]bool{}, sentAt: map[uint32]time.Time{}}
 	sub, err := cfg.Conn.Subscribe(gatewaySubject(cfg.Prefix, cfg.Name)+".*", g.fromZone)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
@@ -255,14 +266,25 @@ func (g *Gateway) Step() int {
 	}
 	sent := 0
 	limit := int(g.cfg.Conn.MaxPayload())
+	now := time.Now()
 	for _, z := range g.order {
-		if m := g.outs[z]; !m.empty() {
+		m := g.outs[z]
+		switch {
+		case !m.empty():
 			sent += m.n
 			msgs, left, scratch := m.publish(g.cfg.Conn, zoneSubject(g.cfg.Prefix, z), limit, g.scratch)
 			g.scratch = scratch
 			g.messages.Add(uint64(msgs))
 			g.oversize.Add(uint64(left))
 			m.clear()
+			g.sentAt[z] = now
+		case now.Sub(g.sentAt[z]) >= g.cfg.Heartbeat:
+			// Nothing for the zone: the heartbeat, the message's name
+			// alone, tells its server this gateway lives.
+			if g.cfg.Conn.Publish(zoneSubject(g.cfg.Prefix, z), m.b) == nil {
+				g.messages.Add(1)
+			}
+			g.sentAt[z] = now
 		}
 	}
 	g.forwarded.Add(uint64(sent))

@@ -31,6 +31,24 @@ type TransportConfig struct {
 	// server that stopped from one whose players are quiet (keep it well
 	// under the gateways' Config.ZoneTimeout). 0 means DefaultHeartbeat.
 	Heartbeat time.Duration
+	// GatewayTimeout is how long a gateway whose sessions the server
+	// holds may stay silent (a stepping gateway sends at least a heartbeat
+	// every Config.Heartbeat) before the transport takes it for dead: it
+	// closes that gateway's sessions with a reason (GatewayGone), so that
+	// the server lets their actors go (and keeps its named players' for
+	// their return) instead of holding them for clients that are gone.
+	// 0 means DefaultGatewayTimeout.
+	GatewayTimeout time.Duration
+}
+
+// DefaultGatewayTimeout is TransportConfig.GatewayTimeout when it is 0:
+// ten default heartbeats.
+const DefaultGatewayTimeout = 10 * DefaultHeartbeat
+
+// GatewayGone is the reason of the SessionClosed a zone server sees for
+// each session of a gateway its transport took for dead.
+func GatewayGone(gateway string) string {
+	return fmt.Sprintf("gateway %s stopped answering", gateway)
 }
 
 // Transport is the [wire.Transport] through which a zone server serves
@@ -64,6 +82,13 @@ type Transport struct {
 		droppedDatagrams, droppedReliable                 atomic.Uint64
 	}
 	malformed atomic.Uint64
+	// heard holds when a message from each gateway was last received
+	// (Receive's time), and checked when dropSilentGateways last looked;
+	// under mu.
+	heard   map[string]time.Time
+	checked time.Time
+	// Gateways taken for dead, and the sessions closed with them.
+	lostGateways, sessionsDropped atomic.Uint64
 	// Messages taken from gateways and published to them.
 	received, published atomic.Uint64
 	strays              atomic.Uint64
@@ -113,7 +138,11 @@ func NewTransport(cfg TransportConfig) (*Transport, error) {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = DefaultHeartbeat
 	}
-	t := &Transport{cfg: cfg, sessions: map[wire.SessionID]*session{}, byRemote: map[remote]wire.SessionID{}, outs: map[string]*outbox{}}
+	if cfg.GatewayTimeout <= 0 {
+		cfg.GatewayTimeout = DefaultGatewayTimeout
+	}
+	t := &Transport{cfg: cfg, sessions: map[wire.SessionID]*session{}, byRemote: map[remote]wire.SessionID{}, outs: map[string]*outbox{},
+		heard: map[string]time.Time{}}
 	sub, err := cfg.Conn.Subscribe(zoneSubject(cfg.Prefix, cfg.Zone), func(m *nats.Msg) {
 		t.inMu.Lock()
 		t.inbox = append(t.inbox, m.Data)
@@ -165,17 +194,63 @@ func (t *Transport) Receive(dst []wire.Inbound) []wire.Inbound {
 	defer t.mu.Unlock()
 	dst = append(dst, t.pending...)
 	t.pending = t.pending[:0]
+	now := time.Now()
 	for _, msg := range t.held {
 		name, entries, err := decode(msg)
 		if err != nil {
 			t.malformed.Add(1)
 			continue
 		}
+		t.heard[name] = now
 		eachEntry(entries, func(k kind, id uint64, payload []byte) {
 			dst = t.inbound(dst, name, k, id, payload)
 		})
 	}
+	if t.dropSilentGateways(now) {
+		dst = append(dst, t.pending...)
+		t.pending = t.pending[:0]
+	}
 	return dst
+}
+
+// dropSilentGateways closes the sessions of every gateway not heard from
+// for longer than GatewayTimeout, and reports whether it closed any; t.mu
+// is held. It looks ten times a timeout. A gateway that comes back is
+// told of each close (a disconnect entry) and ends the client's session.
+func (t *Transport) dropSilentGateways(now time.Time) bool {
+	timeout := t.cfg.GatewayTimeout
+	if now.Sub(t.checked) < timeout/10 {
+		return false
+	}
+	t.checked = now
+	var silent []wire.SessionID
+	for s, ss := range t.sessions {
+		if now.Sub(t.heard[ss.gateway]) > timeout {
+			silent = append(silent, s)
+		}
+	}
+	if len(silent) == 0 {
+		return false
+	}
+	slices.Sort(silent)
+	lost := map[string]bool{}
+	for _, s := range silent {
+		name := t.sessions[s].gateway
+		lost[name] = true
+		t.disconnect(s, GatewayGone(name))
+	}
+	for name := range lost {
+		delete(t.heard, name)
+	}
+	t.lostGateways.Add(uint64(len(lost)))
+	t.sessionsDropped.Add(uint64(len(silent)))
+	return true
+}
+
+// GatewaysLost returns how many times the transport took a gateway for
+// dead, and SessionsDropped how many sessions it closed with them.
+func (t *Transport) GatewaysLost() (gateways, sessions uint64) {
+	return t.lostGateways.Load(), t.sessionsDropped.Load()
 }
 
 // inbound turns one entry from gateway name into what the server sees;
