@@ -370,8 +370,7 @@ func (w *World) newChunk(key grid.AreaKey) ecs.Entity {
 	// chunk that had it before.
 	c := &w.chunkSlots[id]
 	c.entity = e
-	c.filter = newActorFilter(w.world, false).Relations(ecs.RelIdx(inChunkIndex, e))
-	c.props = newActorFilter(w.world, true).Relations(ecs.RelIdx(inChunkIndex, e))
+	c.filter, c.props = nil, nil // made on first use, for this entity (chunkActors, chunkProps)
 	c.gen++
 	c.live = true
 	c.classes, c.propClasses = 0, 0

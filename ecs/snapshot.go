@@ -122,7 +122,7 @@ func (w *World) requery() {
 	// live until a chunk takes it again.
 	for _, id := range w.touched {
 		if c := &w.chunkSlots[id]; c.live {
-			w.appendViews(c.filter.Query())
+			w.appendViews(w.chunkActors(c).Query())
 		}
 	}
 	w.shot()
@@ -281,7 +281,7 @@ func (w *World) PropsIn(key grid.AreaKey, dst []ChunkView) []ChunkView {
 	if !ok {
 		return dst
 	}
-	q := w.chunkSlots[c.entity.ID()].props.Query()
+	q := w.chunkProps(&w.chunkSlots[c.entity.ID()]).Query()
 	for q.NextTable() {
 		ids, transforms, inputs, animations, clients, _ := q.GetColumns()
 		dst = append(dst, ChunkView{

@@ -148,8 +148,8 @@ type World struct {
 // World.park): a rankedChunk taken at another gen is stale.
 type chunkSlot struct {
 	entity  ecs.Entity
-	filter  *actorFilter
-	props   *actorFilter // the chunk's props' tables (World.PropsIn)
+	filter  *actorFilter // the chunk's actors' tables, props apart (World.chunkActors)
+	props   *actorFilter // the chunk's props' tables (World.chunkProps)
 	mark    uint32
 	gen     uint32
 	clients int32 // actors with a client in the chunk, as chunkRecord.clients
@@ -160,6 +160,25 @@ type chunkSlot struct {
 	// classes its tables hold, so that one bit says every actor there is
 	// of that class (World.ClassIn).
 	classes, propClasses uint16
+}
+
+// chunkActors returns the filter of chunk slot c's actors, props apart,
+// made on its first use: a world loaded from a save makes thousands of
+// chunks, most of which no tick looks at alone before they change.
+func (w *World) chunkActors(c *chunkSlot) *actorFilter {
+	if c.filter == nil {
+		c.filter = newActorFilter(w.world, false).Relations(ecs.RelIdx(inChunkIndex, c.entity))
+	}
+	return c.filter
+}
+
+// chunkProps returns the filter of chunk slot c's props, made on its
+// first use.
+func (w *World) chunkProps(c *chunkSlot) *actorFilter {
+	if c.props == nil {
+		c.props = newActorFilter(w.world, true).Relations(ecs.RelIdx(inChunkIndex, c.entity))
+	}
+	return c.props
 }
 
 // actorFilter matches actors by the columns a ChunkView holds.
