@@ -63,6 +63,10 @@
 //	sessions_lost     sessions that could not follow their actor, so far
 //	ghost_kb, relay_kb ghost batches sent to neighbours, and movement
 //	                  datagrams sent to players, in the second
+//	players_filed     players who left, filed in the player directory as
+//	                  kept by their zone (zone.Stats.PlayersFiled), so far
+//	gateways_lost     gateways the zone servers took for dead and let the
+//	                  sessions of go (gateway.Transport.GatewaysLost), so far
 //	bots welcomes     bots in play; Welcomes after the first (one a switch)
 //	corrections refused closed
 //	                  what the bots were told

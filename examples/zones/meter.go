@@ -39,6 +39,7 @@ type totals struct {
 	players, ghosts                      int
 	handoffs, switches, lost, duplicated uint64
 	sessionsLost, ghostBytes, relayBytes uint64
+	filed, gatewaysLost                  uint64
 	switchTicks                          [8]uint64
 }
 
@@ -56,6 +57,9 @@ func (m *meter) totals() totals {
 		t.sessionsLost += h.SessionsLost
 		t.ghostBytes += st.BytesSent
 		t.relayBytes += s.gt.Stats().DatagramBytesOut
+		t.filed += st.PlayersFiled
+		lost, _ := s.gt.GatewaysLost()
+		t.gatewaysLost += lost
 		for i, n := range h.SwitchTicks {
 			t.switchTicks[i] += n
 		}
@@ -107,10 +111,10 @@ func (m *meter) line(prev totals) totals {
 		if full {
 			m.seconds++
 		}
-		fmt.Fprintf(&b, " zones=%d hz=%s p95_ms=%s players=%d zone_players=%s ghosts=%d handoffs=%d switches=%d switch_p99_ticks=%d lost_inputs=%d duplicated_inputs=%d sessions_lost=%d ghost_kb=%.1f relay_kb=%.1f",
+		fmt.Fprintf(&b, " zones=%d hz=%s p95_ms=%s players=%d zone_players=%s ghosts=%d handoffs=%d switches=%d switch_p99_ticks=%d lost_inputs=%d duplicated_inputs=%d sessions_lost=%d ghost_kb=%.1f relay_kb=%.1f players_filed=%d gateways_lost=%d",
 			len(m.zones), strings.Join(hz, "/"), strings.Join(p95, "/"), t.players, strings.Join(each, "/"), t.ghosts,
 			t.handoffs-prev.handoffs, t.switches-prev.switches, p99(t.switchTicks), t.lost, t.duplicated, t.sessionsLost,
-			float64(t.ghostBytes-prev.ghostBytes)/1e3, float64(t.relayBytes-prev.relayBytes)/1e3)
+			float64(t.ghostBytes-prev.ghostBytes)/1e3, float64(t.relayBytes-prev.relayBytes)/1e3, t.filed, t.gatewaysLost)
 	}
 	if m.bots != nil {
 		n := m.bots.counts()
