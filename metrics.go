@@ -221,27 +221,23 @@ func (s *Server) closeSecond(st systems.TickStats, now time.Time) SecondStats {
 
 	m.work, m.bytes, m.start, m.base = m.work[:0], 0, now, st
 	if s.settings.Parallelism.MetricsLogIntervalTicks > 0 {
+		sv := m.saveStats()
 		s.log.Info("throng second", "hz", roundTo(sum.TickRate, 2),
 			"work_avg_ms", ms(sum.WorkAvg), "work_p5_ms", ms(sum.WorkP5), "work_p95_ms", ms(sum.WorkP95),
 			"over_budget", roundTo(sum.OverBudget, 3), "players", sum.Players,
 			"bytes_per_s", int64(sum.BytesPerSecond), "busy_rejections", sum.BusyRejections,
 			"dropped_inputs", sum.DroppedInputs, "corrections", sum.Corrections,
 			"admitting", sum.Admitting, "pressure", st.Pressure, "owed", st.Owed, "waiting", st.Waiting,
-			"saves", m.savesWritten(), "save_freeze_ms", ms(m.saveFreeze()))
+			"saves", sv.Written, "save_freeze_ms", ms(sv.Freeze), "save_write_ms", ms(sv.Write), "save_bytes", sv.Bytes)
 	}
 	return sum
 }
 
-func (m *meter) savesWritten() uint64 {
+// saveStats returns the saves' counts and the latest save's figures.
+func (m *meter) saveStats() SaveStats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.saves.Written
-}
-
-func (m *meter) saveFreeze() time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.saves.Freeze
+	return m.saves
 }
 
 func ms(d time.Duration) float64 { return roundTo(float64(d)/float64(time.Millisecond), 3) }

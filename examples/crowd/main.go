@@ -76,6 +76,7 @@
 //	                 copy the world
 //	save_write_ms    how long the latest save took to write, in the
 //	                 background while the world ticked on
+//	save_bytes       the latest save file's size
 //	bots             in-process bots connected
 //	bot_upd/s        movement records (updates about the others) each bot
 //	                 received a second
@@ -86,8 +87,8 @@
 //
 // At the end a summary covers the whole run (p99_ms and max_ms besides the
 // seconds' figures; prop_changes and props_sent totalled with the plaza;
-// with saves, save_freeze_ms
-// and save_write_ms as the last tick saw them, once a save has begun), and
+// with saves, save_freeze_ms,
+// save_write_ms and save_bytes as the last tick saw them, once a save has begun), and
 // says what each system of the tick took over its last second (ingest_ms,
 // prepare_ms, move_ms, relay_ms, join_ms, greeter_ms: a tick's time in the
 // system, on the tick goroutine and in its units summed over the cores
@@ -200,6 +201,7 @@ Each second a line (key=value) gives the server's figures over the second:
   saves            saves written so far (-save; shown once a save has begun)
   save_freeze_ms   how long the latest save paused the tick to copy the world
   save_write_ms    how long the latest save took to write in the background
+  save_bytes       the latest save file's size
   bots             in-process bots connected
   bot_upd/s        movement records each bot received a second
   bot_corrections  corrections the bots received

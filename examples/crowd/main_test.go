@@ -348,7 +348,7 @@ func TestSaveSavesTheWorldAndLoadStartsFromIt(t *testing.T) {
 	}
 	require.NotEmpty(t, seconds, text)
 	for _, l := range seconds {
-		for _, k := range []string{"saves", "save_freeze_ms", "save_write_ms"} {
+		for _, k := range []string{"saves", "save_freeze_ms", "save_write_ms", "save_bytes"} {
 			assert.NotEmpty(t, field(l, k), "%s missing: %s", k, l)
 		}
 	}
@@ -357,6 +357,7 @@ func TestSaveSavesTheWorldAndLoadStartsFromIt(t *testing.T) {
 	assert.Positive(t, number(t, summary, "saves"), summary)
 	assert.NotEmpty(t, field(summary, "save_freeze_ms"), summary)
 	assert.NotEmpty(t, field(summary, "save_write_ms"), summary)
+	assert.Positive(t, number(t, summary, "save_bytes"), "the latest save's size: %s", summary)
 	require.NotEmpty(t, saved, "the save as the run ends: %s", text)
 	assert.Equal(t, "0", field(saved, "actors"), "players are not saved: %s", saved)
 	assert.Positive(t, number(t, saved, "bytes"), saved)

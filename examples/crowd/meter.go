@@ -217,15 +217,15 @@ func (m *meter) summary(now time.Time) {
 }
 
 // appendSaves appends the saves' figures as the last tick published them
-// (throng.Stats.Saves): how many were written, the latest one's freeze and
-// its background write. It appends nothing until a save has begun, so
+// (throng.Stats.Saves): how many were written, the latest one's freeze,
+// its background write and its size. It appends nothing until a save has begun, so
 // that a run without saves prints the lines it always did.
 func (m *meter) appendSaves(attrs []any) []any {
 	sv := m.srv.Stats().Saves
 	if sv.Started == 0 {
 		return attrs
 	}
-	return append(attrs, "saves", sv.Written, "save_freeze_ms", ms(sv.Freeze), "save_write_ms", ms(sv.Write))
+	return append(attrs, "saves", sv.Written, "save_freeze_ms", ms(sv.Freeze), "save_write_ms", ms(sv.Write), "save_bytes", sv.Bytes)
 }
 
 func ms(d time.Duration) float64 {
