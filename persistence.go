@@ -139,8 +139,8 @@ func (s *Server) Save(dir string) (*PendingSave, error) {
 }
 
 // KeptPlayers returns the names of the players whose actors are kept for
-// their return (see Kept), sorted: those a save loaded with the world
-// (LoadFrom) before the first tick. Call it on the tick goroutine or
+// their return (see Kept), sorted; before the first tick, those a save
+// loaded with the world (LoadFrom). Call it on the tick goroutine or
 // before the server runs.
 func (s *Server) KeptPlayers() []string { return s.pipe.KeptPlayers(nil) }
 

@@ -116,17 +116,13 @@ func (p *Pipeline) nameSlot(s *session) {
 // player's return: the actor as it stands, or the one handed back to it
 // if its spawn is not applied yet.
 func (p *Pipeline) keep(s *session) {
-	switch s.state {
-	case playing:
-		if k, ok := save.Keep(p.world, s.actor, s.player, p.cfg.SavedTypes); ok {
-			p.kept[s.player] = k
-			p.left = append(p.left, s.player)
-		}
-	default:
-		if s.kept != nil {
-			p.kept[s.player] = s.kept
-			p.left = append(p.left, s.player)
-		}
+	k := s.kept
+	if s.state == playing {
+		k, _ = save.Keep(p.world, s.actor, s.player, p.cfg.SavedTypes)
+	}
+	if k != nil {
+		p.kept[s.player] = k
+		p.left = append(p.left, s.player)
 	}
 	if int(s.slot) < len(p.names) {
 		p.names[s.slot] = ""

@@ -88,8 +88,8 @@ func runCrowd(ctx context.Context, cfg config, out io.Writer) error {
 
 	m := newMeter(log, srv, bots.Totals, nbots > 0, time.Now())
 	m.plaza = world
-	// The meter reads the bots' totals before they step, so that it never
-	// waits on a step.
+	// The meter reads the bots' totals before they are kicked, so that it
+	// does not wait on the step this tick starts.
 	each := func(st systems.TickStats, work time.Duration) { m.tick(st, work); ticked() }
 	if err := srv.RunTicks(ctx, each); err != nil {
 		bots.Close()

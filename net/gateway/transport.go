@@ -248,7 +248,7 @@ func (t *Transport) dropSilentGateways(now time.Time) bool {
 }
 
 // GatewaysLost returns how many times the transport took a gateway for
-// dead, and SessionsDropped how many sessions it closed with them.
+// dead, and how many sessions it closed with them.
 func (t *Transport) GatewaysLost() (gateways, sessions uint64) {
 	return t.lostGateways.Load(), t.sessionsDropped.Load()
 }

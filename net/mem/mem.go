@@ -87,7 +87,7 @@ type Transport struct {
 	// contend, and no counter bumped during a Dial is lost to a copy. Dial
 	// appends chunks, copying the list on write.
 	slots atomic.Pointer[[]*memChunk]
-	_     [cacheLine]byte
+	_     [cacheline.Size]byte
 
 	mu      sync.Mutex
 	closed  bool
@@ -102,10 +102,6 @@ type Transport struct {
 
 	given link.Inbox // what the last Receive handed out; owned by the Receive caller
 }
-
-// cacheLine is the size of a CPU cache line, the unit in which cores
-// contend when they write nearby memory: 64 bytes on amd64 and most arm64.
-const cacheLine = 64
 
 // memSlot is one session's send-side state, alone on a pair of cache
 // lines: a CountOnly send reads client and bumps two counters here and
@@ -161,7 +157,7 @@ func (s *memSlot) add(sum *atomic.Uint32, b []byte) {
 }
 
 // slotSize is a memSlot's size: two cache lines.
-const slotSize = 2 * cacheLine
+const slotSize = 2 * cacheline.Size
 
 // memChunkSlots is the number of slots in a memChunk. A chunk is then
 // 128 KiB, which Go allocates as a large object, page aligned, so every
@@ -172,11 +168,19 @@ const memChunkSlots = 1024
 // (k+1)*memChunkSlots-1, for the chunk's index k.
 type memChunk [memChunkSlots]memSlot
 
-// open returns session s's slot and client, or nils unless s is open.
-func (m *Transport) open(s wire.SessionID) (*memSlot, *Client) {
+// slotOf returns session s's slot, or nil for a session past the last
+// Dial's chunk. A slot is never freed, so it may be read at any time.
+func (m *Transport) slotOf(s wire.SessionID) *memSlot {
 	chunks := *m.slots.Load()
 	if k := s / memChunkSlots; k < wire.SessionID(len(chunks)) {
-		slot := &chunks[k][s%memChunkSlots]
+		return &chunks[k][s%memChunkSlots]
+	}
+	return nil
+}
+
+// open returns session s's slot and client, or nils unless s is open.
+func (m *Transport) open(s wire.SessionID) (*memSlot, *Client) {
+	if slot := m.slotOf(s); slot != nil {
 		if c := slot.client.Load(); c != nil {
 			return slot, c
 		}
@@ -284,13 +288,9 @@ func (m *Transport) WillSend(s wire.SessionID) {
 	if m.countOnly || !cacheline.Claiming {
 		return
 	}
-	chunks := *m.slots.Load()
-	k := s / memChunkSlots
-	if k >= wire.SessionID(len(chunks)) {
-		return
+	if slot := m.slotOf(s); slot != nil {
+		cacheline.ClaimOne(slot)
 	}
-	slot := &chunks[k][s%memChunkSlots]
-	cacheline.ClaimOne(slot)
 }
 
 // deliverDatagrams counts datagrams (cut every size bytes) to the session
