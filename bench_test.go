@@ -535,6 +535,52 @@ func BenchmarkPacedTick(b *testing.B) {
 	}
 }
 
+// BenchmarkTickAtRate is BenchmarkTick's shipped-defaults crowds ticked at
+// the server's rate (paced=true), as Server.RunTicks paces them: each tick
+// on the next slot of the period's grid (30 Hz), the workers woken
+// parallelism.workerWakeAheadMicros before it, the cores idle in between;
+// and back to back (paced=false), as BenchmarkTick runs them. us/tick is
+// the server's Tick alone, and paced, it is what the crowd example's
+// work_ms reads live with the same crowd. On hosts that slow a core left
+// idle for most of a period (a virtual machine's, or a power governor's),
+// the same tick is slower paced, and the live server is too, for a reason
+// that is not the server's: compare the live figure with the paced one.
+//
+//	go test -run '^$' -bench 'BenchmarkTickAtRate' -benchtime=300x .
+func BenchmarkTickAtRate(b *testing.B) {
+	for _, sc := range []struct {
+		name string
+		n    int
+	}{{"square", 3000}, {"world", 10000}} {
+		for _, paced := range []bool{false, true} {
+			b.Run(fmt.Sprintf("scenario=%s/players=%d/paced=%v", sc.name, sc.n, paced), func(b *testing.B) {
+				c := newBenchCrowd(b, sc.name, sc.n, modeNamed("parallel+interest+budget"))
+				ahead := c.srv.Settings().Parallelism.WakeAhead()
+				var inTick time.Duration
+				ticks := 0
+				next := time.Now()
+				for b.Loop() {
+					c.send()
+					if paced {
+						next = next.Add(c.period)
+						if now := time.Now(); now.After(next) {
+							next = now // a tick that overran: the next one at once
+						}
+						time.Sleep(time.Until(next.Add(-ahead)))
+					}
+					c.srv.WakeWorkers()
+					time.Sleep(time.Until(next))
+					start := time.Now()
+					c.srv.Tick()
+					inTick += time.Since(start)
+					ticks++
+				}
+				b.ReportMetric(float64(inTick)/float64(time.Microsecond)/float64(ticks), "us/tick")
+			})
+		}
+	}
+}
+
 // TestSteadyStateTickAllocatesNothing pins the promise behind allocs/op: once
 // warmed up, a crowded tick, the bots' sends included, allocates nothing.
 // The pool has four workers whatever GOMAXPROCS is (AllocsPerRun sets it to
