@@ -257,6 +257,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 			sc.rankedAt[i] = p.ranked(ci, 2)
 		}
 		sc.boxes.n = -1 // filled when a recipient first needs them
+		sc.flatDone = false
 		sc.cell = rc
 	}
 	due := &f.due
@@ -331,6 +332,10 @@ type relayScratch struct {
 	spreads [256]int32 // this tick's recipients by spread (under the budget), for the next tick's lists
 	bwant   [256]uint8 // per tier period: the residue gatherBase wants at its stretched period
 	runs    []int32    // per stencil position of the recipient cell: see uniformRuns
+	// flatRuns: per stencil position of the recipient cell, the run taken
+	// as one range at a capped spread (see flatRuns), when flatDone.
+	flatRuns []int32
+	flatDone bool
 	// rankedAt: per stencil position, whether its senders are decided by
 	// rankedPairs under a spread (see Pipeline.ranked)
 	rankedAt []bool

@@ -36,6 +36,15 @@ func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed
 	rx, ry, rz, rc := pick.rx, pick.ry, pick.rz, f.cellIdx[r]
 	c := cellWalk{p: p, f: f, sc: sc, pick: pick, cells: cells, level: level}
 	runLo, runHi := int32(-1), int32(-1) // the pending block of due lists: none yet
+	// At a spread that stretches every tier period to the cap, every
+	// classified cell out of the throttle's reach has the same one list
+	// for r: runs of them are one range (flatRuns), where the walk would
+	// visit each cell to find its list continues the last.
+	flat := spread > 1 && listed && level == 0 && stretch(due.tierPeriods[0], spread) == 255
+	if flat && !sc.flatDone {
+		sc.flatRuns = p.flatRuns(cells, sc.classes, sc.rankedAt, sc.flatRuns)
+		sc.flatDone = true
+	}
 	// Which of the first stencil positions (cellBoxes.n) are in one band
 	// seen from r (pointBands): computed on the first two-band cell.
 	pointed := false
@@ -44,6 +53,25 @@ func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed
 		ci, class := cells[i], sc.classes[i]
 		if class.beyond {
 			continue // every pair past the class's radius
+		}
+		if flat {
+			if n := sc.flatRuns[i]; n > 1 {
+				last := cells[i+int(n)-1]
+				lo, hi := due.lists(ci, last, sc.rslot[due.tierPeriods[0]])
+				if lo != runHi {
+					w.block(due.packed, runLo, runHi)
+					runLo = lo
+				}
+				runHi = hi
+				if ci <= rc && rc <= last { // the recipient's own cell: leave r out
+					if j, found := slices.BinarySearch(due.picks[lo:hi], r); found {
+						w.block(due.packed, runLo, lo+int32(j))
+						runLo = lo + int32(j) + 1
+					}
+				}
+				i += int(n) - 1
+				continue
+			}
 		}
 		if spread > 1 && sc.rankedAt[i] { // a lower rank, under the budget (see ranked)
 			w.block(due.packed, runLo, runHi) // keep the canonical order
@@ -58,17 +86,22 @@ func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed
 		period := class.period()
 		if period == 0 && class.two() && listed {
 			if spread > 1 {
-				runLo, runHi = c.spreadTwoBands(w, ci, class, runLo, runHi)
-				continue
-			}
-			if !pointed {
-				near, far = c.bandsHere()
-				pointed = true
-			}
-			if i < sc.boxes.n {
-				period = pointBand(class, near>>i, far>>i)
+				if sc.rslot[class.near] != sc.rslot[class.far] {
+					runLo, runHi = c.spreadTwoBands(w, ci, class, runLo, runHi)
+					continue
+				}
+				// Both bands stretched to one period (the cap): one list.
+				period = class.near
 			} else {
-				period = pointPeriod(rx, ry, rz, &f.cells[ci], class)
+				if !pointed {
+					near, far = c.bandsHere()
+					pointed = true
+				}
+				if i < sc.boxes.n {
+					period = pointBand(class, near>>i, far>>i)
+				} else {
+					period = pointPeriod(rx, ry, rz, &f.cells[ci], class)
+				}
 			}
 		}
 		if period > 0 && listed { // one band, out of the throttle's reach (see classify)
@@ -116,6 +149,36 @@ func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed
 	}
 	w.block(due.packed, runLo, runHi)
 	return c.held
+}
+
+// flatRuns returns, for each stencil position i, how many positions from
+// i on form a run of consecutive cells (cells[i], cells[i]+1, ...) that a
+// recipient whose spread stretches every tier period to the cap (255)
+// takes as one range of due lists: classified (one band or two), within
+// the radius, out of the throttle's reach and not ranked (see ranked).
+// At that spread every such cell's pairs have the one period 255, so
+// their lists for the recipient are those of one slot, back to back.
+// Positions inside a run, and the others, get 1.
+func (p *Pipeline) flatRuns(cells []int32, classes []cellClass, ranked []bool, out []int32) []int32 {
+	out = resizeSlice(out, len(cells))
+	flat := func(i int) bool {
+		c := classes[i]
+		return c.near != 0 && !c.beyond && !c.reach && !ranked[i]
+	}
+	for i := 0; i < len(cells); {
+		n := 1
+		if flat(i) {
+			for i+n < len(cells) && cells[i+n] == cells[i]+int32(n) && flat(i+n) {
+				n++
+			}
+		}
+		out[i] = int32(n)
+		for k := 1; k < n; k++ {
+			out[i+k] = 1
+		}
+		i += n
+	}
+	return out
 }
 
 // startWalk readies the unit's scratch for recipient r's walk at spread:
