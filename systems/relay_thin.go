@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/throng-go/throng/interest"
+	"github.com/throng-go/throng/net/wire"
 )
 
 // Thinning: past the longest spread.
@@ -30,10 +31,27 @@ const thinStep = 32
 // thinKept reports whether a thinned recipient (rid) keeps sender sid's
 // due tick, of a pair at the longest period (255), keeping keep/256.
 func thinKept(sid, rid uint32, tick uint64, keep int) bool {
-	phase := uint64(interest.SenderHalf(sid)) + uint64(interest.RecipientHalf(rid))
-	periods := (phase + tick) / 255
-	offset := (uint64(sid)*0x9e3779b97f4a7c15 ^ uint64(rid)*0xc2b2ae3d27d4eb4f) >> 56
-	return int((periods*uint64(keep)+offset)&255) < keep
+	return newThinner(rid, tick, keep).kept(sid)
+}
+
+// thinner is thinKept for one recipient on one tick: the parts that do not
+// depend on the sender, computed once.
+type thinner struct {
+	base uint64 // the recipient's phase half plus the tick
+	roff uint64 // the recipient's part of the offset
+	keep uint64
+}
+
+func newThinner(rid uint32, tick uint64, keep int) thinner {
+	return thinner{base: uint64(interest.RecipientHalf(rid)) + tick, roff: uint64(rid) * 0xc2b2ae3d27d4eb4f, keep: uint64(keep)}
+}
+
+// kept is thinKept(sid, rid, tick, keep) for the thinner's rid, tick and
+// keep.
+func (t thinner) kept(sid uint32) bool {
+	periods := (uint64(interest.SenderHalf(sid)) + t.base) / 255
+	offset := (uint64(sid)*0x9e3779b97f4a7c15 ^ t.roff) >> 56
+	return (periods*t.keep+offset)&255 < t.keep
 }
 
 // keepOf is the share of due ticks a session's thinning keeps, in 256ths.
@@ -81,14 +99,22 @@ func (p *Pipeline) thinBatch(r int32, count int32, keep int, nearing bool, sc *r
 			sc.nearIDs = append(sc.nearIDs, f.id[a])
 		}
 	}
-	sc.thinRecs = sc.thinRecs[:0]
+	// Every record is copied and the end moved past it only if kept: which
+	// are kept is a coin toss a branch would mispredict half the time.
+	th := newThinner(rid, tick, keep)
+	recs := resizeSlice(sc.thinRecs, int(count)*wire.RecordSize)
+	n := 0
 	for i := range count {
 		rec := batchRecord(sc.batch, i)
 		sid := binary.LittleEndian.Uint32(rec)
-		if containsID(sc.nearIDs, sid) || thinKept(sid, rid, tick, keep) {
-			sc.thinRecs = append(sc.thinRecs, rec...)
+		copy(recs[n:n+wire.RecordSize], rec)
+		kept := th.kept(sid)
+		if nearing {
+			kept = kept || containsID(sc.nearIDs, sid)
 		}
+		n += wire.RecordSize * b2i(kept)
 	}
+	sc.thinRecs = recs[:n]
 	w := newBatchOut(reserve(sc.batch, f.stencilSenders(&f.groups[f.group[r]])), f.records, tick)
 	w.run(sc.thinRecs)
 	return w
