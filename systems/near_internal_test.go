@@ -17,7 +17,7 @@ func TestSelectNearestTakesTheKBest(t *testing.T) {
 		c := make([]nearCand, n)
 		for i := range c {
 			// Few distinct distances, so that ties decide often.
-			c[i] = nearCand{d: float32(rng.IntN(12)), a: int32(i)}
+			c[i] = makeNearCand(float32(rng.IntN(12)), int32(i))
 		}
 		rng.Shuffle(n, func(i, j int) { c[i], c[j] = c[j], c[i] })
 		want := slices.Clone(c)
@@ -27,7 +27,7 @@ func TestSelectNearestTakesTheKBest(t *testing.T) {
 			}
 			return 1
 		})
-		got := slices.Clone(selectNearest(c, k))
+		got := slices.Clone(selectNearest(c, k, make([]nearCand, n+k)))
 		slices.SortFunc(got, func(x, y nearCand) int {
 			if x.before(y) {
 				return -1

@@ -28,13 +28,21 @@ import (
 const MaxNearestSenders = 64
 
 // nearCand is one candidate for a recipient's nearest: a sender and its
-// distance squared. Candidates order by distance, then frame index.
-type nearCand struct {
-	d float32
-	a int32
+// distance squared in one key, the distance's bits above the frame
+// index. Candidates order by distance, then frame index, and so do their
+// keys as unsigned integers: a distance squared is never negative, and
+// the bits of non-negative floats order as the floats do.
+type nearCand uint64
+
+func makeNearCand(d float32, a int32) nearCand {
+	return nearCand(uint64(math.Float32bits(d))<<32 | uint64(uint32(a)))
 }
 
-func (c nearCand) before(o nearCand) bool { return c.d < o.d || c.d == o.d && c.a < o.a }
+// dist is the candidate's distance squared; idx its frame index.
+func (c nearCand) dist() float32 { return math.Float32frombits(uint32(c >> 32)) }
+func (c nearCand) idx() int32    { return int32(uint32(c)) }
+
+func (c nearCand) before(o nearCand) bool { return c < o }
 
 // nearTop keeps the k best candidates offered to it, in order.
 type nearTop struct {
@@ -56,7 +64,7 @@ func (t *nearTop) offer(c nearCand) {
 	for i > 0 && c.before(t.best[i-1]) {
 		i--
 	}
-	t.best = append(t.best, nearCand{})
+	t.best = append(t.best, 0)
 	copy(t.best[i+1:], t.best[i:n])
 	t.best[i] = c
 }
@@ -79,13 +87,13 @@ func (p *Pipeline) nearestPlain(r int32, near *[MaxNearestSenders]int32) int {
 		for a := f.cells[ci].actors.lo; a < f.cells[ci].actors.hi; a++ {
 			dx, dy, dz := f.x[a]-f.x[r], f.y[a]-f.y[r], f.z[a]-f.z[r]
 			if d := dx*dx + dy*dy + dz*dz; p.inRange(r, a, d) {
-				top.offer(nearCand{d, a})
+				top.offer(makeNearCand(d, a))
 			}
 		}
 	}
 	n := 0
 	for _, c := range top.best {
-		near[n] = c.a
+		near[n] = c.idx()
 		n++
 	}
 	sortSmall(near[:n])
@@ -130,55 +138,56 @@ func (p *Pipeline) nearestOf(r int32, sc *relayScratch) []int32 {
 	}
 	best := sc.nearBest
 	if len(best) > k {
-		best = selectNearest(best, k)
+		if need := len(best) + k; cap(sc.nearTmp) < need {
+			sc.nearTmp = make([]nearCand, 2*need) // room to spare: no growing by a few each tick
+		}
+		best = selectNearest(best, k, sc.nearTmp)
 	}
 	if len(best) == k {
-		far := best[0].d
+		far := best[0]
 		for _, c := range best[1:] {
-			far = max(far, c.d)
+			far = max(far, c)
 		}
-		sc.nearH = far * 1.25
+		sc.nearH = far.dist() * 1.25
 	}
 	sc.near = sc.near[:0]
 	for _, c := range best {
-		sc.near = append(sc.near, c.a)
+		sc.near = append(sc.near, c.idx())
 	}
 	sortSmall(sc.near)
 	return sc.near
 }
 
-// selectNearest reorders c so that its k best (nearCand.before) come
-// first, in no particular order, and returns them: a quickselect, whose
-// pivot is the middle candidate's. Candidates are distinct (their frame
-// indices are), so which k it returns is certain, whatever the pivots.
-func selectNearest(c []nearCand, k int) []nearCand {
-	lo, hi := 0, len(c)-1
-	for lo < hi {
-		pivot := c[lo+(hi-lo)/2]
-		i, j := lo, hi
-		for i <= j {
-			for c[i].before(pivot) {
-				i++
-			}
-			for pivot.before(c[j]) {
-				j--
-			}
-			if i <= j {
-				c[i], c[j] = c[j], c[i]
-				i++
-				j--
-			}
+// selectNearest returns the k best of c (nearCand.before, k at most
+// len(c)), in no particular order, using buf (room for len(c)+k) and c's
+// own memory: a quickselect, whose pivot is the middle candidate's, each
+// round partitioning without a branch (which side a candidate falls is a
+// coin toss a branch would mispredict half the time). Candidates are
+// distinct (their frame indices are), so which k it returns is certain,
+// whatever the pivots.
+func selectNearest(c []nearCand, k int, buf []nearCand) []nearCand {
+	a, b := c, buf[:len(c):len(c)] // b never reaches out's memory
+	out := buf[len(c) : len(c)+k][:0]
+	need := k
+	for need < len(a) {
+		p := a[len(a)/2]
+		nl, hi := 0, len(a)-1
+		for _, v := range a {
+			b[nl], b[hi] = v, v
+			nl += b2i(v < p)
+			hi -= b2i(p < v)
 		}
-		switch {
-		case k-1 <= j:
-			hi = j
-		case k-1 >= i:
-			lo = i
-		default:
-			return c[:k]
+		// b[:nl] before p, b[nl] == p, b[nl+1:len(a)] after it.
+		less, more := b[:nl], b[nl+1:len(a)]
+		if need <= nl {
+			a, b = less, a[:cap(a)]
+			continue
 		}
+		out = append(append(out, less...), p)
+		need -= nl + 1
+		a, b = more, a[:cap(a)]
 	}
-	return c[:k]
+	return append(out, a[:need]...)
 }
 
 // nearIn gathers the senders of cell ci within h of recipient r into
@@ -192,7 +201,7 @@ func (p *Pipeline) nearIn(sc *relayScratch, ci, r int32, h float32) (beyond bool
 		for a := c.actors.lo; a < c.actors.hi; a++ {
 			dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
 			if d := dx*dx + dy*dy + dz*dz; d <= h && p.inRange(r, a, d) {
-				sc.nearBest = append(sc.nearBest, nearCand{d, a})
+				sc.nearBest = append(sc.nearBest, makeNearCand(d, a))
 			}
 		}
 	}
@@ -216,17 +225,25 @@ func (p *Pipeline) nearInGrid(sc *relayScratch, gi, r int32, h float32) (beyond 
 	y0, y1 := ng.bucket(ry-rad, 1), ng.bucket(ry+rad, 1)
 	base := f.groups[gi].actors.lo
 	nx, ny, nz, reach, idx := f.nearX, f.nearY, f.nearZ, f.nearReach, f.nearIdx
+	best := sc.nearBest
 	for by := y0; by <= y1; by++ {
 		row := ng.off + by*ng.side
 		// A row's buckets lie back to back: one range of senders, their
 		// positions in a row too.
-		for i := base + f.nearOff[row+x0]; i < base+f.nearOff[row+x1+1]; i++ {
+		// Each sender is written and kept only if within h, without a
+		// branch: most of a square around a circle is outside it.
+		lo, hi := base+f.nearOff[row+x0], base+f.nearOff[row+x1+1]
+		n := len(best)
+		best = slices.Grow(best, int(hi-lo))[:n+int(hi-lo)]
+		for i := lo; i < hi; i++ {
 			dx, dy, dz := nx[i]-rx, ny[i]-ry, nz[i]-rz
-			if d := dx*dx + dy*dy + dz*dz; d <= h && d < reach[i] && idx[i] != r {
-				sc.nearBest = append(sc.nearBest, nearCand{d, idx[i]})
-			}
+			d := dx*dx + dy*dy + dz*dz
+			best[n] = makeNearCand(d, idx[i])
+			n += b2i(d <= h) & b2i(d < reach[i]) & b2i(idx[i] != r)
 		}
+		best = best[:n]
 	}
+	sc.nearBest = best
 	return far > h
 }
 
