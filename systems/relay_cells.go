@@ -155,12 +155,25 @@ func boxSpan(cmin, cmax, dmin, dmax float32) (near, far float32) {
 // inside a run, and those not in one band, get 1. A run holds senders of
 // one kind (cell.kind): a ranked kind is taken apart under a spread.
 func (f *Frame) uniformRuns(cells []int32, classes []cellClass, out []int32) []int32 {
+	return runLengths(cells, out, func(i int) bool {
+		return classes[i].period() > 0 && !classes[i].reach
+	}, func(i, j int) bool {
+		c := &f.cells[cells[j]]
+		return classes[j].period() == classes[i].period() && !classes[j].reach && c.kind == f.cells[cells[i]].kind && !c.mixed
+	})
+}
+
+// runLengths returns, for each stencil position i, how many positions
+// from i on form a run of consecutive cells (cells[i], cells[i]+1, ...):
+// one that starts (starts(i)), and each next one that joins it
+// (joins(i, j) for the run's first position i). Positions inside a run,
+// and those that start none, get 1.
+func runLengths(cells []int32, out []int32, starts func(i int) bool, joins func(i, j int) bool) []int32 {
 	out = resizeSlice(out, len(cells))
 	for i := 0; i < len(cells); {
 		n := 1
-		if period := classes[i].period(); period > 0 && !classes[i].reach {
-			kind := f.cells[cells[i]].kind
-			for i+n < len(cells) && cells[i+n] == cells[i]+int32(n) && classes[i+n].period() == period && !classes[i+n].reach && f.cells[cells[i+n]].kind == kind && !f.cells[cells[i+n]].mixed {
+		if starts(i) {
+			for i+n < len(cells) && cells[i+n] == cells[i]+int32(n) && joins(i, i+n) {
 				n++
 			}
 		}

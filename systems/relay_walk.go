@@ -54,60 +54,49 @@ func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed
 		if class.beyond {
 			continue // every pair past the class's radius
 		}
-		if flat {
-			if n := sc.flatRuns[i]; n > 1 {
-				last := cells[i+int(n)-1]
-				lo, hi := due.lists(ci, last, sc.rslot[due.tierPeriods[0]])
-				if lo != runHi {
-					w.block(due.packed, runLo, runHi)
-					runLo = lo
-				}
-				runHi = hi
-				if ci <= rc && rc <= last { // the recipient's own cell: leave r out
-					if j, found := slices.BinarySearch(due.picks[lo:hi], r); found {
-						w.block(due.packed, runLo, lo+int32(j))
-						runLo = lo + int32(j) + 1
-					}
-				}
-				i += int(n) - 1
+		period, run := uint8(0), int32(1)
+		if flat && sc.flatRuns[i] > 1 {
+			// A run of cells whose pairs all have the one period of the
+			// cap: one range of lists (flatRuns).
+			period, run = due.tierPeriods[0], sc.flatRuns[i]
+		} else {
+			if spread > 1 && sc.rankedAt[i] { // a lower rank, under the budget (see ranked)
+				w.block(due.packed, runLo, runHi) // keep the canonical order
+				runLo, runHi = -1, -1
+				c.wants()
+				p.rankedPairs(w, r, ci, spread, class, &pick.want, pick.rhalf)
 				continue
 			}
-		}
-		if spread > 1 && sc.rankedAt[i] { // a lower rank, under the budget (see ranked)
-			w.block(due.packed, runLo, runHi) // keep the canonical order
-			runLo, runHi = -1, -1
-			c.wants()
-			p.rankedPairs(w, r, ci, spread, class, &pick.want, pick.rhalf)
-			continue
-		}
-		if class.reach && p.cfg.Throttle.Reaches(farFrom(rx, ry, rz, &f.cells[ci])) {
-			class = cellClass{} // throttling may act on a pair from where r stands
-		}
-		period := class.period()
-		if period == 0 && class.two() && listed {
-			if spread > 1 {
-				if sc.rslot[class.near] != sc.rslot[class.far] {
+			if class.reach && p.cfg.Throttle.Reaches(farFrom(rx, ry, rz, &f.cells[ci])) {
+				class = cellClass{} // throttling may act on a pair from where r stands
+			}
+			if period = class.period(); period > 0 {
+				run = sc.runs[i] // a run of one band: one range of lists for it all
+			}
+			if period == 0 && class.two() && listed {
+				switch {
+				case spread == 1:
+					if !pointed {
+						near, far = c.bandsHere()
+						pointed = true
+					}
+					if i < sc.boxes.n {
+						period = pointBand(class, near>>i, far>>i)
+					} else {
+						period = pointPeriod(rx, ry, rz, &f.cells[ci], class)
+					}
+				case sc.rslot[class.near] == sc.rslot[class.far]:
+					period = class.near // both bands stretched to one period (the cap): one list
+				default:
 					runLo, runHi = c.spreadTwoBands(w, ci, class, runLo, runHi)
 					continue
-				}
-				// Both bands stretched to one period (the cap): one list.
-				period = class.near
-			} else {
-				if !pointed {
-					near, far = c.bandsHere()
-					pointed = true
-				}
-				if i < sc.boxes.n {
-					period = pointBand(class, near>>i, far>>i)
-				} else {
-					period = pointPeriod(rx, ry, rz, &f.cells[ci], class)
 				}
 			}
 		}
 		if period > 0 && listed { // one band, out of the throttle's reach (see classify)
 			last := ci
-			if n := sc.runs[i]; n > 1 && class.period() > 0 { // a run: one range of lists for it all
-				i += int(n) - 1
+			if run > 1 {
+				i += int(run) - 1
 				last = cells[i]
 			}
 			lo, hi := due.lists(ci, last, sc.rslot[period])
@@ -160,25 +149,11 @@ func (p *Pipeline) gatherCells(w *batchOut, r int32, level, spread uint8, listed
 // their lists for the recipient are those of one slot, back to back.
 // Positions inside a run, and the others, get 1.
 func (p *Pipeline) flatRuns(cells []int32, classes []cellClass, ranked []bool, out []int32) []int32 {
-	out = resizeSlice(out, len(cells))
 	flat := func(i int) bool {
 		c := classes[i]
 		return c.near != 0 && !c.beyond && !c.reach && !ranked[i]
 	}
-	for i := 0; i < len(cells); {
-		n := 1
-		if flat(i) {
-			for i+n < len(cells) && cells[i+n] == cells[i]+int32(n) && flat(i+n) {
-				n++
-			}
-		}
-		out[i] = int32(n)
-		for k := 1; k < n; k++ {
-			out[i+k] = 1
-		}
-		i += n
-	}
-	return out
+	return runLengths(cells, out, flat, func(_, j int) bool { return flat(j) })
 }
 
 // startWalk readies the unit's scratch for recipient r's walk at spread:
