@@ -18,7 +18,12 @@ import (
 //     a pending block of due lists (runLo..runHi), extends it while the next
 //     list continues it, and writes it when one does not or before anything
 //     else: a stencil row in one band is one copy.
-//   - two bands under a spread above 1: spreadTwoBands.
+//   - two bands under a spread above 1: as one band when the spread
+//     stretches both to the same list (the cap of 255), else
+//     spreadTwoBands.
+//   - at a spread that stretches every period to the cap, any class out
+//     of the throttle's reach and not ranked: one list, and a run of such
+//     cells one range of lists (flatRuns).
 //   - two bands at spread 1: in one band seen from r itself (pointBands),
 //     as one band; else, in a cell small enough, as bit sets: which senders
 //     lie past the edge is the only thing computed a pair (beyondEdge), the
