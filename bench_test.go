@@ -581,6 +581,24 @@ func BenchmarkTickAtRate(b *testing.B) {
 	}
 }
 
+// BenchmarkNearestSenders is BenchmarkTick's shipped defaults in a square
+// with connection.nearestSenders off (0, the default) and at 20: what it
+// costs to send every client its twenty nearest every tick, beside the
+// rest its budget thins.
+//
+//	go test -run '^$' -bench 'BenchmarkNearestSenders' -benchtime 100x .
+func BenchmarkNearestSenders(b *testing.B) {
+	for _, n := range []int{1000, 5000, 10000} {
+		for _, k := range []int{0, 20} {
+			b.Run(fmt.Sprintf("players=%d/nearest=%d", n, k), func(b *testing.B) {
+				m := modeNamed("parallel+interest+budget")
+				m.nearest = new(k)
+				measureTicks(b, newBenchCrowd(b, "square", n, m))
+			})
+		}
+	}
+}
+
 // TestSteadyStateTickAllocatesNothing pins the promise behind allocs/op: once
 // warmed up, a crowded tick, the bots' sends included, allocates nothing.
 // The pool has four workers whatever GOMAXPROCS is (AllocsPerRun sets it to
