@@ -513,8 +513,7 @@ func BenchmarkPacedTick(b *testing.B) {
 			b.Run(fmt.Sprintf("scenario=%s/players=%d/wake=%v", sc.name, sc.n, wake), func(b *testing.B) {
 				c := newBenchCrowd(b, sc.name, sc.n, modeNamed("parallel+interest"))
 				ahead := c.srv.Settings().Parallelism.WakeAhead()
-				var inTick time.Duration
-				ticks := 0
+				var t tickTimer
 				for b.Loop() {
 					c.send()
 					if wake {
@@ -524,12 +523,9 @@ func BenchmarkPacedTick(b *testing.B) {
 					} else {
 						time.Sleep(gap)
 					}
-					start := time.Now()
-					c.srv.Tick()
-					inTick += time.Since(start)
-					ticks++
+					t.tick(c)
 				}
-				b.ReportMetric(float64(inTick)/float64(time.Microsecond)/float64(ticks), "us/tick")
+				t.report(b)
 			})
 		}
 	}
@@ -556,29 +552,48 @@ func BenchmarkTickAtRate(b *testing.B) {
 			b.Run(fmt.Sprintf("scenario=%s/players=%d/paced=%v", sc.name, sc.n, paced), func(b *testing.B) {
 				c := newBenchCrowd(b, sc.name, sc.n, modeNamed("parallel+interest+budget"))
 				ahead := c.srv.Settings().Parallelism.WakeAhead()
-				var inTick time.Duration
-				ticks := 0
+				var t tickTimer
 				next := time.Now()
 				for b.Loop() {
 					c.send()
-					if paced {
-						next = next.Add(c.period)
-						if now := time.Now(); now.After(next) {
-							next = now // a tick that overran: the next one at once
-						}
-						time.Sleep(time.Until(next.Add(-ahead)))
+					if !paced {
+						c.srv.WakeWorkers()
+						t.tick(c)
+						continue
 					}
+					next = next.Add(c.period)
+					if now := time.Now(); now.After(next) {
+						next = now // a tick that overran: the next one at once
+					}
+					time.Sleep(time.Until(next.Add(-ahead)))
 					c.srv.WakeWorkers()
 					time.Sleep(time.Until(next))
-					start := time.Now()
-					c.srv.Tick()
-					inTick += time.Since(start)
-					ticks++
+					t.tick(c)
 				}
-				b.ReportMetric(float64(inTick)/float64(time.Microsecond)/float64(ticks), "us/tick")
+				t.report(b)
 			})
 		}
 	}
+}
+
+// tickTimer sums the time of the server's Tick alone over a benchmark's
+// ticks, for benchmarks that wait between them.
+type tickTimer struct {
+	in    time.Duration
+	ticks int
+}
+
+// tick runs and times one of c's server ticks.
+func (t *tickTimer) tick(c *benchCrowd) {
+	start := time.Now()
+	c.srv.Tick()
+	t.in += time.Since(start)
+	t.ticks++
+}
+
+// report reports the mean as us/tick.
+func (t *tickTimer) report(b *testing.B) {
+	b.ReportMetric(float64(t.in)/float64(time.Microsecond)/float64(t.ticks), "us/tick")
 }
 
 // BenchmarkNearestSenders is BenchmarkTick's shipped defaults in a square
