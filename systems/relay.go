@@ -359,6 +359,7 @@ type relayScratch struct {
 	near, nearSent, nearExtra []int32
 	nearBest                  []nearCand
 	nearTmp                   []nearCand // selectNearest's working memory
+	nearBits                  []uint64   // inFrameOrder's bit set
 	nearH                     float32
 	// thinBatch's working memory: the nearest's ids and the records kept.
 	nearIDs  []uint32

@@ -2,6 +2,7 @@ package systems
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/throng-go/throng/interest"
@@ -104,12 +105,12 @@ func (p *Pipeline) nearestPlain(r int32, near *[MaxNearestSenders]int32) int {
 // index: the same as nearestPlain, but it looks only at the senders within
 // a radius of r, in the buckets of a crowded chunk's grid (buildNearGrids)
 // or the cells of a sparse one, starting from the radius the unit's last
-// recipient needed (recipients of one cell are consecutive) and doubling
-// its square until k senders are found within it or nothing of the
-// stencil lies beyond it. It gathers every sender within the radius, then
-// selects the k nearest (selectNearest): the radius starts at the last
-// recipient's k-th distance and a quarter, so the gathering holds few more
-// than k.
+// recipient needed (recipients of one cell are consecutive) and widening
+// it (at least doubling its square) until k senders are found within it
+// or nothing of the stencil lies beyond it. It gathers every sender within the radius, then
+// keeps those up to the k-th nearest (kthNearest): the radius starts at
+// the last recipient's k-th distance and a quarter, so the gathering holds
+// few more than k.
 func (p *Pipeline) nearestOf(r int32, sc *relayScratch) []int32 {
 	f := &p.frame
 	k := p.cfg.NearestSenders
@@ -131,30 +132,103 @@ func (p *Pipeline) nearestOf(r int32, sc *relayScratch) []int32 {
 				beyond = p.nearIn(sc, ci, r, h) || beyond
 			}
 		}
-		if len(sc.nearBest) >= k || !beyond {
+		found := len(sc.nearBest)
+		if found >= k || !beyond {
 			break
 		}
-		h *= 2
+		// Widen to where k would lie at the density found, and a third:
+		// the area, and so the count, grows with h.
+		h *= max(float32(k)/float32(max(found, 1))*4/3, 2)
 	}
 	best := sc.nearBest
+	last := ^nearCand(0) // the k-th best: every candidate when there are k or fewer
 	if len(best) > k {
 		if need := len(best) + k; cap(sc.nearTmp) < need {
 			sc.nearTmp = make([]nearCand, 2*need) // room to spare: no growing by a few each tick
 		}
-		best = selectNearest(best, k, sc.nearTmp)
+		last, best = kthNearest(best, k, h, sc.nearTmp)
 	}
-	if len(best) == k {
-		far := best[0]
-		for _, c := range best[1:] {
-			far = max(far, c)
+	if len(best) >= k {
+		far := last
+		if len(best) == k {
+			far = slices.Max(best)
 		}
 		sc.nearH = far.dist() * 1.25
 	}
-	sc.near = sc.near[:0]
-	for _, c := range best {
-		sc.near = append(sc.near, c.idx())
+	return sc.inFrameOrder(best, last)
+}
+
+// nearBins is how many bins kthNearest sorts candidates into.
+const nearBins = 16
+
+// kthNearest returns the k-th best of c (nearCand.before; 1 <= k <=
+// len(c)), whose distances are all at most h, and the candidates that
+// hold the k best: c, or, when it falls back to selecting, the k best in
+// buf (room for twice len(c)+k), c's memory then overwritten.
+//
+// A recipient's search gathers a few more than k candidates within h,
+// about evenly over the area of the circle, and so over the distance
+// squared: it counts them into nearBins bins of it, finds the bin the
+// k-th falls in, and picks among that bin's few. A bin holds greater
+// distances than the bins before it, so the k-th best is certain.
+func kthNearest(c []nearCand, k int, h float32, buf []nearCand) (nearCand, []nearCand) {
+	scale := float32(nearBins) / h
+	if !(scale > 0) || math.IsInf(float64(scale), 0) { // no usable h: select
+		sel := selectNearest(c, k, buf)
+		return slices.Max(sel), sel
 	}
-	sortSmall(sc.near)
+	var count [nearBins + 1]int32
+	for _, v := range c {
+		count[min(int(v.dist()*scale), nearBins)]++
+	}
+	bin, before := 0, 0 // the bin of the k-th, and how many lie in the bins below
+	for before+int(count[bin]) < k {
+		before += int(count[bin])
+		bin++
+	}
+	in := buf[:0]
+	for _, v := range c {
+		if min(int(v.dist()*scale), nearBins) == bin {
+			in = append(in, v)
+		}
+	}
+	need := k - before
+	if len(in) > need {
+		sel := selectNearest(in, need, buf[len(in):])
+		return slices.Max(sel), c
+	}
+	return slices.Max(in), c
+}
+
+// inFrameOrder writes the candidates of c up to last (nearCand.before or
+// equal) into sc.near in ascending frame index, and returns it: each is a
+// bit, set without a branch, in a bit set over the candidates' span of
+// frame indices, read back in order. Candidates are distinct.
+func (sc *relayScratch) inFrameOrder(c []nearCand, last nearCand) []int32 {
+	sc.near = sc.near[:0]
+	if len(c) == 0 {
+		return sc.near
+	}
+	lo, hi := c[0].idx(), c[0].idx()
+	for _, v := range c[1:] {
+		lo, hi = min(lo, v.idx()), max(hi, v.idx())
+	}
+	words := int(hi-lo)>>6 + 1
+	if cap(sc.nearBits) < words {
+		sc.nearBits = make([]uint64, 2*words) // room to spare, as nearTmp
+	}
+	set := sc.nearBits[:words]
+	clear(set)
+	for _, v := range c {
+		i := uint32(v.idx() - lo)
+		set[i>>6] |= uint64(b2i(v <= last)) << (i & 63)
+	}
+	for w, x := range set {
+		for x != 0 {
+			sc.near = append(sc.near, lo+int32(w<<6+bits.TrailingZeros64(x)))
+			x &= x - 1
+		}
+	}
 	return sc.near
 }
 
@@ -235,13 +309,17 @@ func (p *Pipeline) nearInGrid(sc *relayScratch, gi, r int32, h float32) (beyond 
 		lo, hi := base+f.nearOff[row+x0], base+f.nearOff[row+x1+1]
 		n := len(best)
 		best = slices.Grow(best, int(hi-lo))[:n+int(hi-lo)]
-		for i := lo; i < hi; i++ {
-			dx, dy, dz := nx[i]-rx, ny[i]-ry, nz[i]-rz
+		xs := nx[lo:hi]
+		ys, zs, rs, is := ny[lo:hi][:len(xs)], nz[lo:hi][:len(xs)], reach[lo:hi][:len(xs)], idx[lo:hi][:len(xs)]
+		out := best[n:][:len(xs)] // one candidate a sender at most
+		m := 0
+		for i, x := range xs {
+			dx, dy, dz := x-rx, ys[i]-ry, zs[i]-rz
 			d := dx*dx + dy*dy + dz*dz
-			best[n] = makeNearCand(d, idx[i])
-			n += b2i(d <= h) & b2i(d < reach[i]) & b2i(idx[i] != r)
+			out[m] = makeNearCand(d, is[i]) // m <= i
+			m += b2i(d <= h) & b2i(d < rs[i]) & b2i(is[i] != r)
 		}
-		best = best[:n]
+		best = best[:n+m]
 	}
 	sc.nearBest = best
 	return far > h
@@ -381,8 +459,11 @@ func (p *Pipeline) nearPairDue(a int32, kind, tp, spread uint8, want *interest.R
 	f := &p.frame
 	sp := stretch(tp, p.rankedSpread(kind, spread))
 	changed, tick := f.changed[a], f.Tick
-	tier = changed+uint64(tp) > tick && (tp <= 1 || p.due(&f.res[a], want, tp, f.half[a], rhalf))
-	stretched = changed+uint64(sp) > tick && (sp <= 1 || p.due(&f.res[a], want, sp, f.half[a], rhalf))
+	// Both tests are made whatever the first part says, without a
+	// branch; due holds for periods 0 and 1.
+	res, half := &f.res[a], f.half[a]
+	tier = b2i(changed+uint64(tp) > tick)&b2i(p.due(res, want, tp, half, rhalf)) != 0
+	stretched = b2i(changed+uint64(sp) > tick)&b2i(p.due(res, want, sp, half, rhalf)) != 0
 	return tier, stretched
 }
 
@@ -404,16 +485,19 @@ func (p *Pipeline) nearestDue(r int32, spread uint8, sc *relayScratch) {
 	f := &p.frame
 	want := p.clock.Want(f.id[r])
 	rhalf := interest.RecipientHalf(f.id[r])
-	sc.nearSent, sc.nearExtra = sc.nearSent[:0], sc.nearExtra[:0]
-	for _, a := range p.nearestOf(r, sc) {
+	near := p.nearestOf(r, sc)
+	// Each is written to both lists and kept where it belongs, without a
+	// branch: whether a pair is due is a coin toss to the predictor.
+	sent := slices.Grow(sc.nearSent[:0], len(near))[:len(near)]
+	extra := slices.Grow(sc.nearExtra[:0], len(near))[:len(near)]
+	ns, ne := 0, 0
+	for _, a := range near {
 		tier, stretched := p.nearDue(r, a, spread, &want, rhalf)
-		if tier || stretched {
-			sc.nearSent = append(sc.nearSent, a)
-		}
-		if tier && !stretched {
-			sc.nearExtra = append(sc.nearExtra, a)
-		}
+		sent[ns], extra[ne] = a, a
+		ns += b2i(tier) | b2i(stretched)
+		ne += b2i(tier) &^ b2i(stretched)
 	}
+	sc.nearSent, sc.nearExtra = sent[:ns], extra[:ne]
 }
 
 // nearing reports whether a recipient at spread has nearest senders that

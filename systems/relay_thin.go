@@ -94,9 +94,11 @@ func (p *Pipeline) thinBatch(r int32, count int32, keep int, nearing bool, sc *r
 	f := &p.frame
 	rid, tick := f.id[r], f.Tick
 	sc.nearIDs = sc.nearIDs[:0]
+	var mark idMark // the nearest's ids: most senders are told apart from them by one bit
 	if nearing {
 		for _, a := range sc.near {
 			sc.nearIDs = append(sc.nearIDs, f.id[a])
+			mark.add(f.id[a])
 		}
 	}
 	// Every record is copied and the end moved past it only if kept: which
@@ -109,8 +111,8 @@ func (p *Pipeline) thinBatch(r int32, count int32, keep int, nearing bool, sc *r
 		sid := binary.LittleEndian.Uint32(rec)
 		copy(recs[n:n+wire.RecordSize], rec)
 		kept := th.kept(sid)
-		if nearing {
-			kept = kept || containsID(sc.nearIDs, sid)
+		if mark.may(sid) && !kept {
+			kept = containsID(sc.nearIDs, sid)
 		}
 		n += wire.RecordSize * b2i(kept)
 	}
@@ -119,6 +121,17 @@ func (p *Pipeline) thinBatch(r int32, count int32, keep int, nearing bool, sc *r
 	w.run(sc.thinRecs)
 	return w
 }
+
+// idMark is a set of a few ids, as 256 bits: one per hash of an id. may
+// is true for every id added, and for about n/256 of the others when n
+// were added: a filter before looking through the ids themselves.
+type idMark [4]uint64
+
+func idBit(id uint32) uint32 { return id * 0x9e3779b1 >> 24 }
+
+func (m *idMark) add(id uint32) { b := idBit(id); m[b>>6] |= 1 << (b & 63) }
+
+func (m *idMark) may(id uint32) bool { b := idBit(id); return m[b>>6]>>(b&63)&1 != 0 }
 
 // containsID reports whether id is in the short list ids.
 func containsID(ids []uint32, id uint32) bool {
