@@ -48,7 +48,7 @@ func TestSelectNearestTakesTheKBest(t *testing.T) {
 // distance tight, loose or none, ties of distance included.
 func TestNearestInFrameOrderKeepsTheKBest(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	var sc relayScratch
+	sc := relayScratch{nearBits: make([]uint64, 15000/64+1)} // room for every frame index, as nearestOf makes
 	for round := range 3000 {
 		n := 1 + rng.IntN(90)
 		k := 1 + rng.IntN(n)

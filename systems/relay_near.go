@@ -107,10 +107,10 @@ func (p *Pipeline) nearestPlain(r int32, near *[MaxNearestSenders]int32) int {
 // or the cells of a sparse one, starting from the radius the unit's last
 // recipient needed (recipients of one cell are consecutive) and widening
 // it (at least doubling its square) until k senders are found within it
-// or nothing of the stencil lies beyond it. It gathers every sender within the radius, then
-// keeps those up to the k-th nearest (kthNearest): the radius starts at
-// the last recipient's k-th distance and a quarter, so the gathering holds
-// few more than k.
+// or nothing of the stencil lies beyond it. It gathers every sender within
+// the radius, then keeps those up to the k-th nearest (kthNearest): the
+// radius starts at the last recipient's k-th distance and a quarter, so
+// the gathering holds few more than k.
 func (p *Pipeline) nearestOf(r int32, sc *relayScratch) []int32 {
 	f := &p.frame
 	k := p.cfg.NearestSenders
@@ -119,6 +119,15 @@ func (p *Pipeline) nearestOf(r int32, sc *relayScratch) []int32 {
 		h = 512 * 512
 	}
 	g := &f.groups[f.group[r]]
+	// Room for every sender in view, whatever the search gathers: no
+	// growing by a few when a search widens.
+	if n := f.stencilSenders(g); cap(sc.nearBest) < n {
+		sc.nearBest = make([]nearCand, 0, n+n/4)
+		sc.nearTmp = make([]nearCand, 2*(n+n/4+k))
+	}
+	if words := f.Len()>>6 + 1; cap(sc.nearBits) < words {
+		sc.nearBits = make([]uint64, words+words/4) // inFrameOrder's, for any span of the frame
+	}
 	for {
 		sc.nearBest = sc.nearBest[:0]
 		beyond := false // a sender of the stencil may lie past h
@@ -143,9 +152,6 @@ func (p *Pipeline) nearestOf(r int32, sc *relayScratch) []int32 {
 	best := sc.nearBest
 	last := ^nearCand(0) // the k-th best: every candidate when there are k or fewer
 	if len(best) > k {
-		if need := len(best) + k; cap(sc.nearTmp) < need {
-			sc.nearTmp = make([]nearCand, 2*need) // room to spare: no growing by a few each tick
-		}
 		last, best = kthNearest(best, k, h, sc.nearTmp)
 	}
 	if len(best) >= k {
@@ -214,10 +220,7 @@ func (sc *relayScratch) inFrameOrder(c []nearCand, last nearCand) []int32 {
 		lo, hi = min(lo, v.idx()), max(hi, v.idx())
 	}
 	words := int(hi-lo)>>6 + 1
-	if cap(sc.nearBits) < words {
-		sc.nearBits = make([]uint64, 2*words) // room to spare, as nearTmp
-	}
-	set := sc.nearBits[:words]
+	set := sc.nearBits[:words] // room for every frame index: nearestOf
 	clear(set)
 	for _, v := range c {
 		i := uint32(v.idx() - lo)
@@ -488,8 +491,9 @@ func (p *Pipeline) nearestDue(r int32, spread uint8, sc *relayScratch) {
 	near := p.nearestOf(r, sc)
 	// Each is written to both lists and kept where it belongs, without a
 	// branch: whether a pair is due is a coin toss to the predictor.
-	sent := slices.Grow(sc.nearSent[:0], len(near))[:len(near)]
-	extra := slices.Grow(sc.nearExtra[:0], len(near))[:len(near)]
+	k := p.cfg.NearestSenders // room for as many as there may be: no growing by a few
+	sent := slices.Grow(sc.nearSent[:0], k)[:len(near)]
+	extra := slices.Grow(sc.nearExtra[:0], k)[:len(near)]
 	ns, ne := 0, 0
 	for _, a := range near {
 		tier, stretched := p.nearDue(r, a, spread, &want, rhalf)

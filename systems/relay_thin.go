@@ -3,7 +3,6 @@ package systems
 import (
 	"encoding/binary"
 
-	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net/wire"
 )
 
@@ -18,12 +17,15 @@ import (
 // due records still pass its budget thins them: of each sender's due
 // ticks (one in 255) it keeps a share, keep/256, in steps of thinStep,
 // chosen as the spread is, to fill seven eighths of the budget. Which due
-// ticks are kept is a rotation per pair: the pair's count of periods times
-// keep, plus an offset hashed from the two ids, taken modulo 256, is below
-// keep; it moves by keep each period, so it cannot step over the window
-// of keep values, and every pair is kept at least once in any
-// ceil(256/keep) of its periods (at most 8, 2,040 ticks). The nearest are
-// never thinned.
+// ticks are kept is a rotation per pair: the count of 255-tick blocks
+// since tick 0 times keep, plus an offset hashed from the two ids, taken
+// modulo 256, is below keep. A pair at period 255 is due once in every
+// block, so that count grows by one from each of its due ticks to the
+// next: the rotation moves by keep each period, cannot step over the
+// window of keep values, and keeps every pair at least once in any
+// ceil(256/keep) of its periods (at most 8, 2,040 ticks). The count does
+// not depend on the pair, so a sender costs one multiplication. The
+// nearest are never thinned.
 
 // thinStep is the step of a recipient's thinning, in 256ths.
 const thinStep = 32
@@ -37,21 +39,20 @@ func thinKept(sid, rid uint32, tick uint64, keep int) bool {
 // thinner is thinKept for one recipient on one tick: the parts that do not
 // depend on the sender, computed once.
 type thinner struct {
-	base uint64 // the recipient's phase half plus the tick
+	base uint64 // the tick's block times keep
 	roff uint64 // the recipient's part of the offset
 	keep uint64
 }
 
 func newThinner(rid uint32, tick uint64, keep int) thinner {
-	return thinner{base: uint64(interest.RecipientHalf(rid)) + tick, roff: uint64(rid) * 0xc2b2ae3d27d4eb4f, keep: uint64(keep)}
+	return thinner{base: tick / 255 * uint64(keep), roff: uint64(rid) * 0xc2b2ae3d27d4eb4f, keep: uint64(keep)}
 }
 
 // kept is thinKept(sid, rid, tick, keep) for the thinner's rid, tick and
 // keep.
 func (t thinner) kept(sid uint32) bool {
-	periods := (uint64(interest.SenderHalf(sid)) + t.base) / 255
 	offset := (uint64(sid)*0x9e3779b97f4a7c15 ^ t.roff) >> 56
-	return (periods*t.keep+offset)&255 < t.keep
+	return (t.base+offset)&255 < t.keep
 }
 
 // keepOf is the share of due ticks a session's thinning keeps, in 256ths.
