@@ -110,7 +110,7 @@ func (p *Pipeline) thinBatch(r int32, count int32, keep int, nearing bool, sc *r
 	for i := range count {
 		rec := batchRecord(sc.batch, i)
 		sid := binary.LittleEndian.Uint32(rec)
-		copy(recs[n:n+wire.RecordSize], rec)
+		copyRecord(recs[n:], rec)
 		kept := th.kept(sid)
 		if mark.may(sid) && !kept {
 			kept = containsID(sc.nearIDs, sid)
