@@ -358,7 +358,7 @@ type relayScratch struct {
 	// distance squared within which the last recipient's were found, twice.
 	near, nearSent, nearExtra []int32
 	nearBest                  []nearCand
-	nearTmp                   []nearCand // selectNearest's working memory
+	nearTmp                   []nearCand // kthNearest's and selectNearest's working memory
 	nearBits                  []uint64   // inFrameOrder's bit set
 	nearH                     float32
 	// thinBatch's working memory: the nearest's ids and the records kept.
