@@ -5,14 +5,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/throng-go/throng/net/internal/link"
+	"github.com/throng-go/throng/net/internal/wsconn"
 	"github.com/throng-go/throng/net/wire"
-
-	"github.com/coder/websocket"
 )
 
 // DialWebSocket connects to a WebSocket transport (package websocket) at url (ws://host:port/path,
@@ -29,29 +27,36 @@ func DialWebSocket(ctx context.Context, url string, cfg Config) (*Client, error)
 	if err != nil {
 		return nil, err
 	}
-	opts := &websocket.DialOptions{Subprotocols: []string{link.Subprotocol}}
+	opts := wsconn.DialOptions{Subprotocols: []string{link.Subprotocol}}
 	if cfg.TLS != nil || cfg.InsecureSkipVerify {
 		tlsConf := &tls.Config{}
 		if cfg.TLS != nil {
 			tlsConf = cfg.TLS.Clone()
 		}
 		tlsConf.InsecureSkipVerify = tlsConf.InsecureSkipVerify || cfg.InsecureSkipVerify
-		opts.HTTPClient = &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConf}}
+		opts.TLS = tlsConf
 	}
-	conn, _, err := websocket.Dial(ctx, url, opts)
+	conn, err := wsconn.Dial(ctx, url, opts)
 	if err != nil {
 		return nil, fmt.Errorf("client: dial %s: %w", url, err)
 	}
 	if conn.Subprotocol() != link.Subprotocol {
-		conn.Close(websocket.StatusPolicyViolation, "the "+link.Subprotocol+" subprotocol is required")
+		conn.WriteClose(wsconn.StatusPolicyViolation, "the "+link.Subprotocol+" subprotocol is required")
+		conn.Close()
 		return nil, fmt.Errorf("client: dial %s: the server does not speak %s", url, link.Subprotocol)
 	}
-	conn.SetReadLimit(int64(max(cfg.MaxFrame, wire.MaxBatchPayload)))
-	l := &wsLink{conn: conn, finished: make(chan struct{})}
+	l := &wsLink{conn: conn, finished: make(chan struct{}), pong: make(chan struct{}, 1)}
+	l.buf = make([]byte, max(cfg.MaxFrame, wire.MaxBatchPayload))
+	conn.OnPong = func() {
+		select {
+		case l.pong <- struct{}{}:
+		default:
+		}
+	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	c := &Client{cfg: cfg, link: l, drained: make(chan struct{}, 1)}
 	if err := c.wsHandshake(ctx, l, hello); err != nil {
-		conn.CloseNow()
+		conn.Close()
 		l.cancel()
 		return nil, err
 	}
@@ -63,22 +68,29 @@ func DialWebSocket(ctx context.Context, url string, cfg Config) (*Client, error)
 }
 
 // wsHandshake sends hello and reads until the Welcome or a refusal. Frames
-// after the Welcome stay queued for Poll.
+// after the Welcome stay queued for Poll. ctx bounds it (through the
+// connection's deadline), and after a refusal RefusalWait does.
 func (c *Client) wsHandshake(ctx context.Context, l *wsLink, hello []byte) error {
-	if err := l.conn.Write(ctx, websocket.MessageBinary, hello); err != nil {
+	nc := l.conn.NetConn()
+	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
+	defer func() {
+		if stop() {
+			_ = nc.SetDeadline(time.Time{})
+		}
+	}()
+	if err := l.conn.WriteMessage(wsconn.OpBinary, hello); err != nil {
 		return wsHandshakeError(ctx, err)
 	}
 	var refused *RefusedError
-	readCtx := ctx
 	for {
-		typ, msg, err := l.conn.Read(readCtx)
+		op, msg, err := l.read()
 		if err != nil {
 			if refused != nil {
 				return refused
 			}
 			return wsHandshakeError(ctx, err)
 		}
-		if typ != websocket.MessageBinary || refused != nil {
+		if op != wsconn.OpBinary || refused != nil {
 			continue
 		}
 		switch t, _ := wire.PeekType(msg); t {
@@ -98,9 +110,7 @@ func (c *Client) wsHandshake(ctx context.Context, l *wsLink, hello []byte) error
 			refused = &RefusedError{Code: r.Code, Reason: string(r.Reason)}
 			// The server closes right after a Refuse, with its code: read
 			// on to that close, but not forever.
-			var cancel context.CancelFunc
-			readCtx, cancel = context.WithTimeout(ctx, RefusalWait)
-			defer cancel()
+			_ = nc.SetReadDeadline(time.Now().Add(RefusalWait))
 		case wire.TypeBatch:
 			c.keepDatagram(msg)
 		default:
@@ -124,7 +134,7 @@ func wsHandshakeError(ctx context.Context, err error) error {
 // wsCloseError is the *RefusedError or *DisconnectedError a close by the
 // server carries, or nil.
 func wsCloseError(err error) error {
-	var ce websocket.CloseError
+	var ce *wsconn.CloseError
 	if !errors.As(err, &ce) {
 		return nil
 	}
@@ -145,13 +155,13 @@ func (c *Client) readWebSocket(l *wsLink) {
 			l.end(nil)
 			return
 		}
-		// Cancelling ctx (Close) closes the connection under the read.
-		typ, msg, err := l.conn.Read(l.ctx)
+		// Close closes the connection under the read.
+		op, msg, err := l.read()
 		if err != nil {
 			l.end(err)
 			return
 		}
-		if typ != websocket.MessageBinary {
+		if op != wsconn.OpBinary {
 			c.n.malformed.Add(1)
 			continue
 		}
@@ -180,11 +190,24 @@ func (c *Client) pingWebSocket(l *wsLink) {
 		case <-l.finished:
 			return
 		}
-		ctx, cancel := context.WithTimeout(l.ctx, c.cfg.IdleTimeout)
-		err := l.conn.Ping(ctx)
-		cancel()
-		if err != nil {
-			l.conn.CloseNow()
+		select {
+		case <-l.pong: // a late answer to the last ping
+		default:
+		}
+		cut := time.AfterFunc(c.cfg.IdleTimeout, func() { l.conn.Close() })
+		if l.conn.Ping() != nil {
+			cut.Stop()
+			l.conn.Close()
+			return
+		}
+		select {
+		case <-l.pong:
+			cut.Stop()
+		case <-l.finished: // the cut ended the connection, or something else did
+			cut.Stop()
+			return
+		case <-l.ctx.Done():
+			cut.Stop()
 			return
 		}
 	}
@@ -192,7 +215,9 @@ func (c *Client) pingWebSocket(l *wsLink) {
 
 // wsLink is a Client's WebSocket connection.
 type wsLink struct {
-	conn   *websocket.Conn
+	conn   *wsconn.Conn
+	buf    []byte          // the reader's
+	pong   chan struct{}   // cap 1: the server answered a ping
 	ctx    context.Context // ends with Close
 	cancel context.CancelFunc
 
@@ -201,6 +226,16 @@ type wsLink struct {
 	byClient bool  // Close ended it
 	finished chan struct{}
 	once     sync.Once
+}
+
+// read reads the next message into a slice of its own, which Poll hands
+// over.
+func (l *wsLink) read() (byte, []byte, error) {
+	op, n, err := l.conn.ReadMessage(l.buf)
+	if err != nil {
+		return 0, nil, err
+	}
+	return op, append([]byte(nil), l.buf[:n]...), nil
 }
 
 // end records why the connection ended (the first cause wins) and closes
@@ -216,13 +251,12 @@ func (l *wsLink) end(cause error) {
 	})
 }
 
-// sendMove writes one message. Its context has no deadline, which keeps
-// a write free of timers: a write that stays blocked (the server stopped
-// reading) is bounded by the pings instead, which share the connection's
-// writer and close it when one is not answered within the idle timeout
-// (pingWebSocket).
+// sendMove writes one message. A write that stays blocked (the server
+// stopped reading) is bounded by the pings, which share the connection's
+// write lock and close it when one is not answered within the idle
+// timeout (pingWebSocket).
 func (l *wsLink) sendMove(frame []byte) error {
-	return l.conn.Write(l.ctx, websocket.MessageBinary, frame)
+	return l.conn.WriteMessage(wsconn.OpBinary, frame)
 }
 
 func (l *wsLink) sendReliable(frame []byte) error { return l.sendMove(frame) }
@@ -247,17 +281,22 @@ func (l *wsLink) err() error {
 }
 
 // close says goodbye with a close frame, and waits for the server's
-// answer at most closeWait: past it, cancelling the reader's context
-// closes the connection outright.
+// answer (the reader ends on it) at most closeWait: past it, the
+// connection is closed outright.
 func (l *wsLink) close() {
 	l.mu.Lock()
 	l.byClient = true
 	l.mu.Unlock()
-	cut := time.AfterFunc(closeWait, l.cancel)
-	l.conn.Close(websocket.StatusNormalClosure, wire.ReasonClientClosed)
+	cut := time.AfterFunc(closeWait, func() { l.conn.Close() })
+	if l.conn.WriteClose(wsconn.StatusNormalClosure, wire.ReasonClientClosed) == nil {
+		select {
+		case <-l.finished:
+		case <-time.After(closeWait):
+		}
+	}
 	cut.Stop()
 	l.cancel()
-	l.conn.CloseNow()
+	l.conn.Close()
 	l.end(nil)
 }
 

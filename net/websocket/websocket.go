@@ -62,7 +62,7 @@ type Config struct {
 	CertFile, KeyFile string
 	// OriginPatterns are the host patterns of the web pages allowed to
 	// connect besides the server's own host (a browser sends the page's
-	// origin; see coder/websocket's AcceptOptions.OriginPatterns): for
+	// origin; path.Match patterns, matched without case): for
 	// example "game.example.com" or "*.example.com". Clients that are not
 	// browsers send no Origin and are always let in.
 	OriginPatterns []string
@@ -147,6 +147,9 @@ type Transport struct {
 
 	sessions link.Table[*wsConn]
 	n        wsCounts
+
+	flushing  atomic.Bool // Flush has been called: batches wait for it
+	flushOpen []*wsConn   // Flush's
 }
 
 type wsCounts struct {
@@ -250,7 +253,11 @@ func (t *Transport) SendUnreliable(s wire.SessionID, datagram []byte) {
 // the session's mailbox under one lock, and its writer is woken once.
 func (t *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size int) {
 	if c := t.session(s); c != nil {
-		c.slot.PostBatch(&c.mu, &c.closing, c.wake, datagrams, size, t.cfg.MaxDatagram, &t.n.Counts)
+		wake := c.wake
+		if t.flushing.Load() {
+			wake = c.held
+		}
+		c.slot.PostBatch(&c.mu, &c.closing, wake, datagrams, size, t.cfg.MaxDatagram, &t.n.Counts)
 	} else {
 		link.DropBatch(datagrams, size, &t.n.Counts)
 	}
@@ -285,6 +292,24 @@ func (t *Transport) SendReliableBatch(s wire.SessionID, frames []byte) {
 	if c.rel.PostBatch(&c.mu, &c.closing, c.wake, frames, t.cfg.MaxFrame, t.cfg.ReliableQueue, &t.n.Counts) {
 		t.tooSlow(c)
 	}
+}
+
+// Flush implements [wire.Flusher]: it wakes the writers of the sessions
+// sent movement batches since the last Flush. Once a server has called it
+// (a Throng server does after every tick), batches wait for it, so that
+// the writers' system calls run after the tick rather than beside it, on
+// cores the tick wants; reliable frames never wait.
+func (t *Transport) Flush() {
+	t.flushing.Store(true)
+	t.flushOpen = t.sessions.AppendOpen(t.flushOpen[:0])
+	for _, c := range t.flushOpen {
+		select {
+		case <-c.held:
+			link.Wake(c.wake)
+		default:
+		}
+	}
+	clear(t.flushOpen)
 }
 
 // Disconnect implements [wire.Transport].
@@ -333,7 +358,7 @@ func (t *Transport) Close() error {
 	deadline.Stop()
 	t.cancel()
 	for _, c := range open {
-		c.conn.CloseNow()
+		c.conn.Close()
 	}
 	var err error
 	if t.srv != nil {
@@ -350,4 +375,5 @@ var (
 	_ wire.Transport           = (*Transport)(nil)
 	_ wire.BatchSender         = (*Transport)(nil)
 	_ wire.ReliableBatchSender = (*Transport)(nil)
+	_ wire.Flusher             = (*Transport)(nil)
 )

@@ -1,7 +1,6 @@
 package websocket
 
 import (
-	"context"
 	"errors"
 	"io"
 	stdnet "net"
@@ -9,11 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
-
-	"github.com/coder/websocket"
 
 	"github.com/throng-go/throng/net/internal/link"
+	"github.com/throng-go/throng/net/internal/wsconn"
 	"github.com/throng-go/throng/net/wire"
 )
 
@@ -21,13 +18,7 @@ import (
 type wsConn struct {
 	link.Member // guarded by the transport's table
 	t           *Transport
-	conn        *websocket.Conn
-	// ctx is the reader's: cancelling it while a read waits closes the
-	// connection outright, which is how a close that runs past its
-	// deadline is cut (coder/websocket's CloseNow waits for a close
-	// handshake under way).
-	ctx    context.Context
-	cancel context.CancelFunc
+	conn        *wsconn.Conn
 
 	// Written by the reader and the writer, read by the watchdog.
 	heard   atomic.Int64 // Unix ns of the client's last message or ping
@@ -41,9 +32,11 @@ type wsConn struct {
 	flush   bool
 	reason  string
 
-	wake chan struct{} // cap 1: something to write, or closing began
-	done chan struct{} // closed when the writer has closed the connection
-	cut  *time.Timer   // set by beginClose: cuts the connection at the flush deadline
+	wake     chan struct{} // cap 1: something to write, or closing began
+	held     chan struct{} // cap 1: batches posted that wait for Flush
+	done     chan struct{} // closed when the writer has closed the connection
+	readDone chan struct{} // closed when the reader has stopped
+	cut      *time.Timer   // set by beginClose: cuts the connection at the flush deadline
 }
 
 // Membership implements link.Session.
@@ -51,16 +44,11 @@ func (c *wsConn) Membership() *link.Member { return &c.Member }
 
 // ServeHTTP upgrades a client's request to a session and serves it until
 // the session ends.
-
 func (t *Transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c := &wsConn{t: t, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	c := &wsConn{t: t, wake: make(chan struct{}, 1), held: make(chan struct{}, 1), done: make(chan struct{}), readDone: make(chan struct{})}
+	conn, err := wsconn.Accept(w, r, wsconn.AcceptOptions{
 		Subprotocols:   []string{Subprotocol},
 		OriginPatterns: t.cfg.OriginPatterns,
-		OnPingReceived: func(context.Context, []byte) bool {
-			c.heard.Store(time.Now().UnixNano())
-			return true
-		},
 	})
 	if err != nil {
 		t.n.refused.Add(1) // Accept has answered the request
@@ -68,37 +56,46 @@ func (t *Transport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if conn.Subprotocol() != Subprotocol {
 		t.n.refused.Add(1)
-		conn.Close(websocket.StatusPolicyViolation, "the "+Subprotocol+" subprotocol is required")
+		refuse(conn, wsconn.StatusPolicyViolation, "the "+Subprotocol+" subprotocol is required")
 		return
 	}
-	conn.SetReadLimit(int64(t.cfg.MaxFrame))
+	conn.OnPing = func() { c.heard.Store(time.Now().UnixNano()) }
 	c.conn = conn
-	c.ctx, c.cancel = context.WithCancel(t.ctx)
 	c.heard.Store(time.Now().UnixNano())
 	if !t.sessions.Open(c, func() { t.wg.Add(2) }) {
-		c.cancel()
 		t.n.refused.Add(1)
-		conn.Close(link.WSCloseDisconnect, wire.ReasonTransportClosed)
+		refuse(conn, link.WSCloseDisconnect, wire.ReasonTransportClosed)
 		return
 	}
 	go c.write()
 	c.read() // the handler's goroutine reads until the connection ends
 }
 
+// refuse closes a connection that never became a session, with code and
+// reason, waiting closeGrace at most for the client to answer.
+func refuse(conn *wsconn.Conn, code int, reason string) {
+	_ = conn.NetConn().SetDeadline(time.Now().Add(closeGrace))
+	if conn.WriteClose(code, reason) == nil {
+		var buf [64]byte
+		for {
+			if _, _, err := conn.ReadMessage(buf[:]); err != nil && !errors.Is(err, wsconn.ErrTooLarge) {
+				break
+			}
+		}
+	}
+	conn.Close()
+}
+
 // read delivers the client's messages until the connection ends, then ends
 // the session with why it ended (if nothing ended it before).
 func (c *wsConn) read() {
 	defer c.t.wg.Done()
+	defer close(c.readDone)
 	t := c.t
-	buf := make([]byte, t.cfg.MaxFrame+1)
+	buf := make([]byte, t.cfg.MaxFrame)
 	reason := ""
 	for reason == "" {
-		typ, rd, err := c.conn.Reader(c.ctx)
-		if err != nil {
-			reason = wsLostReason(err)
-			break
-		}
-		n, err := readMessage(rd, buf)
+		op, n, err := c.conn.ReadMessage(buf)
 		if err != nil {
 			reason = wsLostReason(err)
 			if reason == ReasonFrameTooLarge {
@@ -107,7 +104,7 @@ func (c *wsConn) read() {
 			break
 		}
 		c.heard.Store(time.Now().UnixNano())
-		if typ != websocket.MessageBinary {
+		if op != wsconn.OpBinary {
 			reason = ReasonNotBinary
 			break
 		}
@@ -115,26 +112,6 @@ func (c *wsConn) read() {
 	}
 	t.endSession(c, reason, false)
 }
-
-// readMessage reads one message into buf, which is a byte longer than
-// the connection's read limit: a message that fills it is over the limit.
-func readMessage(rd io.Reader, buf []byte) (int, error) {
-	n := 0
-	for {
-		m, err := rd.Read(buf[n:])
-		n += m
-		switch {
-		case n == len(buf):
-			return n, errTooLarge
-		case errors.Is(err, io.EOF):
-			return n, nil
-		case err != nil:
-			return n, err
-		}
-	}
-}
-
-var errTooLarge = errors.New("message over the read limit")
 
 func (c *wsConn) deliver(frame []byte) {
 	if !c.t.sessions.Deliver(c, frame) {
@@ -144,16 +121,16 @@ func (c *wsConn) deliver(frame []byte) {
 
 // wsLostReason describes why a connection the server did not close ended.
 func wsLostReason(err error) string {
-	switch websocket.CloseStatus(err) {
-	case websocket.StatusNormalClosure, websocket.StatusGoingAway:
+	var ce *wsconn.CloseError
+	switch {
+	case errors.As(err, &ce):
+		if ce.Code == wsconn.StatusMessageTooBig {
+			return ReasonFrameTooLarge
+		}
 		return wire.ReasonClientClosed
-	case websocket.StatusMessageTooBig:
+	case errors.Is(err, wsconn.ErrTooLarge):
 		return ReasonFrameTooLarge
-	}
-	if errors.Is(err, errTooLarge) {
-		return ReasonFrameTooLarge
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, stdnet.ErrClosed) {
+	case errors.Is(err, io.EOF), errors.Is(err, stdnet.ErrClosed):
 		return wire.ReasonClientClosed
 	}
 	return "connection lost: " + err.Error()
@@ -189,10 +166,7 @@ func (c *wsConn) beginClose(reason string, flush bool) {
 		if flush {
 			wait = c.t.cfg.FlushTimeout
 		}
-		c.cut = time.AfterFunc(wait, func() {
-			c.cancel()
-			c.conn.CloseNow()
-		})
+		c.cut = time.AfterFunc(wait, func() { c.conn.Close() })
 	}
 	c.mu.Unlock()
 	link.Wake(c.wake)
@@ -208,20 +182,21 @@ const closeSlack = 2 * time.Second
 
 // write writes queued reliable frames, then the newest tick's batches, until
 // the session closes; then it flushes (if asked) and closes the connection
-// with the reason.
+// with the reason, waiting for the client's answer until the reader stops
+// (or the cut).
 func (c *wsConn) write() {
 	defer c.t.wg.Done()
 	defer close(c.done)
 	t := c.t
 	var rel []byte // frames behind their length prefixes
 	var out link.Mailbox
+	var buf []byte // the messages of one write
 	intact := true
 	for {
 		select {
 		case <-c.wake:
 		case <-t.ctx.Done():
-			c.cancel()
-			c.conn.CloseNow()
+			c.conn.Close()
 			return
 		}
 		c.mu.Lock()
@@ -229,77 +204,79 @@ func (c *wsConn) write() {
 		c.slot, out = out, c.slot
 		c.slot.Reset()
 		closing, flush, reason := c.closing, c.flush, c.reason
-		code := websocket.StatusCode(link.WSCloseDisconnect)
+		code := link.WSCloseDisconnect
 		if r := &c.rel.Refusal; r.Refused {
-			code, reason = link.WSCloseRefusal+websocket.StatusCode(r.Code), r.Reason
+			code, reason = link.WSCloseRefusal+int(r.Code), r.Reason
 		}
 		c.mu.Unlock()
 		if intact && (!closing || flush) {
 			// A failed write means the connection is gone (the network,
 			// the client, or the watchdog cut it): the reader ends the
 			// session with why, and the writer only waits to close.
-			intact = c.writeAll(rel) && c.writeBatches(&out)
+			buf, intact = c.writeQueued(buf[:0], rel, &out)
 		}
 		if closing {
-			if intact {
-				c.conn.Close(code, closeReason(reason)) // waits for the client's close, until cut
+			if intact && c.conn.WriteClose(code, reason) == nil {
+				<-c.readDone // the client's answer, or the cut
 			}
-			c.conn.CloseNow()
+			c.conn.Close()
 			c.mu.Lock()
 			c.cut.Stop()
 			c.mu.Unlock()
-			c.cancel()
 			return
 		}
 	}
 }
 
-// writeAll writes the reliable frames laid back to back in frames, one
-// message each, as link.Reliable queues them; false when a write failed.
-func (c *wsConn) writeAll(frames []byte) bool {
-	ok := true
-	wire.EachStreamFrame(frames, func(frame []byte) {
-		ok = ok && c.writeMessage(frame)
-	})
-	return ok
-}
+// writeBuffer is how many bytes of messages the writer gathers before it
+// writes them.
+const writeBuffer = 32 << 10
 
-// writeBatches writes the movement batches of m; false when a write failed.
-func (c *wsConn) writeBatches(m *link.Mailbox) bool {
+// writeQueued writes the reliable frames laid back to back in rel (as
+// link.Reliable queues them), then the movement batches of m, one message
+// each, gathered into buf and written with as few writes as writeBuffer
+// allows; false when a write failed.
+func (c *wsConn) writeQueued(buf, rel []byte, m *link.Mailbox) ([]byte, bool) {
 	n := &c.t.n
-	for d := range m.All() {
-		if !c.writeMessage(d) {
-			n.DroppedDatagrams.Add(uint64(m.Len()))
-			return false
+	ok := true
+	flush := func() {
+		if ok && len(buf) > 0 {
+			ok = c.writeMessages(buf)
 		}
-		n.DatagramsOut.Add(1)
-		n.DatagramBytesOut.Add(uint64(len(d)))
+		buf = buf[:0]
 	}
-	return true
+	wire.EachStreamFrame(rel, func(frame []byte) {
+		buf = c.conn.AppendMessage(buf, wsconn.OpBinary, frame)
+		if len(buf) >= writeBuffer {
+			flush()
+		}
+	})
+	batches, bytes := 0, 0
+	for d := range m.All() {
+		buf = c.conn.AppendMessage(buf, wsconn.OpBinary, d)
+		batches++
+		bytes += len(d)
+		if len(buf) >= writeBuffer {
+			flush()
+		}
+	}
+	flush()
+	if ok {
+		n.DatagramsOut.Add(uint64(batches))
+		n.DatagramBytesOut.Add(uint64(bytes))
+	} else {
+		n.DroppedDatagrams.Add(uint64(batches))
+	}
+	return buf, ok
 }
 
-// writeMessage writes one binary message, with the start time set for
-// the watchdog (which closes a connection whose write stays blocked).
-// The context has no deadline, so a write allocates nothing.
-func (c *wsConn) writeMessage(p []byte) bool {
+// writeMessages writes frames, with the start time set for the watchdog
+// (which closes a connection whose write stays blocked).
+func (c *wsConn) writeMessages(frames []byte) bool {
 	c.writing.Store(time.Now().UnixNano())
-	err := c.conn.Write(context.Background(), websocket.MessageBinary, p)
+	err := c.conn.Write(frames)
 	c.writing.Store(0)
 	return err == nil
-}
-
-// closeReason cuts reason to what a close frame carries (123 bytes),
-// on a rune boundary.
-func closeReason(reason string) string {
-	const max = 123
-	if len(reason) <= max {
-		return reason
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(reason[cut]) {
-		cut--
-	}
-	return reason[:cut]
 }
 
 // watchdog ends sessions whose client went silent for IdleTimeout, or

@@ -525,3 +525,24 @@ func TestWebSocketReliableBatchThatOverflowsTheQueueDisconnects(t *testing.T) {
 	require.ErrorAs(t, c.Err(), &disc)
 	assert.Equal(t, wire.ReasonSlowClient, disc.Reason)
 }
+
+func TestWebSocketBatchesWaitForTheServersFlush(t *testing.T) {
+	p, ws := startWebSocket(t, websocket.Config{})
+	c, s := dialWS(t, p, ws, "ada", 7, client.Config{})
+
+	ws.SendUnreliable(s, nettest.Batch(1, 8))
+	assert.Equal(t, []string{"batch 1: 8"}, nettest.PollUntil(t, c, 1), "until a server flushes, a batch goes at once")
+
+	ws.Flush() // a server that flushes after every tick
+	ws.SendUnreliable(s, nettest.Batch(2, 9))
+	time.Sleep(150 * time.Millisecond)
+	assert.Empty(t, nettest.Polled(c), "the tick's batches wait for its flush")
+	ws.Flush()
+	assert.Equal(t, []string{"batch 2: 9"}, nettest.PollUntil(t, c, 1))
+
+	ws.SendUnreliable(s, nettest.Batch(3, 10))
+	ws.SendReliable(s, wire.AppendAppear(nil, wire.Appear{Actor: 11}))
+	assert.Equal(t, []string{"appear 11", "batch 3: 10"}, nettest.PollUntil(t, c, 2),
+		"a reliable frame never waits, and takes the batch queued before it along")
+	assert.Equal(t, uint64(3), ws.Stats().DatagramsOut)
+}
