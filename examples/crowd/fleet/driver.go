@@ -3,6 +3,7 @@ package fleet
 import (
 	"cmp"
 	"context"
+	"runtime"
 	"sync"
 	"time"
 
@@ -51,6 +52,10 @@ func (d *driver) run(ctx context.Context, step time.Duration) {
 	}
 }
 
+// yieldEvery is how many bots a driver steps before it lets the server's
+// goroutines (the tick among them) have its core.
+const yieldEvery = 64
+
 // step lets every bot read what arrived, walk dt (the time since its last
 // step, so a late step walks further), and send its update. The client's
 // limiter skips updates over the rate limit, leaving gaps in the sequence
@@ -62,9 +67,15 @@ func (d *driver) step(dt time.Duration) {
 	var loss string
 	now := time.Now()
 	every := d.fleet.cfg.WaveEvery
-	for _, m := range d.members {
+	for i, m := range d.members {
 		if m.lost {
 			continue
+		}
+		if i%yieldEvery == yieldEvery-1 {
+			// The bots stand in for players on other machines: a step
+			// of thousands of sends would hold a core for milliseconds
+			// at a time, which no remote fleet does to the server.
+			runtime.Gosched()
 		}
 		d.cur = m
 		m.client.Poll(d.onFrame)
