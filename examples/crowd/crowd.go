@@ -27,6 +27,18 @@ import (
 // dialing again, once a second, as a player would.
 const busyRetryFor = 30 * time.Second
 
+// dialConcurrency is how many dials the bots have in flight on transport:
+// a WebSocket dial is a TCP connection and an HTTP upgrade, cheap enough
+// for a crowd arriving together to dial at once, as players would; a QUIC
+// dial is a TLS handshake in the bots and in the server, one process on
+// the same cores, and keeps the fleet's default.
+func dialConcurrency(transport string) int {
+	if transport == transportWS {
+		return 4 * fleet.DefaultDialConcurrency
+	}
+	return fleet.DefaultDialConcurrency
+}
+
 // botSide is the in-process bots, on either transport.
 type botSide interface {
 	Totals() fleet.Totals
@@ -68,9 +80,10 @@ func runCrowd(ctx context.Context, cfg config, out io.Writer) error {
 	} else {
 		fl, err := fleet.Start(fleet.Config{
 			Addr: addr, Population: pop, Seed: cfg.seed,
-			Client:       client.Config{InsecureSkipVerify: true},
-			RetryBusyFor: busyRetryFor,
-			WaveEvery:    waveEvery,
+			Client:          client.Config{InsecureSkipVerify: true},
+			RetryBusyFor:    busyRetryFor,
+			DialConcurrency: dialConcurrency(cfg.transport),
+			WaveEvery:       waveEvery,
 		})
 		if err != nil {
 			srv.Close()

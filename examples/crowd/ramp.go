@@ -143,8 +143,9 @@ func runRamp(ctx context.Context, cfg config, out io.Writer) error {
 	} else {
 		fl, err := fleet.Start(fleet.Config{
 			Addr: addr, Population: pop, Seed: cfg.seed,
-			Client:       client.Config{InsecureSkipVerify: true},
-			RetryBusyFor: busyRetryFor,
+			Client:          client.Config{InsecureSkipVerify: true},
+			RetryBusyFor:    busyRetryFor,
+			DialConcurrency: dialConcurrency(cfg.transport),
 		})
 		if err != nil {
 			srv.Close()
