@@ -133,6 +133,16 @@ func (m *Transport) Stats() wire.Stats {
 	return sum
 }
 
+// Flush implements [wire.Flusher]: it flushes every transport that holds
+// what a tick sends until the tick ends.
+func (m *Transport) Flush() {
+	for _, t := range m.ts {
+		if f, ok := t.(wire.Flusher); ok {
+			f.Flush()
+		}
+	}
+}
+
 // Close implements [wire.Transport]: it closes every transport and returns
 // their errors joined.
 func (m *Transport) Close() error {
@@ -149,4 +159,5 @@ var (
 	_ wire.Transport           = (*Transport)(nil)
 	_ wire.BatchSender         = (*Transport)(nil)
 	_ wire.ReliableBatchSender = (*Transport)(nil)
+	_ wire.Flusher             = (*Transport)(nil)
 )

@@ -167,3 +167,22 @@ func TestMultiSendsAReliableBatchToItsSessionsTransport(t *testing.T) {
 	}
 	assert.Equal(t, uint64(4), m.Stats().ReliableOut)
 }
+
+// flushing counts the Flushes a transport gets.
+type flushing struct {
+	wire.Transport
+	flushes int
+}
+
+func (f *flushing) Flush() { f.flushes++ }
+
+// TestMultiFlushesTheTransportsThatHoldATick: a server's Flush reaches
+// every transport that holds a tick's sends for it, and no other.
+func TestMultiFlushesTheTransportsThatHoldATick(t *testing.T) {
+	a, c := &flushing{Transport: mem.New(mem.Options{})}, &flushing{Transport: mem.New(mem.Options{})}
+	m := multi.New(a, &counting{Transport: mem.New(mem.Options{})}, c)
+	m.Flush()
+	m.Flush()
+	assert.Equal(t, 2, a.flushes)
+	assert.Equal(t, 2, c.flushes)
+}
