@@ -184,6 +184,7 @@ type Transport struct {
 	wg     sync.WaitGroup // the accept loop, handshakes, session goroutines
 
 	sessions link.Table[*quicConn]
+	hold     link.Hold[*quicConn]
 	n        quicCounts
 }
 
@@ -296,10 +297,19 @@ func (q *Transport) SendUnreliable(s wire.SessionID, datagram []byte) {
 // kept or dropped (and counted) as SendUnreliable would.
 func (q *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size int) {
 	if c := q.session(s); c != nil {
-		c.slot.PostBatch(&c.mu, &c.closing, c.dgWake, datagrams, size, q.cfg.MaxDatagram, &q.n.Counts)
+		c.slot.PostBatch(&c.mu, &c.closing, q.hold.Wake(c.dgWake, c.dgHeld), datagrams, size, q.cfg.MaxDatagram, &q.n.Counts)
 	} else {
 		link.DropBatch(datagrams, size, &q.n.Counts)
 	}
+}
+
+// Flush implements [wire.Flusher]: it wakes the datagram writers of the
+// sessions sent movement batches since the last Flush. Once a server has
+// called it (a Throng server does after every tick), batches wait for it,
+// so that the writers run after the tick rather than beside it, on cores
+// the tick wants; reliable frames never wait.
+func (q *Transport) Flush() {
+	q.hold.Flush(&q.sessions, func(c *quicConn) { link.Release(c.dgHeld, c.dgWake) })
 }
 
 // SendReliable implements [wire.Transport]. A frame shorter than HeaderSize or
@@ -386,4 +396,5 @@ var (
 	_ wire.Transport           = (*Transport)(nil)
 	_ wire.BatchSender         = (*Transport)(nil)
 	_ wire.ReliableBatchSender = (*Transport)(nil)
+	_ wire.Flusher             = (*Transport)(nil)
 )

@@ -32,6 +32,7 @@ type quicConn struct {
 	reason  string
 
 	dgWake   chan struct{} // cap 1: the mailbox has datagrams
+	dgHeld   chan struct{} // cap 1: the mailbox has datagrams that wait for Flush
 	relWake  chan struct{} // cap 1: the queue has frames, or closing began
 	peerDone chan struct{} // closed when the client's side of the stream ends
 }
@@ -43,6 +44,7 @@ func newQUICConn(q *Transport, conn *quicgo.Conn, stream *quicgo.Stream) *quicCo
 	return &quicConn{
 		q: q, conn: conn, stream: stream,
 		dgWake:   make(chan struct{}, 1),
+		dgHeld:   make(chan struct{}, 1),
 		relWake:  make(chan struct{}, 1),
 		peerDone: make(chan struct{}),
 	}

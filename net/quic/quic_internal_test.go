@@ -88,6 +88,7 @@ func TestQUICTickPathsAllocateNothingInSteadyState(t *testing.T) {
 		q.SendUnreliable(c.ID, batch)
 		q.SendReliable(c.ID, appear)
 		q.SendReliableBatch(c.ID, props)
+		q.Flush()
 		c.mu.Lock() // what the writers take
 		c.slot.Reset()
 		written = c.rel.Take(written)

@@ -402,3 +402,20 @@ func TestQUICReliableBatchThatOverflowsTheQueueDisconnects(t *testing.T) {
 	require.ErrorAs(t, c.Err(), &gone)
 	assert.Equal(t, wire.ReasonSlowClient, gone.Reason)
 }
+
+func TestQUICBatchesWaitForTheServersFlush(t *testing.T) {
+	p := nettest.StartQUIC(t, quic.Config{})
+	c, s := nettest.DialQUIC(t, p, "ada", 7, client.Config{})
+
+	p.Q.SendUnreliable(s, nettest.Batch(1, 8))
+	assert.Equal(t, []string{"batch 1: 8"}, nettest.PollUntil(t, c, 1), "until a server flushes, a batch goes at once")
+
+	p.Q.Flush() // a server that flushes after every tick
+	p.Q.SendUnreliable(s, nettest.Batch(2, 9))
+	p.Q.SendReliable(s, wire.AppendAppear(nil, wire.Appear{Actor: 11}))
+	assert.Equal(t, []string{"appear 11"}, nettest.PollUntil(t, c, 1), "a reliable frame never waits")
+	time.Sleep(150 * time.Millisecond)
+	assert.Empty(t, nettest.Polled(c), "the tick's batches wait for its flush")
+	p.Q.Flush()
+	assert.Equal(t, []string{"batch 2: 9"}, nettest.PollUntil(t, c, 1))
+}

@@ -147,9 +147,7 @@ type Transport struct {
 
 	sessions link.Table[*wsConn]
 	n        wsCounts
-
-	flushing  atomic.Bool // Flush has been called: batches wait for it
-	flushOpen []*wsConn   // Flush's
+	hold     link.Hold[*wsConn]
 }
 
 type wsCounts struct {
@@ -253,11 +251,7 @@ func (t *Transport) SendUnreliable(s wire.SessionID, datagram []byte) {
 // the session's mailbox under one lock, and its writer is woken once.
 func (t *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size int) {
 	if c := t.session(s); c != nil {
-		wake := c.wake
-		if t.flushing.Load() {
-			wake = c.held
-		}
-		c.slot.PostBatch(&c.mu, &c.closing, wake, datagrams, size, t.cfg.MaxDatagram, &t.n.Counts)
+		c.slot.PostBatch(&c.mu, &c.closing, t.hold.Wake(c.wake, c.held), datagrams, size, t.cfg.MaxDatagram, &t.n.Counts)
 	} else {
 		link.DropBatch(datagrams, size, &t.n.Counts)
 	}
@@ -300,16 +294,7 @@ func (t *Transport) SendReliableBatch(s wire.SessionID, frames []byte) {
 // the writers' system calls run after the tick rather than beside it, on
 // cores the tick wants; reliable frames never wait.
 func (t *Transport) Flush() {
-	t.flushing.Store(true)
-	t.flushOpen = t.sessions.AppendOpen(t.flushOpen[:0])
-	for _, c := range t.flushOpen {
-		select {
-		case <-c.held:
-			link.Wake(c.wake)
-		default:
-		}
-	}
-	clear(t.flushOpen)
+	t.hold.Flush(&t.sessions, func(c *wsConn) { link.Release(c.held, c.wake) })
 }
 
 // Disconnect implements [wire.Transport].
