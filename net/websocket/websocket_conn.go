@@ -78,8 +78,8 @@ func refuse(conn *wsconn.Conn, code int, reason string) {
 	if conn.WriteClose(code, reason) == nil {
 		var buf [64]byte
 		for {
-			if _, _, err := conn.ReadMessage(buf[:]); err != nil && !errors.Is(err, wsconn.ErrTooLarge) {
-				break
+			if _, _, err := conn.ReadMessage(buf[:]); err != nil {
+				break // the client's close, or anything else that ends the wait
 			}
 		}
 	}

@@ -50,9 +50,6 @@ const (
 // maxControl is the longest payload of a control frame.
 const maxControl = 125
 
-// MaxHeader is the most bytes a frame's header takes (with a mask).
-const MaxHeader = 14
-
 // ErrTooLarge is returned by ReadMessage for a message longer than the
 // buffer it was given; the connection cannot be read past it.
 var ErrTooLarge = errors.New("wsconn: message over the read limit")
@@ -314,10 +311,15 @@ func appendFrame(dst []byte, op byte, p []byte, masked bool) []byte {
 func (c *Conn) Write(frames []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	return c.writeLocked(frames)
+}
+
+// writeLocked writes b unless a close went first; c.wmu is held.
+func (c *Conn) writeLocked(b []byte) error {
 	if c.closeSent {
 		return net.ErrClosed
 	}
-	_, err := c.nc.Write(frames)
+	_, err := c.nc.Write(b)
 	return err
 }
 
@@ -330,12 +332,8 @@ func (c *Conn) Ping() error { return c.writeFrame(opPing, nil) }
 func (c *Conn) writeFrame(op byte, p []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if c.closeSent {
-		return net.ErrClosed
-	}
 	c.wbuf = appendFrame(c.wbuf[:0], op, p, c.client)
-	_, err := c.nc.Write(c.wbuf)
-	return err
+	return c.writeLocked(c.wbuf)
 }
 
 // WriteClose writes a close frame with code and reason (cut to what a

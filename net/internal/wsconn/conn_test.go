@@ -143,6 +143,16 @@ func dialCoder(t *testing.T, ctx context.Context, url string, opts *cws.DialOpti
 	return c
 }
 
+// coderToAccept connects a coder client to an Accept server with no
+// options and returns the test's context, the client and the server's Conn.
+func coderToAccept(t *testing.T) (context.Context, *cws.Conn, *Conn) {
+	t.Helper()
+	srv := startAcceptServer(t, AcceptOptions{})
+	ctx := testContext(t)
+	client := dialCoder(t, ctx, srv.wsURL(), nil)
+	return ctx, client, srv.conn(t)
+}
+
 // startCoderServer starts an HTTP server whose handler accepts with
 // coder/websocket and runs serve on the connection; what serve returns
 // arrives on the channel.
@@ -331,10 +341,7 @@ func requireServerClose(t *testing.T, br *bufio.Reader, code uint16) {
 // ---------------------------------------------------------------------------
 
 func TestBinaryMessagesOfEveryLengthArriveIntactBothWays(t *testing.T) {
-	srv := startAcceptServer(t, AcceptOptions{})
-	ctx := testContext(t)
-	client := dialCoder(t, ctx, srv.wsURL(), nil)
-	sc := srv.conn(t)
+	ctx, client, sc := coderToAccept(t)
 	buf := make([]byte, 80000)
 	rng := rand.New(rand.NewPCG(1, 2))
 
@@ -360,10 +367,7 @@ func TestBinaryMessagesOfEveryLengthArriveIntactBothWays(t *testing.T) {
 }
 
 func TestMessagesAppendedBackToBackArriveSeparatelyInOrder(t *testing.T) {
-	srv := startAcceptServer(t, AcceptOptions{})
-	ctx := testContext(t)
-	client := dialCoder(t, ctx, srv.wsURL(), nil)
-	sc := srv.conn(t)
+	ctx, client, sc := coderToAccept(t)
 
 	rng := rand.New(rand.NewPCG(3, 4))
 	want := []struct {
@@ -406,10 +410,7 @@ func TestMessagesAppendedBackToBackArriveSeparatelyInOrder(t *testing.T) {
 }
 
 func TestFragmentedMessageFromCoderIsReadWhole(t *testing.T) {
-	srv := startAcceptServer(t, AcceptOptions{})
-	ctx := testContext(t)
-	client := dialCoder(t, ctx, srv.wsURL(), nil)
-	sc := srv.conn(t)
+	ctx, client, sc := coderToAccept(t)
 
 	rng := rand.New(rand.NewPCG(5, 6))
 	parts := [][]byte{randomBytes(rng, 300), randomBytes(rng, 1), randomBytes(rng, 126), randomBytes(rng, 2000)}
@@ -431,10 +432,7 @@ func TestFragmentedMessageFromCoderIsReadWhole(t *testing.T) {
 }
 
 func TestTextMessageIsReportedAsText(t *testing.T) {
-	srv := startAcceptServer(t, AcceptOptions{})
-	ctx := testContext(t)
-	client := dialCoder(t, ctx, srv.wsURL(), nil)
-	sc := srv.conn(t)
+	ctx, client, sc := coderToAccept(t)
 
 	const text = "héllo, wörld — ☃"
 	require.NoError(t, client.Write(ctx, cws.MessageText, []byte(text)))
@@ -465,10 +463,7 @@ func TestTextMessageIsReportedAsText(t *testing.T) {
 }
 
 func TestCoderPingIsAnsweredAndOnPingCalled(t *testing.T) {
-	srv := startAcceptServer(t, AcceptOptions{})
-	ctx := testContext(t)
-	client := dialCoder(t, ctx, srv.wsURL(), nil)
-	sc := srv.conn(t)
+	ctx, client, sc := coderToAccept(t)
 
 	onPing, pinged := signal()
 	sc.OnPing = onPing
@@ -491,10 +486,7 @@ func TestCoderPingIsAnsweredAndOnPingCalled(t *testing.T) {
 // ---------------------------------------------------------------------------
 
 func TestServerCloseReachesCoderWithCodeAndReason(t *testing.T) {
-	srv := startAcceptServer(t, AcceptOptions{})
-	ctx := testContext(t)
-	client := dialCoder(t, ctx, srv.wsURL(), nil)
-	sc := srv.conn(t)
+	ctx, client, sc := coderToAccept(t)
 
 	require.NoError(t, sc.WriteClose(4100+3, "busy"))
 
@@ -543,10 +535,7 @@ func TestWriteCloseWithNoStatusSendsAnEmptyClose(t *testing.T) {
 }
 
 func TestCoderCloseReachesReadMessageAndIsAnswered(t *testing.T) {
-	srv := startAcceptServer(t, AcceptOptions{})
-	ctx := testContext(t)
-	client := dialCoder(t, ctx, srv.wsURL(), nil)
-	sc := srv.conn(t)
+	_, client, sc := coderToAccept(t)
 
 	closed := async(func() error { return client.Close(cws.StatusNormalClosure, "bye") })
 	_, _, err := sc.ReadMessage(make([]byte, 16))
@@ -557,10 +546,7 @@ func TestCoderCloseReachesReadMessageAndIsAnswered(t *testing.T) {
 }
 
 func TestLongCloseReasonReachesCoderCutToFit(t *testing.T) {
-	srv := startAcceptServer(t, AcceptOptions{})
-	ctx := testContext(t)
-	client := dialCoder(t, ctx, srv.wsURL(), nil)
-	sc := srv.conn(t)
+	ctx, client, sc := coderToAccept(t)
 
 	long := strings.Repeat("€", 50) + " and then some"
 	require.NoError(t, sc.WriteClose(4000, long))
