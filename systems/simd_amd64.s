@@ -3,6 +3,12 @@
 #include "textflag.h"
 #include "go_asm.h"
 
+// Every instruction that touches an X or Y register here is VEX-encoded
+// (VMOVQ, never MOVQ, into an X register): a legacy SSE instruction while
+// the upper halves of the Y registers hold data makes some CPUs save and
+// restore them, hundreds of cycles each time, ten times the work of a
+// whole kernel call. TestKernelsUseVEXOnly holds the file to it.
+
 // KERNEL_ENTRY loads the arguments of chooseByTiers8 and chooseThrottled8
 // and the kernel's per-recipient vectors: the recipient's position (Y0,
 // Y1, Y2), band k's period and residue (Y4, Y5), the recipient's index
@@ -26,7 +32,7 @@
 	VPBROADCASTD tierKernel_lo(R13), Y7; \
 	VMOVDQU tierKernel_lane(R13), Y10; \
 	MOVQ n+48(FP), DX; \
-	MOVQ DX, X11; \
+	VMOVQ DX, X11; \
 	VPBROADCASTD X11, Y11; \
 	XORQ CX, CX
 
@@ -227,7 +233,7 @@ done:
 // to the next group.
 #define PACK_AND_ADVANCE \
 	MOVQ    (AX)(BX*8), DX; \
-	MOVQ    DX, X12; \
+	VMOVQ   DX, X12; \
 	VPMOVZXBD X12, Y12; \
 	VPADDD  Y7, Y10, Y13; \
 	VPERMD  Y13, Y12, Y13; \

@@ -5,6 +5,9 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"os"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +16,35 @@ import (
 	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net/wire"
 )
+
+// TestKernelsUseVEXOnly reads simd_amd64.s: every instruction that names
+// an X or Y register is a VEX one (its mnemonic starts with V). A legacy
+// SSE instruction there (MOVQ DX, X11) ran each kernel call ten times
+// slower on CPUs that save the Y registers' upper halves around it, and
+// gave the same bytes, so no other test would notice.
+func TestKernelsUseVEXOnly(t *testing.T) {
+	src, err := os.ReadFile("simd_amd64.s")
+	require.NoError(t, err)
+	vector := regexp.MustCompile(`\b[XY](1[0-5]|[0-9])\b`)
+	macros := map[string]bool{} // their uses are checked where they are defined
+	for _, m := range regexp.MustCompile(`(?m)^#define (\w+)`).FindAllStringSubmatch(string(src), -1) {
+		macros[m[1]] = true
+	}
+	checked := 0
+	for n, line := range strings.Split(string(src), "\n") {
+		code, _, _ := strings.Cut(line, "//")
+		for _, ins := range strings.Split(code, ";") {
+			ins = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(ins), "\\"))
+			name, _, _ := strings.Cut(ins, "(")
+			if !vector.MatchString(ins) || strings.HasPrefix(ins, "#define") || macros[name] {
+				continue
+			}
+			checked++
+			assert.True(t, strings.HasPrefix(ins, "V"), "simd_amd64.s:%d: %q is a legacy SSE instruction on a vector register", n+1, ins)
+		}
+	}
+	require.Greater(t, checked, 50, "the file's vector instructions were found")
+}
 
 // beyondEdgeOneByOne is beyondEdge's rule, one sender at a time.
 func beyondEdgeOneByOne(xs, ys, zs []float32, rx, ry, rz, edge float32) uint64 {
