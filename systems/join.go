@@ -53,7 +53,7 @@ func (p *Pipeline) join(t *scheduler.Tick) {
 		p.freeSlots = append(p.freeSlots, slot)
 	}
 	p.closedSlots = p.closedSlots[:0]
-	p.deriveVisibility()
+	p.deriveVisibility(t)
 	p.attach()
 	p.tellProps(t)
 }

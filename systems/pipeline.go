@@ -260,6 +260,8 @@ type Pipeline struct {
 	out                    []byte
 	report                 ecs.ApplyReport
 	vis                    visibility
+	fan                    fanOut // the visibility news of the join, on their way out
+	minFanned              int    // the fewest queued frames whose flush runs on the pool (tests lower it)
 	sight                  propSight
 	stats                  TickStats
 }
@@ -294,6 +296,7 @@ func New(cfg Config, world *ecs.World, transport wire.Transport) (*Pipeline, err
 	p.batcher, _ = transport.(wire.BatchSender)
 	p.ahead, _ = transport.(wire.SendAhead)
 	p.minRouted = minInputsToOffload
+	p.minFanned = minFannedToOffload
 	p.move.p = p
 	p.relay.p = p
 	p.dueBuild = dueJob{f: &p.frame}

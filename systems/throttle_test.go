@@ -38,6 +38,10 @@ type rig struct {
 	// pool: routed to buckets, the buckets on goroutines of their own.
 	routeInputs bool
 	routed      int // Move frames routed so far
+	// joinTick gives the join a scheduler.Tick (without a pool: its
+	// passes run one after another on the test's goroutine), as the
+	// join system does, instead of nil.
+	joinTick bool
 }
 
 func newRig(t testing.TB, cfg Config, spawns []components.Transform) *rig {
@@ -115,6 +119,10 @@ func (r *rig) step() {
 		r.afterRelay()
 	}
 	p.world.Release()
+	if r.joinTick {
+		p.join(&scheduler.Tick{Number: r.tick})
+		return
+	}
 	p.join(nil)
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/net/wire"
+	"github.com/throng-go/throng/scheduler"
 )
 
 // visibility derives appear and disappear messages from one Apply's
@@ -78,8 +79,10 @@ type changedActor struct {
 // teleported ones, then Appear and Disappear frames for exactly the pairs
 // whose 3x3 stencil visibility changed, to both sides of each pair that
 // have a client. Pairs are visited in the order of the Apply's changes, so
-// every client's reliable stream is reproducible.
-func (p *Pipeline) deriveVisibility() {
+// every client's reliable stream is reproducible. The Appears and
+// Disappears leave last, together, on the pool through t when there are
+// many (fanOut).
+func (p *Pipeline) deriveVisibility(t *scheduler.Tick) {
 	v := &p.vis
 	changes := p.report.Changes
 	p.stats.Appears, p.stats.Disappears, p.stats.PropsSent, p.stats.PropUpdates = 0, 0, 0, 0
@@ -88,6 +91,7 @@ func (p *Pipeline) deriveVisibility() {
 	}
 	v.index.reset(len(changes))
 	v.changed = v.changed[:0]
+	p.fan.begin(p, t)
 	for _, c := range changes {
 		if c.Prop { // props are in sight by distance, not by chunk (tellProps)
 			continue
@@ -124,6 +128,7 @@ func (p *Pipeline) deriveVisibility() {
 	for i := range v.changed {
 		p.pairsOf(int32(i))
 	}
+	p.fan.flush()
 }
 
 // markTeleported has the relay send a teleported actor's new position in
@@ -265,16 +270,37 @@ func (p *Pipeline) pair(i, j int32, id uint32, view *ecs.ChunkView, row int) {
 	after := a.hasNew && b.hasNew && grid.Visible(a.new, b.new)
 	switch {
 	case after && !before:
-		p.sendAppear(b.session, a.appear)
-		p.sendAppear(a.session, b.appear)
+		p.queueAppear(b.session, a.appear)
+		p.queueAppear(a.session, b.appear)
 	case before && !after:
 		if b.hasNew {
-			p.sendDisappear(b.session, a.id)
+			p.queueDisappear(b.session, a.id)
 		}
 		if a.hasNew {
-			p.sendDisappear(a.session, b.id)
+			p.queueDisappear(a.session, b.id)
 		}
 	}
+}
+
+// queueAppear queues for session (none: 0) the Appear ap, for the flush
+// at the end of deriveVisibility (fanOut).
+func (p *Pipeline) queueAppear(session uint64, ap wire.Appear) {
+	if session == 0 {
+		return
+	}
+	p.out = wire.AppendAppear(p.out[:0], ap)
+	p.fan.queue(session, p.out)
+	p.stats.Appears++
+}
+
+// queueDisappear is queueAppear for a Disappear of actor.
+func (p *Pipeline) queueDisappear(session uint64, actor uint32) {
+	if session == 0 {
+		return
+	}
+	p.out = wire.AppendDisappear(p.out[:0], wire.Disappear{Actor: actor})
+	p.fan.queue(session, p.out)
+	p.stats.Disappears++
 }
 
 func (p *Pipeline) sendAppear(session uint64, ap wire.Appear) {
@@ -284,15 +310,6 @@ func (p *Pipeline) sendAppear(session uint64, ap wire.Appear) {
 	p.out = wire.AppendAppear(p.out[:0], ap)
 	p.transport.SendReliable(wire.SessionID(session), p.out)
 	p.stats.Appears++
-}
-
-func (p *Pipeline) sendDisappear(session uint64, actor uint32) {
-	if session == 0 {
-		return
-	}
-	p.out = wire.AppendDisappear(p.out[:0], wire.Disappear{Actor: actor})
-	p.transport.SendReliable(wire.SessionID(session), p.out)
-	p.stats.Disappears++
 }
 
 // appearOf reads a live actor's current state.
