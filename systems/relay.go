@@ -249,24 +249,24 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	if nearing {
 		p.nearestDue(r, spread, sc)
 	}
+	senders := f.stencilSenders(g)
 	if rc := f.cellIdx[r]; sc.cell != rc {
-		sc.classes = p.classify(rc, cells, level, sc.classes)
-		sc.runs = f.uniformRuns(cells, sc.classes, sc.runs)
-		sc.rankedAt = resizeSlice(sc.rankedAt, len(cells))
-		for i, ci := range cells {
-			sc.rankedAt[i] = p.ranked(ci, 2)
-		}
-		sc.boxes.n = -1 // filled when a recipient first needs them
-		sc.flatDone = false
+		sc.small, sc.smallRuns = p.smallRuns(cells, senders, sc.smallRuns)
+		sc.classified = false
 		sc.cell = rc
 	}
 	due := &f.due
-	w := newBatchOut(reserve(sc.batch, f.stencilSenders(g)), f.records, tick)
+	w := newBatchOut(reserve(sc.batch, senders), f.records, tick)
 	var held int64 // pairs throttling alone kept back
-	if due.based[spread] && level == 0 {
+	switch {
+	case sc.small && spread == 1 && level == 0:
+		p.gatherSmall(&w, r, cells, sc)
+	case due.based[spread] && level == 0:
+		p.classifyCell(cells, level, sc)
 		p.gatherBase(&w, r, spread, cells, sc)
-	} else {
+	default:
 		// Under throttling a spread with base lists is decided pair by pair.
+		p.classifyCell(cells, level, sc)
 		held = p.gatherCells(&w, r, level, spread, due.listed(spread) && !due.based[spread], cells, sc)
 	}
 	fast := w.count // the senders due at the spread, in canonical order
@@ -312,6 +312,26 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	return w.count
 }
 
+// classifyCell gives the unit's scratch the classes, runs and ranks of
+// the stencil cells of its current cell (sc.cell), unless it has them:
+// each cell is classified once per unit, when a recipient of it first
+// needs more than gatherSmall.
+func (p *Pipeline) classifyCell(cells []int32, level uint8, sc *relayScratch) {
+	if sc.classified {
+		return
+	}
+	f := &p.frame
+	sc.classes = p.classify(sc.cell, cells, level, sc.classes)
+	sc.runs = f.uniformRuns(cells, sc.classes, sc.runs)
+	sc.rankedAt = resizeSlice(sc.rankedAt, len(cells))
+	for i, ci := range cells {
+		sc.rankedAt[i] = p.ranked(ci, 2)
+	}
+	sc.boxes.n = -1 // filled when a recipient first needs them
+	sc.flatDone = false
+	sc.classified = true
+}
+
 // growSel makes room in sel for n senders.
 func (sc *relayScratch) growSel(n int) {
 	if len(sc.sel) < n {
@@ -332,6 +352,12 @@ type relayScratch struct {
 	spreads [256]int32 // this tick's recipients by spread (under the budget), for the next tick's lists
 	bwant   [256]uint8 // per tier period: the residue gatherBase wants at its stretched period
 	runs    []int32    // per stencil position of the recipient cell: see uniformRuns
+	// classified: classes, runs and rankedAt are the current cell's
+	// (classifyCell). small: its stencil is small, and smallRuns holds
+	// its runs (Pipeline.smallRuns).
+	classified bool
+	small      bool
+	smallRuns  []int32
 	// flatRuns: per stencil position of the recipient cell, the run taken
 	// as one range at a capped spread (see flatRuns), when flatDone.
 	flatRuns []int32

@@ -277,20 +277,70 @@ func (c *cellWalk) bandsHere() (near, far uint64) {
 // sparse world, a stencil row of chunks is one run of actors): one call
 // for them all. It returns the last position taken.
 func (c *cellWalk) tiersRun(w *batchOut, i int, lo, hi int32) int {
+	set := c.f.cells[c.cells[i]].kind
+	i, hi = c.f.joinRun(c.cells, c.sc.classes, i, hi, c.pick.spread)
+	c.byTiers(w, lo, hi, set)
+	return i
+}
+
+// byTiers writes the senders due from actors lo to hi-1, of kind set's
+// table, by the tier table, a pair at a time without a branch
+// (chooseByTiers): tiersRun's work once its run is known.
+func (c *cellWalk) byTiers(w *batchOut, lo, hi int32, set uint8) {
 	c.wants()
 	f, sc := c.f, c.sc
-	set := f.cells[c.cells[i]].kind
-	i, hi = f.joinRun(c.cells, sc.classes, i, hi, c.pick.spread)
 	changed, res := f.changed[lo:hi], f.res[lo:hi]
 	sc.growSel(len(changed))
 	c.pick.lo = lo
 	c.pick.cut = c.p.kindReach[set]
 	if f.kindTable[set] != 0 { // a class's own table: the vector kernel holds the players'
 		w.write(sc.sel[:c.pick.chooseByTiersOneByOne(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, &c.p.tierSets[set])])
-		return i
+		return
 	}
 	w.write(sc.sel[:c.pick.chooseByTiers(sc.sel, changed, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], res, &c.p.tiers)])
-	return i
+}
+
+// maxSmallStencil is the most senders a stencil may hold for its
+// recipients at spread 1 to be decided by the tier table alone
+// (gatherSmall): about a hundred pairs by the vector kernel cost less
+// than classifying the stencil's cells and walking their lists.
+const maxSmallStencil = 96
+
+// smallRuns reports whether a recipient cell whose stencil is cells,
+// holding senders actors, is small (at most maxSmallStencil senders, and
+// every table's periods short), and when it is returns in out its runs:
+// its cells' actors, consecutive cells of one table that continue each
+// other joined, each as its first actor, its end and its first cell's
+// kind.
+func (p *Pipeline) smallRuns(cells []int32, senders int, out []int32) (bool, []int32) {
+	f := &p.frame
+	out = out[:0]
+	if senders > maxSmallStencil {
+		return false, out
+	}
+	for i := 0; i < len(cells); i++ {
+		c := &f.cells[cells[i]]
+		if p.tierSets[c.kind].Longest() >= interest.FastPeriods {
+			return false, out[:0]
+		}
+		if n := len(out); n > 0 && out[n-2] == c.actors.lo && f.kindTable[out[n-1]] == f.kindTable[c.kind] {
+			out[n-2] = c.actors.hi
+			continue
+		}
+		out = append(out, c.actors.lo, c.actors.hi, int32(c.kind))
+	}
+	return true, out
+}
+
+// gatherSmall is gatherCells for a recipient at spread 1 and pressure
+// level 0 whose cell's stencil is small (smallRuns): every sender decided
+// by the tier table, a run of cells at a time, without the cells'
+// classes and lists.
+func (p *Pipeline) gatherSmall(w *batchOut, r int32, cells []int32, sc *relayScratch) {
+	c := cellWalk{p: p, f: &p.frame, sc: sc, pick: p.startWalk(r, 1, false, sc), cells: cells}
+	for k := 0; k+2 < len(sc.smallRuns); k += 3 {
+		c.byTiers(w, sc.smallRuns[k], sc.smallRuns[k+1], uint8(sc.smallRuns[k+2]))
+	}
 }
 
 // throttledRun is tiersRun where throttling may act on the pairs, while
