@@ -95,10 +95,20 @@ func TestBudgetedClassesGetExactlyTheirDuePairs(t *testing.T) {
 // every fast-path recipient; at spreads above 1 their lists exist as
 // listed says.
 func checkBudgetedRecipients(t *testing.T, spawns []components.Transform, classes []Class, of []uint8, budget, slotBudget int, listed bool) (thinned int) {
+	thinned, _ = checkBudgetedTicks(t, spawns, classes, of, budget, slotBudget, listed)
+	return thinned
+}
+
+// checkBudgetedTicks is checkBudgetedRecipients, which it runs, and also
+// returns how many ticks went without any lists (dueLists.idle).
+func checkBudgetedTicks(t *testing.T, spawns []components.Transform, classes []Class, of []uint8, budget, slotBudget int, listed bool) (thinned, idle int) {
 	cfg := Config{MaxRecordsPerTick: budget, NearestSenders: budget / 3, Tiers: defaultTiers(t), Classes: classes}
 	r := newClassRig(t, cfg, spawns, of)
 	p := r.p
 	p.frame.due.slotBudget = slotBudget
+	// With lists at spreads above 1 they are what is checked, small
+	// stencils or not; without, small stencils go without any lists.
+	p.alwaysList = listed
 	spreads := map[uint8]int{}
 	checked := 0
 	for range 150 {
@@ -107,13 +117,14 @@ func checkBudgetedRecipients(t *testing.T, spawns []components.Transform, classe
 		before := map[*session]uint8{}       // their spreads before the relay
 		r.beforeRelay = func() {
 			f := &p.frame
+			idle += b2i(f.due.idle)
 			for a := range int32(f.Len()) {
 				s := f.sess[a]
 				if s == nil || s.backlog.Owed() > 0 {
 					continue
 				}
 				spread := max(s.spread, 1)
-				require.Equal(t, listed || spread == 1, p.frame.due.listed(spread), "spread %d", spread)
+				require.Equal(t, (listed || spread == 1) && !p.frame.due.idle, p.frame.due.listed(spread), "spread %d", spread)
 				if s.thin > 0 {
 					thinned++
 				}
@@ -158,8 +169,25 @@ func checkBudgetedRecipients(t *testing.T, spawns []components.Transform, classe
 		}
 	}
 	require.Greater(t, stretched, 1000, "recipients checked at a spread above 1: %v", spreads)
-	t.Logf("%d recipient-ticks checked; by spread: %v; %d thinning", checked, spreads, thinned)
-	return thinned
+	t.Logf("%d recipient-ticks checked; by spread: %v; %d thinning; %d ticks without lists", checked, spreads, thinned, idle)
+	return thinned, idle
+}
+
+// TestSmallStencilsGoWithoutListsAlike: a sparse world, 6 x 6 chunks of 8
+// players, every stencil small (maxSmallStencil), so the relay builds no
+// lists (listsIdle): its recipients at spread 1 are decided by the tier
+// table (gatherSmall), and those a budget of 4 records stretches decide
+// their cells without lists; each gets exactly what visit calls due.
+func TestSmallStencilsGoWithoutListsAlike(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	var spawns []components.Transform
+	for k := range 36 {
+		for range 8 {
+			spawns = append(spawns, components.Transform{X: float32(k%6)*4096 + rng.Float32()*4096, Y: float32(k/6)*4096 + rng.Float32()*4096})
+		}
+	}
+	_, idle := checkBudgetedTicks(t, spawns, nil, nil, 4, 0, false)
+	require.Equal(t, 150, idle, "no tick built lists")
 }
 
 // TestThinnedRecipientsGetExactlyTheirDuePairs: 600 players in one chunk

@@ -59,6 +59,8 @@ type dueLists struct {
 	// sets are this tick's lists to build, periods then bases: modulus,
 	// window (a sender is in while changed within it) and first slot.
 	sets []listSet
+	// idle: no lists this tick (none), not even spread 1's.
+	idle bool
 	// slotBudget overrides plan's limit on slots per cell (tests).
 	slotBudget int
 	nslots     int32   // slots per cell: the sum of this tick's periods
@@ -113,6 +115,7 @@ func (d *dueLists) setPeriods(sets []interest.Tiers) {
 // recipients are decided pair by pair, with the same result (listed
 // reports which).
 func (d *dueLists) plan(tick uint64, spreads *[256]int32, ncells, actors int) {
+	d.idle = false
 	var inUse [256]bool
 	for _, p := range d.tierPeriods {
 		inUse[p] = true
@@ -191,6 +194,15 @@ func (d *dueLists) plan(tick uint64, spreads *[256]int32, ncells, actors int) {
 		d.tickDue[b] = tickDue(b, tick)
 		d.sets = append(d.sets, listSet{mod: b, window: uint64(b) * uint64(longest), slot: d.baseSlot[b]})
 	}
+}
+
+// none plans no lists for this tick (Pipeline.listsIdle): no spread is
+// listed or based.
+func (d *dueLists) none() {
+	d.idle = true
+	clear(d.listedSpread[:])
+	clear(d.based[:])
+	d.bases, d.sets, d.periods, d.nslots = d.bases[:0], d.sets[:0], d.periods[:0], 0
 }
 
 // baseListSlot returns the slot of spread s's base lists (based[s]) that a

@@ -262,6 +262,7 @@ type Pipeline struct {
 	vis                    visibility
 	fan                    fanOut // the visibility news of the join, on their way out
 	minFanned              int    // the fewest queued frames whose flush runs on the pool (tests lower it)
+	alwaysList             bool   // build the due lists even when no recipient would read them (tests of the lists)
 	sight                  propSight
 	stats                  TickStats
 }
@@ -588,6 +589,11 @@ func (p *Pipeline) beginRelay(t *scheduler.Tick) {
 		}
 	}
 	d := &f.due
+	if !p.alwaysList && p.listsIdle() {
+		d.none()
+		f.boundCells(0, len(f.cells)) // the boxes, for recipients that classify cells after all
+		return
+	}
 	d.plan(f.Tick, &spreads, len(f.cells), f.Len())
 	d.beginBuild(f)
 	if p.inline || len(d.sets) < 2 || f.Len()*len(d.sets) < minParallelDueWork {
@@ -601,6 +607,27 @@ func (p *Pipeline) beginRelay(t *scheduler.Tick) {
 		p.dueUnits = append(p.dueUnits, scheduler.Unit{Key: dueKeySalt ^ (uint64(set.window)<<8 | uint64(set.mod)), Cost: float64(f.Len())})
 	}
 	t.Parallel(&p.dueBuild, p.dueUnits)
+}
+
+// listsIdle reports whether no recipient of the frame would read a due
+// list: every group's stencil is small (maxSmallStencil) and every tier
+// table's periods short, so that gatherSmall takes every recipient at
+// spread 1, as in a sparse world. A recipient at a longer spread, or at a
+// pressure level above 0, then decides its cells without lists
+// (gatherCells), as a spread without lists does: the same senders.
+func (p *Pipeline) listsIdle() bool {
+	for i := range p.tierSets {
+		if p.tierSets[i].Longest() >= interest.FastPeriods {
+			return false
+		}
+	}
+	f := &p.frame
+	for gi := range f.groups {
+		if g := &f.groups[gi]; g.actors.hi > g.actors.lo && f.stencilSenders(g) > maxSmallStencil {
+			return false
+		}
+	}
+	return true
 }
 
 // minParallelDueWork is the least work, in actors times sets, for which
