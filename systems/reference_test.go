@@ -17,8 +17,9 @@ import (
 // a budget by TestRelayMatchesBruteForce (the root package) and
 // TestWideStencilsFollowThePlainRule, under the per-connection budget by
 // TestBudgetedRecipientsGetExactlyTheirDuePairs,
-// TestUnlistedSpreadsAreDecidedPairByPairAlike and
-// TestBigCellsUnderASpreadFollowThePlainRule, under the budget and pressure
+// TestUnlistedSpreadsAreDecidedPairByPairAlike,
+// TestBigCellsUnderASpreadFollowThePlainRule and, for a tick without
+// lists, TestSmallStencilsGoWithoutListsAlike, under the budget and pressure
 // by TestPressedTicksFollowThePlainRule, and under throttling without a
 // budget by TestThrottledTicksFollowThePlainRule. The digest tests
 // (TestOutboundBytesAreUnchanged, TestCrowdOutboundBytesAreUnchanged) hold

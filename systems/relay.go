@@ -18,7 +18,8 @@ import (
 //     every fast path to (reference_test.go lists them);
 //   - relay_cells.go: cells, their boxes, classes and runs;
 //   - relay_walk.go: one recipient's walk over its stencil, cell by cell,
-//     and the strategy for each kind of cell (gatherCells);
+//     and the strategy for each kind of cell (gatherCells), or, for a
+//     small stencil at spread 1, the tier table alone (gatherSmall);
 //   - due.go: the due lists the walk copies from;
 //   - relay_pick.go: choosing senders where no list applies;
 //   - relay_batch.go: writing records into datagrams;
