@@ -130,15 +130,16 @@ func (p *Pipeline) attach() {
 		p.attached = append(p.attached, s)
 	}
 	p.attaching = p.attaching[:0]
+	p.fan.flush() // tellAround's Appears, after each session's Welcome
 }
 
-// tellAround sends session an Appear for every actor but self in the
+// tellAround queues for session an Appear for every actor but self in the
 // 3x3 stencil around key, from the views of the world after the Apply.
 func (p *Pipeline) tellAround(session uint64, self components.ActorID, key grid.AreaKey) {
 	p.eachStencilView(key, func(view *ecs.ChunkView) {
 		for r := range view.Len() {
 			if view.IDs[r] != self {
-				p.sendAppear(session, appearAt(view, r))
+				p.queueAppear(session, appearAt(view, r))
 			}
 		}
 	})

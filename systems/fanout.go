@@ -6,9 +6,9 @@ import (
 )
 
 // fanOut is the tick's visibility news on their way out of the join:
-// deriveVisibility queues every Appear and Disappear with the session it
-// goes to, and flush hands them to the transport, on the pool when there
-// are many. A player who joins a crowd of 6,000 makes 12,000 frames (it
+// deriveVisibility (and attach, for a resumed player's view) queues every
+// Appear and Disappear with the session it goes to, and flush hands them
+// to the transport, on the pool when there are many. A player who joins a crowd of 6,000 makes 12,000 frames (it
 // is told of each, and each of it), every one for a different client but
 // its own, and a send is a lock and cache lines the client's reader last
 // held on another core: one after another on the tick goroutine, they
@@ -110,10 +110,10 @@ func (o *fanOut) partOf(s wire.SessionID) int {
 	return int((uint64(s) * 0x9e3779b97f4a7c15 >> 32) % uint64(o.parts))
 }
 
-// RunUnit sends the queued frames of part u's sessions. Alone (one
-// part), a session's consecutive frames lie back to back in o.frames and
-// go as they are; among several parts, the other parts' frames come
-// between them, and they are gathered into the unit's buffer.
+// RunUnit sends the queued frames of part u's sessions (every session
+// when the flush has one part), a session's frames that follow one
+// another among them gathered into the unit's buffer and sent as one
+// batch.
 func (o *fanOut) RunUnit(u int) {
 	tr := o.p.transport
 	buf := o.bufs[u].out[:0]

@@ -53,7 +53,8 @@ func (p *Pipeline) join(t *scheduler.Tick) {
 		p.freeSlots = append(p.freeSlots, slot)
 	}
 	p.closedSlots = p.closedSlots[:0]
-	p.deriveVisibility(t)
+	p.fan.begin(p, t)
+	p.deriveVisibility()
 	p.attach()
 	p.tellProps(t)
 }

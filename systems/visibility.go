@@ -7,7 +7,6 @@ import (
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/net/wire"
-	"github.com/throng-go/throng/scheduler"
 )
 
 // visibility derives appear and disappear messages from one Apply's
@@ -80,9 +79,9 @@ type changedActor struct {
 // whose 3x3 stencil visibility changed, to both sides of each pair that
 // have a client. Pairs are visited in the order of the Apply's changes, so
 // every client's reliable stream is reproducible. The Appears and
-// Disappears leave last, together, on the pool through t when there are
-// many (fanOut).
-func (p *Pipeline) deriveVisibility(t *scheduler.Tick) {
+// Disappears leave last, together, on the pool when there are many
+// (fanOut, begun by the join).
+func (p *Pipeline) deriveVisibility() {
 	v := &p.vis
 	changes := p.report.Changes
 	p.stats.Appears, p.stats.Disappears, p.stats.PropsSent, p.stats.PropUpdates = 0, 0, 0, 0
@@ -91,7 +90,6 @@ func (p *Pipeline) deriveVisibility(t *scheduler.Tick) {
 	}
 	v.index.reset(len(changes))
 	v.changed = v.changed[:0]
-	p.fan.begin(p, t)
 	for _, c := range changes {
 		if c.Prop { // props are in sight by distance, not by chunk (tellProps)
 			continue
@@ -282,8 +280,8 @@ func (p *Pipeline) pair(i, j int32, id uint32, view *ecs.ChunkView, row int) {
 	}
 }
 
-// queueAppear queues for session (none: 0) the Appear ap, for the flush
-// at the end of deriveVisibility (fanOut).
+// queueAppear queues for session (none: 0) the Appear ap, for the join's
+// next flush (fanOut).
 func (p *Pipeline) queueAppear(session uint64, ap wire.Appear) {
 	if session == 0 {
 		return
@@ -301,15 +299,6 @@ func (p *Pipeline) queueDisappear(session uint64, actor uint32) {
 	p.out = wire.AppendDisappear(p.out[:0], wire.Disappear{Actor: actor})
 	p.fan.queue(session, p.out)
 	p.stats.Disappears++
-}
-
-func (p *Pipeline) sendAppear(session uint64, ap wire.Appear) {
-	if session == 0 {
-		return
-	}
-	p.out = wire.AppendAppear(p.out[:0], ap)
-	p.transport.SendReliable(wire.SessionID(session), p.out)
-	p.stats.Appears++
 }
 
 // appearOf reads a live actor's current state.
