@@ -257,7 +257,7 @@ func (p *Pipeline) gatherOwed(r int32, s *session, level, spread, thin uint8, th
 	if nearing {
 		due = len(sc.nearSent) // sent outside the backlog: counted, not offered
 	}
-	p.visit(r, level, spread, thin, func(a int32, _, period uint8, isDue, thr bool) {
+	p.visitNear(r, level, spread, thin, near, func(a int32, _, period uint8, isDue, thr bool) {
 		if len(near) > 0 && near[0] == a { // visit walks in ascending frame index
 			near = near[1:]
 			return

@@ -25,14 +25,21 @@ func (p *Pipeline) due(res, want *interest.Residues, period uint8, senderHalf, r
 // with its periods, whether it is due this tick and whether throttling
 // alone kept it back.
 func (p *Pipeline) visit(r int32, level, spread, thin uint8, fn func(a int32, ip, period uint8, due, throttled bool)) {
-	f := &p.frame
-	want := p.clock.Want(f.id[r])
-	rhalf := interest.RecipientHalf(f.id[r])
 	var nearBuf [MaxNearestSenders]int32
 	near := nearBuf[:0]
 	if p.nearing(spread) {
 		near = nearBuf[:p.nearestPlain(r, &nearBuf)]
 	}
+	p.visitNear(r, level, spread, thin, near, fn)
+}
+
+// visitNear is visit for a recipient whose nearest (near, in ascending
+// frame index, empty unless nearing) are known: the relay's own walk
+// passes those nearestDue found, the reference tests let visit find them.
+func (p *Pipeline) visitNear(r int32, level, spread, thin uint8, near []int32, fn func(a int32, ip, period uint8, due, throttled bool)) {
+	f := &p.frame
+	want := p.clock.Want(f.id[r])
+	rhalf := interest.RecipientHalf(f.id[r])
 	g := &f.groups[f.group[r]]
 	for _, ci := range f.stencilCells(g) {
 		for a := f.cells[ci].actors.lo; a < f.cells[ci].actors.hi; a++ {
