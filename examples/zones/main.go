@@ -9,6 +9,8 @@
 //	go run ./examples/zones -zones 1                     # the same world on one server, to compare
 //	go run ./examples/zones -cpuprofile zones.prof       # and where the time went: go tool pprof zones.prof
 //	go run ./examples/zones -crowd corner -balance       # a crowd in zone 1's quarter, spread by a coordinator
+//	go run ./examples/zones -crowd borders -world 512 -players 10000 -join-rate 500 -duration 120s
+//	                                                     # a large world, its players along the borders
 //
 // In one process (the default) it starts an embedded nats-server with
 // JetStream on a free loopback port, publishes the zone map, starts the
@@ -16,9 +18,12 @@
 // -hz on a goroutine of its own, without a worker pool: four pools would
 // only poll against each other), a gateway on an in-memory front and the
 // bots on it. The world is
-// 4 x 4 chunks; zone i holds a 2 x 2 corner, and the bots roam a square of
-// one chunk around the centre where the four meet (-crowd corner: zone
-// 1's quarter). A zone server hands a bot's actor to its neighbour once
+// 4 x 4 chunks (-world sets its side); zone i holds a corner, and the bots
+// roam a square of one chunk around the centre where the four meet
+// (-crowd corner: zone 1's quarter; -crowd borders: boxes one chunk
+// square straddling the borders, spread along their whole length, so
+// that a large world's players cross as often as the centre's without
+// all standing in one square). A zone server hands a bot's actor to its neighbour once
 // it stands -handoff-margin past the border (a quarter chunk), so that a
 // bot wandering along a border is not switched at each step across it.
 // With -balance a zone.Coordinator moves borders toward the lighter
@@ -36,9 +41,9 @@
 //	go run ./examples/zones -role gateway -nats nats://127.0.0.1:4222 -players 400
 //
 // Every process prints its own lines: a zone process its server's, the
-// gateway process its bots'. Give them all the same -zones, -players and
-// -seed: the zone servers place a bot where the gateway's bots think it
-// is. A zone process writes its map to NATS only if NATS holds none; with
+// gateway process its bots'. Give them all the same -zones, -world,
+// -crowd, -players and -seed: the zone servers place a bot where the
+// gateway's bots think it is. A zone process writes its map to NATS only if NATS holds none; with
 // -balance the gateway process runs the coordinator too. With -save DIR a zone server saves its world every -save-every in
 // DIR/zone-N and starts from the latest save there: kill one zone's
 // process and start it again, and its players connect again to their
@@ -93,6 +98,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -118,6 +124,7 @@ type config struct {
 	profile   string
 	balance   bool
 	crowd     string
+	world     int
 	margin    float64
 }
 
@@ -138,7 +145,8 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	fs.DurationVar(&c.saveEvery, "save-every", 5*time.Second, "with -save: time between saves")
 	fs.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof reads it)")
 	fs.BoolVar(&c.balance, "balance", false, "run a coordinator that moves borders toward lighter zones (with -role all or gateway)")
-	fs.StringVar(&c.crowd, "crowd", "centre", "where the bots roam: centre (where the four zones meet) or corner (zone 1's quarter)")
+	fs.StringVar(&c.crowd, "crowd", "centre", "where the bots roam: centre (where the four zones meet), corner (zone 1's quarter) or borders (along the borders' whole length)")
+	fs.IntVar(&c.world, "world", 4, "chunks on a side of the square world, even: each of four zones holds a quarter")
 	fs.Float64Var(&c.margin, "handoff-margin", scenario.ChunkSize/4, "world units an actor must stand past a border before it is handed off (zone.Options.HandoffMargin); 0 hands off at the border")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -158,13 +166,19 @@ func parse(args []string, errOut io.Writer) (config, error) {
 		return c, fmt.Errorf("-join-rate: at least 1, got %d", c.joinRate)
 	case c.saveEvery < 0:
 		return c, fmt.Errorf("-save-every: not negative, got %v", c.saveEvery)
-	case c.crowd != "centre" && c.crowd != "corner":
-		return c, fmt.Errorf("-crowd: centre or corner, not %q", c.crowd)
+	case !slices.Contains(crowds, c.crowd):
+		return c, fmt.Errorf("-crowd: centre, corner or borders, not %q", c.crowd)
+	case c.world < 2 || c.world > maxWorld || c.world%2 != 0:
+		return c, fmt.Errorf("-world: an even number of chunks from 2 to %d, not %d", maxWorld, c.world)
 	case !(c.margin >= 0 && c.margin < scenario.ChunkSize):
 		return c, fmt.Errorf("-handoff-margin: from 0 to below a chunk (%d), not %v", scenario.ChunkSize, c.margin)
 	}
 	return c, nil
 }
+
+// maxWorld is the widest world -world takes, in chunks: positions across
+// it keep a precision of a unit or finer in float32.
+const maxWorld = 1024
 
 func main() {
 	c, err := parse(os.Args[1:], os.Stderr)
@@ -185,11 +199,11 @@ func main() {
 // run runs what c.role says until c.duration has passed or ctx ends,
 // printing to out.
 func run(ctx context.Context, c config, out io.Writer) error {
-	m, err := zoneMap(c.zones)
+	m, err := zoneMap(c.zones, int32(c.world))
 	if err != nil {
 		return err
 	}
-	pop := population(c.players, c.seed, c.crowd)
+	pop := population(c.players, c.seed, c.crowd, int32(c.world))
 	url := c.nats
 	if url == "" {
 		var stopNATS func()

@@ -64,6 +64,24 @@ func TestFourZonesHandPlayersOverWithoutLosingAnInput(t *testing.T) {
 	assert.Positive(t, number(t, f, "ghost_share"), "neighbours see across the borders")
 }
 
+// TestBotsAlongTheBordersOfALargeWorldCrossThem: -crowd borders spreads
+// the bots along the borders of a world of -world chunks instead of one
+// square; they still cross (hand-offs, switches), every one is let in,
+// nothing is lost or applied twice, and neighbours see across.
+func TestBotsAlongTheBordersOfALargeWorldCrossThem(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the example for seconds")
+	}
+	f := summary(t, "-players", "200", "-duration", "6s", "-join-rate", "500", "-crowd", "borders", "-world", "32", "-handoff-margin", "0")
+	assert.Equal(t, "200", f["bots"], "every bot let in")
+	assert.Positive(t, number(t, f, "handoffs"))
+	assert.InDelta(t, number(t, f, "switches"), number(t, f, "welcomes"), 3)
+	for _, k := range []string{"lost_inputs", "duplicated_inputs", "sessions_lost", "corrections", "nats_disconnects"} {
+		assert.Equal(t, "0", f[k], k)
+	}
+	assert.Positive(t, number(t, f, "ghost_share"), "neighbours see across the borders")
+}
+
 // TestOneZoneHoldsTheSameWorldWithoutHandoffs: -zones 1 runs the same
 // world on one server, to compare: no hand-offs, no ghosts.
 func TestOneZoneHoldsTheSameWorldWithoutHandoffs(t *testing.T) {
@@ -105,7 +123,8 @@ func TestBadFlagsAreRefusedWithTheReason(t *testing.T) {
 		"-role spare":                       `-role: all, zone or gateway, not "spare"`,
 		"-join-rate 0":                      "-join-rate: at least 1, got 0",
 		"-players -1":                       "-players: not negative, got -1",
-		"-crowd everywhere":                 `-crowd: centre or corner, not "everywhere"`,
+		"-crowd everywhere":                 `-crowd: centre, corner or borders, not "everywhere"`,
+		"-world 5":                          "-world: an even number of chunks from 2 to 1024, not 5",
 		"-handoff-margin 5000":              "-handoff-margin: from 0 to below a chunk (4096), not 5000",
 	} {
 		c, err := parse(strings.Fields(args), io.Discard)

@@ -13,25 +13,30 @@ import (
 	"github.com/throng-go/throng/net/zone"
 )
 
-// The world is 4 x 4 chunks of scenario.ChunkSize. With four zones, each
-// holds a 2 x 2 corner of it, so the four meet at its centre; the bots
-// roam a square around the centre, crossing the borders as they wander.
-const (
-	worldChunks = 4
-	centre      = worldChunks / 2 * scenario.ChunkSize
-	// roam is the half-width of the bots' square around the centre.
-	roam = scenario.ChunkSize / 2
-)
+// The world is a square of chunks of scenario.ChunkSize, -world on a
+// side (4 by default). With four zones, each holds a corner of it, so the
+// four meet at its centre; the bots roam, crossing the borders as they
+// wander: a square one chunk wide around the centre (crowd "centre"), zone
+// 1's quarter (crowd "corner"), or boxes one chunk square along the
+// borders' whole length (crowd "borders", a world as large as -world makes
+// it, its players spread along the borders instead of in one square).
 
-// zoneMap returns the map of n zones (1 or 4), the zone i's owner named
-// "zone-<i>".
-func zoneMap(n int) (zone.Map, error) {
+// roam is the half-width of a bot's square around the centre, and of the
+// boxes along the borders.
+const roam = scenario.ChunkSize / 2
+
+// crowds are the -crowd values.
+var crowds = []string{"centre", "corner", "borders"}
+
+// zoneMap returns the map of n zones (1 or 4) of a world side chunks
+// across, the zone i's owner named "zone-<i>".
+func zoneMap(n int, side int32) (zone.Map, error) {
 	switch n {
 	case 1:
-		return zone.Map{Zones: []zone.Zone{{ID: 1, Owner: "zone-1", Chunks: zone.Rect{MaxX: worldChunks - 1, MaxY: worldChunks - 1}}}}, nil
+		return zone.Map{Zones: []zone.Zone{{ID: 1, Owner: "zone-1", Chunks: zone.Rect{MaxX: side - 1, MaxY: side - 1}}}}, nil
 	case 4:
 		var m zone.Map
-		half := int32(worldChunks / 2)
+		half := side / 2
 		for i := range 4 {
 			x, y := int32(i%2)*half, int32(i/2)*half
 			m.Zones = append(m.Zones, zone.Zone{ID: zone.ID(i + 1), Owner: "zone-" + strconv.Itoa(i+1),
@@ -42,17 +47,32 @@ func zoneMap(n int) (zone.Map, error) {
 	return zone.Map{}, fmt.Errorf("-zones: 1 or 4, not %d", n)
 }
 
-// population places n bots uniformly in the roaming square, seeded: the
-// square around the centre (crowd "centre"), or zone 1's quarter of the
-// world (crowd "corner", a crowd a coordinator can spread).
-func population(n int, seed uint64, crowd string) scenario.Population {
-	area := scenario.Area{MinX: centre - roam, MinY: centre - roam, MaxX: centre + roam, MaxY: centre + roam}
-	if crowd == "corner" {
-		area = scenario.Area{MinX: 0, MinY: 0, MaxX: centre, MaxY: centre}
-	}
+// population places n bots uniformly where the crowd roams in a world
+// side chunks across, seeded: in the square around the centre (crowd
+// "centre") or zone 1's quarter (crowd "corner"), each free to wander all
+// of it; or along the borders (crowd "borders"): half of them on the line
+// between the west and east zones, half on the one between the south and
+// north, each in a box one chunk square that straddles its line, centred
+// on its spawn along it, which it wanders in. A bot of the borders crosses
+// as often as one of the centre, wherever along a border it is.
+func population(n int, seed uint64, crowd string, side int32) scenario.Population {
+	size := float32(side) * scenario.ChunkSize
+	centre := size / 2
 	rng := rand.New(rand.NewPCG(seed, 0x7a6f6e6573))
 	p := scenario.Population{Name: "zones", Gait: scenario.WanderGait()}
-	for range n {
+	for i := range n {
+		area := scenario.Area{MinX: centre - roam, MinY: centre - roam, MaxX: centre + roam, MaxY: centre + roam}
+		switch crowd {
+		case "corner":
+			area = scenario.Area{MinX: 0, MinY: 0, MaxX: centre, MaxY: centre}
+		case "borders":
+			along := min(max(float32(rng.Float64())*size, roam), size-roam)
+			if i%2 == 0 { // the line x = centre, its box centred at y = along
+				area.MinY, area.MaxY = along-roam, along+roam
+			} else {
+				area.MinX, area.MaxX = along-roam, along+roam
+			}
+		}
 		x := area.MinX + 1 + float32(rng.Float64())*(area.MaxX-area.MinX-2)
 		y := area.MinY + 1 + float32(rng.Float64())*(area.MaxY-area.MinY-2)
 		p.Spawns = append(p.Spawns, scenario.Spawn{Transform: components.Transform{X: x, Y: y}, Area: area})
