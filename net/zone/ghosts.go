@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"math/bits"
 
 	"github.com/throng-go/throng/components"
 )
@@ -11,7 +12,7 @@ import (
 // GhostVersion is the version byte every ghost batch starts with. A
 // batch of another version is refused whole: zones of one world run one
 // protocol.
-const GhostVersion = 3
+const GhostVersion = 4
 
 // Ghost batch layout, little-endian:
 //
@@ -22,20 +23,72 @@ const GhostVersion = 3
 //	19 count      u32 actors that follow
 //	23 worldOrCell u32 where every actor of the batch stands: the
 //	              receiving zone's (an actor is lent only within its reach)
-//	27 count x GhostSize bytes:
-//	   id u32, x f32, y f32, z f32, yaw f32, flags u16, class u8
+//	27 count records, each:
+//	   id u32, fields u8 (GhostFields: which of the rest follow), then
+//	   those of x f32, y f32, z f32, yaw f32, flags u16, class u8
 //	   (components.Client.Class: a neighbour shows a remote player's
-//	   ghost as a player, by the players' tiers and rank)
+//	   ghost as a player, by the players' tiers and rank) that fields
+//	   names, in that order
+//
+// Every actor lent is listed in every batch, so that one a batch leaves
+// out is one the neighbour must stop showing; but a record carries only
+// the fields that changed in the sender's last GhostRepeat ticks (all of
+// them for an actor it did not list to that zone in its previous batch):
+// a field left out is the value the receiver heard in any batch of those
+// ticks. An actor standing still costs its id and a byte, one walking the
+// id, a byte and its x and y. A receiver that heard nothing of the actor
+// in those ticks (it missed batches, or restarted) may hold an older value
+// of a field left out; every GhostKeyEvery ticks, and after a tick in
+// which the sender sent that zone nothing, the batch lists every actor
+// whole.
 const (
 	ghostHeaderSize = 27
-	// GhostSize is the size of one actor in a ghost batch.
-	GhostSize = 23
+	// GhostSize is the size of a whole record (every field present);
+	// MinGhostSize that of a record of an actor unchanged in the
+	// sender's last GhostRepeat ticks.
+	GhostSize    = 4 + 1 + 4*4 + 2 + 1
+	MinGhostSize = 4 + 1
+	// GhostRepeat is how many of the sender's ticks a changed field is
+	// sent in, so that a receiver that takes only the newest batch of
+	// several misses none.
+	GhostRepeat = 4
+	// GhostKeyEvery is how often, in the sender's ticks, a batch lists
+	// every actor whole.
+	GhostKeyEvery = 30
 )
+
+// GhostFields says which fields of an actor a ghost record carries.
+type GhostFields uint8
+
+// The fields of a ghost record, in the order they follow its id.
+const (
+	GhostX GhostFields = 1 << iota
+	GhostY
+	GhostZ
+	GhostYaw
+	GhostFlags
+	GhostClass
+	// GhostAll is a whole record.
+	GhostAll = GhostX | GhostY | GhostZ | GhostYaw | GhostFlags | GhostClass
+)
+
+// size returns the bytes of a record carrying f (f within GhostAll).
+func (f GhostFields) size() int {
+	n := MinGhostSize
+	n += 4 * bits.OnesCount8(uint8(f&(GhostX|GhostY|GhostZ|GhostYaw)))
+	if f&GhostFlags != 0 {
+		n += 2
+	}
+	if f&GhostClass != 0 {
+		n++
+	}
+	return n
+}
 
 // Ghost is one actor as its owner publishes it to a neighbouring zone:
 // its id in the owner's world and what the neighbour's players see of it.
-// Its WorldOrCell is its batch's (GhostHeader.WorldOrCell): AppendGhost
-// leaves it out, GhostBatch.At fills it in.
+// Its WorldOrCell is its batch's (GhostHeader.WorldOrCell): a record
+// leaves it out, GhostCursor.Next fills it in.
 type Ghost struct {
 	ID          uint32
 	X, Y, Z     float32
@@ -43,6 +96,60 @@ type Ghost struct {
 	WorldOrCell uint32
 	Flags       uint16
 	Class       uint8 // its relevance class, below components.MaxClasses
+}
+
+// Changed returns the fields of g that differ from base's: bit for bit,
+// so that a record written with them and read over base gives g exactly.
+func (g Ghost) Changed(base Ghost) GhostFields {
+	var f GhostFields
+	f |= field(math.Float32bits(g.X) != math.Float32bits(base.X), GhostX)
+	f |= field(math.Float32bits(g.Y) != math.Float32bits(base.Y), GhostY)
+	f |= field(math.Float32bits(g.Z) != math.Float32bits(base.Z), GhostZ)
+	f |= field(math.Float32bits(g.Yaw) != math.Float32bits(base.Yaw), GhostYaw)
+	f |= field(g.Flags != base.Flags, GhostFlags)
+	f |= field(g.Class != base.Class, GhostClass)
+	return f
+}
+
+func field(b bool, f GhostFields) GhostFields {
+	if b {
+		return f
+	}
+	return 0
+}
+
+// GhostRecord is one record of a batch: the actor, of which only Fields
+// (and its ID) were sent.
+type GhostRecord struct {
+	Ghost
+	Fields GhostFields
+}
+
+// Over returns the actor the record describes given base, the same
+// actor as last heard from its sender: the record's fields, and base's
+// where it leaves them out.
+func (r GhostRecord) Over(base Ghost) Ghost {
+	g := base
+	g.ID, g.WorldOrCell = r.ID, r.WorldOrCell
+	if r.Fields&GhostX != 0 {
+		g.X = r.X
+	}
+	if r.Fields&GhostY != 0 {
+		g.Y = r.Y
+	}
+	if r.Fields&GhostZ != 0 {
+		g.Z = r.Z
+	}
+	if r.Fields&GhostYaw != 0 {
+		g.Yaw = r.Yaw
+	}
+	if r.Fields&GhostFlags != 0 {
+		g.Flags = r.Flags
+	}
+	if r.Fields&GhostClass != 0 {
+		g.Class = r.Class
+	}
+	return g
 }
 
 // GhostHeader is what a ghost batch says about itself.
@@ -60,12 +167,13 @@ var (
 	ErrGhostLength   = errors.New("zone: ghost batch length does not match its count")
 	ErrGhostZone     = errors.New("zone: ghost batch from zone 0")
 	ErrGhostActor    = errors.New("zone: ghost with actor id 0")
+	ErrGhostFields   = errors.New("zone: ghost record naming fields that do not exist")
 	ErrGhostPosition = errors.New("zone: ghost with a position or yaw that is not finite")
 	ErrGhostClass    = errors.New("zone: ghost with a class past components.MaxClasses")
 )
 
 // AppendGhostHeader appends a batch header announcing count actors; the
-// caller then appends exactly count [AppendGhost] records.
+// caller then appends exactly count records.
 func AppendGhostHeader(dst []byte, h GhostHeader, count int) []byte {
 	dst = append(dst, GhostVersion)
 	dst = binary.LittleEndian.AppendUint16(dst, uint16(h.Zone))
@@ -81,48 +189,94 @@ func SetGhostCount(b []byte, count int) {
 	binary.LittleEndian.PutUint32(b[19:], uint32(count))
 }
 
-// AppendGhost appends one actor record.
+// AppendGhost appends one actor's whole record.
 func AppendGhost(dst []byte, g Ghost) []byte {
-	dst = binary.LittleEndian.AppendUint32(dst, g.ID)
-	dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(g.X))
-	dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(g.Y))
-	dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(g.Z))
-	dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(g.Yaw))
-	dst = binary.LittleEndian.AppendUint16(dst, g.Flags)
-	return append(dst, g.Class)
+	return AppendGhostRecord(dst, GhostRecord{Ghost: g, Fields: GhostAll})
+}
+
+// AppendGhostRecord appends r: its id, its Fields (within GhostAll) and
+// those of its values.
+func AppendGhostRecord(dst []byte, r GhostRecord) []byte {
+	f := r.Fields & GhostAll
+	dst = binary.LittleEndian.AppendUint32(dst, r.ID)
+	dst = append(dst, uint8(f))
+	for _, v := range [...]struct {
+		bit GhostFields
+		val float32
+	}{{GhostX, r.X}, {GhostY, r.Y}, {GhostZ, r.Z}, {GhostYaw, r.Yaw}} {
+		if f&v.bit != 0 {
+			dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v.val))
+		}
+	}
+	if f&GhostFlags != 0 {
+		dst = binary.LittleEndian.AppendUint16(dst, r.Flags)
+	}
+	if f&GhostClass != 0 {
+		dst = append(dst, r.Class)
+	}
+	return dst
 }
 
 // GhostBatch is a decoded batch: its header and its records, which alias
 // the decoded bytes (valid as long as they are).
 type GhostBatch struct {
 	GhostHeader
+	count   int
 	records []byte
 }
 
 // Len returns the number of actors in the batch.
-func (b *GhostBatch) Len() int { return len(b.records) / GhostSize }
+func (b *GhostBatch) Len() int { return b.count }
 
-// At returns actor i, 0 <= i < Len.
-func (b *GhostBatch) At(i int) Ghost {
-	r := b.records[i*GhostSize : (i+1)*GhostSize]
-	return Ghost{
-		ID:          binary.LittleEndian.Uint32(r),
-		X:           math.Float32frombits(binary.LittleEndian.Uint32(r[4:])),
-		Y:           math.Float32frombits(binary.LittleEndian.Uint32(r[8:])),
-		Z:           math.Float32frombits(binary.LittleEndian.Uint32(r[12:])),
-		Yaw:         math.Float32frombits(binary.LittleEndian.Uint32(r[16:])),
-		WorldOrCell: b.WorldOrCell,
-		Flags:       binary.LittleEndian.Uint16(r[20:]),
-		Class:       r[22],
+// Records returns a cursor over the batch's records, in order.
+func (b *GhostBatch) Records() GhostCursor {
+	return GhostCursor{rest: b.records, worldOrCell: b.WorldOrCell}
+}
+
+// GhostCursor reads a decoded batch's records one after another.
+type GhostCursor struct {
+	rest        []byte
+	worldOrCell uint32
+}
+
+// Next returns the next record, and false after the last. Only a cursor
+// of a batch DecodeGhosts accepted may be read.
+func (c *GhostCursor) Next() (GhostRecord, bool) {
+	if len(c.rest) < MinGhostSize {
+		return GhostRecord{}, false
 	}
+	r := c.rest
+	rec := GhostRecord{Ghost: Ghost{ID: binary.LittleEndian.Uint32(r), WorldOrCell: c.worldOrCell}, Fields: GhostFields(r[4])}
+	at := MinGhostSize
+	for _, v := range [...]struct {
+		bit GhostFields
+		val *float32
+	}{{GhostX, &rec.X}, {GhostY, &rec.Y}, {GhostZ, &rec.Z}, {GhostYaw, &rec.Yaw}} {
+		if rec.Fields&v.bit != 0 {
+			*v.val = math.Float32frombits(binary.LittleEndian.Uint32(r[at:]))
+			at += 4
+		}
+	}
+	if rec.Fields&GhostFlags != 0 {
+		rec.Flags = binary.LittleEndian.Uint16(r[at:])
+		at += 2
+	}
+	if rec.Fields&GhostClass != 0 {
+		rec.Class = r[at]
+		at++
+	}
+	c.rest = r[at:]
+	return rec, true
 }
 
 // DecodeGhosts decodes a ghost batch strictly: the version must be
 // GhostVersion, the length exactly the header plus count records, the
-// zone not 0, and every record's actor id not 0, its position and yaw
-// finite and its class below components.MaxClasses. A batch that breaks any rule is refused whole with one of the
-// ErrGhost errors, since a sender that wrote one bad record cannot be
-// trusted with the rest. DecodeGhosts never panics and never allocates.
+// zone not 0, and every record's actor id not 0, its fields within
+// GhostAll, its position and yaw finite and its class below
+// components.MaxClasses. A batch that breaks any rule is refused whole
+// with one of the ErrGhost errors, since a sender that wrote one bad
+// record cannot be trusted with the rest. DecodeGhosts never panics and
+// never allocates.
 func DecodeGhosts(b []byte) (GhostBatch, error) {
 	if len(b) < ghostHeaderSize {
 		return GhostBatch{}, ErrGhostShort
@@ -131,7 +285,7 @@ func DecodeGhosts(b []byte) (GhostBatch, error) {
 		return GhostBatch{}, ErrGhostVersion
 	}
 	count := uint64(binary.LittleEndian.Uint32(b[19:]))
-	if uint64(len(b)-ghostHeaderSize) != count*GhostSize {
+	if count > uint64(len(b)-ghostHeaderSize)/MinGhostSize {
 		return GhostBatch{}, ErrGhostLength
 	}
 	batch := GhostBatch{
@@ -141,23 +295,41 @@ func DecodeGhosts(b []byte) (GhostBatch, error) {
 			Tick:        binary.LittleEndian.Uint64(b[11:]),
 			WorldOrCell: binary.LittleEndian.Uint32(b[23:]),
 		},
+		count:   int(count),
 		records: b[ghostHeaderSize:],
 	}
 	if batch.Zone == 0 {
 		return GhostBatch{}, ErrGhostZone
 	}
-	for r := batch.records; len(r) > 0; r = r[GhostSize:] {
+	r := batch.records
+	for range count {
+		if len(r) < MinGhostSize {
+			return GhostBatch{}, ErrGhostLength
+		}
 		if binary.LittleEndian.Uint32(r) == 0 {
 			return GhostBatch{}, ErrGhostActor
 		}
-		for off := 4; off < 20; off += 4 {
-			if f := math.Float32frombits(binary.LittleEndian.Uint32(r[off:])); math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+		f := GhostFields(r[4])
+		if f&^GhostAll != 0 {
+			return GhostBatch{}, ErrGhostFields
+		}
+		size := f.size()
+		if len(r) < size {
+			return GhostBatch{}, ErrGhostLength
+		}
+		floats := bits.OnesCount8(uint8(f & (GhostX | GhostY | GhostZ | GhostYaw)))
+		for off := MinGhostSize; off < MinGhostSize+4*floats; off += 4 {
+			if v := math.Float32frombits(binary.LittleEndian.Uint32(r[off:])); math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 				return GhostBatch{}, ErrGhostPosition
 			}
 		}
-		if r[22] >= components.MaxClasses {
+		if f&GhostClass != 0 && r[size-1] >= components.MaxClasses {
 			return GhostBatch{}, ErrGhostClass
 		}
+		r = r[size:]
+	}
+	if len(r) != 0 {
+		return GhostBatch{}, ErrGhostLength
 	}
 	return batch, nil
 }

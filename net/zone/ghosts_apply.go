@@ -54,6 +54,11 @@ type source struct {
 
 type ghost struct {
 	local components.ActorID
+	// last is the actor as last heard from its owner, in the batch of
+	// the owner's tick heard: a record's fields left out are last's (see
+	// GhostVersion).
+	last  Ghost
+	heard uint64
 	gen   uint64
 	// from is the owner's first tick whose batches list it: a batch of an
 	// earlier tick that does not (sent before a hand-off made it the
@@ -154,13 +159,35 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 	}
 	src.lastTick, src.heardAt = b.Tick, g.tick
 	src.gen++
-	for i := range b.Len() {
-		a := b.At(i)
+	for c := b.Records(); ; {
+		r, more := c.Next()
+		if !more {
+			break
+		}
+		gh := src.actors[r.ID]
+		var a Ghost
+		switch {
+		case r.Fields == GhostAll:
+			a = r.Ghost
+		case gh != nil:
+			a = r.Over(gh.last)
+			if b.Tick > gh.heard+GhostRepeat {
+				// Nothing heard of it for longer than a change is
+				// repeated: a field left out may have changed unheard.
+				z.stats.unkeyed.Add(1)
+				z.askKey(b.Zone)
+			}
+		default:
+			// An actor never heard whole (batches missed, or its record
+			// not shown): the sender's next keyframe lists it whole.
+			z.stats.unkeyed.Add(1)
+			z.askKey(b.Zone)
+			continue
+		}
 		t := components.Transform{X: a.X, Y: a.Y, Z: a.Z, Yaw: a.Yaw, WorldOrCell: a.WorldOrCell}
 		if !me.Within(g.world.KeyOf(t)) {
 			continue // not ours to show: despawned below if it was a ghost
 		}
-		gh := src.actors[a.ID]
 		if gh == nil {
 			gh = z.handed(b, a.ID)
 		}
@@ -174,12 +201,12 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 				spec.Init = func(_ *ark.World, e ark.Entity) { clients.Get(e).Class = components.ClassPlayer }
 			}
 			id := g.world.Spawn(spec)
-			src.actors[a.ID] = &ghost{local: id, gen: src.gen}
+			src.actors[a.ID] = &ghost{local: id, last: a, heard: b.Tick, gen: src.gen}
 			g.local[id] = remote{b.Zone, a.ID}
 			g.lend(remote{b.Zone, a.ID}, id)
 			continue
 		}
-		gh.gen = src.gen
+		gh.gen, gh.last, gh.heard = src.gen, a, b.Tick
 		if e, ok := g.world.Entity(gh.local); ok {
 			// Written before Move, as a game's system moves an NPC: Move
 			// relays what changed and moves the ghost to its new chunk.

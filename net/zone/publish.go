@@ -17,6 +17,71 @@ type publisher struct {
 	counts     []int
 	reach      []int // neighbours a chunk view is within reach of
 	subjects   map[ID]string
+	// told is, per neighbour, what its batches said of our actors: the
+	// base of the next batch's records (GhostVersion). toldNow and key
+	// are the neighbours' entries and whether this tick's batch is a
+	// keyframe, index for index.
+	told    map[ID]*told
+	toldNow []*told
+	key     []bool
+	wanted  []ID // the neighbours that asked for a keyframe (keyRequests)
+}
+
+// told is what our batches said of our actors to one neighbour.
+type told struct {
+	last   uint64 // the tick of the last batch sent to it; 0 if it was not sent
+	actors map[uint32]toldActor
+}
+
+// toldActor is an actor as a batch last listed it, that batch's tick, and
+// the tick each of its fields last changed (by GhostFields bit).
+type toldActor struct {
+	g       Ghost
+	listed  uint64
+	changed [6]uint64
+}
+
+// state returns neighbour id's told, made on first use.
+func (p *publisher) state(id ID) *told {
+	st := p.told[id]
+	if st == nil {
+		st = &told{actors: map[uint32]toldActor{}}
+		if p.told == nil {
+			p.told = map[ID]*told{}
+		}
+		p.told[id] = st
+	}
+	return st
+}
+
+// appendTo appends g's record to neighbour i's batch of tick: whole in a
+// keyframe, else the fields that changed in the last GhostRepeat ticks,
+// every field counting as changed when the previous batch did not list g.
+func (p *publisher) appendTo(i int, g Ghost, tick uint64) {
+	st := p.toldNow[i]
+	a, ok := st.actors[g.ID]
+	if !ok || a.listed != st.last {
+		a.changed = [6]uint64{tick, tick, tick, tick, tick, tick}
+	} else {
+		diff := g.Changed(a.g)
+		for f := range a.changed {
+			if diff&(1<<f) != 0 {
+				a.changed[f] = tick
+			}
+		}
+	}
+	fields := GhostAll
+	if !p.key[i] {
+		fields = 0
+		for f, at := range a.changed {
+			if at+GhostRepeat > tick {
+				fields |= 1 << f
+			}
+		}
+	}
+	a.g, a.listed = g, tick
+	st.actors[g.ID] = a
+	p.batches[i] = AppendGhostRecord(p.batches[i], GhostRecord{Ghost: g, Fields: fields})
 }
 
 // subject returns zone id's ghost subject, built once.
@@ -72,9 +137,14 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 	p.counts = slices.Grow(p.counts[:0], n)[:n]
 	clear(p.counts)
 	header := GhostHeader{Zone: z.opts.Zone, Revision: v.revision, Tick: t.Number}
+	p.toldNow, p.key = p.toldNow[:0], p.key[:0]
+	p.wanted = z.keys.takeWanted(p.wanted[:0])
 	for i, id := range p.neighbours {
 		nz, _ := v.m.Zone(id)
 		p.zones = append(p.zones, nz)
+		st := p.state(id)
+		p.toldNow = append(p.toldNow, st)
+		p.key = append(p.key, t.Number%GhostKeyEvery == 0 || st.last == 0 || st.last+1 != t.Number || slices.Contains(p.wanted, id))
 		header.WorldOrCell = nz.WorldOrCell
 		p.batches[i] = AppendGhostHeader(p.batches[i][:0], header, 0)
 	}
@@ -105,7 +175,7 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 			}
 			g := Ghost{ID: cv.IDs[r].ID, X: tr.X, Y: tr.Y, Z: tr.Z, Yaw: tr.Yaw, Flags: cv.Animations[r].Flags, Class: cv.Clients[r].Class}
 			for _, i := range p.reach {
-				p.batches[i] = AppendGhost(p.batches[i], g)
+				p.appendTo(i, g, t.Number)
 				p.counts[i]++
 			}
 		}
@@ -115,9 +185,20 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 	}
 	for i, id := range p.neighbours {
 		SetGhostCount(p.batches[i], p.counts[i])
+		st := p.toldNow[i]
+		if p.key[i] { // forget the actors this batch does not list
+			for aid, a := range st.actors {
+				if a.listed != t.Number {
+					delete(st.actors, aid)
+				}
+			}
+		}
 		// Publish copies the batch into the connection's buffer; a send
-		// that fails (the connection closed) is left to the next tick.
+		// that fails (the connection closed) is left to the next tick,
+		// which is then a keyframe.
+		st.last = 0
 		if err := z.nc.Publish(p.subject(z.prefix, id), p.batches[i]); err == nil {
+			st.last = t.Number
 			z.stats.sent.Add(1)
 			z.stats.sentActors.Add(uint64(p.counts[i]))
 			z.stats.sentBytes.Add(uint64(len(p.batches[i])))

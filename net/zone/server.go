@@ -131,10 +131,12 @@ type Server struct {
 	reqSub *nats.Subscription
 	ansSub *nats.Subscription
 	cmdSub *nats.Subscription
+	keySub *nats.Subscription
 	prefix string
 
 	inbox inbox
 	mail  mailbox
+	keys  keyRequests
 	ghosts
 	hand handoffs
 	pub  publisher
@@ -174,7 +176,7 @@ func (z *Server) tickView() *view {
 // NATS' delivery goroutine, read by anyone.
 type counters struct {
 	sent, sentActors, received, dropped, refused, fencedTicks atomic.Uint64
-	loadReports, sentBytes                                    atomic.Uint64
+	loadReports, sentBytes, unkeyed, keyRequests, keysAsked   atomic.Uint64
 	ghosts                                                    atomic.Int64
 	holds, lapsed                                             atomic.Bool
 	revision                                                  atomic.Uint64
@@ -206,6 +208,15 @@ type Stats struct {
 	// is not a neighbour, from a replaced owner (see the fencing rule on
 	// [Server]), or received while this server was fenced.
 	Refused uint64
+	// Unkeyed counts ghost records that leave out a field this server
+	// may not have heard (see GhostVersion): of an actor it has not heard
+	// whole, skipped, and of one it has heard nothing of for more than
+	// GhostRepeat of the sender's ticks, applied over what it heard last.
+	// The sender lists every actor whole within GhostKeyEvery of its
+	// ticks, and in its next batch once asked: KeyRequests counts this
+	// server's asking, KeyframesAsked the askings it took from its
+	// neighbours.
+	Unkeyed, KeyRequests, KeyframesAsked uint64
 	// FencedTicks counts ticks in which the server held no zone.
 	FencedTicks uint64
 	// LoadReports counts the load reports published (Options.LoadEvery).
@@ -391,6 +402,9 @@ func (z *Server) subscribe() (err error) {
 	if z.ansSub, err = z.nc.Subscribe(answerSubject(z.prefix, z.opts.Zone), z.receiveAnswer); err != nil {
 		return err
 	}
+	if z.keySub, err = z.nc.Subscribe(keySubject(z.prefix, z.opts.Zone), z.receiveKeyRequest); err != nil {
+		return err
+	}
 	z.cmdSub, err = z.nc.Subscribe(CommandSubject(z.prefix, z.opts.Zone), z.receiveCommand)
 	return err
 }
@@ -404,7 +418,7 @@ func GhostSubject(prefix string, id ID) string {
 // Close stops receiving batches and following the map. The systems stay
 // in the throng.Server; ticks after Close publish nothing.
 func (z *Server) Close() {
-	for _, sub := range []*nats.Subscription{z.sub, z.reqSub, z.ansSub, z.cmdSub} {
+	for _, sub := range []*nats.Subscription{z.sub, z.reqSub, z.ansSub, z.cmdSub, z.keySub} {
 		if sub != nil {
 			_ = sub.Unsubscribe()
 		}
@@ -433,7 +447,8 @@ func (z *Server) Stats() Stats {
 	}
 	return Stats{
 		BatchesSent: c.sent.Load(), ActorsSent: c.sentActors.Load(), BytesSent: c.sentBytes.Load(),
-		BatchesReceived: c.received.Load(), Dropped: c.dropped.Load(), Refused: c.refused.Load(),
+		BatchesReceived: c.received.Load(), Dropped: c.dropped.Load(), Refused: c.refused.Load(), Unkeyed: c.unkeyed.Load(),
+		KeyRequests: c.keyRequests.Load(), KeyframesAsked: c.keysAsked.Load(),
 		FencedTicks: c.fencedTicks.Load(), LoadReports: c.loadReports.Load(), Ghosts: int(c.ghosts.Load()),
 		Holds: c.holds.Load(), Revision: c.revision.Load(), Lapsed: c.lapsed.Load(),
 		Handoffs: HandoffStats{

@@ -384,8 +384,8 @@ func (w *zones) spy() func() map[zone.ID]map[uint32]int {
 				if got[b.Zone] == nil {
 					got[b.Zone] = map[uint32]int{}
 				}
-				for i := range b.Len() {
-					got[b.Zone][b.At(i).ID]++
+				for _, r := range records(b) {
+					got[b.Zone][r.ID]++
 				}
 			default:
 				return got
