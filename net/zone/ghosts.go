@@ -131,25 +131,20 @@ type GhostRecord struct {
 func (r GhostRecord) Over(base Ghost) Ghost {
 	g := base
 	g.ID, g.WorldOrCell = r.ID, r.WorldOrCell
-	if r.Fields&GhostX != 0 {
-		g.X = r.X
-	}
-	if r.Fields&GhostY != 0 {
-		g.Y = r.Y
-	}
-	if r.Fields&GhostZ != 0 {
-		g.Z = r.Z
-	}
-	if r.Fields&GhostYaw != 0 {
-		g.Yaw = r.Yaw
-	}
-	if r.Fields&GhostFlags != 0 {
-		g.Flags = r.Flags
-	}
-	if r.Fields&GhostClass != 0 {
-		g.Class = r.Class
-	}
+	take(&g.X, r.X, r.Fields&GhostX)
+	take(&g.Y, r.Y, r.Fields&GhostY)
+	take(&g.Z, r.Z, r.Fields&GhostZ)
+	take(&g.Yaw, r.Yaw, r.Fields&GhostYaw)
+	take(&g.Flags, r.Flags, r.Fields&GhostFlags)
+	take(&g.Class, r.Class, r.Fields&GhostClass)
 	return g
+}
+
+// take sets *dst to v when sent is not 0.
+func take[T any](dst *T, v T, sent GhostFields) {
+	if sent != 0 {
+		*dst = v
+	}
 }
 
 // GhostHeader is what a ghost batch says about itself.
