@@ -85,7 +85,10 @@
 //	cpu               this process's CPU time over wall time (2.0: two cores)
 //
 // The summary line adds hz_min and p95_ms_max (the worst zone's worst
-// second) and ghost_share (ghost bytes over relay bytes).
+// second), switch_p50_ticks and switch_p95_ticks (as switch_p99_ticks),
+// ghost_share (ghost bytes over relay bytes) and ghost_unkeyed (ghost
+// records that left out a field their receiver may not have heard, and
+// made it ask for a keyframe: zone.Stats.Unkeyed).
 package main
 
 import (

@@ -39,7 +39,7 @@ type totals struct {
 	players, ghosts                      int
 	handoffs, switches, lost, duplicated uint64
 	sessionsLost, ghostBytes, relayBytes uint64
-	filed, gatewaysLost                  uint64
+	filed, gatewaysLost, unkeyed         uint64
 	switchTicks                          [8]uint64
 }
 
@@ -58,6 +58,7 @@ func (m *meter) totals() totals {
 		t.ghostBytes += st.BytesSent
 		t.relayBytes += s.gt.Stats().DatagramBytesOut
 		t.filed += st.PlayersFiled
+		t.unkeyed += st.Unkeyed
 		lost, _ := s.gt.GatewaysLost()
 		t.gatewaysLost += lost
 		for i, n := range h.SwitchTicks {
@@ -67,9 +68,9 @@ func (m *meter) totals() totals {
 	return t
 }
 
-// p99 returns the switches' 99th percentile in tick periods (the
-// histogram's last bucket stands for that many or more).
-func p99(h [8]uint64) int {
+// percentile returns the switches' pct-th percentile in tick periods
+// (the histogram's last bucket stands for that many or more).
+func percentile(h [8]uint64, pct uint64) int {
 	var n uint64
 	for _, c := range h {
 		n += c
@@ -77,7 +78,7 @@ func p99(h [8]uint64) int {
 	if n == 0 {
 		return 0
 	}
-	want := (n*99 + 99) / 100
+	want := (n*pct + 99) / 100
 	var seen uint64
 	for i, c := range h {
 		if seen += c; seen >= want {
@@ -113,7 +114,7 @@ func (m *meter) line(prev totals) totals {
 		}
 		fmt.Fprintf(&b, " zones=%d hz=%s p95_ms=%s players=%d zone_players=%s ghosts=%d handoffs=%d switches=%d switch_p99_ticks=%d lost_inputs=%d duplicated_inputs=%d sessions_lost=%d ghost_kb=%.1f relay_kb=%.1f players_filed=%d gateways_lost=%d",
 			len(m.zones), strings.Join(hz, "/"), strings.Join(p95, "/"), t.players, strings.Join(each, "/"), t.ghosts,
-			t.handoffs-prev.handoffs, t.switches-prev.switches, p99(t.switchTicks), t.lost, t.duplicated, t.sessionsLost,
+			t.handoffs-prev.handoffs, t.switches-prev.switches, percentile(t.switchTicks, 99), t.lost, t.duplicated, t.sessionsLost,
 			float64(t.ghostBytes-prev.ghostBytes)/1e3, float64(t.relayBytes-prev.relayBytes)/1e3, t.filed, t.gatewaysLost)
 	}
 	if m.bots != nil {
@@ -151,9 +152,10 @@ func (m *meter) summary() {
 		if t.relayBytes > 0 {
 			share = float64(t.ghostBytes) / float64(t.relayBytes)
 		}
-		fmt.Fprintf(&b, " zones=%d players=%d hz_min=%.1f p95_ms_max=%.2f handoffs=%d switches=%d switch_p99_ticks=%d lost_inputs=%d duplicated_inputs=%d sessions_lost=%d ghost_share=%.3f",
-			len(m.zones), t.players, max(m.hzMin, 0), ms(m.p95Max), t.handoffs, t.switches, p99(t.switchTicks),
-			t.lost, t.duplicated, t.sessionsLost, share)
+		fmt.Fprintf(&b, " zones=%d players=%d hz_min=%.1f p95_ms_max=%.2f handoffs=%d switches=%d switch_p50_ticks=%d switch_p95_ticks=%d switch_p99_ticks=%d lost_inputs=%d duplicated_inputs=%d sessions_lost=%d ghost_share=%.3f ghost_unkeyed=%d",
+			len(m.zones), t.players, max(m.hzMin, 0), ms(m.p95Max), t.handoffs, t.switches,
+			percentile(t.switchTicks, 50), percentile(t.switchTicks, 95), percentile(t.switchTicks, 99),
+			t.lost, t.duplicated, t.sessionsLost, share, t.unkeyed)
 	}
 	if m.bots != nil {
 		n := m.bots.counts()

@@ -177,6 +177,8 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 				z.stats.unkeyed.Add(1)
 				z.askKey(b.Zone)
 			}
+		case z.taken(b.Zone, r.ID):
+			continue // ours since a hand-off; the old owner has not heard yet
 		default:
 			// An actor never heard whole (batches missed, or its record
 			// not shown): the sender's next keyframe lists it whole.
@@ -192,7 +194,7 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 			gh = z.handed(b, a.ID)
 		}
 		if gh == nil {
-			if rec := z.hand.in[remote{b.Zone, a.ID}]; rec != nil && rec.phase == taken {
+			if z.taken(b.Zone, a.ID) {
 				continue // ours since a hand-off; the old owner has not heard yet
 			}
 			spec := ecs.ActorSpec{Transform: t, Animation: components.Animation{Flags: a.Flags}, Client: components.Client{Class: a.Class}}
@@ -225,6 +227,13 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 			g.lend(remote{b.Zone, id}, components.ActorID{})
 		}
 	}
+}
+
+// taken reports whether zone's actor id is ours since a hand-off that
+// zone has not heard the end of yet.
+func (z *Server) taken(zone ID, id uint32) bool {
+	rec := z.hand.in[remote{zone, id}]
+	return rec != nil && rec.phase == taken
 }
 
 // handed returns the ghost our actor becomes when b, from the zone we
