@@ -17,10 +17,11 @@ type publisher struct {
 	counts     []int
 	reach      []int // neighbours a chunk view is within reach of
 	subjects   map[ID]string
-	// told is, per neighbour, what its batches said of our actors: the
-	// base of the next batch's records (GhostVersion). toldNow and key
-	// are the neighbours' entries and whether this tick's batch is a
-	// keyframe, index for index.
+	// told is, per neighbour, what its batches said of our actors and
+	// when each field last changed: which fields the next batch's
+	// records carry (GhostVersion). toldNow and key are the neighbours'
+	// entries and whether this tick's batch is a keyframe, index for
+	// index.
 	told    map[ID]*told
 	toldNow []*told
 	key     []bool
