@@ -229,6 +229,16 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 	}
 }
 
+// heardAs is what a record would say of an actor standing at t with
+// flags and class: the base of a ghost made from something other than
+// its owner's record (a hand-off's Prepare, our own actor handed over),
+// until the owner's first whole record. Its heard stays 0, so that a
+// record leaving fields out before then is counted and asks for a
+// keyframe.
+func heardAs(id uint32, t components.Transform, flags uint16, class uint8) Ghost {
+	return Ghost{ID: id, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, WorldOrCell: t.WorldOrCell, Flags: flags, Class: class}
+}
+
 // taken reports whether zone's actor id is ours since a hand-off that
 // zone has not heard the end of yet.
 func (z *Server) taken(zone ID, id uint32) bool {

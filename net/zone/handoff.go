@@ -308,12 +308,16 @@ func (z *Server) handOver(id components.ActorID, o *outgoing, fromTick uint64) {
 		src = &source{since: z.watch.load().since[o.to], heardAt: g.tick, actors: map[uint32]*ghost{}}
 		g.sources[o.to] = src
 	}
-	src.actors[o.remote] = &ghost{local: id, gen: src.gen, from: fromTick}
+	gh := &ghost{local: id, gen: src.gen, from: fromTick}
+	src.actors[o.remote] = gh
 	g.local[id] = remote{o.to, o.remote}
-	if e, ok := g.world.Entity(id); ok && len(z.types) > 0 {
-		// Its new owner keeps them from now on; a copy here would go
-		// stale while the game's systems still found it.
-		save.DropCarried(g.world.Ark(), e, z.types)
+	if e, ok := g.world.Entity(id); ok {
+		gh.last = heardAs(o.remote, *g.transforms.Get(e), g.animations.Get(e).Flags, g.clients.Get(e).Class)
+		if len(z.types) > 0 {
+			// Its new owner keeps them from now on; a copy here would go
+			// stale while the game's systems still found it.
+			save.DropCarried(g.world.Ark(), e, z.types)
+		}
 	}
 	// Handed back whence it came: its arrival no longer makes the old
 	// owner's listings of it ours to skip.

@@ -78,7 +78,7 @@ func (z *Server) prepare(r request, key remote) {
 		// Its owner's batch has not reached us yet: spawn the ghost now,
 		// at the place the Prepare says.
 		id := g.world.Spawn(ecs.ActorSpec{Transform: r.Transform, Animation: r.Animation, Client: components.Client{Class: r.Class}})
-		gh = &ghost{local: id, gen: src.gen}
+		gh = &ghost{local: id, last: heardAs(r.Actor, r.Transform, r.Animation.Flags, r.Class), gen: src.gen}
 		src.actors[r.Actor] = gh
 		g.local[id] = key
 		g.lend(key, id)

@@ -202,7 +202,8 @@ type Stats struct {
 	BatchesSent, ActorsSent, BytesSent uint64
 	// BatchesReceived counts well-formed batches taken from neighbours.
 	BatchesReceived uint64
-	// Dropped counts messages that were not a well-formed ghost batch.
+	// Dropped counts messages that were not a well-formed ghost batch
+	// or keyframe request.
 	Dropped uint64
 	// Refused counts well-formed batches not believed: from a zone that
 	// is not a neighbour, from a replaced owner (see the fencing rule on
