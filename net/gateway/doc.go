@@ -18,7 +18,9 @@
 // server sends, at the end of each tick
 // ([Transport.Flush]), everything it sent to the gateway's sessions, as
 // one message per gateway (or a heartbeat when it sent nothing for a
-// while). A round past the NATS server's largest payload goes as several
+// while); a session it moves to another zone server goes at once
+// ([Transport.Move]), and the gateway forwards it ahead of its clients'
+// frames. A round past the NATS server's largest payload goes as several
 // messages of whole entries. A message holds entries: a kind, the session
 // (the gateway's id for it) and a payload (a frame, a datagram or a
 // reason). A message that does not decode is dropped whole and counted;

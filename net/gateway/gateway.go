@@ -197,8 +197,9 @@ func validName(name string) bool {
 
 // Step forwards what the clients did since the last step (sessions
 // opened, frames, sessions closed) to their zones' servers, one message
-// per zone, and returns how many entries it forwarded. Calls must not
-// overlap.
+// per zone, and returns how many entries it forwarded. The sessions zone
+// servers moved go first, in messages of their own, before the clients'
+// frames are taken. Calls must not overlap.
 func (g *Gateway) Step() int {
 	g.mu.Lock()
 	moving, forgotten := g.moving, g.forgotten
@@ -228,6 +229,13 @@ func (g *Gateway) Step() int {
 			delete(g.recent, f.s)
 			g.dropped.Add(1)
 		}
+	}
+	// The moved sessions go at once, ahead of the clients' frames of this
+	// step: a switch waits for the new server's next tick, and a step's
+	// frames take a while to route.
+	moved := 0
+	if len(moving) > 0 {
+		moved = g.publish()
 	}
 	g.dropSilentZones()
 	g.in = g.cfg.Front.Receive(g.in[:0])
@@ -264,6 +272,13 @@ func (g *Gateway) Step() int {
 			delete(g.recent, in.Session)
 		}
 	}
+	return moved + g.publish()
+}
+
+// publish sends each zone what this step has for it, one message (or a
+// heartbeat when it has had nothing for a while), and returns how many
+// entries went.
+func (g *Gateway) publish() int {
 	sent := 0
 	limit := int(g.cfg.Conn.MaxPayload())
 	now := time.Now()
@@ -442,7 +457,7 @@ func (g *Gateway) fromZone(m *nats.Msg) {
 // Stats is what a gateway counts.
 type Stats struct {
 	Forwarded uint64 // entries sent to zone servers
-	Messages  uint64 // messages sent to zone servers (one per zone per step at most)
+	Messages  uint64 // messages sent to zone servers (one per zone per step, two where a session moved to it)
 	Replies   uint64 // messages from zone servers handled, the malformed included
 	Malformed uint64 // zone servers' messages dropped: they did not decode
 	Oversize  uint64 // clients' frames dropped: no NATS message could hold one

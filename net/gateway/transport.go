@@ -478,8 +478,9 @@ func (t *Transport) release() {
 // which a server that let the session's actor go (throng.Server.Detach)
 // had forgotten already. The gateway sends the session's later frames
 // there, after its last Move frames again, which the new server's
-// sequence check keeps from being applied twice. The gateway learns it
-// with this tick's message.
+// sequence check keeps from being applied twice. The move goes to the
+// gateway at once, in a message with what this tick sent it so far,
+// rather than at the tick's Flush: a player's switch is timed from here.
 func (t *Transport) Move(s wire.SessionID, to uint32, payload []byte) error {
 	if to == 0 || len(payload) == 0 {
 		return errors.New("gateway: a move goes to a zone, and says something of the session")
@@ -491,9 +492,14 @@ func (t *Transport) Move(s wire.SessionID, to uint32, payload []byte) error {
 		return fmt.Errorf("gateway: move: no session %d", s)
 	}
 	entry := binary.LittleEndian.AppendUint32(nil, to)
-	ss.out.mu.Lock()
-	ss.out.m.add(moved, ss.id, append(entry, payload...))
-	ss.out.mu.Unlock()
+	out := ss.out
+	out.mu.Lock()
+	// The move goes at once, after what this tick sent the gateway so
+	// far: the client gets the frames sent before it ahead of any from its
+	// new server, and the switch does not wait for the end of this tick.
+	out.m.add(moved, ss.id, append(entry, payload...))
+	t.publish(out, int(t.cfg.Conn.MaxPayload()), time.Now())
+	out.mu.Unlock()
 	t.forget(s)
 	t.pending = append(t.pending, wire.Inbound{Kind: wire.SessionClosed, Session: s, Reason: ReasonMoved})
 	return nil
@@ -519,18 +525,22 @@ func (t *Transport) Flush() {
 			out.last = now
 		}
 		if !out.m.empty() {
-			out.last = now
-			// Publish copies the message into the connection's buffer; a
-			// tick's traffic past the server's largest payload goes as
-			// several messages.
-			sent, left, scratch := out.m.publish(t.cfg.Conn, out.subject, limit, t.scratch)
-			t.scratch = scratch
-			t.published.Add(uint64(sent))
-			t.oversize.Add(uint64(left))
-			out.m.clear()
+			t.publish(out, limit, now)
 		}
 		out.mu.Unlock()
 	}
+}
+
+// publish sends what out holds to its gateway now; t.mu and out.mu are
+// held. Publish copies the message into the connection's buffer; traffic
+// past the server's largest payload (limit) goes as several messages.
+func (t *Transport) publish(out *outbox, limit int, now time.Time) {
+	out.last = now
+	sent, left, scratch := out.m.publish(t.cfg.Conn, out.subject, limit, t.scratch)
+	t.scratch = scratch
+	t.published.Add(uint64(sent))
+	t.oversize.Add(uint64(left))
+	out.m.clear()
 }
 
 // Stats implements [wire.Transport].

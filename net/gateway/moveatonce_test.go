@@ -1,0 +1,80 @@
+package gateway_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/throng-go/throng/net/gateway"
+	"github.com/throng-go/throng/net/mem"
+	"github.com/throng-go/throng/net/wire"
+)
+
+// TestAMovedSessionGoesAtOnceAfterWhatWasSentBeforeIt: a zone server
+// that moves a session mid-tick does not hold it until its tick ends
+// (Flush). The frame it sent the client before the move reaches the
+// client, and the session reaches the new zone server, before the old one
+// flushes; a frame it sends the client's neighbour after the move still
+// waits for its Flush.
+func TestAMovedSessionGoesAtOnceAfterWhatWasSentBeforeIt(t *testing.T) {
+	nc := startNATS(t)
+	z1, err := gateway.NewTransport(gateway.TransportConfig{Conn: nc, Zone: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { z1.Close() })
+	z2, err := gateway.NewTransport(gateway.TransportConfig{Conn: nc, Zone: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() { z2.Close() })
+	front := mem.New(mem.Options{})
+	gw, err := gateway.New(gateway.Config{Conn: nc, Name: "gw", Front: front})
+	require.NoError(t, err)
+	t.Cleanup(func() { gw.Close() })
+	require.NoError(t, nc.Flush())
+
+	mover, stayer := front.Dial(), front.Dial()
+	var opened []wire.SessionID
+	var in []wire.Inbound
+	require.Eventually(t, func() bool {
+		gw.Step()
+		require.NoError(t, nc.Flush())
+		in = z1.Receive(in[:0])
+		for _, m := range in {
+			if m.Kind == wire.SessionOpened {
+				opened = append(opened, m.Session)
+			}
+		}
+		return len(opened) == 2
+	}, 5*time.Second, time.Millisecond, "both clients open on zone 1")
+
+	reliable := func(c *mem.Client) (got []string) {
+		c.DrainReliable(func(b []byte) { got = append(got, string(b)) })
+		return got
+	}
+	z1.SendReliable(opened[0], []byte("before the move"))
+	require.NoError(t, z1.Move(opened[0], 2, []byte("hand-off 7")))
+	z1.SendReliable(opened[1], []byte("after the move"))
+
+	var received []string
+	var resumed []gateway.Resumed
+	require.Eventually(t, func() bool {
+		gw.Step()
+		require.NoError(t, nc.Flush())
+		received = append(received, reliable(mover)...)
+		in = z2.Receive(in[:0])
+		resumed = z2.TakeResumed(resumed)
+		return len(received) > 0 && len(resumed) > 0
+	}, 5*time.Second, time.Millisecond, "zone 1 never flushed: the move and what came before it went by themselves")
+	assert.Equal(t, []string{"before the move"}, received)
+	require.Len(t, resumed, 1)
+	assert.Equal(t, "hand-off 7", string(resumed[0].Payload))
+	assert.Empty(t, reliable(stayer), "a frame sent after the move waits for the tick's Flush")
+
+	z1.Flush()
+	require.NoError(t, nc.Flush())
+	require.Eventually(t, func() bool {
+		received = reliable(stayer)
+		return len(received) > 0
+	}, 5*time.Second, time.Millisecond)
+	assert.Equal(t, []string{"after the move"}, received)
+}
