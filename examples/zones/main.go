@@ -305,18 +305,14 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	period := time.Second / time.Duration(c.hz)
 	done := make(chan struct{})
 	running := 0
-	for i, s := range servers {
+	for _, s := range servers {
 		running++
 		go func() {
 			defer func() { done <- struct{}{} }()
-			// The zone servers of one process share its cores: each starts
-			// its ticks a fraction of a period after the one before, so
-			// that they take turns instead of all wanting the cores at
-			// once, as servers of their own machines would not.
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(period * time.Duration(i) / time.Duration(len(servers))):
+			case <-time.After(tickPhase(m, s.id, period)):
 			}
 			s.srv.Run(ctx)
 		}()

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/throng-go/throng/net/zone"
 )
 
 // summary runs the example in one process as configured and returns its
@@ -136,4 +138,27 @@ func TestBadFlagsAreRefusedWithTheReason(t *testing.T) {
 		require.Error(t, err, args)
 		assert.Contains(t, err.Error(), want, args)
 	}
+}
+
+// TestZonesThatShareABorderTickHalfAPeriodApart: a player crossing any
+// border of the 2 x 2 map is taken half a period after its old server
+// let it go, whichever way it crosses; the zones that only touch at the
+// centre's corner tick together.
+func TestZonesThatShareABorderTickHalfAPeriodApart(t *testing.T) {
+	const period = 30 * time.Millisecond
+	m, err := zoneMap(4, 512)
+	require.NoError(t, err)
+	phase := map[zone.ID]time.Duration{}
+	for _, z := range m.Zones {
+		phase[z.ID] = tickPhase(m, z.ID, period)
+	}
+	for _, border := range [][2]zone.ID{{1, 2}, {1, 3}, {2, 4}, {3, 4}} {
+		a, b := phase[border[0]], phase[border[1]]
+		assert.Equal(t, period/2, max(a, b)-min(a, b), "zones %d and %d", border[0], border[1])
+	}
+	assert.Equal(t, phase[1], phase[4])
+	assert.Equal(t, phase[2], phase[3])
+	one, err := zoneMap(1, 512)
+	require.NoError(t, err)
+	assert.Zero(t, tickPhase(one, 1, period))
 }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/examples/crowd/scenario"
@@ -111,4 +112,22 @@ func (r router) route(_ wire.SessionID, h wire.Hello) uint32 {
 		return uint32(z.ID)
 	}
 	return uint32(m.Zones[0].ID)
+}
+
+// tickPhase is how long zone id's server waits before its first tick: the
+// zones of the 2 x 2 map tick in a chequerboard, each half a period after
+// the two it borders. A player's session, let go at the start of its old
+// server's tick, reaches the new one a few milliseconds later, and is
+// taken at that server's next tick: half a period on, not most of one.
+// The two zones that only touch at a corner tick together, which two
+// cores hold, and so the four servers of one process take turns at the
+// cores rather than all wanting them at once.
+func tickPhase(m zone.Map, id zone.ID, period time.Duration) time.Duration {
+	z, ok := m.Zone(id)
+	if !ok {
+		return 0
+	}
+	r := z.Chunks
+	col, row := r.MinX/(r.MaxX-r.MinX+1), r.MinY/(r.MaxY-r.MinY+1)
+	return period / 2 * time.Duration((col+row)%2)
 }
