@@ -57,11 +57,14 @@ func TestAPlayerWalksAcrossTheBorderOnOneConnection(t *testing.T) {
 	var walker *viewer
 	// The move that races the switch: the client sends it, and the
 	// gateway forwards it to zone 1, during zone 1's tick that lets the
-	// session go (after its Receive, before the gateway hears of the
-	// move). Zone 1 drops it; zone 2 must get it from the gateway's copy.
+	// session go, after its Receive and before its apply system takes
+	// the Ready and lets the session go. Zone 1's transport holds the
+	// frame, and its next Receive finds it for a session it no longer
+	// holds: it drops it. Zone 2 must get it from the gateway's copy.
 	raced := false
 	race := &midTick{run: func() {
-		if raced || w.servers[1].z.Stats().Handoffs.SessionsMoved == 0 {
+		h := w.servers[1].z.Stats().Handoffs
+		if raced || h.Started == 0 || h.AnswersReceived == 0 || h.SessionsMoved > 0 {
 			return
 		}
 		raced = true
@@ -74,7 +77,7 @@ func TestAPlayerWalksAcrossTheBorderOnOneConnection(t *testing.T) {
 			return received == w.gw.Stats().Messages
 		}, 5*time.Second, time.Millisecond)
 	}}
-	require.NoError(t, w.servers[1].srv.AddSystem(race, scheduler.After(zone.ApplyName), scheduler.Before(systems.PrepareName)))
+	require.NoError(t, w.servers[1].srv.AddSystem(race, scheduler.After(systems.IngestName), scheduler.Before(zone.ApplyName)))
 	walker = w.joinVia(1, 7800, 100)
 	watcher := w.joinVia(2, 9000, 100)
 	players := []*viewer{walker, watcher}
