@@ -121,7 +121,8 @@ func (r router) route(_ wire.SessionID, h wire.Hello) uint32 {
 // taken at that server's next tick: half a period on, not most of one.
 // The two zones that only touch at a corner tick together, which two
 // cores hold, and so the four servers of one process take turns at the
-// cores rather than all wanting them at once.
+// cores rather than all wanting them at once; a player who crosses
+// straight through the corner waits a period more.
 func tickPhase(m zone.Map, id zone.ID, period time.Duration) time.Duration {
 	z, ok := m.Zone(id)
 	if !ok {
