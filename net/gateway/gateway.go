@@ -230,9 +230,8 @@ func (g *Gateway) Step() int {
 			g.dropped.Add(1)
 		}
 	}
-	// The moved sessions go at once, ahead of the clients' frames of this
-	// step: a switch waits for the new server's next tick, and a step's
-	// frames take a while to route.
+	// A switch waits for the new server's next tick, and a step's frames
+	// take a while to route.
 	moved := 0
 	if len(moving) > 0 {
 		moved = g.publish()

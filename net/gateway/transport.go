@@ -494,9 +494,8 @@ func (t *Transport) Move(s wire.SessionID, to uint32, payload []byte) error {
 	entry := binary.LittleEndian.AppendUint32(nil, to)
 	out := ss.out
 	out.mu.Lock()
-	// The move goes at once, after what this tick sent the gateway so
-	// far: the client gets the frames sent before it ahead of any from its
-	// new server, and the switch does not wait for the end of this tick.
+	// After what this tick sent the gateway so far: the client gets those
+	// frames ahead of any from its new server.
 	out.m.add(moved, ss.id, append(entry, payload...))
 	t.publish(out, int(t.cfg.Conn.MaxPayload()), time.Now())
 	out.mu.Unlock()
