@@ -312,7 +312,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(tickPhase(m, s.id, period)):
+			case <-time.After(time.Until(firstTick(time.Now(), m, s.id, period))):
 			}
 			s.srv.Run(ctx)
 		}()

@@ -162,3 +162,36 @@ func TestZonesThatShareABorderTickHalfAPeriodApart(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, tickPhase(one, 1, period))
 }
+
+// TestZoneProcessesStartedApartStillTickInTheChequerboard: zone servers
+// started at different instants (processes of their own, one after
+// another) tick first on one grid of the wall clock, so bordering zones
+// are still half a period apart and each starts within a period.
+func TestZoneProcessesStartedApartStillTickInTheChequerboard(t *testing.T) {
+	const period = 30 * time.Millisecond
+	m, err := zoneMap(4, 512)
+	require.NoError(t, err)
+	base := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	// Each zone's process starts at its own odd instant.
+	started := map[zone.ID]time.Time{
+		1: base.Add(7 * time.Millisecond),
+		2: base.Add(1234567 * time.Microsecond),
+		3: base.Add(29*time.Millisecond + 999*time.Microsecond),
+		4: base.Add(3 * time.Second),
+	}
+	first := map[zone.ID]time.Time{}
+	for id, now := range started {
+		at := firstTick(now, m, id, period)
+		require.True(t, at.After(now), "zone %d ticks after it starts", id)
+		require.LessOrEqual(t, at.Sub(now), period, "zone %d ticks within a period of its start", id)
+		first[id] = at
+	}
+	// Where in the period each zone ticks, on the one grid.
+	offset := func(id zone.ID) time.Duration { return first[id].Sub(base) % period }
+	for _, border := range [][2]zone.ID{{1, 2}, {1, 3}, {2, 4}, {3, 4}} {
+		a, b := offset(border[0]), offset(border[1])
+		assert.Equal(t, period/2, max(a, b)-min(a, b), "zones %d and %d", border[0], border[1])
+	}
+	assert.Equal(t, offset(1), offset(4))
+	assert.Equal(t, offset(2), offset(3))
+}

@@ -114,7 +114,7 @@ func (r router) route(_ wire.SessionID, h wire.Hello) uint32 {
 	return uint32(m.Zones[0].ID)
 }
 
-// tickPhase is how long zone id's server waits before its first tick: the
+// tickPhase is how far into each period zone id's server ticks: the
 // zones of the 2 x 2 map tick in a chequerboard, each half a period after
 // the two it borders. A player's session, let go at the start of its old
 // server's tick, reaches the new one a few milliseconds later, and is
@@ -131,4 +131,17 @@ func tickPhase(m zone.Map, id zone.ID, period time.Duration) time.Duration {
 	r := z.Chunks
 	col, row := r.MinX/(r.MaxX-r.MinX+1), r.MinY/(r.MaxY-r.MinY+1)
 	return period / 2 * time.Duration((col+row)%2)
+}
+
+// firstTick is when zone id's server, started at now, ticks first: the
+// next instant of the chequerboard (tickPhase) on a grid of periods laid
+// over the wall clock, not over the process's start. So zone servers in
+// processes of their own, started one after another, still tick in the
+// chequerboard, as the four of one process do.
+func firstTick(now time.Time, m zone.Map, id zone.ID, period time.Duration) time.Time {
+	at := now.Truncate(period).Add(tickPhase(m, id, period))
+	if !at.After(now) {
+		at = at.Add(period)
+	}
+	return at
 }
