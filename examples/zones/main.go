@@ -129,6 +129,7 @@ type config struct {
 	crowd     string
 	world     int
 	margin    float64
+	pool      bool
 }
 
 func parse(args []string, errOut io.Writer) (config, error) {
@@ -151,6 +152,7 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	fs.StringVar(&c.crowd, "crowd", "centre", "where the bots roam: centre (where the four zones meet), corner (zone 1's quarter) or borders (along the borders' whole length)")
 	fs.IntVar(&c.world, "world", 4, "chunks on a side of the square world, even: each of four zones holds a quarter")
 	fs.Float64Var(&c.margin, "handoff-margin", scenario.ChunkSize/4, "world units an actor must stand past a border before it is handed off (zone.Options.HandoffMargin); 0 hands off at the border")
+	fs.BoolVar(&c.pool, "pool", true, "with -role zone: give the zone server a worker pool (Parallelism); false when zone processes share one machine's cores, where their pools would poll against each other")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -195,3 +195,20 @@ func TestZoneProcessesStartedApartStillTickInTheChequerboard(t *testing.T) {
 	assert.Equal(t, offset(1), offset(4))
 	assert.Equal(t, offset(2), offset(3))
 }
+
+// TestZoneServersPollOnlyWithCoresOfTheirOwn: a zone process gets a worker
+// pool unless told its machine's cores are shared (-pool=false); zone
+// servers that share one process never do.
+func TestZoneServersPollOnlyWithCoresOfTheirOwn(t *testing.T) {
+	for args, want := range map[string]bool{
+		"-role zone -zone 2 -nats nats://x":             true,
+		"-role zone -zone 2 -nats nats://x -pool=false": false,
+		"-role all":                      false,
+		"-role all -zones 1":             true,
+		"-role all -zones 1 -pool=false": false,
+	} {
+		c, err := parse(strings.Fields(args), io.Discard)
+		require.NoError(t, err, args)
+		assert.Equal(t, want, c.pooled(), args)
+	}
+}

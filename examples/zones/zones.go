@@ -70,10 +70,7 @@ func startZone(ctx context.Context, url string, m zone.Map, id zone.ID, c config
 		return fail(err)
 	}
 	opts := throng.Options{TickRate: &c.hz, Transport: s.gt, Admit: pop.AdmitAny, Logger: log}
-	if c.role == "all" && c.zones > 1 {
-		// Several zone servers share this process's cores: each ticks on
-		// its own goroutine, and a worker pool apiece would only poll
-		// against the others.
+	if !c.pooled() {
 		opts.Parallelism.Enabled = new(false)
 	}
 	if c.save != "" {
@@ -141,4 +138,12 @@ func startNATS() (url string, stop func(), err error) {
 		ns.WaitForShutdown()
 		os.RemoveAll(dir)
 	}, nil
+}
+
+// pooled reports whether a zone server of this process gets a worker pool.
+// Several zone servers in one process share its cores, each ticking on its
+// own goroutine, and a pool apiece would only poll against the others; so
+// would the pools of zone processes that share a machine (-pool=false).
+func (c config) pooled() bool {
+	return c.pool && !(c.role == "all" && c.zones > 1)
 }
