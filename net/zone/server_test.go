@@ -72,6 +72,10 @@ var gameTypes = []save.Type{save.Plain[Purse]("test.purse", 1), save.Coded[Title
 // servers other types than gameTypes.
 var typesOf = map[zone.ID][]save.Type{}
 
+// serverOptions, set by a test (and reset by its cleanup), changes the
+// options every zone server of the test starts with.
+var serverOptions func(*throng.Options)
+
 func startZones(t *testing.T, m zone.Map) *zones {
 	return startZonesWith(t, m, zone.Options{})
 }
@@ -112,6 +116,9 @@ func startZonesOn(t *testing.T, m zone.Map, opts zone.Options, viaGateway bool) 
 		}
 		if types, ok := typesOf[zn.ID]; ok {
 			so.SavedTypes = types
+		}
+		if serverOptions != nil {
+			serverOptions(&so)
 		}
 		if viaGateway {
 			gt, err := gateway.NewTransport(gateway.TransportConfig{Conn: nc, Zone: uint32(zn.ID)})
@@ -270,7 +277,8 @@ type viewer struct {
 	self    uint32
 	visible map[uint32]bool
 	events  []string
-	xs      map[uint32][]float32 // the X of each record received, per actor
+	xs      map[uint32][]float32  // the X of each record received, per actor
+	told    map[uint32][2]float32 // the X and Y of each record of the last read, per actor
 	// welcomes lists the actor of every Welcome, in order; each starts a
 	// new view (a player moved to another zone server sees by its ids).
 	welcomes    []uint32
@@ -324,6 +332,10 @@ func (w *zones) joinViaAs(entry zone.ID, x, y float32, name string) *viewer {
 // them.
 func (v *viewer) read() {
 	var f wire.Frame
+	if v.told == nil {
+		v.told = map[uint32][2]float32{}
+	}
+	clear(v.told)
 	v.c.DrainDatagrams(func(b []byte) {
 		batch, err := wire.DecodeBatch(b)
 		require.NoError(v.t, err)
@@ -331,6 +343,7 @@ func (v *viewer) read() {
 			r := batch.At(i)
 			assert.True(v.t, v.visible[r.Actor], "record of %d, not visible", r.Actor)
 			v.xs[r.Actor] = append(v.xs[r.Actor], r.X)
+			v.told[r.Actor] = [2]float32{r.X, r.Y}
 		}
 	})
 	v.c.DrainReliable(func(b []byte) {
