@@ -73,7 +73,10 @@ type Transport struct {
 	releases []wire.SessionID // sessions to release at the next Flush
 	last     wire.SessionID
 	sessions map[wire.SessionID]*session
-	byRemote map[remote]wire.SessionID
+	// byRemote finds a session by its gateway's name, then the gateway's
+	// id for it: a frame's lookup hashes an integer, not a string and an
+	// integer (the gateways are few, their sessions many).
+	byRemote map[string]map[uint64]wire.SessionID
 	outs     map[string]*outbox
 
 	n   wire.Stats // guarded by mu (Receive's counts) or atomics below
@@ -141,7 +144,7 @@ func NewTransport(cfg TransportConfig) (*Transport, error) {
 	if cfg.GatewayTimeout <= 0 {
 		cfg.GatewayTimeout = DefaultGatewayTimeout
 	}
-	t := &Transport{cfg: cfg, sessions: map[wire.SessionID]*session{}, byRemote: map[remote]wire.SessionID{}, outs: map[string]*outbox{},
+	t := &Transport{cfg: cfg, sessions: map[wire.SessionID]*session{}, byRemote: map[string]map[uint64]wire.SessionID{}, outs: map[string]*outbox{},
 		heard: map[string]time.Time{}}
 	sub, err := cfg.Conn.Subscribe(zoneSubject(cfg.Prefix, cfg.Zone), func(m *nats.Msg) {
 		t.inMu.Lock()
@@ -259,14 +262,19 @@ func (t *Transport) GatewaysLost() (gateways, sessions uint64) {
 // second opening of one it holds, is dropped.
 func (t *Transport) inbound(dst []wire.Inbound, name string, k kind, id uint64, payload []byte) []wire.Inbound {
 	r := remote{name, id}
-	s, open := t.byRemote[r]
+	s, open := t.byRemote[name][id]
 	switch {
 	case k == opened && !open && !t.closed:
 		t.last++
 		s = t.last
 		ss := &session{remote: r, out: t.outbox(name), holding: len(payload) > 0}
 		t.sessions[s] = ss
-		t.byRemote[r] = s
+		of := t.byRemote[name]
+		if of == nil {
+			of = map[uint64]wire.SessionID{}
+			t.byRemote[name] = of
+		}
+		of[id] = s
 		t.n.Opened++
 		if ss.holding {
 			t.resumed = append(t.resumed, Resumed{Session: s, Payload: slices.Clone(payload)})
@@ -313,7 +321,7 @@ func (t *Transport) forget(s wire.SessionID) {
 	ss := t.sessions[s]
 	ss.closed.Store(true)
 	delete(t.sessions, s)
-	delete(t.byRemote, ss.remote)
+	delete(t.byRemote[ss.gateway], ss.id)
 	t.n.Closed++
 }
 
