@@ -33,10 +33,14 @@ func oracleWalk(i, r int) (x, y float32) {
 	return lines[i], along
 }
 
+// spot is a place of the oracle's walk: a place names its player and the
+// round of its walk.
+type spot struct{ player, round int }
+
 // identify returns the player whose walk passed through t, or -1.
-func identify(places map[[2]float32]int, t components.Transform) int {
-	if p, ok := places[[2]float32{t.X, t.Y}]; ok {
-		return p
+func identify(places map[[2]float32]spot, t components.Transform) int {
+	if s, ok := places[[2]float32{t.X, t.Y}]; ok {
+		return s.player
 	}
 	return -1
 }
@@ -82,13 +86,11 @@ func oracle(t *testing.T, everyTick bool) {
 	require.NoError(t, err)
 	t.Cleanup(func() { one.Close() })
 
-	places := map[[2]float32]int{}
-	roundAt := map[[2]float32]int{} // the round of its walk a place is of
+	places := map[[2]float32]spot{}
 	for i := range players {
 		for r := range walk + 1 {
 			x, y := oracleWalk(i, r)
-			places[[2]float32{x, y}] = i
-			roundAt[[2]float32{x, y}] = r
+			places[[2]float32{x, y}] = spot{i, r}
 		}
 	}
 	var inZones, inOne []*viewer
@@ -181,8 +183,8 @@ func oracle(t *testing.T, everyTick bool) {
 	zonesSaw := make([][]map[int]bool, players)
 	oneSaw := make([][]map[int]bool, players)
 	// zonesTold[i][r][p] and oneTold[i][r][p]: the round of p's walk whose
-	// place player i was told for p by round r's records (a place names
-	// its player and round).
+	// place player i was told for p by round r's records; nil for a round
+	// whose records the zones' ids do not resolve.
 	zonesTold := make([][]map[int]int, players)
 	oneTold := make([][]map[int]int, players)
 	told := func(v *viewer, who func(uint32) int) map[int]int {
@@ -191,10 +193,10 @@ func oracle(t *testing.T, everyTick bool) {
 			if !v.visible[id] {
 				continue // told gone in the same tick: no longer resolved
 			}
-			p, ok := places[xy]
+			at, ok := places[xy]
 			require.True(t, ok, "a record at %v, a place of no walk", xy)
-			require.Equal(t, p, who(id), "the record of actor %d, at player %d's place", id, p)
-			m[p] = roundAt[xy]
+			require.Equal(t, at.player, who(id), "the record of actor %d, at player %d's place", id, at.player)
+			m[at.player] = at.round
 		}
 		return m
 	}
@@ -225,10 +227,11 @@ func oracle(t *testing.T, everyTick bool) {
 			}
 			zonesSaw[i] = append(zonesSaw[i], seen(inZones[i].visible, inZone))
 			oneSaw[i] = append(oneSaw[i], seen(inOne[i].visible, inOneServer))
-			zonesTold[i] = append(zonesTold[i], map[int]int{})
+			var zt map[int]int
 			if !switching[i][r-1] && !welcomed {
-				zonesTold[i][r-1] = told(inZones[i], inZone)
+				zt = told(inZones[i], inZone)
 			}
+			zonesTold[i] = append(zonesTold[i], zt)
 			oneTold[i] = append(oneTold[i], told(inOne[i], inOneServer))
 		}
 	}
@@ -301,7 +304,7 @@ func oracle(t *testing.T, everyTick bool) {
 					require.Contains(t, []int{0, 1}, or-pr, "player %d was told of %d at round %d: the place of round %d on the zones, %d on one server", i, p, r+1, pr, or)
 				}
 				for p := range oneTold[i][r] {
-					if _, ok := zonesTold[i][r][p]; !ok && len(zonesTold[i][r]) > 0 {
+					if _, ok := zonesTold[i][r][p]; !ok && zonesTold[i][r] != nil {
 						oneOnly++
 					}
 				}
