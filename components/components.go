@@ -94,6 +94,25 @@ type Client struct {
 	// the session, because every actor carries a Client and the tick reads
 	// both together: the field fills what was padding.
 	Class uint8
+	// Phase is the number the relay hashes for the send phases of the
+	// actor's pairs (interest.Phase), in place of its ActorID; 0 means the
+	// ActorID. Two servers that give an actor the same Phase, and run the
+	// same tick numbers, send its far pairs on the same ticks: a named
+	// player's actor gets its name's (interest.NameKey) wherever it
+	// spawns, and the zones of a world carry an actor's Phase with its
+	// ghosts and its hand-off, so that a player crossing a border keeps
+	// the rotation of its far updates. It is not saved: an actor restored
+	// from a save hashes its ActorID until it is given one again.
+	Phase uint32
+}
+
+// PhaseKey returns the number the relay hashes for the phases of actor
+// id, whose Client is c: c.Phase, or the id where c has none.
+func PhaseKey(id ActorID, c Client) uint32 {
+	if c.Phase != 0 {
+		return c.Phase
+	}
+	return id.ID
 }
 
 // The relevance classes Throng defines. A game's own classes follow them,

@@ -3,12 +3,14 @@ package interest
 import "math/bits"
 
 // Phase returns the send phase of the directed pair sender -> recipient,
-// from the two actors' stable ids (components.ActorID, assigned at spawn and
-// never reused), never from table rows, which move. The same pair always
-// gets the same phase, on any core count and across restarts.
+// from the two actors' phase keys (components.PhaseKey: the actor's id,
+// assigned at spawn and never reused, or a key it was given, such as its
+// player's name's [NameKey]), never from table rows, which move. The same
+// pair always gets the same phase, on any core count and across restarts,
+// and on any server that gives its actors the same keys.
 //
 // It is the sum of a sender half and a recipient half, each a splitmix64
-// hash of one id reduced modulo [PhaseModulus] (720720, the least common
+// hash of one key reduced modulo [PhaseModulus] (720720, the least common
 // multiple of 1..16). Every period up to 16 divides the modulus, so a pair's
 // phase modulo such a period is the sum of the halves' residues: the relay
 // computes each actor's residues once per tick ([SenderResidues],
@@ -18,7 +20,8 @@ import "math/bits"
 //
 // Pairs are directed: the sender and recipient halves use different hash
 // keys, so A hearing B and B hearing A fall on unrelated ticks. Sequential
-// spawn ids give phases evenly spread modulo any small period.
+// spawn ids, and hashed names, give phases evenly spread modulo any small
+// period.
 func Phase(sender, recipient uint32) uint32 {
 	return senderHalf(sender) + recipientHalf(recipient)
 }
@@ -168,4 +171,16 @@ func (c *Clock) Sends(phase uint32, period uint8) bool {
 	// phase mod period = high word of (magic * phase mod 2^64) * period.
 	rem, _ := bits.Mul64(c.magic[period]*uint64(phase), uint64(period))
 	return uint8(rem) == c.due[period]
+}
+
+// NameKey returns the phase key of a player named name
+// (components.Client.Phase): a hash of the name, never 0. A player who
+// comes back under the same name, or whose actor another server takes,
+// keeps the phases of its pairs with every actor whose key is kept too.
+func NameKey(name string) uint32 {
+	h := uint64(0xcbf29ce484222325) // FNV-1a, then mixed
+	for i := 0; i < len(name); i++ {
+		h = (h ^ uint64(name[i])) * 0x100000001b3
+	}
+	return max(uint32(mix(h)), 1)
 }

@@ -1,6 +1,7 @@
 package interest_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -122,6 +123,8 @@ func TestPhasesSpreadEvenly(t *testing.T) {
 		"sequential": func(i uint32) uint32 { return i },
 		"spaced":     func(i uint32) uint32 { return i << 20 },
 		"offset":     func(i uint32) uint32 { return 1_000_000 + 3*i },
+		// Named players' keys: names that differ in a digit or two.
+		"names": func(i uint32) uint32 { return interest.NameKey(fmt.Sprint("bot-", i)) },
 	}
 	const actors = 200
 	for name, id := range idSets {
@@ -153,6 +156,15 @@ func TestPhaseIsStable(t *testing.T) {
 	assert.Equal(t, uint32(0x33d90), interest.Phase(1, 0))
 	assert.Equal(t, uint32(0x1318fc), interest.Phase(12345, 678))
 	assert.Equal(t, uint32(0xf9af7), interest.Phase(math.MaxUint32, math.MaxUint32))
+}
+
+// A name's key is a pure function of the name, never 0 (which would mean
+// "the actor id" in components.Client.Phase): a player's pairs keep their
+// phases wherever it plays, and changing these values changes the bytes
+// every server sends named players.
+func TestNameKeyIsStable(t *testing.T) {
+	got := []uint32{interest.NameKey(""), interest.NameKey("ann"), interest.NameKey("bot-1"), interest.NameKey("bot-2")}
+	assert.Equal(t, []uint32{0xa9b5e89b, 0xd559ed80, 0x5495598, 0xb058d859}, got)
 }
 
 // Within one tick the pairs that send are spread evenly: about 1/p of the

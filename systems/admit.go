@@ -9,6 +9,7 @@ import (
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/ecs/save"
+	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net/wire"
 )
 
@@ -82,7 +83,7 @@ func (p *Pipeline) joinFits(spawn components.Transform) bool {
 // this session one of its own.
 func (p *Pipeline) spawnPlayer(id wire.SessionID, s *session, spawn components.Transform) {
 	p.joins++
-	spec := ecs.ActorSpec{Transform: spawn, Client: components.Client{Session: uint64(id), Slot: s.slot, Class: s.class}}
+	spec := ecs.ActorSpec{Transform: spawn, Client: components.Client{Session: uint64(id), Slot: s.slot, Class: s.class, Phase: phaseOfPlayer(s.player)}}
 	if k := s.kept; k != nil {
 		spec.Animation = k.Animation
 		if s.class == components.ClassPlayer && k.Class < components.MaxClasses {
@@ -102,6 +103,17 @@ func (p *Pipeline) spawnPlayer(id wire.SessionID, s *session, spawn components.T
 	if s.player != "" {
 		p.nameSlot(s)
 	}
+}
+
+// phaseOfPlayer is the phase key of player's actor (components.Client.Phase):
+// its name's for a named player, so that its pairs keep their send phases
+// when it comes back or another server takes it; 0 (the actor id) for a
+// guest.
+func phaseOfPlayer(player string) uint32 {
+	if player == "" {
+		return 0
+	}
+	return interest.NameKey(player)
 }
 
 // nameSlot notes named session s's player by its slot, for saves.

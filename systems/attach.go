@@ -122,6 +122,7 @@ func (p *Pipeline) attach() {
 		c.Session, c.Slot = uint64(a.id), s.slot
 		s.actor, s.entity, s.state, s.resumed = a.actor, e, playing, true
 		if s.player = a.player; s.player != "" {
+			c.Phase = phaseOfPlayer(s.player)
 			p.nameSlot(s)
 			delete(p.kept, s.player)
 		}

@@ -97,6 +97,7 @@ type Frame struct {
 	group   []int32
 	x, y, z []float32
 	id      []uint32
+	key     []uint32 // per actor: the number its phases hash (components.PhaseKey)
 	changed []uint64
 	session []uint64
 	slot    []uint32 // per actor: its Client.Slot
@@ -189,6 +190,7 @@ func (f *Frame) resize(n int) {
 	f.y = resizeSlice(f.y, n)
 	f.z = resizeSlice(f.z, n)
 	f.id = resizeSlice(f.id, n)
+	f.key = resizeSlice(f.key, n)
 	f.changed = resizeSlice(f.changed, n)
 	f.session = resizeSlice(f.session, n)
 	f.slot = resizeSlice(f.slot, n)

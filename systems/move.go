@@ -76,9 +76,9 @@ func (p *Pipeline) moveActor(a int32) {
 	// stored only when it differs: every core reads these lines in the
 	// relay, and a store, even of the same value, takes the line from the
 	// other cores' caches.
-	if f.id[a] != id {
-		f.id[a] = id
-		half := interest.SenderHalf(id)
+	if key := components.PhaseKey(view.IDs[r], client); f.id[a] != id || f.key[a] != key {
+		f.id[a], f.key[a] = id, key
+		half := interest.SenderHalf(key)
 		f.half[a] = half
 		f.res[a] = interest.HalfResidues(half)
 	}

@@ -5,6 +5,7 @@ import (
 	mathbits "math/bits"
 	"slices"
 
+	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/grid"
 	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net/wire"
@@ -96,7 +97,7 @@ func (tl *teller) tell(p *Pipeline, slot int) {
 	}
 	tl.out = tl.out[:0]
 	if before.actor == s.actor.ID && len(ps.news) > 0 {
-		rhalf := interest.RecipientHalf(before.actor) // for nudges' phases
+		rhalf := interest.RecipientHalf(components.PhaseKey(s.actor, *p.clients.Get(s.entity))) // for nudges' phases
 		if len(ps.newsKeys) == 0 {
 			for i := range ps.news {
 				tl.tellNews(p, &ps.news[i], &before, rhalf)

@@ -50,7 +50,8 @@ import (
 //     unknown (decided pair by pair).
 //   - run: consecutive stencil cells in one band of one period; their due
 //     lists lie back to back and are copied as one block.
-//   - half, phase, residue: every actor id hashes to a sender half and a
+//   - half, phase, residue: every actor's phase key (its id, or the key
+//     it was given: components.PhaseKey) hashes to a sender half and a
 //     recipient half; a pair's phase is the sender's half plus the
 //     recipient's, and the pair sends when its phase plus the tick is a
 //     multiple of its period. At period p the senders due to a recipient

@@ -157,7 +157,7 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 	f := &p.frame
 	due := &f.due
 	tick := f.Tick
-	rhalf := interest.RecipientHalf(f.id[r])
+	rhalf := interest.RecipientHalf(f.key[r])
 	slot := due.baseListSlot(spread, rhalf)
 	// Per tier period: the residue a sender's half must have modulo the
 	// stretched period (as dueLists.recipientSlot, without the slot).
@@ -174,7 +174,7 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 		ranked := sc.rankedAt[i:len(cells)] // spread > 1 here
 		if ranked[0] {                      // a lower rank: see rankedPairs
 			if !wanted {
-				want, wanted = p.clock.Want(f.id[r]), true
+				want, wanted = p.clock.Want(f.key[r]), true
 			}
 			p.rankedPairs(w, r, cells[i], spread, sc.classes[i], &want, rhalf)
 			i++
@@ -312,8 +312,8 @@ func (p *Pipeline) pickOwed(r int32, s *session, level, spread, thin uint8, coun
 		}
 		slices.Sort(sc.owedIdx)
 	}
-	want := p.clock.Want(f.id[r])
-	rhalf := interest.RecipientHalf(f.id[r])
+	want := p.clock.Want(f.key[r])
+	rhalf := interest.RecipientHalf(f.key[r])
 	s.backlog.Use(&sc.backlog)
 	sc.offered = sc.offered[:0]
 	dues, owes := sc.dueIdx, sc.owedIdx

@@ -486,8 +486,8 @@ func (sc *relayScratch) nearOrNone(nearing bool) []int32 {
 // spread above 1, with NearestSenders set.
 func (p *Pipeline) nearestDue(r int32, spread uint8, sc *relayScratch) {
 	f := &p.frame
-	want := p.clock.Want(f.id[r])
-	rhalf := interest.RecipientHalf(f.id[r])
+	want := p.clock.Want(f.key[r])
+	rhalf := interest.RecipientHalf(f.key[r])
 	near := p.nearestOf(r, sc)
 	// Each is written to both lists and kept where it belongs, without a
 	// branch: whether a pair is due is a coin toss to the predictor.

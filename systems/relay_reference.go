@@ -38,8 +38,8 @@ func (p *Pipeline) visit(r int32, level, spread, thin uint8, fn func(a int32, ip
 // passes those nearestDue found, the reference tests let visit find them.
 func (p *Pipeline) visitNear(r int32, level, spread, thin uint8, near []int32, fn func(a int32, ip, period uint8, due, throttled bool)) {
 	f := &p.frame
-	want := p.clock.Want(f.id[r])
-	rhalf := interest.RecipientHalf(f.id[r])
+	want := p.clock.Want(f.key[r])
+	rhalf := interest.RecipientHalf(f.key[r])
 	g := &f.groups[f.group[r]]
 	for _, ci := range f.stencilCells(g) {
 		for a := f.cells[ci].actors.lo; a < f.cells[ci].actors.hi; a++ {

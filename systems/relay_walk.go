@@ -168,7 +168,7 @@ func (p *Pipeline) flatRuns(cells []int32, classes []cellClass, ranked []bool, o
 func (p *Pipeline) startWalk(r int32, spread uint8, listed bool, sc *relayScratch) *picker {
 	f := &p.frame
 	tick := f.Tick
-	rhalf := interest.RecipientHalf(f.id[r])
+	rhalf := interest.RecipientHalf(f.key[r])
 	var oldest uint64 // changes at or before it are stale for every pair
 	if longest := p.longest * uint64(spread); tick > longest {
 		oldest = tick - longest
@@ -210,7 +210,7 @@ func (c *cellWalk) wants() {
 
 // aim is wants' work, outlined so that wants inlines.
 func (c *cellWalk) aim() {
-	c.pick.aim(c.p.clock.Want(c.f.id[c.pick.r]), &c.p.bands, c.p.cfg.Throttle, c.level)
+	c.pick.aim(c.p.clock.Want(c.f.key[c.pick.r]), &c.p.bands, c.p.cfg.Throttle, c.level)
 	c.wanted = true
 }
 

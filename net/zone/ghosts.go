@@ -12,7 +12,7 @@ import (
 // GhostVersion is the version byte every ghost batch starts with. A
 // batch of another version is refused whole: zones of one world run one
 // protocol.
-const GhostVersion = 4
+const GhostVersion = 5
 
 // Ghost batch layout, little-endian:
 //
@@ -27,8 +27,9 @@ const GhostVersion = 4
 //	   id u32, fields u8 (GhostFields: which of the rest follow), then
 //	   those of x f32, y f32, z f32, yaw f32, flags u16, class u8
 //	   (components.Client.Class: a neighbour shows a remote player's
-//	   ghost as a player, by the players' tiers and rank) that fields
-//	   names, in that order
+//	   ghost as a player, by the players' tiers and rank), phase u32
+//	   (components.PhaseKey: a neighbour sends the ghost's pairs on the
+//	   ticks its owner would) that fields names, in that order
 //
 // Every actor lent is listed in every batch, so that one a batch leaves
 // out is one the neighbour must stop showing; but a record carries only
@@ -46,7 +47,7 @@ const (
 	// GhostSize is the size of a whole record (every field present);
 	// MinGhostSize that of a record of an actor unchanged in the
 	// sender's last GhostRepeat ticks.
-	GhostSize    = 4 + 1 + 4*4 + 2 + 1
+	GhostSize    = 4 + 1 + 4*4 + 2 + 1 + 4
 	MinGhostSize = 4 + 1
 	// GhostRepeat is how many of the sender's ticks a changed field is
 	// sent in, so that a receiver that takes only the newest batch of
@@ -68,8 +69,11 @@ const (
 	GhostYaw
 	GhostFlags
 	GhostClass
+	GhostPhase
 	// GhostAll is a whole record.
-	GhostAll = GhostX | GhostY | GhostZ | GhostYaw | GhostFlags | GhostClass
+	GhostAll = GhostX | GhostY | GhostZ | GhostYaw | GhostFlags | GhostClass | GhostPhase
+	// ghostFields is the number of fields.
+	ghostFields = 7
 )
 
 // size returns the bytes of a record carrying f (f within GhostAll).
@@ -81,6 +85,9 @@ func (f GhostFields) size() int {
 	}
 	if f&GhostClass != 0 {
 		n++
+	}
+	if f&GhostPhase != 0 {
+		n += 4
 	}
 	return n
 }
@@ -95,7 +102,8 @@ type Ghost struct {
 	Yaw         float32
 	WorldOrCell uint32
 	Flags       uint16
-	Class       uint8 // its relevance class, below components.MaxClasses
+	Class       uint8  // its relevance class, below components.MaxClasses
+	Phase       uint32 // the key its pairs' phases hash (components.PhaseKey)
 }
 
 // Changed returns the fields of g that differ from base's: bit for bit,
@@ -108,6 +116,7 @@ func (g Ghost) Changed(base Ghost) GhostFields {
 	f |= field(math.Float32bits(g.Yaw) != math.Float32bits(base.Yaw), GhostYaw)
 	f |= field(g.Flags != base.Flags, GhostFlags)
 	f |= field(g.Class != base.Class, GhostClass)
+	f |= field(g.Phase != base.Phase, GhostPhase)
 	return f
 }
 
@@ -137,6 +146,7 @@ func (r GhostRecord) Over(base Ghost) Ghost {
 	take(&g.Yaw, r.Yaw, r.Fields&GhostYaw)
 	take(&g.Flags, r.Flags, r.Fields&GhostFlags)
 	take(&g.Class, r.Class, r.Fields&GhostClass)
+	take(&g.Phase, r.Phase, r.Fields&GhostPhase)
 	return g
 }
 
@@ -209,6 +219,9 @@ func AppendGhostRecord(dst []byte, r GhostRecord) []byte {
 	if f&GhostClass != 0 {
 		dst = append(dst, r.Class)
 	}
+	if f&GhostPhase != 0 {
+		dst = binary.LittleEndian.AppendUint32(dst, r.Phase)
+	}
 	return dst
 }
 
@@ -259,6 +272,10 @@ func (c *GhostCursor) Next() (GhostRecord, bool) {
 	if rec.Fields&GhostClass != 0 {
 		rec.Class = r[at]
 		at++
+	}
+	if rec.Fields&GhostPhase != 0 {
+		rec.Phase = binary.LittleEndian.Uint32(r[at:])
+		at += 4
 	}
 	c.rest = r[at:]
 	return rec, true
@@ -318,7 +335,11 @@ func DecodeGhosts(b []byte) (GhostBatch, error) {
 				return GhostBatch{}, ErrGhostPosition
 			}
 		}
-		if f&GhostClass != 0 && r[size-1] >= components.MaxClasses {
+		class := MinGhostSize + 4*floats // the class byte, after the flags if they are there
+		if f&GhostFlags != 0 {
+			class += 2
+		}
+		if f&GhostClass != 0 && r[class] >= components.MaxClasses {
 			return GhostBatch{}, ErrGhostClass
 		}
 		r = r[size:]

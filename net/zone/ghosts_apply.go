@@ -197,7 +197,7 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 			if z.taken(b.Zone, a.ID) {
 				continue // ours since a hand-off; the old owner has not heard yet
 			}
-			spec := ecs.ActorSpec{Transform: t, Animation: components.Animation{Flags: a.Flags}, Client: components.Client{Class: a.Class}}
+			spec := ecs.ActorSpec{Transform: t, Animation: components.Animation{Flags: a.Flags}, Client: components.Client{Class: a.Class, Phase: a.Phase}}
 			if a.Class == components.ClassPlayer { // a remote player's: Spawn would make it an NPC
 				clients := g.clients
 				spec.Init = func(_ *ark.World, e ark.Entity) { clients.Get(e).Class = components.ClassPlayer }
@@ -214,8 +214,8 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 			// relays what changed and moves the ghost to its new chunk.
 			*g.transforms.Get(e) = t
 			g.animations.Get(e).Flags = a.Flags
-			if c := g.clients.Get(e); c.Class != a.Class {
-				c.Class = a.Class // the owner's game changed it
+			if c := g.clients.Get(e); c.Class != a.Class || c.Phase != a.Phase {
+				c.Class, c.Phase = a.Class, a.Phase // the owner's game changed them, or the actor came from a hand-off
 			}
 		}
 	}
@@ -229,14 +229,14 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 	}
 }
 
-// heardAs is what a record would say of an actor standing at t with
-// flags and class: the base of a ghost made from something other than
+// heardAs is what a record would say of actor local of ours, standing at
+// t with flags and client c, to be known as id: the base of a ghost made from something other than
 // its owner's record (a hand-off's Prepare, our own actor handed over),
 // until the owner's first whole record. Its heard stays 0, so that a
 // record leaving fields out before then is counted and asks for a
 // keyframe.
-func heardAs(id uint32, t components.Transform, flags uint16, class uint8) Ghost {
-	return Ghost{ID: id, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, WorldOrCell: t.WorldOrCell, Flags: flags, Class: class}
+func heardAs(id uint32, t components.Transform, flags uint16, c components.Client, local components.ActorID) Ghost {
+	return Ghost{ID: id, X: t.X, Y: t.Y, Z: t.Z, Yaw: t.Yaw, WorldOrCell: t.WorldOrCell, Flags: flags, Class: c.Class, Phase: components.PhaseKey(local, c)}
 }
 
 // taken reports whether zone's actor id is ours since a hand-off that

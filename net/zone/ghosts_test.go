@@ -13,7 +13,7 @@ import (
 
 func sampleBatch() []byte {
 	b := zone.AppendGhostHeader(nil, zone.GhostHeader{Zone: 3, Revision: 7, Tick: 1234, WorldOrCell: 60}, 0)
-	b = zone.AppendGhost(b, zone.Ghost{ID: 9, X: 8100, Y: -5.5, Z: 12, Yaw: 1.25, Flags: 0x0102, Class: 5})
+	b = zone.AppendGhost(b, zone.Ghost{ID: 9, X: 8100, Y: -5.5, Z: 12, Yaw: 1.25, Flags: 0x0102, Class: 5, Phase: 0xdeadbeef})
 	b = zone.AppendGhost(b, zone.Ghost{ID: 10, X: 1, Y: 2})
 	zone.SetGhostCount(b, 2)
 	return b
@@ -45,7 +45,7 @@ func TestGhostBatchesRoundTrip(t *testing.T) {
 	require.Equal(t, 2, got.Len())
 	rs := records(got)
 	require.Len(t, rs, 2)
-	assert.Equal(t, zone.GhostRecord{Ghost: zone.Ghost{ID: 9, X: 8100, Y: -5.5, Z: 12, Yaw: 1.25, WorldOrCell: 60, Flags: 0x0102, Class: 5}, Fields: zone.GhostAll}, rs[0])
+	assert.Equal(t, zone.GhostRecord{Ghost: zone.Ghost{ID: 9, X: 8100, Y: -5.5, Z: 12, Yaw: 1.25, WorldOrCell: 60, Flags: 0x0102, Class: 5, Phase: 0xdeadbeef}, Fields: zone.GhostAll}, rs[0])
 	assert.Equal(t, zone.Ghost{ID: 10, X: 1, Y: 2, WorldOrCell: 60}, rs[1].Ghost, "every actor stands in its batch's worldOrCell")
 
 	empty := zone.AppendGhostHeader(nil, zone.GhostHeader{Zone: 1, Tick: 1}, 0)
@@ -60,7 +60,7 @@ func TestGhostBatchesRoundTrip(t *testing.T) {
 // read over the same base gives the actor exactly; an actor unchanged
 // costs MinGhostSize bytes, one walking its x and y besides.
 func TestAGhostRecordCarriesWhatChanged(t *testing.T) {
-	base := zone.Ghost{ID: 9, X: 8100, Y: -5.5, Z: 12, Yaw: 1.25, Flags: 0x0102, Class: 5}
+	base := zone.Ghost{ID: 9, X: 8100, Y: -5.5, Z: 12, Yaw: 1.25, Flags: 0x0102, Class: 5, Phase: 77}
 	negZero := float32(math.Copysign(0, -1))
 	for name, c := range map[string]struct {
 		g      zone.Ghost
@@ -68,11 +68,13 @@ func TestAGhostRecordCarriesWhatChanged(t *testing.T) {
 		size   int
 	}{
 		"standing": {base, 0, zone.MinGhostSize},
-		"walking":  {zone.Ghost{ID: 9, X: 8101.5, Y: -6, Z: 12, Yaw: 1.25, Flags: 0x0102, Class: 5}, zone.GhostX | zone.GhostY, zone.MinGhostSize + 8},
-		"turning":  {zone.Ghost{ID: 9, X: 8100, Y: -5.5, Z: 12, Yaw: 2, Flags: 0x0102, Class: 5}, zone.GhostYaw, zone.MinGhostSize + 4},
-		"flags and class": {zone.Ghost{ID: 9, X: 8100, Y: -5.5, Z: 12, Yaw: 1.25, Flags: 1, Class: 0},
+		"walking":  {zone.Ghost{ID: 9, X: 8101.5, Y: -6, Z: 12, Yaw: 1.25, Flags: 0x0102, Class: 5, Phase: 77}, zone.GhostX | zone.GhostY, zone.MinGhostSize + 8},
+		"turning":  {zone.Ghost{ID: 9, X: 8100, Y: -5.5, Z: 12, Yaw: 2, Flags: 0x0102, Class: 5, Phase: 77}, zone.GhostYaw, zone.MinGhostSize + 4},
+		"flags and class": {zone.Ghost{ID: 9, X: 8100, Y: -5.5, Z: 12, Yaw: 1.25, Flags: 1, Class: 0, Phase: 77},
 			zone.GhostFlags | zone.GhostClass, zone.MinGhostSize + 3},
-		"minus zero": {zone.Ghost{ID: 9, X: 8100, Y: -5.5, Z: negZero, Yaw: 1.25, Flags: 0x0102, Class: 5}, zone.GhostZ, zone.MinGhostSize + 4},
+		"a phase key from a hand-off": {zone.Ghost{ID: 9, X: 8100, Y: -5.5, Z: 12, Yaw: 1.25, Flags: 0x0102, Class: 5, Phase: 4},
+			zone.GhostPhase, zone.MinGhostSize + 4},
+		"minus zero": {zone.Ghost{ID: 9, X: 8100, Y: -5.5, Z: negZero, Yaw: 1.25, Flags: 0x0102, Class: 5, Phase: 77}, zone.GhostZ, zone.MinGhostSize + 4},
 	} {
 		b := zone.AppendGhostHeader(nil, zone.GhostHeader{Zone: 3, Tick: 2, WorldOrCell: 60}, 1)
 		b = appendSince(b, c.g, base)
@@ -100,7 +102,7 @@ func TestMalformedGhostBatchesAreRefusedWithTheReason(t *testing.T) {
 		"empty":      {nil, zone.ErrGhostShort},
 		"header cut": {good[:26], zone.ErrGhostShort},
 		"version":    {with(func(b []byte) []byte { b[0] = 1; return b }), zone.ErrGhostVersion},
-		"class":      {with(func(b []byte) []byte { b[27+zone.GhostSize-1] = 16; return b }), zone.ErrGhostClass},
+		"class":      {with(func(b []byte) []byte { b[27+zone.GhostSize-5] = 16; return b }), zone.ErrGhostClass},
 		"record cut": {good[:len(good)-1], zone.ErrGhostLength},
 		"extra byte": {append(append([]byte(nil), good...), 0), zone.ErrGhostLength},
 		"huge count": {with(func(b []byte) []byte { zone.SetGhostCount(b, math.MaxUint32); return b }), zone.ErrGhostLength},
@@ -110,7 +112,7 @@ func TestMalformedGhostBatchesAreRefusedWithTheReason(t *testing.T) {
 		}), zone.ErrGhostLength},
 		"zone 0":        {with(func(b []byte) []byte { b[1], b[2] = 0, 0; return b }), zone.ErrGhostZone},
 		"actor 0":       {with(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[27:], 0); return b }), zone.ErrGhostActor},
-		"unknown field": {with(func(b []byte) []byte { b[27+4] |= 0x40; return b }), zone.ErrGhostFields},
+		"unknown field": {with(func(b []byte) []byte { b[27+4] |= 0x80; return b }), zone.ErrGhostFields},
 		"fewer fields":  {with(func(b []byte) []byte { b[27+4] = uint8(zone.GhostX); return b }), zone.ErrGhostLength},
 		"NaN position": {with(func(b []byte) []byte {
 			binary.LittleEndian.PutUint32(b[27+5:], math.Float32bits(float32(math.NaN())))

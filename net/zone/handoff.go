@@ -223,7 +223,8 @@ type incoming struct {
 // that zone: a Prepare with its state; client marks a player's actor. An
 // actor already being handed off, or rolled back less than a timeout
 // ago, is left alone.
-func (z *Server) offer(to ID, revision uint64, id components.ActorID, t components.Transform, a components.Animation, in components.MoveInput, class uint8, client bool) {
+func (z *Server) offer(to ID, revision uint64, id components.ActorID, t components.Transform, a components.Animation, in components.MoveInput, c components.Client) {
+	client := c.Session != 0
 	h := &z.hand
 	if _, busy := h.out[id]; busy {
 		return
@@ -239,7 +240,7 @@ func (z *Server) offer(to ID, revision uint64, id components.ActorID, t componen
 	h.out[id] = o
 	z.stats.h.Started.Add(1)
 	z.send(o, HandoffRequest{Kind: Prepare, Zone: z.opts.Zone, Revision: revision, Seq: o.seq, Actor: id.ID,
-		Transform: t, Animation: a, Input: in, Class: class, Client: client})
+		Transform: t, Animation: a, Input: in, Class: c.Class, Phase: components.PhaseKey(id, c), Client: client})
 }
 
 func (z *Server) send(o *outgoing, r HandoffRequest) {
@@ -255,7 +256,8 @@ func (z *Server) sendState(kind uint8, revision uint64, id components.ActorID, o
 	g := &z.ghosts
 	r := HandoffRequest{Kind: kind, Zone: z.opts.Zone, Revision: revision, Seq: o.seq, Actor: id.ID, Client: o.client}
 	if e, ok := g.world.Entity(id); ok {
-		r.Transform, r.Animation, r.Input, r.Class = *g.transforms.Get(e), *g.animations.Get(e), *g.inputs.Get(e), g.clients.Get(e).Class
+		c := g.clients.Get(e)
+		r.Transform, r.Animation, r.Input, r.Class, r.Phase = *g.transforms.Get(e), *g.animations.Get(e), *g.inputs.Get(e), c.Class, components.PhaseKey(id, *c)
 		if kind == Commit {
 			// The game's components go with the Commit, which the
 			// receiver takes the actor on: as they stand now.
@@ -312,7 +314,7 @@ func (z *Server) handOver(id components.ActorID, o *outgoing, fromTick uint64) {
 	src.actors[o.remote] = gh
 	g.local[id] = remote{o.to, o.remote}
 	if e, ok := g.world.Entity(id); ok {
-		gh.last = heardAs(o.remote, *g.transforms.Get(e), g.animations.Get(e).Flags, g.clients.Get(e).Class)
+		gh.last = heardAs(o.remote, *g.transforms.Get(e), g.animations.Get(e).Flags, *g.clients.Get(e), id)
 		if len(z.types) > 0 {
 			// Its new owner keeps them from now on; a copy here would go
 			// stale while the game's systems still found it.

@@ -77,8 +77,9 @@ func (z *Server) prepare(r request, key remote) {
 	if gh == nil {
 		// Its owner's batch has not reached us yet: spawn the ghost now,
 		// at the place the Prepare says.
-		id := g.world.Spawn(ecs.ActorSpec{Transform: r.Transform, Animation: r.Animation, Client: components.Client{Class: r.Class}})
-		gh = &ghost{local: id, last: heardAs(r.Actor, r.Transform, r.Animation.Flags, r.Class), gen: src.gen}
+		c := components.Client{Class: r.Class, Phase: r.Phase}
+		id := g.world.Spawn(ecs.ActorSpec{Transform: r.Transform, Animation: r.Animation, Client: c})
+		gh = &ghost{local: id, last: heardAs(r.Actor, r.Transform, r.Animation.Flags, c, id), gen: src.gen}
 		src.actors[r.Actor] = gh
 		g.local[id] = key
 		g.lend(key, id)
@@ -109,7 +110,7 @@ func (z *Server) take(r request, rec *incoming, tick uint64) {
 		// The ghost went (its owner stopped lending it, or its spawn is
 		// still queued): the actor is spawned here as ours instead.
 		in, class, carried := r.Input, r.Class, r.Carried
-		rec.local = g.world.Spawn(ecs.ActorSpec{Transform: r.Transform, Animation: r.Animation, Client: components.Client{Class: r.Class},
+		rec.local = g.world.Spawn(ecs.ActorSpec{Transform: r.Transform, Animation: r.Animation, Client: components.Client{Class: r.Class, Phase: r.Phase},
 			Init: func(w *ark.World, e ark.Entity) {
 				*ark.NewMap[components.MoveInput](w).Get(e) = in
 				ark.NewMap[components.Client](w).Get(e).Class = class // a player's too: Spawn would make it an NPC
@@ -119,7 +120,8 @@ func (z *Server) take(r request, rec *incoming, tick uint64) {
 		*g.transforms.Get(e) = r.Transform
 		*g.animations.Get(e) = r.Animation
 		*g.inputs.Get(e) = r.Input
-		g.clients.Get(e).Class = r.Class
+		c := g.clients.Get(e)
+		c.Class, c.Phase = r.Class, r.Phase
 		z.give(g.world.Ark(), e, r, r.Carried)
 	}
 	rec.phase, rec.tick = taken, tick

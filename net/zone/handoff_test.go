@@ -332,7 +332,7 @@ func TestAnActorAlreadyLentIsTakenWithinTwoTicksOfTheOffer(t *testing.T) {
 }
 
 // TestHandoffRequestsRoundTripAndRefuseBadValues: a request comes back as
-// it was sent, its class, player and carried components included; a class
+// it was sent, its class, phase key, player and carried components included; a class
 // past components.MaxClasses, a request cut anywhere or with a byte more,
 // or one of another version, is refused.
 func TestHandoffRequestsRoundTripAndRefuseBadValues(t *testing.T) {
@@ -342,7 +342,7 @@ func TestHandoffRequestsRoundTripAndRefuseBadValues(t *testing.T) {
 	ark.NewMap[Title](world).Add(e, &Title{Text: "smith"})
 	r := zone.HandoffRequest{Kind: zone.Commit, Zone: 2, Revision: 7, Seq: 3, Actor: 11,
 		Transform: components.Transform{X: 8100, Y: 5, Yaw: 1}, Animation: components.Animation{Flags: 9},
-		Input: components.MoveInput{Seq: 4, X: 8100, Y: 5, Flags: 9, Pending: true}, Class: 5, Client: true,
+		Input: components.MoveInput{Seq: 4, X: 8100, Y: 5, Flags: 9, Pending: true}, Class: 5, Phase: 0x5eed1e55, Client: true,
 		Player: "ann", Carried: save.AppendCarried(nil, world, e, gameTypes)}
 	b := zone.AppendHandoffRequest(nil, r)
 	got, err := zone.DecodeHandoffRequest(b)

@@ -10,7 +10,7 @@ import (
 )
 
 // HandoffVersion is the version byte every hand-off message starts with.
-const HandoffVersion = 4
+const HandoffVersion = 5
 
 // Kinds of hand-off request.
 const (
@@ -47,12 +47,14 @@ const (
 //	73 class     u8  the actor's relevance class (components.Client.Class)
 //	74 client    u8  1 when the actor has a client, whose session follows it
 //	             through the gateway (Options.Gateway); else 0
-//	75 player    u16 length, then the bytes: the name its player is known
+//	75 phase     u32 the key its pairs' phases hash (components.PhaseKey),
+//	             which the receiver keeps (components.Client.Phase)
+//	79 player    u16 length, then the bytes: the name its player is known
 //	             by (a Commit of a named player's actor); else empty
 //	   carried   the actor's components of the game's own, as
 //	             ecs/save.AppendCarried lists them (a Commit); a Prepare's
 //	             list is empty
-const handoffRequestSize = 75
+const handoffRequestSize = 79
 
 // maxPlayerName is the longest player name a hand-off carries: its length
 // is a u16. A longer name travels as none (the player a guest there).
@@ -88,6 +90,10 @@ type HandoffRequest struct {
 	Animation components.Animation
 	Input     components.MoveInput
 	Class     uint8
+	// Phase is the key the actor's pairs' phases hash
+	// (components.PhaseKey): its receiver keeps it, so that the actor's
+	// far pairs go on being sent on the ticks they were.
+	Phase uint32
 	// Client says the actor is a player's: its session is moved to the
 	// receiver once the receiver has taken it.
 	Client bool
@@ -137,6 +143,7 @@ func AppendHandoffRequest(dst []byte, r HandoffRequest) []byte {
 		client = 1
 	}
 	dst = append(dst, pending, r.Class, client)
+	dst = le.AppendUint32(dst, r.Phase)
 	player := r.Player
 	if len(player) > maxPlayerName {
 		player = ""
@@ -193,7 +200,7 @@ func DecodeHandoffRequest(b []byte) (HandoffRequest, error) {
 		Animation: components.Animation{Flags: le.Uint16(b[44:])},
 		Input: components.MoveInput{Seq: le.Uint32(b[46:]), X: float(b[50:]), Y: float(b[54:]), Z: float(b[58:]), Yaw: float(b[62:]),
 			WorldOrCell: le.Uint32(b[66:]), Flags: le.Uint16(b[70:]), Pending: b[72] != 0},
-		Class: b[73], Client: b[74] == 1, Player: string(rest[2 : 2+nameLen]), Carried: carried,
+		Class: b[73], Client: b[74] == 1, Phase: le.Uint32(b[75:]), Player: string(rest[2 : 2+nameLen]), Carried: carried,
 	}
 	t, in := r.Transform, r.Input
 	if r.Zone == 0 || r.Actor == 0 || !finite(t.X, t.Y, t.Z, t.Yaw, in.X, in.Y, in.Z, in.Yaw) || r.Class >= components.MaxClasses || b[74] > 1 {

@@ -39,7 +39,7 @@ type told struct {
 type toldActor struct {
 	g       Ghost
 	listed  uint64
-	changed [6]uint64
+	changed [ghostFields]uint64
 }
 
 // state returns neighbour id's told, made on first use.
@@ -62,7 +62,9 @@ func (p *publisher) appendTo(i int, g Ghost, tick uint64) {
 	st := p.toldNow[i]
 	a, ok := st.actors[g.ID]
 	if !ok || a.listed != st.last {
-		a.changed = [6]uint64{tick, tick, tick, tick, tick, tick}
+		for f := range a.changed {
+			a.changed[f] = tick
+		}
 	} else {
 		diff := g.Changed(a.g)
 		for f := range a.changed {
@@ -172,9 +174,10 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 			}
 			tr := &cv.Transforms[r]
 			if owner != 0 && !z.hand.awaits(cv.IDs[r]) && (cv.Clients[r].Session == 0 || z.opts.Gateway != nil) && z.pastMargin(me, tr) {
-				z.offer(owner, v.revision, cv.IDs[r], *tr, cv.Animations[r], cv.Inputs[r], cv.Clients[r].Class, cv.Clients[r].Session != 0)
+				z.offer(owner, v.revision, cv.IDs[r], *tr, cv.Animations[r], cv.Inputs[r], cv.Clients[r])
 			}
-			g := Ghost{ID: cv.IDs[r].ID, X: tr.X, Y: tr.Y, Z: tr.Z, Yaw: tr.Yaw, Flags: cv.Animations[r].Flags, Class: cv.Clients[r].Class}
+			g := Ghost{ID: cv.IDs[r].ID, X: tr.X, Y: tr.Y, Z: tr.Z, Yaw: tr.Yaw, Flags: cv.Animations[r].Flags, Class: cv.Clients[r].Class,
+				Phase: components.PhaseKey(cv.IDs[r], cv.Clients[r])}
 			for _, i := range p.reach {
 				p.appendTo(i, g, t.Number)
 				p.counts[i]++
