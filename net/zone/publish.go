@@ -28,25 +28,37 @@ type publisher struct {
 	wanted  []ID // the neighbours that asked for a keyframe (keyRequests)
 }
 
-// told is what our batches said of our actors to one neighbour.
+// told is what our batches said of our actors to one neighbour. An
+// actor's entry is a slot of slots, found through index; a batch lists
+// the actors in nearly the order the last one did (the chunks' views in
+// their order, each table's rows in theirs), so an actor is first looked
+// for in the slot after the last one found, in the last batch's order,
+// and only then in the map.
 type told struct {
-	last   uint64 // the tick of the last batch sent to it; 0 if it was not sent
-	actors map[uint32]toldActor
+	last  uint64 // the tick of the last batch sent to it; 0 if it was not sent
+	index map[uint32]int32
+	slots []toldActor
+	free  []int32 // slots of actors forgotten
+	order []int32 // the slots in the order the last batch listed them
+	next  []int32 // this batch's, being built
+	at    int32   // the position in order of the actor last found
 }
 
 // toldActor is an actor as a batch last listed it, that batch's tick, and
-// the tick each of its fields last changed (by GhostFields bit).
+// the tick each of its fields last changed (by GhostFields bit); pos is
+// its position in the last batch's order (stale when it was not listed).
 type toldActor struct {
 	g       Ghost
 	listed  uint64
 	changed [ghostFields]uint64
+	pos     int32
 }
 
 // state returns neighbour id's told, made on first use.
 func (p *publisher) state(id ID) *told {
 	st := p.told[id]
 	if st == nil {
-		st = &told{actors: map[uint32]toldActor{}}
+		st = &told{index: map[uint32]int32{}, at: -1}
 		if p.told == nil {
 			p.told = map[ID]*told{}
 		}
@@ -55,12 +67,67 @@ func (p *publisher) state(id ID) *told {
 	return st
 }
 
+// find returns actor id's slot, the slot after the last one found in the
+// last batch's order if it is id's, and whether it has one.
+func (st *told) find(id uint32) (int32, bool) {
+	if n := st.at + 1; n >= 0 && int(n) < len(st.order) {
+		if s := st.order[n]; st.slots[s].g.ID == id {
+			st.at = n
+			return s, true
+		}
+	}
+	s, ok := st.index[id]
+	if ok {
+		st.at = st.slots[s].pos
+	}
+	return s, ok
+}
+
+// add gives actor id a slot.
+func (st *told) add(id uint32) int32 {
+	var s int32
+	if n := len(st.free); n > 0 {
+		s, st.free = st.free[n-1], st.free[:n-1]
+		st.slots[s] = toldActor{}
+	} else {
+		s = int32(len(st.slots))
+		st.slots = append(st.slots, toldActor{})
+	}
+	st.slots[s].pos = -1
+	st.index[id] = s
+	return s
+}
+
+// listed ends a batch of tick: its order is the next batch's guide; after
+// a keyframe the actors it did not list are forgotten.
+func (st *told) listed(tick uint64, key bool) {
+	st.order, st.next = st.next, st.order[:0]
+	for k, s := range st.order {
+		st.slots[s].pos = int32(k)
+	}
+	st.at = -1
+	if !key {
+		return
+	}
+	for id, s := range st.index {
+		if st.slots[s].listed != tick {
+			delete(st.index, id)
+			st.free = append(st.free, s)
+		}
+	}
+}
+
 // appendTo appends g's record to neighbour i's batch of tick: whole in a
 // keyframe, else the fields that changed in the last GhostRepeat ticks,
 // every field counting as changed when the previous batch did not list g.
 func (p *publisher) appendTo(i int, g Ghost, tick uint64) {
 	st := p.toldNow[i]
-	a, ok := st.actors[g.ID]
+	s, ok := st.find(g.ID)
+	if !ok {
+		s = st.add(g.ID)
+	}
+	st.next = append(st.next, s)
+	a := &st.slots[s]
 	if !ok || a.listed != st.last {
 		for f := range a.changed {
 			a.changed[f] = tick
@@ -83,7 +150,6 @@ func (p *publisher) appendTo(i int, g Ghost, tick uint64) {
 		}
 	}
 	a.g, a.listed = g, tick
-	st.actors[g.ID] = a
 	p.batches[i] = AppendGhostRecord(p.batches[i], GhostRecord{Ghost: g, Fields: fields})
 }
 
@@ -169,8 +235,13 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 			continue
 		}
 		for r := range cv.Len() {
-			if _, lent := z.ghosts.local[cv.IDs[r]]; lent {
-				continue
+			// A ghost never has a client (a session is let go before its
+			// actor is handed over, and attached after it is taken), so
+			// only a client-less actor is looked for among them.
+			if cv.Clients[r].Session == 0 {
+				if _, lent := z.ghosts.local[cv.IDs[r]]; lent {
+					continue
+				}
 			}
 			tr := &cv.Transforms[r]
 			if owner != 0 && !z.hand.awaits(cv.IDs[r]) && (cv.Clients[r].Session == 0 || z.opts.Gateway != nil) && z.pastMargin(me, tr) {
@@ -190,13 +261,7 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 	for i, id := range p.neighbours {
 		SetGhostCount(p.batches[i], p.counts[i])
 		st := p.toldNow[i]
-		if p.key[i] { // forget the actors this batch does not list
-			for aid, a := range st.actors {
-				if a.listed != t.Number {
-					delete(st.actors, aid)
-				}
-			}
-		}
+		st.listed(t.Number, p.key[i])
 		// Publish copies the batch into the connection's buffer; a send
 		// that fails (the connection closed) is left to the next tick,
 		// which is then a keyframe.
