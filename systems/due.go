@@ -69,6 +69,18 @@ type dueLists struct {
 	off        []int32 // per slot, a row: per cell, where its list starts in picks, then where the last one ends
 	picks      []int32 // sender indices, list after list
 	packed     []byte  // the records of picks, in the same order
+	// quot holds, for each sender of a base list of spread s, its half's
+	// quotient by s modulo cycle (in picks' order): with every sender of
+	// the list at one residue modulo s, it says the residue modulo each
+	// stretched period t*s (t a tier period, which divides cycle), so
+	// the relay checks a candidate with a shift (gatherBase).
+	quot []uint8
+	// cycle is the least common multiple of the tier periods, or 0 when
+	// it passes 64 (the relay then computes each candidate's residue);
+	// every[t], for each tier period t, has the bits q below cycle with
+	// q mod t == 0.
+	cycle uint8
+	every [256]uint64
 	// masks holds the same lists as bit sets, per slot and cell (bit i:
 	// the cell's i-th actor), for cells of at most maskActors actors, on
 	// ticks with at most maskSlots slots (no spread, or a few); on others
@@ -105,6 +117,38 @@ func (d *dueLists) setPeriods(sets []interest.Tiers) {
 	for p := 2; p < len(d.magic); p++ {
 		d.magic[p] = ^uint64(0)/uint64(p) + 1
 	}
+	cycle := 1
+	for _, t := range d.tierPeriods {
+		if cycle = cycle * int(t) / gcd(cycle, int(t)); cycle > 64 {
+			break
+		}
+	}
+	d.cycle = 0
+	if cycle > 64 {
+		return
+	}
+	d.cycle = uint8(cycle)
+	for _, t := range d.tierPeriods {
+		d.every[t] = 0
+		for q := 0; q < cycle; q += int(t) {
+			d.every[t] |= 1 << q
+		}
+	}
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// quotient returns x / p modulo the cycle (p at least 2, the cycle's
+// bits set), by multiplication (Lemire, Kaser and Kurz's x / p for x
+// below 2^32 and the magic of p).
+func (d *dueLists) quotient(x uint32, p uint8) uint8 {
+	q, _ := bits.Mul64(d.magic[p], uint64(x))
+	return uint8(d.residue(uint32(q), d.cycle))
 }
 
 // plan chooses this tick's periods: the tier periods, and those stretched
@@ -282,6 +326,9 @@ func (d *dueLists) beginBuild(f *Frame) {
 	d.off = resizeSlice(d.off, int(d.stride)*int(d.nslots))
 	d.picks = resizeSlice(d.picks, f.Len()*len(d.sets))
 	d.packed = resizeSlice(d.packed, len(d.picks)*wire.RecordSize)
+	if len(d.bases) > 0 && d.cycle > 0 {
+		d.quot = resizeSlice(d.quot, len(d.picks))
+	}
 	d.masked = d.nslots <= maskSlots
 	if d.masked {
 		d.masks = resizeSlice(d.masks, ncells*int(d.nslots))
@@ -333,6 +380,7 @@ func (d *dueLists) buildSet(f *Frame, j int) {
 		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
 		changed, half := f.changed[lo:hi], f.half[lo:hi]
 		small := masks != nil && hi-lo <= maskActors
+		based := j >= len(d.periods) && d.cycle > 0 // a base set (plan)
 		for i := len(changed) - 1; i >= 0; i-- {
 			if c := changed[i]; c+set.window > tick && c != 0 && (set.mod > 1 || c == tick) {
 				w := int(d.residue(half[i], set.mod))
@@ -342,6 +390,9 @@ func (d *dueLists) buildSet(f *Frame, j int) {
 				a := lo + int32(i)
 				d.picks[at] = a
 				copyRecord(d.packed[int(at)*wire.RecordSize:int(at+1)*wire.RecordSize], f.recordOf(a))
+				if based {
+					d.quot[at] = d.quotient(half[i], set.mod)
+				}
 				if small {
 					masks[w*ncells+ci] |= 1 << i
 				}

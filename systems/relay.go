@@ -347,13 +347,14 @@ func (sc *relayScratch) growSel(n int) {
 type relayScratch struct {
 	cell    int32
 	classes []cellClass
-	boxes   cellBoxes  // the classes' boxes and edges, for pointBands
-	sel     []int32    // senders chosen in one cell
-	pick    picker     // the current recipient, for choosing in two-band cells
-	rslot   [256]int32 // per tier period: the due list slot of the current recipient
-	spreads [256]int32 // this tick's recipients by spread (under the budget), for the next tick's lists
-	bwant   [256]uint8 // per tier period: the residue gatherBase wants at its stretched period
-	runs    []int32    // per stencil position of the recipient cell: see uniformRuns
+	boxes   cellBoxes   // the classes' boxes and edges, for pointBands
+	sel     []int32     // senders chosen in one cell
+	pick    picker      // the current recipient, for choosing in two-band cells
+	rslot   [256]int32  // per tier period: the due list slot of the current recipient
+	spreads [256]int32  // this tick's recipients by spread (under the budget), for the next tick's lists
+	bwant   [256]uint8  // per tier period: the residue gatherBase wants at its stretched period
+	bdue    [256]uint64 // per tier period: the base lists' quotients due at its stretched period (dueLists.quot)
+	runs    []int32     // per stencil position of the recipient cell: see uniformRuns
 	// classified: classes, runs and rankedAt are the current cell's
 	// (classifyCell). small: its stencil is small, and smallRuns holds
 	// its runs (Pipeline.smallRuns).

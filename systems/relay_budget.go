@@ -161,9 +161,17 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 	slot := due.baseListSlot(spread, rhalf)
 	// Per tier period: the residue a sender's half must have modulo the
 	// stretched period (as dueLists.recipientSlot, without the slot).
+	// With the base lists' quotients (dueLists.quot), per tier period the
+	// quotients due: every sender of the base list has the residue the
+	// stretched period wants modulo the spread, and is due when its
+	// quotient by the spread is the wanted residue's, modulo the period.
 	for _, tp := range due.tierPeriods {
 		period := tp * spread
-		sc.bwant[tp] = uint8(due.wantResidue(period, tickDue(period, tick), rhalf))
+		w := due.wantResidue(period, tickDue(period, tick), rhalf)
+		sc.bwant[tp] = uint8(w)
+		if due.cycle > 0 {
+			sc.bdue[tp] = due.every[tp] << (w / uint32(spread))
+		}
 	}
 	// The base lists of one slot for consecutive cells lie back to back:
 	// each run of consecutive cells in the stencil is one range of
@@ -190,7 +198,11 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 		i = j
 		cands := due.picks[lo:hi]
 		sc.growSel(len(cands))
-		w.write(sc.sel[:p.chooseBased(sc.sel, cands, classes, first, r, spread, &sc.bwant)])
+		var quots []uint8
+		if due.cycle > 0 {
+			quots = due.quot[lo:hi]
+		}
+		w.write(sc.sel[:p.chooseBased(sc.sel, cands, quots, classes, first, r, spread, sc)])
 	}
 }
 
@@ -204,15 +216,22 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 // behind the one branch, which such cells, rare in a crowd, leave
 // predicted). Whether a candidate is due is a coin toss, and without a
 // branch the loads of one candidate's data do not wait for the last
-// one's decision.
-func (p *Pipeline) chooseBased(sel, cands []int32, classes []cellClass, first, r int32, spread uint8, want *[256]uint8) int {
+// one's decision. With the base lists' quotients (quots, dueLists.quot;
+// nil where the tier periods' cycle is too long for them) its phase is a
+// bit of sc.bdue, else its residue at the stretched period against
+// sc.bwant.
+func (p *Pipeline) chooseBased(sel, cands []int32, quots []uint8, classes []cellClass, first, r int32, spread uint8, sc *relayScratch) int {
 	f := &p.frame
 	due := &f.due
 	tick := f.Tick
 	rx, ry, rz := f.x[r], f.y[r], f.z[r]
 	sel = sel[:len(cands)]
+	quoted := quots != nil
+	if quoted {
+		quots = quots[:len(cands)]
+	}
 	m := 0
-	for _, a := range cands {
+	for i, a := range cands {
 		class := classes[f.cellIdx[a]-first]
 		dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
 		d := dx*dx + dy*dy + dz*dz
@@ -224,10 +243,15 @@ func (p *Pipeline) chooseBased(sel, cands []int32, classes []cellClass, first, r
 			tp = p.tiersOf(ci).PeriodSq(d)
 			in = b2i(d < p.kindReach[f.cells[ci].kind])
 		}
-		period := tp * spread                       // no cap: based spreads keep their stretched periods under 256
-		res := due.residueAbove1(f.half[a], period) // a based spread is at least 5
+		period := tp * spread // no cap: based spreads keep their stretched periods under 256
+		var onPhase int
+		if quoted { // the same every time: predicted
+			onPhase = int(sc.bdue[tp] >> quots[i] & 1)
+		} else {
+			onPhase = b2i(uint8(due.residueAbove1(f.half[a], period)) == sc.bwant[tp]) // a based spread is at least 5
+		}
 		sel[m] = a
-		m += b2i(f.changed[a]+uint64(period) > tick) & b2i(uint8(res) == want[tp]) & b2i(a != r) & in
+		m += b2i(f.changed[a]+uint64(period) > tick) & onPhase & b2i(a != r) & in
 	}
 	return m
 }
