@@ -213,8 +213,13 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 			// Written before Move, as a game's system moves an NPC: Move
 			// relays what changed and moves the ghost to its new chunk.
 			*g.transforms.Get(e) = t
-			g.animations.Get(e).Flags = a.Flags
-			if c := g.clients.Get(e); c.Class != a.Class || c.Phase != a.Phase {
+			// A field the record leaves out is what the ghost already
+			// has: its row is left untouched.
+			if r.Fields&GhostFlags != 0 {
+				g.animations.Get(e).Flags = a.Flags
+			}
+			if r.Fields&(GhostClass|GhostPhase) != 0 {
+				c := g.clients.Get(e)
 				c.Class, c.Phase = a.Class, a.Phase // the owner's game changed them, or the actor came from a hand-off
 			}
 		}

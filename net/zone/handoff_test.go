@@ -87,12 +87,16 @@ func TestAnNPCCrossingTheBorderIsHandedOffAndBackWithoutBlinking(t *testing.T) {
 	}
 	step()
 	// The NPC is of a class of the game's own (5), which goes with it.
-	classOf := func(s zone.ID, id components.ActorID) uint8 {
+	clientOf := func(s zone.ID, id components.ActorID) components.Client {
 		world := w.servers[s].srv.World()
 		e, ok := world.Entity(id)
 		require.True(t, ok)
-		return ark.NewMap[components.Client](world.Ark()).Get(e).Class
+		return *ark.NewMap[components.Client](world.Ark()).Get(e)
 	}
+	classOf := func(s zone.ID, id components.ActorID) uint8 { return clientOf(s, id).Class }
+	// Its pairs' phases hash its first owner's id wherever it goes: zone
+	// 1's ghost of it, and zone 1's actor once it is handed over.
+	phaseOf := func(s zone.ID, id components.ActorID) uint32 { return components.PhaseKey(id, clientOf(s, id)) }
 	{
 		world := w.servers[2].srv.World()
 		e, ok := world.Entity(npc)
@@ -114,6 +118,8 @@ func TestAnNPCCrossingTheBorderIsHandedOffAndBackWithoutBlinking(t *testing.T) {
 		}
 	}
 	require.NotZero(t, seen)
+	require.NotEqual(t, npc.ID, seen, "zone 1 numbers its ghost of the NPC its own way")
+	assert.Equal(t, npc.ID, phaseOf(1, components.ActorID{ID: seen}), "the ghost's phase key")
 	events := func() []string { return append(slices.Clone(p1.events), p2.events...) }
 	before := events()
 
@@ -121,6 +127,8 @@ func TestAnNPCCrossingTheBorderIsHandedOffAndBackWithoutBlinking(t *testing.T) {
 	assert.Equal(t, before, events(), "no Appear or Disappear while the NPC crossed")
 	assert.Equal(t, []components.ActorID{{ID: seen}}, w.npcs(1), "zone 1 owns the NPC, under its ghost's id")
 	assert.Equal(t, uint8(5), classOf(1, components.ActorID{ID: seen}), "of its class")
+	assert.Equal(t, npc.ID, phaseOf(1, components.ActorID{ID: seen}), "and of its phase key")
+	assert.Equal(t, npc.ID, phaseOf(2, npc), "zone 2's ghost of it too")
 	assert.Empty(t, w.npcs(2))
 	owner, rid, ghost := b.Ghost(npc)
 	assert.True(t, ghost, "zone 2 holds it as a ghost, in place")
