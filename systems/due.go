@@ -143,9 +143,9 @@ func gcd(a, b int) int {
 	return a
 }
 
-// quotient returns x / p modulo the cycle (p at least 2, the cycle's
-// bits set), by multiplication (Lemire, Kaser and Kurz's x / p for x
-// below 2^32 and the magic of p).
+// quotient returns x / p modulo the cycle (p at least 2, a cycle of at
+// most 64), by multiplication: Lemire, Kaser and Kurz's x / p, exact for
+// every x below 2^32 with p's magic.
 func (d *dueLists) quotient(x uint32, p uint8) uint8 {
 	q, _ := bits.Mul64(d.magic[p], uint64(x))
 	return uint8(d.residue(uint32(q), d.cycle))
