@@ -1,6 +1,10 @@
 package interest
 
-import "math/bits"
+import (
+	"hash/fnv"
+	"io"
+	"math/bits"
+)
 
 // Phase returns the send phase of the directed pair sender -> recipient,
 // from the two actors' phase keys (components.PhaseKey: the actor's id,
@@ -178,9 +182,7 @@ func (c *Clock) Sends(phase uint32, period uint8) bool {
 // comes back under the same name, or whose actor another server takes,
 // keeps the phases of its pairs with every actor whose key is kept too.
 func NameKey(name string) uint32 {
-	h := uint64(0xcbf29ce484222325) // FNV-1a, then mixed
-	for i := 0; i < len(name); i++ {
-		h = (h ^ uint64(name[i])) * 0x100000001b3
-	}
-	return max(uint32(mix(h)), 1)
+	h := fnv.New64a() // then mixed, as an id is
+	_, _ = io.WriteString(h, name)
+	return max(uint32(mix(h.Sum64())), 1)
 }

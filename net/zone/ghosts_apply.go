@@ -235,9 +235,9 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 }
 
 // heardAs is what a record would say of actor local of ours, standing at
-// t with flags and client c, to be known as id: the base of a ghost made from something other than
-// its owner's record (a hand-off's Prepare, our own actor handed over),
-// until the owner's first whole record. Its heard stays 0, so that a
+// t with flags and client c, to be known as id: the base of a ghost made
+// from something other than its owner's record (a hand-off's Prepare, our
+// own actor handed over), until the owner's first whole record. Its heard stays 0, so that a
 // record leaving fields out before then is counted and asks for a
 // keyframe.
 func heardAs(id uint32, t components.Transform, flags uint16, c components.Client, local components.ActorID) Ghost {

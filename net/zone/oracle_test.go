@@ -6,7 +6,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strings"
 	"testing"
 
 	ark "github.com/mlange-42/ark/ecs"
@@ -82,10 +81,7 @@ func oracle(t *testing.T, everyTick bool) {
 	w := startGatewayZones(t, grid2x2(), zone.Options{})
 	var spawn components.Transform
 	oneOpts := throng.Options{Parallelism: throng.Parallelism{Enabled: new(false)}, Logger: slog.New(slog.DiscardHandler),
-		Admit: func(h wire.Hello) (throng.Entry, error) {
-			name, _ := strings.CutPrefix(string(h.Token), "player:")
-			return throng.Entry{Spawn: spawn, Player: name}, nil
-		}}
+		Admit: func(h wire.Hello) (throng.Entry, error) { return throng.Entry{Spawn: spawn, Player: playerOf(h)}, nil }}
 	tune(&oneOpts)
 	one, err := throng.New(oneOpts)
 	require.NoError(t, err)

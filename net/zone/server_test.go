@@ -106,11 +106,7 @@ func startZonesOn(t *testing.T, m zone.Map, opts zone.Options, viaGateway bool) 
 			// A token "player:NAME" names the player NAME; any other
 			// joins a guest.
 			Admit: func(h wire.Hello) (throng.Entry, error) {
-				name, _ := strings.CutPrefix(string(h.Token), "player:")
-				if name == string(h.Token) {
-					name = ""
-				}
-				return throng.Entry{Spawn: mb.spawnAt, Player: name}, nil
+				return throng.Entry{Spawn: mb.spawnAt, Player: playerOf(h)}, nil
 			},
 			SavedTypes: gameTypes,
 		}
@@ -298,6 +294,16 @@ func (w *zones) joinAs(id zone.ID, x, y float32, name string) *viewer {
 	require.NoError(w.t, err)
 	require.NoError(w.t, c.Send(hello))
 	return &viewer{t: w.t, c: c, visible: map[uint32]bool{}, xs: map[uint32][]float32{}}
+}
+
+// playerOf returns the player a Hello's token names (tokenOf): "" for a
+// guest.
+func playerOf(h wire.Hello) string {
+	name, named := strings.CutPrefix(string(h.Token), "player:")
+	if !named {
+		return ""
+	}
+	return name
 }
 
 // tokenOf returns the token of player name: "player:NAME", or "p" for a
