@@ -36,7 +36,7 @@ func newMeter(out io.Writer, zones []*zoneServer, gw *gateway.Gateway, b *bots, 
 
 // totals are the zone servers' counts summed.
 type totals struct {
-	players, ghosts                      int
+	players, ghosts, records             int
 	handoffs, switches, lost, duplicated uint64
 	sessionsLost, ghostBytes, relayBytes uint64
 	filed, gatewaysLost, unkeyed         uint64
@@ -50,6 +50,7 @@ func (m *meter) totals() totals {
 		h := st.Handoffs
 		t.players += s.srv.Stats().Second.Players
 		t.ghosts += st.Ghosts
+		t.records += h.Records
 		t.handoffs += h.Committed
 		t.switches += h.SessionsTaken
 		t.lost += h.InputsMissed
@@ -112,8 +113,8 @@ func (m *meter) line(prev totals) totals {
 		if full {
 			m.seconds++
 		}
-		fmt.Fprintf(&b, " zones=%d hz=%s p95_ms=%s players=%d zone_players=%s ghosts=%d handoffs=%d switches=%d switch_p99_ticks=%d lost_inputs=%d duplicated_inputs=%d sessions_lost=%d ghost_kb=%.1f relay_kb=%.1f players_filed=%d gateways_lost=%d",
-			len(m.zones), strings.Join(hz, "/"), strings.Join(p95, "/"), t.players, strings.Join(each, "/"), t.ghosts,
+		fmt.Fprintf(&b, " zones=%d hz=%s p95_ms=%s players=%d zone_players=%s ghosts=%d handoff_records=%d handoffs=%d switches=%d switch_p99_ticks=%d lost_inputs=%d duplicated_inputs=%d sessions_lost=%d ghost_kb=%.1f relay_kb=%.1f players_filed=%d gateways_lost=%d",
+			len(m.zones), strings.Join(hz, "/"), strings.Join(p95, "/"), t.players, strings.Join(each, "/"), t.ghosts, t.records,
 			t.handoffs-prev.handoffs, t.switches-prev.switches, percentile(t.switchTicks, 99), t.lost, t.duplicated, t.sessionsLost,
 			float64(t.ghostBytes-prev.ghostBytes)/1e3, float64(t.relayBytes-prev.relayBytes)/1e3, t.filed, t.gatewaysLost)
 	}

@@ -63,6 +63,11 @@ type HandoffStats struct {
 	// begun, the last for that many or more. The player is welcomed in the
 	// tick that attaches it, and its moves are applied from the next.
 	SwitchTicks [8]uint64
+	// Records is how many hand-offs offered to this server it remembers,
+	// to answer a request repeated late: one for each actor it took and
+	// still owns, and one for each other hand-off of the last 16 hand-off
+	// timeouts. Counted when they are looked over, once a timeout.
+	Records int
 	// ComponentsLeft counts, as the receiver, the components of the
 	// game's own that came with a Commit and that this server could not
 	// give the actor it took: a type it has not registered under that
@@ -155,8 +160,10 @@ type handoffs struct {
 	retryAt    map[components.ActorID]uint64 // our tick an actor rolled back may be offered again
 	// in remembers, per (owner zone, owner's id), the last hand-off
 	// offered to us, so that a repeat is answered without acting twice
-	// and an older one is refused.
-	in map[remote]*incoming
+	// and an older one is refused; takenAs finds the record an actor of
+	// ours was taken on, to close it when the actor is handed on.
+	in      map[remote]*incoming
+	takenAs map[components.ActorID]remote
 	// awaiting holds the actors taken with a client whose session is not
 	// playing them yet (see awaitSessions).
 	awaiting map[components.ActorID]*incoming
@@ -188,7 +195,8 @@ const (
 	preparing phase = iota
 	committing
 	taken
-	returned
+	returned // (incoming) taken, then handed back to the zone it came from
+	passed   // (incoming) taken, then handed on to another zone
 )
 
 type outgoing struct {
@@ -321,10 +329,16 @@ func (z *Server) handOver(id components.ActorID, o *outgoing, fromTick uint64) {
 			save.DropCarried(g.world.Ark(), e, z.types)
 		}
 	}
-	// Handed back whence it came: its arrival no longer makes the old
-	// owner's listings of it ours to skip.
-	if rec := h.in[remote{o.to, o.remote}]; rec != nil && rec.local == id {
-		rec.phase, rec.seenAt = returned, g.tick
+	// Taken here once: its old owner's listings of it are no longer ours
+	// to skip, and the record is kept only to answer a late repeat.
+	if key, ok := h.takenAs[id]; ok {
+		delete(h.takenAs, id)
+		if rec := h.in[key]; rec != nil && rec.local == id && rec.phase == taken {
+			rec.phase, rec.seenAt = passed, g.tick
+			if key == (remote{o.to, o.remote}) {
+				rec.phase = returned // whence it came
+			}
+		}
 	}
 	z.stats.h.Committed.Add(1)
 }
@@ -383,8 +397,13 @@ func (z *Server) expire(revision uint64) {
 		z.stats.h.TimedOut.Add(1)
 		z.rollBack(id, o)
 	}
-	// A record is kept long enough to answer a late repeat (16 timeouts),
-	// and an actor taken for as long as it lives here.
+	// A record is kept long enough to answer a late repeat (16 timeouts
+	// from the last request, or from the actor leaving us), and that of
+	// an actor taken for as long as it is ours. They are looked over once
+	// a timeout: one kept a timeout longer answers as it would have.
+	if z.ghosts.tick%timeout != 0 {
+		return
+	}
 	for k, rec := range h.in {
 		if rec.phase == taken {
 			if _, alive := z.ghosts.world.Entity(rec.local); alive {
@@ -394,9 +413,13 @@ func (z *Server) expire(revision uint64) {
 		if z.ghosts.tick-rec.seenAt > 16*timeout {
 			delete(h.in, k)
 			delete(h.bounced, k)
+			if at, ok := h.takenAs[rec.local]; ok && at == k {
+				delete(h.takenAs, rec.local)
+			}
 			z.mail.forget(k, rec.seq)
 		}
 	}
+	z.stats.h.records.Store(int64(len(h.in)))
 }
 
 // abandon drops every hand-off in flight, when the server is fenced: it

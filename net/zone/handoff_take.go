@@ -46,7 +46,9 @@ func (z *Server) repeat(r request, rec *incoming, tick uint64) {
 	case r.Kind == Commit && rec.phase == preparing:
 		z.take(r, rec, tick)
 		a.Kind, a.Tick = Committed, rec.tick
-	case r.Kind == Commit && rec.phase == taken:
+	case r.Kind == Commit && (rec.phase == taken || rec.phase == passed):
+		// Taken already (and perhaps handed on since): the sender did
+		// not hear, and must not take the actor back.
 		a.Kind, a.Tick = Committed, rec.tick
 	case r.Kind == Commit:
 		a = HandoffAnswer{Kind: Refused, Zone: z.opts.Zone, Seq: r.Seq, Actor: r.Actor}
@@ -125,6 +127,7 @@ func (z *Server) take(r request, rec *incoming, tick uint64) {
 		z.give(g.world.Ark(), e, r, r.Carried)
 	}
 	rec.phase, rec.tick = taken, tick
+	z.hand.takenAs[rec.local] = remote{r.Zone, r.Actor}
 	z.stats.h.Taken.Add(1)
 	if r.Client {
 		// A player's: its session was moved here with the Commit, and is

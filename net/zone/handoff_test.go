@@ -381,3 +381,106 @@ func TestHandoffRequestsRoundTripAndRefuseBadValues(t *testing.T) {
 	_, err = zone.DecodeHandoffRequest(bad)
 	assert.ErrorIs(t, err, zone.ErrHandoffMalformed, "another version")
 }
+
+var fourZones = zone.Map{Zones: []zone.Zone{
+	{ID: 1, Owner: "a", Chunks: zone.Rect{MinX: 0, MinY: 0, MaxX: 1, MaxY: 1}},
+	{ID: 2, Owner: "b", Chunks: zone.Rect{MinX: 2, MinY: 0, MaxX: 3, MaxY: 1}},
+	{ID: 3, Owner: "c", Chunks: zone.Rect{MinX: 0, MinY: 2, MaxX: 1, MaxY: 3}},
+	{ID: 4, Owner: "d", Chunks: zone.Rect{MinX: 2, MinY: 2, MaxX: 3, MaxY: 3}},
+}}
+
+// TestAZoneAnActorPassesThroughForgetsItsHandoff: zone 2's NPC walks into
+// zone 1 and on into zone 3. Zone 1, which still shows it as zone 3's
+// ghost, answers zone 2's Commit repeated late with Committed (zone 2
+// must not take it back), and some 16 hand-off timeouts later keeps no
+// record of the hand-off: a zone where players roam between three
+// neighbours does not pile up one for every crossing.
+func TestAZoneAnActorPassesThroughForgetsItsHandoff(t *testing.T) {
+	const timeout = 2
+	w := startZonesWith(t, fourZones, zone.Options{HandoffTimeout: timeout})
+	npc := w.spawn(2, 8600, 7000)
+	p1 := w.join(1, 7000, 7000)
+	step := func() { w.round(); p1.read() }
+	step()
+	// walk moves the NPC to (x, y) on whichever zone owns it; false while
+	// none does (a Commit on its way).
+	walk := func(x, y float32) bool {
+		for _, id := range w.order {
+			if npcs := w.npcs(id); len(npcs) == 1 {
+				mb := w.servers[id]
+				e, ok := mb.srv.World().Entity(npcs[0])
+				require.True(t, ok)
+				tr := mb.moves.Get(e)
+				tr.X, tr.Y = x, y
+				return true
+			}
+		}
+		return false
+	}
+	var xy [][2]float32
+	for _, x := range span(8500, 7800, -100) {
+		xy = append(xy, [2]float32{x, 7000})
+	}
+	for _, y := range span(7000, 8600, 100) {
+		xy = append(xy, [2]float32{7800, y})
+	}
+	for range 4 {
+		xy = append(xy, [2]float32{7800, 8600})
+	}
+	for i := 0; i < len(xy); {
+		if walk(xy[i][0], xy[i][1]) {
+			i++
+		}
+		step()
+	}
+	a, c := w.servers[1].z, w.servers[3].z
+	require.Len(t, w.npcs(3), 1, "zone 3 owns the NPC")
+	require.Empty(t, w.npcs(1))
+	require.Equal(t, uint64(1), a.Stats().Handoffs.Taken)
+	require.Equal(t, uint64(1), a.Stats().Handoffs.Committed)
+	require.Equal(t, uint64(1), c.Stats().Handoffs.Taken)
+	// shown says whether zone 1's player sees zone 3's NPC, a ghost in
+	// zone 1 under zone 1's id for it.
+	shown := func() bool {
+		for _, id := range p1.others() {
+			if owner, rid, ok := a.Ghost(components.ActorID{ID: id}); ok && owner == 3 && rid == w.npcs(3)[0].ID {
+				return true
+			}
+		}
+		return false
+	}
+	require.True(t, shown(), "zone 1's player sees it across the border")
+
+	// Zone 2's Commit, repeated late.
+	nc, _ := connect(t, w.url)
+	answers := make(chan *nats.Msg, 4)
+	inbox := nats.NewInbox()
+	_, err := nc.ChanSubscribe(inbox, answers)
+	require.NoError(t, err)
+	var sent, read uint64
+	w.tap = func() (uint64, uint64) { return sent, read + uint64(len(answers)) }
+	received := a.Stats().Handoffs.RequestsReceived
+	rev, _ := w.servers[2].z.Revision()
+	commit := zone.HandoffRequest{Kind: zone.Commit, Zone: 2, Revision: rev, Seq: 1, Actor: npc.ID,
+		Transform: components.Transform{X: 7800, Y: 7000}}
+	require.NoError(t, nc.PublishRequest(zone.HandoffSubject("throng", 1), inbox, zone.AppendHandoffRequest(nil, commit)))
+	sent++
+	require.Eventually(t, func() bool { return a.Stats().Handoffs.RequestsReceived == received+1 },
+		5*time.Second, time.Millisecond, "zone 1 has the request before its tick")
+	step()
+	require.Len(t, answers, 1)
+	ans, err := zone.DecodeHandoffAnswer((<-answers).Data)
+	read++
+	require.NoError(t, err)
+	assert.Equal(t, zone.Committed, ans.Kind, "taken once, whoever owns it now")
+	assert.Equal(t, uint64(1), a.Stats().Handoffs.Taken, "and not taken again")
+	assert.Empty(t, w.npcs(1))
+	assert.Positive(t, a.Stats().Handoffs.Records)
+
+	for range 16*timeout + 2 {
+		step()
+	}
+	require.Len(t, w.npcs(3), 1, "zone 3 still owns it")
+	assert.True(t, shown(), "and zone 1 still shows it")
+	assert.Zero(t, a.Stats().Handoffs.Records, "zone 1 forgot the hand-off it passed on")
+}

@@ -192,6 +192,7 @@ type handoffCounters struct {
 	InputsMissed, InputsDuplicated                                     atomic.Uint64
 	ComponentsLeft                                                     atomic.Uint64
 	switches                                                           [8]atomic.Uint64
+	records                                                            atomic.Int64
 }
 
 // Stats are a zone server's counts since New.
@@ -333,7 +334,7 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 	z.mail.lent, z.mail.seqs = map[remote]components.ActorID{}, map[remote]uint64{}
 	z.pub.subjects = map[ID]string{}
 	z.hand = handoffs{out: map[components.ActorID]*outgoing{}, committing: map[remote]components.ActorID{},
-		retryAt: map[components.ActorID]uint64{}, in: map[remote]*incoming{}, awaiting: map[components.ActorID]*incoming{},
+		retryAt: map[components.ActorID]uint64{}, in: map[remote]*incoming{}, takenAs: map[components.ActorID]remote{}, awaiting: map[components.ActorID]*incoming{},
 		back: map[components.ActorID]returning{}, bounced: map[remote]uint64{}}
 	z.dropStrays(watch.load())
 	if err = z.subscribe(); err != nil {
@@ -460,7 +461,7 @@ func (z *Server) Stats() Stats {
 			AnswersSent: c.h.AnswersSent.Load(), AnswersReceived: c.h.AnswersReceived.Load(),
 			SessionsMoved: c.h.SessionsMoved.Load(), SessionsTaken: c.h.SessionsTaken.Load(), SessionsLost: c.h.SessionsLost.Load(),
 			InputsMissed: c.h.InputsMissed.Load(), InputsDuplicated: c.h.InputsDuplicated.Load(),
-			ComponentsLeft: c.h.ComponentsLeft.Load(), SwitchTicks: switches,
+			ComponentsLeft: c.h.ComponentsLeft.Load(), SwitchTicks: switches, Records: int(c.h.records.Load()),
 		},
 		Commands: CommandStats{Sent: c.cmdSent.Load(), Arrived: c.cmdArrived.Load(), Received: c.cmdReceived.Load(), Dropped: c.cmdDropped.Load(),
 			Refused: c.cmdRefused.Load(), Lost: c.cmdLost.Load()},
