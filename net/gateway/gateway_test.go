@@ -201,3 +201,47 @@ func TestMalformedMessagesAreDroppedAndCounted(t *testing.T) {
 		return w.zone.Malformed() == 4 && w.gw.Stats().Malformed == 4 && b.heard[a.actor] >= 2
 	})
 }
+
+// TestABatchOfDatagramsReachesItsSessionAndNoOther: a batch the server
+// sends one session arrives at that client datagram by datagram, a runt
+// among them dropped and counted; a batch for a session that left is
+// dropped whole and counted, and nobody receives it.
+func TestABatchOfDatagramsReachesItsSessionAndNoOther(t *testing.T) {
+	w := newWorld(t, nil)
+	a, b := join(t, w, "a"), join(t, w, "b")
+	w.until("both welcomed", func() bool {
+		a.read(t)
+		b.read(t)
+		return a.actor != 0 && b.actor != 0
+	})
+	a.c.Close()
+	w.until("a gone", func() bool { return w.srv.World().Len() == 1 })
+	for range 3 {
+		w.round()
+	}
+	b.read(t)
+	b.heard = map[uint32]int{}
+	before := w.zone.Stats()
+
+	datagram := func(actor uint32) []byte {
+		d := wire.AppendBatchHeader(nil, 1, 1)
+		return wire.AppendRecord(d, wire.Record{Actor: actor, X: 1, Y: 2})
+	}
+	one := datagram(7)
+	size := len(one)
+	batch := append(append(append([]byte{}, one...), datagram(8)...), 0, 1) // and a runt
+	// The transport numbered a's session and b's 1 and 2: one is closed.
+	w.zone.SendUnreliableBatch(1, batch, size)
+	w.zone.SendUnreliableBatch(2, batch, size)
+	w.zone.Flush()
+	require.NoError(t, w.nc.Flush())
+	w.until("b hears 7 and 8", func() bool {
+		b.read(t)
+		return b.heard[7] == 1 && b.heard[8] == 1
+	})
+	st := w.zone.Stats()
+	assert.Equal(t, before.DatagramsOut+2, st.DatagramsOut)
+	assert.Equal(t, before.DatagramBytesOut+uint64(2*size), st.DatagramBytesOut)
+	assert.Equal(t, before.DroppedDatagrams+1+3, st.DroppedDatagrams, "the runt, and the closed session's three")
+	assert.Equal(t, map[uint32]int{7: 1, 8: 1}, b.heard)
+}

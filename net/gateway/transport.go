@@ -73,6 +73,7 @@ type Transport struct {
 	releases []wire.SessionID // sessions to release at the next Flush
 	last     wire.SessionID
 	sessions map[wire.SessionID]*session
+	open     sendTable // the open sessions, for sending
 	// byRemote finds a session by its gateway's name, then the gateway's
 	// id for it: a frame's lookup hashes an integer, not a string and an
 	// integer (the gateways are few, their sessions many).
@@ -108,8 +109,7 @@ type remote struct {
 // session is one gateway session the zone server holds.
 type session struct {
 	remote
-	out    *outbox
-	closed atomic.Bool
+	out *outbox
 	// A resumed session's frames wait (held) until the server has taken
 	// it to its actor (Release): until then its pipeline would drop them.
 	holding bool
@@ -269,6 +269,7 @@ func (t *Transport) inbound(dst []wire.Inbound, name string, k kind, id uint64, 
 		s = t.last
 		ss := &session{remote: r, out: t.outbox(name), holding: len(payload) > 0}
 		t.sessions[s] = ss
+		t.open.put(s, sendRec{out: ss.out, id: id})
 		of := t.byRemote[name]
 		if of == nil {
 			of = map[uint64]wire.SessionID{}
@@ -319,33 +320,24 @@ func (t *Transport) outbox(name string) *outbox {
 // forget drops session s from the maps and counts it closed; t.mu is held.
 func (t *Transport) forget(s wire.SessionID) {
 	ss := t.sessions[s]
-	ss.closed.Store(true)
+	t.open.drop(s)
 	delete(t.sessions, s)
 	delete(t.byRemote[ss.gateway], ss.id)
 	t.n.Closed++
 }
 
-// lookup returns open session s, or nil.
-func (t *Transport) lookup(s wire.SessionID) *session {
-	t.mu.RLock()
-	ss := t.sessions[s]
-	t.mu.RUnlock()
-	if ss == nil || ss.closed.Load() {
-		return nil
-	}
-	return ss
-}
-
 // send adds an entry for session s to its gateway's message of this
 // tick; false if s is not open.
 func (t *Transport) send(s wire.SessionID, k kind, payload []byte) bool {
-	ss := t.lookup(s)
-	if ss == nil {
+	t.mu.RLock()
+	r := t.open.get(s)
+	t.mu.RUnlock()
+	if r.out == nil {
 		return false
 	}
-	ss.out.mu.Lock()
-	ss.out.m.add(k, ss.id, payload)
-	ss.out.mu.Unlock()
+	r.out.mu.Lock()
+	r.out.m.add(k, r.id, payload)
+	r.out.mu.Unlock()
 	return true
 }
 
@@ -364,8 +356,33 @@ func (t *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size
 	if size < 1 || size > len(datagrams) {
 		size = len(datagrams)
 	}
+	t.mu.RLock()
+	r := t.open.get(s)
+	t.mu.RUnlock()
+	// One look-up and one lock for the recipient's datagrams of a tick.
+	var n, bytes, dropped uint64
+	if r.out != nil {
+		r.out.mu.Lock()
+	}
 	for off := 0; off < len(datagrams); off += size {
-		t.SendUnreliable(s, datagrams[off:min(off+size, len(datagrams))])
+		d := datagrams[off:min(off+size, len(datagrams))]
+		if r.out == nil || len(d) < wire.BatchHeaderSize {
+			dropped++
+			continue
+		}
+		r.out.m.add(datagram, r.id, d)
+		n++
+		bytes += uint64(len(d))
+	}
+	if r.out != nil {
+		r.out.mu.Unlock()
+	}
+	if dropped > 0 {
+		t.out.droppedDatagrams.Add(dropped)
+	}
+	if n > 0 {
+		t.out.datagrams.Add(n)
+		t.out.datagramBytes.Add(bytes)
 	}
 }
 
