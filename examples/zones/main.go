@@ -43,7 +43,8 @@
 // Every process prints its own lines: a zone process its server's, the
 // gateway process its bots'. Give them all the same -zones, -world,
 // -crowd, -players and -seed: the zone servers place a bot where the
-// gateway's bots think it is. A zone process writes its map to NATS only if NATS holds none; with
+// gateway's bots think it is (the first process records them in NATS, and
+// one started with others stops and says so). A zone process writes its map to NATS only if NATS holds none; with
 // -balance the gateway process runs the coordinator too. With -save DIR a zone server saves its world every -save-every in
 // DIR/zone-N and starts from the latest save there: kill one zone's
 // process and start it again, and its players connect again to their
@@ -253,6 +254,9 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		js, err := jetstream.New(nc)
 		if err != nil {
 			return err
+		}
+		if err := agree(ctx, js, c); err != nil {
+			return fmt.Errorf("gateway: %w", err)
 		}
 		// The gateway routes by the map in force: written here if no zone
 		// process has yet, watched as borders move.

@@ -212,3 +212,27 @@ func TestZoneServersPollOnlyWithCoresOfTheirOwn(t *testing.T) {
 		assert.Equal(t, want, c.pooled(), args)
 	}
 }
+
+// TestAProcessStartedWithAnotherWorldsFlagsIsRefused: the processes of one
+// world share a NATS; one started with other -crowd or -players than the
+// first would place the bots elsewhere than they believe they are, so it
+// stops at once and says which flags differ. The same flags are welcome.
+func TestAProcessStartedWithAnotherWorldsFlagsIsRefused(t *testing.T) {
+	url, stop, err := startNATS()
+	require.NoError(t, err)
+	defer stop()
+	start := func(args string) error {
+		c, err := parse(strings.Fields(args+" -nats "+url), io.Discard)
+		require.NoError(t, err)
+		return run(context.Background(), c, io.Discard)
+	}
+	require.NoError(t, start("-role zone -zone 1 -pool=false -crowd borders -world 64 -players 300 -duration 1s"))
+	require.NoError(t, start("-role zone -zone 2 -pool=false -crowd borders -world 64 -players 300 -duration 1s"))
+	err = start("-role gateway -world 64 -players 400 -duration 1s")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "this process has -zones 4 -world 64 -crowd centre -players 400 -seed 1, but the world on this NATS was started with -zones 4 -world 64 -crowd borders -players 300 -seed 1")
+	err = start("-role zone -zone 3 -pool=false -crowd borders -world 64 -players 300 -seed 2 -duration 1s")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "-seed 2, but")
+	require.NoError(t, start("-role gateway -crowd borders -world 64 -players 300 -duration 1s"))
+}

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/examples/crowd/scenario"
@@ -144,4 +148,43 @@ func firstTick(now time.Time, m zone.Map, id zone.ID, period time.Duration) time
 		at = at.Add(period)
 	}
 	return at
+}
+
+// worldBucket and worldKey hold, in NATS, the flags the first process of
+// a world started with (settings): every process of one world must agree
+// on them, since each zone server places a bot where the gateway's bots
+// believe it is.
+const (
+	worldBucket = "throng_zones_example"
+	worldKey    = "world"
+)
+
+// settings are the flags every process of a world must share.
+func (c config) settings() string {
+	return fmt.Sprintf("-zones %d -world %d -crowd %s -players %d -seed %d", c.zones, c.world, c.crowd, c.players, c.seed)
+}
+
+// agree records c's settings in NATS if no process of the world has yet,
+// and otherwise checks that they are the recorded ones: a zone process
+// started with other flags than the gateway's would place the bots
+// elsewhere than they believe they are, and the world would run, wrongly,
+// without a word.
+func agree(ctx context.Context, js jetstream.JetStream, c config) error {
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: worldBucket})
+	if err != nil {
+		return fmt.Errorf("settings bucket %q: %w", worldBucket, err)
+	}
+	mine := c.settings()
+	if _, err := kv.Create(ctx, worldKey, []byte(mine)); err == nil || !errors.Is(err, jetstream.ErrKeyExists) {
+		return err
+	}
+	e, err := kv.Get(ctx, worldKey)
+	if err != nil {
+		return fmt.Errorf("settings bucket %q: %w", worldBucket, err)
+	}
+	if theirs := string(e.Value()); theirs != mine {
+		return fmt.Errorf("this process has %s, but the world on this NATS was started with %s: give every process the same flags, or remove the bucket %q (nats kv del %s) to start another world",
+			mine, theirs, worldBucket, worldBucket)
+	}
+	return nil
 }

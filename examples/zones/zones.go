@@ -63,6 +63,9 @@ func startZone(ctx context.Context, url string, m zone.Map, id zone.ID, c config
 	if err != nil {
 		return fail(err)
 	}
+	if err := agree(ctx, js, c); err != nil {
+		return fail(err)
+	}
 	if m, _, err = zone.EnsureMap(ctx, js, "", m); err != nil {
 		return fail(err)
 	}
