@@ -8,6 +8,7 @@ import (
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/internal/cacheline"
 	"github.com/throng-go/throng/scheduler"
 )
 
@@ -41,6 +42,24 @@ type ghosts struct {
 	// changes collects this tick's changes to sources' actors, for the
 	// delivery goroutine's index of them (see share).
 	changes []lending
+	listed  []listed     // a batch's records, with their ghosts (apply's)
+	moved   []movedGhost // the ghosts a batch moves, and what it says of them
+}
+
+type movedGhost struct {
+	local  components.ActorID
+	e      ark.Entity
+	ok     bool
+	t      components.Transform
+	fields GhostFields
+	flags  uint16
+	class  uint8
+	phase  uint32
+}
+
+type listed struct {
+	r  GhostRecord
+	gh *ghost
 }
 
 // source is what one neighbour lends.
@@ -159,12 +178,23 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 	}
 	src.lastTick, src.heardAt = b.Tick, g.tick
 	src.gen++
+	// The records and their ghosts first, then what they say: each pass's
+	// steps do not wait on one another, so the memory each record's
+	// ghost and row cost is fetched for several records at once.
+	g.listed, g.moved = g.listed[:0], g.moved[:0]
 	for c := b.Records(); ; {
 		r, more := c.Next()
 		if !more {
 			break
 		}
 		gh := src.actors[r.ID]
+		if gh != nil {
+			cacheline.ClaimOne(gh) // read and written below
+		}
+		g.listed = append(g.listed, listed{r, gh})
+	}
+	for _, l := range g.listed {
+		r, gh := l.r, l.gh
 		var a Ghost
 		switch {
 		case r.Fields == GhostAll:
@@ -209,19 +239,29 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 			continue
 		}
 		gh.gen, gh.last, gh.heard = src.gen, a, b.Tick
-		if e, ok := g.world.Entity(gh.local); ok {
-			// Written before Move, as a game's system moves an NPC: Move
-			// relays what changed and moves the ghost to its new chunk.
-			*g.transforms.Get(e) = t
-			// A field the record leaves out is what the ghost already
-			// has: its row is left untouched.
-			if r.Fields&GhostFlags != 0 {
-				g.animations.Get(e).Flags = a.Flags
-			}
-			if r.Fields&(GhostClass|GhostPhase) != 0 {
-				c := g.clients.Get(e)
-				c.Class, c.Phase = a.Class, a.Phase // the owner's game changed them, or the actor came from a hand-off
-			}
+		g.moved = append(g.moved, movedGhost{local: gh.local, t: t, fields: r.Fields, flags: a.Flags, class: a.Class, phase: a.Phase})
+	}
+	// The ghosts' entities, then their rows (two more passes, as above).
+	for i := range g.moved {
+		m := &g.moved[i]
+		m.e, m.ok = g.world.Entity(m.local)
+	}
+	for i := range g.moved {
+		m := &g.moved[i]
+		if !m.ok {
+			continue
+		}
+		// Written before Move, as a game's system moves an NPC: Move
+		// relays what changed and moves the ghost to its new chunk.
+		*g.transforms.Get(m.e) = m.t
+		// A field the record leaves out is what the ghost already has:
+		// its row is left untouched.
+		if m.fields&GhostFlags != 0 {
+			g.animations.Get(m.e).Flags = m.flags
+		}
+		if m.fields&(GhostClass|GhostPhase) != 0 {
+			c := g.clients.Get(m.e)
+			c.Class, c.Phase = m.class, m.phase // the owner's game changed them, or the actor came from a hand-off
 		}
 	}
 	for id, gh := range src.actors {
