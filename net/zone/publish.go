@@ -5,6 +5,7 @@ import (
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
+	"github.com/throng-go/throng/internal/cacheline"
 	"github.com/throng-go/throng/scheduler"
 )
 
@@ -70,6 +71,16 @@ func (p *publisher) state(id ID) *told {
 // find returns actor id's slot, the slot after the last one found in the
 // last batch's order if it is id's, and whether it has one.
 func (st *told) find(id uint32) (int32, bool) {
+	s, ok := st.findAt(id)
+	// The slots lie where they were first given, not in the batch's
+	// order: the one likely two actors on is asked for now.
+	if k := int(st.at) + 2; k >= 2 && k < len(st.order) {
+		cacheline.ClaimOne(&st.slots[st.order[k]])
+	}
+	return s, ok
+}
+
+func (st *told) findAt(id uint32) (int32, bool) {
 	if n := st.at + 1; n >= 0 && int(n) < len(st.order) {
 		if s := st.order[n]; st.slots[s].g.ID == id {
 			st.at = n
@@ -221,6 +232,15 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 	p.views = z.ghosts.world.Snapshot(p.views)
 	for vi := range p.views {
 		cv := &p.views[vi]
+		if vi+1 < len(p.views) {
+			// A chunk's table holds a few actors: the next one's columns
+			// are asked for while this one's are read.
+			next := &p.views[vi+1]
+			cacheline.Read(next.IDs)
+			cacheline.Read(next.Clients)
+			cacheline.Read(next.Transforms)
+			cacheline.Read(next.Animations)
+		}
 		p.reach = p.reach[:0]
 		var owner ID // the neighbour whose chunk this is, if any
 		for i := range p.zones {
