@@ -127,20 +127,25 @@ type move struct {
 const keptMoves = 32
 
 // moves are a session's latest Move frames, oldest first.
+// moves is a ring of a session's latest Move frames: n kept, the next
+// written at next (over the oldest once it is full).
 type moves struct {
-	frames [keptMoves][]byte
-	n      int
+	frames  [keptMoves][]byte
+	n, next int
 }
 
 func (m *moves) add(f []byte) {
-	if m.n == keptMoves {
-		last := m.frames[0][:0]
-		copy(m.frames[:], m.frames[1:])
-		m.frames[keptMoves-1] = append(last, f...)
-		return
+	m.frames[m.next] = append(m.frames[m.next][:0], f...)
+	m.next = (m.next + 1) % keptMoves
+	m.n = min(m.n+1, keptMoves)
+}
+
+// each calls fn with the kept frames, oldest first.
+func (m *moves) each(fn func(f []byte)) {
+	first := (m.next - m.n + keptMoves) % keptMoves
+	for i := range m.n {
+		fn(m.frames[(first+i)%keptMoves])
 	}
-	m.frames[m.n] = append(m.frames[m.n][:0], f...)
-	m.n++
 }
 
 // New returns a gateway subscribed to its subject. It takes the zone
@@ -214,9 +219,7 @@ func (g *Gateway) Step() int {
 		m.add(opened, uint64(mv.s), mv.payload)
 		g.routed(mv.to)
 		if r := g.recent[mv.s]; r != nil {
-			for _, f := range r.frames[:r.n] {
-				m.add(frame, uint64(mv.s), f)
-			}
+			r.each(func(f []byte) { m.add(frame, uint64(mv.s), f) })
 		}
 	}
 	// A session its zone server does not hold, still routed there after
