@@ -119,6 +119,17 @@ func (p *player) move(t *testing.T, seq uint32, x, y float32) {
 	require.NoError(t, p.c.Send(wire.AppendMove(nil, wire.Move{Seq: seq, X: x, Y: y})))
 }
 
+// joinTwo joins players "a" and "b" and waits until both are welcomed.
+func (w *world) joinTwo() (a, b *player) {
+	a, b = join(w.t, w, "a"), join(w.t, w, "b")
+	w.until("both welcomed", func() bool {
+		a.read(w.t)
+		b.read(w.t)
+		return a.actor != 0 && b.actor != 0
+	})
+	return a, b
+}
+
 // TestPlayersThroughAGatewayPlayAsIfConnected: two clients of a gateway
 // are served by a zone server behind it, over NATS: each is welcomed, is
 // told of the other, hears the other's moves, and is told when the other
@@ -183,12 +194,7 @@ func TestAZoneServersRefusalReachesTheClient(t *testing.T) {
 // play on.
 func TestMalformedMessagesAreDroppedAndCounted(t *testing.T) {
 	w := newWorld(t, nil)
-	a, b := join(t, w, "a"), join(t, w, "b")
-	w.until("both welcomed", func() bool {
-		a.read(t)
-		b.read(t)
-		return a.actor != 0 && b.actor != 0
-	})
+	a, b := w.joinTwo()
 	for _, junk := range [][]byte{nil, {9}, {1, 0}, {1, 4, 'g', 'w', '-', '1', 2, 0, 0}} {
 		require.NoError(t, w.nc.Publish("throng.gateway.zone.1", junk))
 		require.NoError(t, w.nc.Publish("throng.gateway.gw-1.1", junk))
@@ -208,12 +214,7 @@ func TestMalformedMessagesAreDroppedAndCounted(t *testing.T) {
 // dropped whole and counted, and nobody receives it.
 func TestABatchOfDatagramsReachesItsSessionAndNoOther(t *testing.T) {
 	w := newWorld(t, nil)
-	a, b := join(t, w, "a"), join(t, w, "b")
-	w.until("both welcomed", func() bool {
-		a.read(t)
-		b.read(t)
-		return a.actor != 0 && b.actor != 0
-	})
+	a, b := w.joinTwo()
 	a.c.Close()
 	w.until("a gone", func() bool { return w.srv.World().Len() == 1 })
 	for range 3 {

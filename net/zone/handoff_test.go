@@ -173,6 +173,40 @@ func TestAnNPCCrossingTheBorderIsHandedOffAndBackWithoutBlinking(t *testing.T) {
 	assert.Len(t, p1.others(), 2)
 }
 
+// sendAgain sends zone to, as zone 2 would, the Commit c once for each of
+// seqs, waits until zone to has them, steps one round and returns its
+// answers, in order.
+func (w *zones) sendAgain(to zone.ID, c zone.HandoffRequest, step func(), seqs ...uint64) []zone.HandoffAnswer {
+	t := w.t
+	nc, _ := connect(t, w.url)
+	answers := make(chan *nats.Msg, len(seqs))
+	inbox := nats.NewInbox()
+	_, err := nc.ChanSubscribe(inbox, answers)
+	require.NoError(t, err)
+	var sent, read uint64
+	w.tap = func() (uint64, uint64) { return sent, read + uint64(len(answers)) }
+	z := w.servers[to].z
+	received := z.Stats().Handoffs.RequestsReceived
+	c.Revision, _ = w.servers[c.Zone].z.Revision()
+	for _, seq := range seqs {
+		c.Seq = seq
+		require.NoError(t, nc.PublishRequest(zone.HandoffSubject("throng", to), inbox, zone.AppendHandoffRequest(nil, c)))
+		sent++
+	}
+	require.Eventually(t, func() bool { return z.Stats().Handoffs.RequestsReceived == received+uint64(len(seqs)) },
+		5*time.Second, time.Millisecond, "zone %d has the requests before its tick", to)
+	step()
+	require.Len(t, answers, len(seqs))
+	var out []zone.HandoffAnswer
+	for range seqs {
+		ans, err := zone.DecodeHandoffAnswer((<-answers).Data)
+		read++
+		require.NoError(t, err)
+		out = append(out, ans)
+	}
+	return out
+}
+
 // TestARepeatedCommitIsAnsweredWithoutActingTwice: after a hand-off, the
 // same Commit sent again is answered Committed and changes nothing; an
 // older sequence is refused.
@@ -189,32 +223,10 @@ func TestARepeatedCommitIsAnsweredWithoutActingTwice(t *testing.T) {
 	require.Len(t, taken, 1)
 	events := slices.Clone(p1.events)
 
-	nc, _ := connect(t, w.url)
-	answers := make(chan *nats.Msg, 16)
-	inbox := nats.NewInbox()
-	_, err := nc.ChanSubscribe(inbox, answers)
-	require.NoError(t, err)
-	var sent, read uint64
-	w.tap = func() (uint64, uint64) { return sent, read + uint64(len(answers)) }
-	received := a.Stats().Handoffs.RequestsReceived
-	rev, _ := w.servers[2].z.Revision()
-	commit := zone.HandoffRequest{Kind: zone.Commit, Zone: 2, Revision: rev, Seq: 1, Actor: npc.ID,
-		Transform: components.Transform{X: 8000, Y: 100}}
-	for _, seq := range []uint64{1, 1, 0} {
-		commit.Seq = seq
-		require.NoError(t, nc.PublishRequest(zone.HandoffSubject("throng", 1), inbox, zone.AppendHandoffRequest(nil, commit)))
-		sent++
-	}
-	require.Eventually(t, func() bool { return a.Stats().Handoffs.RequestsReceived == received+3 },
-		5*time.Second, time.Millisecond, "zone 1 has the three requests before its tick")
-	w.round()
-	p1.read()
-	require.Len(t, answers, 3)
+	answers := w.sendAgain(1, zone.HandoffRequest{Kind: zone.Commit, Zone: 2, Actor: npc.ID,
+		Transform: components.Transform{X: 8000, Y: 100}}, step, 1, 1, 0)
 	var kinds []uint8
-	for range 3 {
-		ans, err := zone.DecodeHandoffAnswer((<-answers).Data)
-		read++
-		require.NoError(t, err)
+	for _, ans := range answers {
 		kinds = append(kinds, ans.Kind)
 		if ans.Kind == zone.Committed {
 			assert.Equal(t, taken[0].ID, ans.Local)
@@ -223,8 +235,7 @@ func TestARepeatedCommitIsAnsweredWithoutActingTwice(t *testing.T) {
 	assert.Equal(t, []uint8{zone.Committed, zone.Committed, zone.Refused}, kinds)
 	assert.Equal(t, uint64(1), a.Stats().Handoffs.Taken, "taken once")
 	assert.Equal(t, uint64(1), a.Stats().Handoffs.Declined, "the older sequence")
-	w.round()
-	p1.read()
+	step()
 	assert.Equal(t, taken, w.npcs(1), "no second actor")
 	assert.Equal(t, events, p1.events)
 }
@@ -452,26 +463,8 @@ func TestAZoneAnActorPassesThroughForgetsItsHandoff(t *testing.T) {
 	require.True(t, shown(), "zone 1's player sees it across the border")
 
 	// Zone 2's Commit, repeated late.
-	nc, _ := connect(t, w.url)
-	answers := make(chan *nats.Msg, 4)
-	inbox := nats.NewInbox()
-	_, err := nc.ChanSubscribe(inbox, answers)
-	require.NoError(t, err)
-	var sent, read uint64
-	w.tap = func() (uint64, uint64) { return sent, read + uint64(len(answers)) }
-	received := a.Stats().Handoffs.RequestsReceived
-	rev, _ := w.servers[2].z.Revision()
-	commit := zone.HandoffRequest{Kind: zone.Commit, Zone: 2, Revision: rev, Seq: 1, Actor: npc.ID,
-		Transform: components.Transform{X: 7800, Y: 7000}}
-	require.NoError(t, nc.PublishRequest(zone.HandoffSubject("throng", 1), inbox, zone.AppendHandoffRequest(nil, commit)))
-	sent++
-	require.Eventually(t, func() bool { return a.Stats().Handoffs.RequestsReceived == received+1 },
-		5*time.Second, time.Millisecond, "zone 1 has the request before its tick")
-	step()
-	require.Len(t, answers, 1)
-	ans, err := zone.DecodeHandoffAnswer((<-answers).Data)
-	read++
-	require.NoError(t, err)
+	ans := w.sendAgain(1, zone.HandoffRequest{Kind: zone.Commit, Zone: 2, Actor: npc.ID,
+		Transform: components.Transform{X: 7800, Y: 7000}}, step, 1)[0]
 	assert.Equal(t, zone.Committed, ans.Kind, "taken once, whoever owns it now")
 	assert.Equal(t, uint64(1), a.Stats().Handoffs.Taken, "and not taken again")
 	assert.Empty(t, w.npcs(1))
