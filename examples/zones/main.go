@@ -57,6 +57,8 @@
 //	players           players connected to the zone servers
 //	zone_players      of them, each zone's (zone 1 first)
 //	ghosts            ghosts the zone servers hold (actors lent by neighbours)
+//	handoff_records   hand-offs the zone servers remember, to answer late
+//	                  repeats (zone.HandoffStats.Records)
 //	handoffs          hand-offs completed in the second (zone.HandoffStats.Committed)
 //	switches          players' sessions taken by a new zone server in the second
 //	switch_p99_ticks  99th percentile, so far, of a switch's length in tick
