@@ -326,12 +326,18 @@ func (t *Transport) forget(s wire.SessionID) {
 	t.n.Closed++
 }
 
+// opened returns what sending to session s needs; its out is nil if s is
+// not open.
+func (t *Transport) opened(s wire.SessionID) sendRec {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.open.get(s)
+}
+
 // send adds an entry for session s to its gateway's message of this
 // tick; false if s is not open.
 func (t *Transport) send(s wire.SessionID, k kind, payload []byte) bool {
-	t.mu.RLock()
-	r := t.open.get(s)
-	t.mu.RUnlock()
+	r := t.opened(s)
 	if r.out == nil {
 		return false
 	}
@@ -356,9 +362,7 @@ func (t *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size
 	if size < 1 || size > len(datagrams) {
 		size = len(datagrams)
 	}
-	t.mu.RLock()
-	r := t.open.get(s)
-	t.mu.RUnlock()
+	r := t.opened(s)
 	// One look-up and one lock for the recipient's datagrams of a tick.
 	var n, bytes, dropped uint64
 	if r.out != nil {
