@@ -28,6 +28,7 @@ const (
 	disconnect // end the session (the payload: why)
 	moved      // the session goes to another zone (the payload: the zone, u32, then what to tell it)
 	unknown    // the zone server holds no such session (a frame came for it): restarted, or it moved on
+	batch      // one movement batch for the client, its records by reference (see addDatagram)
 )
 
 // entryHead is an entry's size before its payload: kind, session,
@@ -36,10 +37,24 @@ const entryHead = 1 + 8 + 4
 
 // message is an encoded message under construction: version, the
 // gateway's name, then entries.
+//
+// A zone server's messages to a gateway give limit, the largest message
+// NATS takes: movement batches then go by reference (addDatagram), and
+// the builder starts a new message wherever the next entry would pass
+// limit (sealed), so that each message holds the records its batch
+// entries refer to. A gateway's messages to a zone server are cut by
+// publish instead.
 type message struct {
-	b    []byte
-	head int // the bytes of version and name: the message is empty at head
-	n    int // its entries
+	b     []byte
+	head  int // the bytes of version and name: the message is empty at head
+	n     int // its entries
+	limit int // the most bytes a message may hold; 0: no batch entries, cut by publish
+
+	sealed [][]byte // whole messages cut off before b, oldest first
+	spare  [][]byte // published sealed messages' buffers, for reuse
+	left   int      // entries no message could hold, dropped by add
+	table  recordTable
+	fresh  []byte // addDatagram's scratch
 }
 
 // reset starts a message from gateway name.
@@ -49,13 +64,48 @@ func (m *message) reset(name string) {
 }
 
 // clear empties m for the next round, keeping its name.
-func (m *message) clear() { m.b, m.n = m.b[:m.head], 0 }
+func (m *message) clear() {
+	m.b, m.n = m.b[:m.head], 0
+	m.table.clear()
+}
+
+// room makes room for an entry of size bytes: when m has a limit that
+// the entry would pass, what m holds is sealed and a new message begun.
+// It reports false for an entry no message could hold.
+func (m *message) room(size int) bool {
+	if m.limit <= 0 {
+		return true
+	}
+	if m.head+size > m.limit {
+		m.left++
+		return false
+	}
+	if len(m.b)+size > m.limit && !m.empty() {
+		m.seal()
+	}
+	return true
+}
+
+// seal sets aside what m holds as a whole message, for publish, and
+// begins the next one with the same name and an empty table.
+func (m *message) seal() {
+	var next []byte
+	if k := len(m.spare); k > 0 {
+		next, m.spare = m.spare[k-1][:0], m.spare[:k-1]
+	}
+	m.sealed = append(m.sealed, m.b)
+	m.b = append(next, m.b[:m.head]...)
+	m.table.clear()
+}
 
 // empty reports whether m holds no entry.
 func (m *message) empty() bool { return len(m.b) == m.head }
 
 // add appends an entry.
 func (m *message) add(k kind, s uint64, payload []byte) {
+	if !m.room(entryHead + len(payload)) {
+		return
+	}
 	m.n++
 	m.b = append(m.b, byte(k))
 	m.b = binary.LittleEndian.AppendUint64(m.b, s)
@@ -70,11 +120,20 @@ func (m *message) add(k kind, s uint64, payload []byte) {
 // published and the entries left out; scratch is a buffer it may grow and
 // returns for the next call.
 func (m *message) publish(nc *nats.Conn, subject string, limit int, scratch []byte) (sent, left int, _ []byte) {
+	for _, b := range m.sealed {
+		if nc.Publish(subject, b) == nil {
+			sent++
+		}
+		m.spare = append(m.spare, b)
+	}
+	clear(m.sealed)
+	m.sealed = m.sealed[:0]
+	left, m.left = m.left, 0
 	if len(m.b) <= limit {
 		if nc.Publish(subject, m.b) == nil {
 			sent++
 		}
-		return sent, 0, scratch
+		return sent, left, scratch
 	}
 	scratch = append(scratch[:0], m.b[:m.head]...)
 	flush := func() {
@@ -89,7 +148,7 @@ func (m *message) publish(nc *nats.Conn, subject string, limit int, scratch []by
 		entry := rest[:size]
 		rest = rest[size:]
 		if m.head+size > limit {
-			left++
+			left++ // only entries without references: a message with them is never cut here
 			continue
 		}
 		if len(scratch)+size > limit {
@@ -118,6 +177,7 @@ func decode(b []byte) (string, []byte, error) {
 		return "", nil, fmt.Errorf("%w: a gateway name of %d bytes", errMalformed, n)
 	}
 	name, entries := string(b[2:2+n]), b[2+n:]
+	records := 0 // the message's table of records so far (batch entries)
 	for rest := entries; len(rest) > 0; {
 		if len(rest) < entryHead {
 			return "", nil, fmt.Errorf("%w: an entry cut short", errMalformed)
@@ -127,7 +187,7 @@ func decode(b []byte) (string, []byte, error) {
 		switch {
 		case len(rest)-entryHead < size:
 			return "", nil, fmt.Errorf("%w: a payload of %d bytes past the end", errMalformed, size)
-		case k < opened || k > unknown:
+		case k < opened || k > batch:
 			return "", nil, fmt.Errorf("%w: entry kind %d", errMalformed, k)
 		case s == 0:
 			return "", nil, fmt.Errorf("%w: session 0", errMalformed)
@@ -135,6 +195,12 @@ func decode(b []byte) (string, []byte, error) {
 			return "", nil, fmt.Errorf("%w: a frame of %d bytes", errMalformed, size)
 		case k == moved && (size < 4 || binary.LittleEndian.Uint32(rest[entryHead:]) == 0):
 			return "", nil, fmt.Errorf("%w: a move to no zone", errMalformed)
+		case k == batch:
+			fresh, err := checkBatch(rest[entryHead:entryHead+size], records)
+			if err != nil {
+				return "", nil, err
+			}
+			records += fresh
 		}
 		rest = rest[entryHead+size:]
 	}

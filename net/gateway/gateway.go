@@ -91,6 +91,7 @@ type Gateway struct {
 	mu        sync.Mutex // serializes the handling of zone messages; guards moving and heard
 	moving    []move     // sessions a zone server moved, for the next Step
 	forgotten []move     // sessions a zone server does not hold, for the next Step (to: that zone)
+	batches   batches    // the batch entries of the zone message being handled
 	heard     map[uint32]time.Time
 	// routedAt holds, per zone, when Step first sent it a session since it
 	// was last heard: a zone never heard from is timed from then.
@@ -126,7 +127,6 @@ type move struct {
 // slow.
 const keptMoves = 32
 
-// moves are a session's latest Move frames, oldest first.
 // moves is a ring of a session's latest Move frames: n kept, the next
 // written at next (over the oldest once it is full).
 type moves struct {
@@ -436,10 +436,13 @@ func (g *Gateway) fromZone(m *nats.Msg) {
 	g.heard[uint32(zone)] = time.Now()
 	delete(g.routedAt, uint32(zone))
 	front := g.cfg.Front
+	g.batches.reset()
 	eachEntry(entries, func(k kind, s uint64, payload []byte) {
 		switch k {
 		case datagram:
 			front.SendUnreliable(wire.SessionID(s), payload)
+		case batch:
+			front.SendUnreliable(wire.SessionID(s), g.batches.datagram(payload))
 		case reliable:
 			front.SendReliable(wire.SessionID(s), payload)
 		case disconnect:

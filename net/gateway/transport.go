@@ -312,6 +312,7 @@ func (t *Transport) outbox(name string) *outbox {
 	if out == nil {
 		out = &outbox{subject: gatewayZoneSubject(t.cfg.Prefix, name, t.cfg.Zone)}
 		out.m.reset(name)
+		out.m.limit = int(t.cfg.Conn.MaxPayload())
 		t.outs[name] = out
 	}
 	return out
@@ -349,10 +350,14 @@ func (t *Transport) send(s wire.SessionID, k kind, payload []byte) bool {
 
 // SendUnreliable implements [wire.Transport].
 func (t *Transport) SendUnreliable(s wire.SessionID, d []byte) {
-	if len(d) < wire.BatchHeaderSize || !t.send(s, datagram, d) {
+	r := t.opened(s)
+	if len(d) < wire.BatchHeaderSize || r.out == nil {
 		t.out.droppedDatagrams.Add(1)
 		return
 	}
+	r.out.mu.Lock()
+	r.out.m.addDatagram(r.id, d)
+	r.out.mu.Unlock()
 	t.out.datagrams.Add(1)
 	t.out.datagramBytes.Add(uint64(len(d)))
 }
@@ -374,7 +379,7 @@ func (t *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size
 			dropped++
 			continue
 		}
-		r.out.m.add(datagram, r.id, d)
+		r.out.m.addDatagram(r.id, d)
 		n++
 		bytes += uint64(len(d))
 	}
@@ -546,13 +551,14 @@ func (t *Transport) Flush() {
 	now := time.Now()
 	for _, out := range t.outs {
 		out.mu.Lock()
-		if out.m.empty() && now.Sub(out.last) >= t.cfg.Heartbeat {
+		out.m.limit = limit // NATS' may change with the server it reconnects to
+		if out.m.empty() && len(out.m.sealed) == 0 && now.Sub(out.last) >= t.cfg.Heartbeat {
 			if t.cfg.Conn.Publish(out.subject, out.m.b) == nil {
 				t.published.Add(1)
 			}
 			out.last = now
 		}
-		if !out.m.empty() {
+		if !out.m.empty() || len(out.m.sealed) > 0 {
 			t.publish(out, limit, now)
 		}
 		out.mu.Unlock()
