@@ -69,12 +69,11 @@ type dueLists struct {
 	off        []int32 // per slot, a row: per cell, where its list starts in picks, then where the last one ends
 	picks      []int32 // sender indices, list after list
 	packed     []byte  // the records of picks, in the same order
-	// quot holds, for each sender of a base list of spread s, its half's
-	// quotient by s modulo cycle (in picks' order): with every sender of
-	// the list at one residue modulo s, it says the residue modulo each
-	// stretched period t*s (t a tier period, which divides cycle), so
-	// the relay checks a candidate with a shift (gatherBase).
-	quot []uint8
+	// cands holds what the relay reads of each sender of the base lists
+	// (gatherBase), in picks' order from candsAt: read in order, where
+	// the frame's columns would be gathered sender by sender.
+	cands   []baseCand
+	candsAt int32
 	// cycle is the least common multiple of the tier periods, or 0 when
 	// it passes 64 (the relay then computes each candidate's residue);
 	// every[t], for each tier period t, has the bits q below cycle with
@@ -87,6 +86,19 @@ type dueLists struct {
 	// mask derives them from the lists.
 	masks  []uint64
 	masked bool
+}
+
+// baseCand is a sender of a base list as chooseBased decides it: where it
+// stands, its cell, the ticks since it changed (255 at most: the
+// stretched periods of based spreads are shorter) and its half's quotient
+// by the spread modulo the cycle (when the cycle is short: with every
+// sender of the list at one residue modulo the spread s, the quotient
+// says the residue modulo each stretched period t*s, t a tier period,
+// which divides the cycle, so the relay checks a candidate with a shift).
+type baseCand struct {
+	x, y, z   float32
+	cell      int32
+	age, quot uint8
 }
 
 // listSet is one period's lists, or one spread's base lists (dueLists).
@@ -326,8 +338,9 @@ func (d *dueLists) beginBuild(f *Frame) {
 	d.off = resizeSlice(d.off, int(d.stride)*int(d.nslots))
 	d.picks = resizeSlice(d.picks, f.Len()*len(d.sets))
 	d.packed = resizeSlice(d.packed, len(d.picks)*wire.RecordSize)
-	if len(d.bases) > 0 && d.cycle > 0 {
-		d.quot = resizeSlice(d.quot, len(d.picks))
+	d.candsAt = int32(len(d.periods) * f.Len()) // the base sets come last (plan)
+	if len(d.bases) > 0 {
+		d.cands = resizeSlice(d.cands, len(d.bases)*f.Len())
 	}
 	d.masked = d.nslots <= maskSlots
 	if d.masked {
@@ -380,7 +393,7 @@ func (d *dueLists) buildSet(f *Frame, j int) {
 		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
 		changed, half := f.changed[lo:hi], f.half[lo:hi]
 		small := masks != nil && hi-lo <= maskActors
-		based := j >= len(d.periods) && d.cycle > 0 // a base set (plan)
+		based := j >= len(d.periods) // a base set (plan)
 		for i := len(changed) - 1; i >= 0; i-- {
 			if c := changed[i]; c+set.window > tick && c != 0 && (set.mod > 1 || c == tick) {
 				w := int(d.residue(half[i], set.mod))
@@ -391,7 +404,11 @@ func (d *dueLists) buildSet(f *Frame, j int) {
 				d.picks[at] = a
 				copyRecord(d.packed[int(at)*wire.RecordSize:int(at+1)*wire.RecordSize], f.recordOf(a))
 				if based {
-					d.quot[at] = d.quotient(half[i], set.mod)
+					bc := baseCand{x: f.x[a], y: f.y[a], z: f.z[a], cell: int32(ci), age: uint8(min(tick-c, 255))}
+					if d.cycle > 0 {
+						bc.quot = d.quotient(half[i], set.mod)
+					}
+					d.cands[at-d.candsAt] = bc
 				}
 				if small {
 					masks[w*ncells+ci] |= 1 << i

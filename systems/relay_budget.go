@@ -198,60 +198,53 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 		i = j
 		cands := due.picks[lo:hi]
 		sc.growSel(len(cands))
-		var quots []uint8
-		if due.cycle > 0 {
-			quots = due.quot[lo:hi]
-		}
-		w.write(sc.sel[:p.chooseBased(sc.sel, cands, quots, classes, first, r, spread, sc)])
+		w.write(sc.sel[:p.chooseBased(sc.sel, cands, due.cands[lo-due.candsAt:hi-due.candsAt], classes, first, r, spread, sc)])
 	}
 }
 
 // chooseBased writes to sel the candidates of a run of base lists (cands,
-// from cells first, first+1, ... whose classes are classes) due to
-// recipient r at its spread, in order, and returns how many (see
-// gatherBase). Each candidate is decided without a branch the CPU could
-// mispredict: its tier period is its cell class's near one, or the far
-// one at or past the class's edge (a one-band class's edge is +Inf, a
-// missing class's 0, whose periods are 0: then the tier table decides,
-// behind the one branch, which such cells, rare in a crowd, leave
-// predicted). Whether a candidate is due is a coin toss, and without a
-// branch the loads of one candidate's data do not wait for the last
-// one's decision. With the base lists' quotients (quots, dueLists.quot;
-// nil where the tier periods' cycle is too long for them) its phase is a
-// bit of sc.bdue, else its residue at the stretched period against
-// sc.bwant.
-func (p *Pipeline) chooseBased(sel, cands []int32, quots []uint8, classes []cellClass, first, r int32, spread uint8, sc *relayScratch) int {
+// from cells first, first+1, ... whose classes are classes; what it
+// reads of them, info, in the same order) due to recipient r at its
+// spread, in order, and returns how many (see gatherBase). Each candidate
+// is decided without a branch the CPU could mispredict: its tier period
+// is its cell class's near one, or the far one at or past the class's
+// edge (a one-band class's edge is +Inf, a missing class's 0, whose
+// periods are 0: then the tier table decides, behind the one branch,
+// which such cells, rare in a crowd, leave predicted). Whether a
+// candidate is due is a coin toss, and without a branch the loads of one
+// candidate's data do not wait for the last one's decision. Where the
+// tier periods' cycle is short (dueLists.cycle) its phase is a bit of
+// sc.bdue by its quotient, else its residue at the stretched period
+// against sc.bwant.
+func (p *Pipeline) chooseBased(sel, cands []int32, info []baseCand, classes []cellClass, first, r int32, spread uint8, sc *relayScratch) int {
 	f := &p.frame
 	due := &f.due
-	tick := f.Tick
 	rx, ry, rz := f.x[r], f.y[r], f.z[r]
 	sel = sel[:len(cands)]
-	quoted := quots != nil
-	if quoted {
-		quots = quots[:len(cands)]
-	}
+	info = info[:len(cands)]
+	quoted := due.cycle > 0
 	m := 0
 	for i, a := range cands {
-		class := classes[f.cellIdx[a]-first]
-		dx, dy, dz := f.x[a]-rx, f.y[a]-ry, f.z[a]-rz
+		c := &info[i]
+		class := classes[c.cell-first]
+		dx, dy, dz := c.x-rx, c.y-ry, c.z-rz
 		d := dx*dx + dy*dy + dz*dz
 		beyond := uint8(b2i(d >= class.edge)) // a flag, not a branch
 		tp := class.near ^ (class.near^class.far)&-beyond
 		in := 1
 		if tp == 0 { // a cell without a class (a few senders, or one the radius cuts): rare, so the branch is predicted
-			ci := f.cellIdx[a]
-			tp = p.tiersOf(ci).PeriodSq(d)
-			in = b2i(d < p.kindReach[f.cells[ci].kind])
+			tp = p.tiersOf(c.cell).PeriodSq(d)
+			in = b2i(d < p.kindReach[f.cells[c.cell].kind])
 		}
 		period := tp * spread // no cap: based spreads keep their stretched periods under 256
 		var onPhase int
 		if quoted { // the same every time: predicted
-			onPhase = int(sc.bdue[tp] >> quots[i] & 1)
+			onPhase = int(sc.bdue[tp] >> c.quot & 1)
 		} else {
 			onPhase = b2i(uint8(due.residueAbove1(f.half[a], period)) == sc.bwant[tp]) // a based spread is at least 5
 		}
 		sel[m] = a
-		m += b2i(f.changed[a]+uint64(period) > tick) & onPhase & b2i(a != r) & in
+		m += b2i(c.age < period) & onPhase & b2i(a != r) & in
 	}
 	return m
 }
