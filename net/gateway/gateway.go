@@ -33,7 +33,8 @@ type Config struct {
 	// receives from it and sends to it; Close closes it.
 	Front wire.Transport
 	// Zone returns the zone whose server serves a new session. Nil sends
-	// every session to zone 1.
+	// every session to zone 1, and so does a zone of 0 (no server's), from
+	// Zone or Route.
 	Zone func(s wire.SessionID) uint32
 	// Route, when set, picks the zone of a new session by its Hello
 	// instead (where its player stands, say): the gateway holds the
@@ -80,7 +81,7 @@ type Gateway struct {
 	cfg    Config
 	sub    *nats.Subscription
 	in     []wire.Inbound
-	zoneOf map[wire.SessionID]uint32
+	routes sessionTable[route] // the sessions routed to a zone
 	// unrouted holds the sessions opened that wait for their Hello to be
 	// routed (Config.Route).
 	unrouted map[wire.SessionID]bool
@@ -100,7 +101,6 @@ type Gateway struct {
 	checked   time.Time       // when dropSilentZones last looked
 	lostZones atomic.Uint64
 	dropped   atomic.Uint64
-	recent    map[wire.SessionID]*moves
 	malformed atomic.Uint64
 	forwarded atomic.Uint64
 	messages  atomic.Uint64
@@ -121,6 +121,13 @@ type move struct {
 	payload []byte
 }
 
+// route is a session's zone, and its latest Move frames (nil until its
+// first), for when a zone server moves it.
+type route struct {
+	zone  uint32
+	moves *moves
+}
+
 // keptMoves is how many of a session's latest Move frames the gateway
 // keeps, to send them again to the server a session moves to: a second of
 // moves at 30 a second, for a switch that a busy server or gateway makes
@@ -128,14 +135,21 @@ type move struct {
 const keptMoves = 32
 
 // moves is a ring of a session's latest Move frames: n kept, the next
-// written at next (over the oldest once it is full).
+// written at next (over the oldest once it is full). A Move frame has
+// one size (wire.MoveSize), so the ring is one array: keeping a move
+// writes one slot, not a slice header and the bytes it points to.
 type moves struct {
-	frames  [keptMoves][]byte
+	frames  [keptMoves][wire.MoveSize]byte
 	n, next int
 }
 
+// add keeps Move frame f; a frame of another size, which no server
+// takes, is not kept.
 func (m *moves) add(f []byte) {
-	m.frames[m.next] = append(m.frames[m.next][:0], f...)
+	if len(f) != wire.MoveSize {
+		return
+	}
+	m.frames[m.next] = [wire.MoveSize]byte(f)
 	m.next = (m.next + 1) % keptMoves
 	m.n = min(m.n+1, keptMoves)
 }
@@ -144,7 +158,7 @@ func (m *moves) add(f []byte) {
 func (m *moves) each(fn func(f []byte)) {
 	first := (m.next - m.n + keptMoves) % keptMoves
 	for i := range m.n {
-		fn(m.frames[(first+i)%keptMoves])
+		fn(m.frames[(first+i)%keptMoves][:])
 	}
 }
 
@@ -171,8 +185,8 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = DefaultHeartbeat
 	}
-	g := &Gateway{cfg: cfg, zoneOf: map[wire.SessionID]uint32{}, unrouted: map[wire.SessionID]bool{}, wake: make(chan struct{}, 1),
-		outs: map[uint32]*message{}, recent: map[wire.SessionID]*moves{}, heard: map[uint32]time.Time{}, routedAt: map[uint32]time.Time{},
+	g := &Gateway{cfg: cfg, unrouted: map[wire.SessionID]bool{}, wake: make(chan struct{}, 1),
+		outs: map[uint32]*message{}, heard: map[uint32]time.Time{}, routedAt: map[uint32]time.Time{},
 		inUse: map[uint32]bool{}, sentAt: map[uint32]time.Time{}}
 	sub, err := cfg.Conn.Subscribe(gatewaySubject(cfg.Prefix, cfg.Name)+".*", g.fromZone)
 	if err != nil {
@@ -211,25 +225,26 @@ func (g *Gateway) Step() int {
 	g.moving, g.forgotten = nil, nil
 	g.mu.Unlock()
 	for _, mv := range moving {
-		if _, open := g.zoneOf[mv.s]; !open {
+		r := g.routes.get(mv.s)
+		if r.zone == 0 {
 			continue // the client left meanwhile
 		}
-		g.zoneOf[mv.s] = mv.to
+		r.zone = mv.to
+		g.routes.put(mv.s, r)
 		m := g.message(mv.to)
 		m.add(opened, uint64(mv.s), mv.payload)
 		g.routed(mv.to)
-		if r := g.recent[mv.s]; r != nil {
-			r.each(func(f []byte) { m.add(frame, uint64(mv.s), f) })
+		if r.moves != nil {
+			r.moves.each(func(f []byte) { m.add(frame, uint64(mv.s), f) })
 		}
 	}
 	// A session its zone server does not hold, still routed there after
 	// the moves above (a session moved on is not), is ended: the server
 	// restarted since it opened.
 	for _, f := range forgotten {
-		if z, ok := g.zoneOf[f.s]; ok && z == f.to {
+		if g.routes.get(f.s).zone == f.to {
 			g.cfg.Front.Disconnect(f.s, ZoneForgot(f.to))
-			delete(g.zoneOf, f.s)
-			delete(g.recent, f.s)
+			g.routes.drop(f.s)
 			g.dropped.Add(1)
 		}
 	}
@@ -245,14 +260,15 @@ func (g *Gateway) Step() int {
 		if g.route(in) {
 			continue
 		}
-		z, ok := g.zoneOf[in.Session]
+		r := g.routes.get(in.Session)
 		if in.Kind == wire.SessionOpened {
-			z, ok = g.cfg.Zone(in.Session), true
-			g.zoneOf[in.Session] = z
+			r = route{zone: g.zoneFor(in.Session)}
+			g.routes.put(in.Session, r)
 		}
-		if !ok {
+		if r.zone == 0 {
 			continue
 		}
+		z := r.zone
 		m := g.message(z)
 		switch in.Kind {
 		case wire.SessionOpened:
@@ -261,17 +277,15 @@ func (g *Gateway) Step() int {
 		case wire.FrameReceived:
 			m.add(frame, uint64(in.Session), in.Frame)
 			if t, err := wire.PeekType(in.Frame); err == nil && t == wire.TypeMove {
-				r := g.recent[in.Session]
-				if r == nil {
-					r = &moves{}
-					g.recent[in.Session] = r
+				if r.moves == nil {
+					r.moves = &moves{}
+					g.routes.put(in.Session, r)
 				}
-				r.add(in.Frame)
+				r.moves.add(in.Frame)
 			}
 		case wire.SessionClosed:
 			m.add(closed, uint64(in.Session), []byte(in.Reason))
-			delete(g.zoneOf, in.Session)
-			delete(g.recent, in.Session)
+			g.routes.drop(in.Session)
 		}
 	}
 	return moved + g.publish()
@@ -320,9 +334,7 @@ func (g *Gateway) dropSilentZones() {
 	g.mu.Lock()
 	var silent []uint32
 	clear(g.inUse)
-	for _, z := range g.zoneOf {
-		g.inUse[z] = true
-	}
+	g.routes.each(func(_ wire.SessionID, r route) { g.inUse[r.zone] = true })
 	for _, z := range slices.Sorted(maps.Keys(g.inUse)) {
 		last := g.heard[z]
 		if at, ok := g.routedAt[z]; ok && at.After(last) {
@@ -336,14 +348,13 @@ func (g *Gateway) dropSilentZones() {
 	g.mu.Unlock()
 	for _, z := range silent {
 		g.lostZones.Add(1)
-		for s, sz := range g.zoneOf {
-			if sz == z {
+		g.routes.each(func(s wire.SessionID, r route) {
+			if r.zone == z {
 				g.cfg.Front.Disconnect(s, ZoneGone(z))
-				delete(g.zoneOf, s)
-				delete(g.recent, s)
+				g.routes.drop(s)
 				g.dropped.Add(1)
 			}
-		}
+		})
 	}
 }
 
@@ -376,16 +387,28 @@ func (g *Gateway) route(in wire.Inbound) bool {
 	if in.Kind != wire.FrameReceived {
 		return true // closed before it said anything
 	}
-	z := g.cfg.Zone(in.Session)
+	z := g.zoneFor(in.Session)
 	if h, err := wire.DecodeHello(in.Frame); err == nil {
 		z = g.cfg.Route(in.Session, h)
 	}
-	g.zoneOf[in.Session] = z
+	if z == 0 {
+		z = 1 // zone 0 is no zone's: as Zone's default
+	}
+	g.routes.put(in.Session, route{zone: z})
 	m := g.message(z)
 	m.add(opened, uint64(in.Session), nil)
 	m.add(frame, uint64(in.Session), in.Frame)
 	g.routed(z)
 	return true
+}
+
+// zoneFor returns Config.Zone's zone for session s; zone 0, which no
+// zone server has, is taken for zone 1, Zone's default.
+func (g *Gateway) zoneFor(s wire.SessionID) uint32 {
+	if z := g.cfg.Zone(s); z != 0 {
+		return z
+	}
+	return 1
 }
 
 // message returns this step's message to zone z.

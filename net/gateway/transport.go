@@ -73,7 +73,7 @@ type Transport struct {
 	releases []wire.SessionID // sessions to release at the next Flush
 	last     wire.SessionID
 	sessions map[wire.SessionID]*session
-	open     sendTable // the open sessions, for sending
+	open     sessionTable[sendRec] // the open sessions, for sending
 	// byRemote finds a session by its gateway's name, then the gateway's
 	// id for it: a frame's lookup hashes an integer, not a string and an
 	// integer (the gateways are few, their sessions many).
