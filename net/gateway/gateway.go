@@ -78,10 +78,14 @@ func ZoneForgot(zone uint32) string {
 // package doc). [Gateway.Step] forwards what the clients sent;
 // zone servers' messages are handed to the clients as they arrive.
 type Gateway struct {
-	cfg    Config
-	sub    *nats.Subscription
-	in     []wire.Inbound
-	routes sessionTable[route] // the sessions routed to a zone
+	cfg Config
+	sub *nats.Subscription
+	in  []wire.Inbound
+	// routes holds the sessions routed to a zone: Step routes the
+	// clients' frames by it, and the handling of a zone's message moves
+	// a session in it. Guarded by routeMu (taken after mu, when both).
+	routes  sessionTable[route]
+	routeMu sync.Mutex
 	// unrouted holds the sessions opened that wait for their Hello to be
 	// routed (Config.Route).
 	unrouted map[wire.SessionID]bool
@@ -89,11 +93,14 @@ type Gateway struct {
 	order    []uint32             // the zones of outs, in the order first used
 	sentAt   map[uint32]time.Time // when Step last sent each zone of outs a message
 
-	mu        sync.Mutex // serializes the handling of zone messages; guards moving and heard
-	moving    []move     // sessions a zone server moved, for the next Step
+	mu        sync.Mutex // serializes the handling of zone messages; guards forgotten and heard
 	forgotten []move     // sessions a zone server does not hold, for the next Step (to: that zone)
 	batches   batches    // the batch entries of the zone message being handled
-	heard     map[uint32]time.Time
+	// A moved session's message to its new zone, and a buffer for
+	// publishing it (move).
+	moveMsg message
+	moveBuf []byte
+	heard   map[uint32]time.Time
 	// routedAt holds, per zone, when Step first sent it a session since it
 	// was last heard: a zone never heard from is timed from then.
 	routedAt  map[uint32]time.Time
@@ -107,18 +114,12 @@ type Gateway struct {
 	replies   atomic.Uint64
 	oversize  atomic.Uint64
 	scratch   []byte // Step's
-	// wake tells Run that a zone server moved a session: Run steps at
-	// once rather than at its next interval, so that the session reaches
-	// its new server a step sooner (a player's switch is timed from its
-	// old server letting it go to its new one taking it).
-	wake chan struct{}
 }
 
-// move is a session a zone server sent to another zone.
+// move is a session a zone server forgot: the session, and that zone.
 type move struct {
-	s       wire.SessionID
-	to      uint32
-	payload []byte
+	s  wire.SessionID
+	to uint32
 }
 
 // route is a session's zone, and its latest Move frames (nil until its
@@ -185,7 +186,7 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = DefaultHeartbeat
 	}
-	g := &Gateway{cfg: cfg, unrouted: map[wire.SessionID]bool{}, wake: make(chan struct{}, 1),
+	g := &Gateway{cfg: cfg, unrouted: map[wire.SessionID]bool{},
 		outs: map[uint32]*message{}, heard: map[uint32]time.Time{}, routedAt: map[uint32]time.Time{},
 		inUse: map[uint32]bool{}, sentAt: map[uint32]time.Time{}}
 	sub, err := cfg.Conn.Subscribe(gatewaySubject(cfg.Prefix, cfg.Name)+".*", g.fromZone)
@@ -216,31 +217,18 @@ func validName(name string) bool {
 
 // Step forwards what the clients did since the last step (sessions
 // opened, frames, sessions closed) to their zones' servers, one message
-// per zone, and returns how many entries it forwarded. The sessions zone
-// servers moved go first, in messages of their own, before the clients'
-// frames are taken. Calls must not overlap.
+// per zone, and returns how many entries it forwarded. (A session a zone
+// server moves goes to its new server as the gateway hears of it, not
+// at a step.) Calls must not overlap.
 func (g *Gateway) Step() int {
 	g.mu.Lock()
-	moving, forgotten := g.moving, g.forgotten
-	g.moving, g.forgotten = nil, nil
+	forgotten := g.forgotten
+	g.forgotten = nil
 	g.mu.Unlock()
-	for _, mv := range moving {
-		r := g.routes.get(mv.s)
-		if r.zone == 0 {
-			continue // the client left meanwhile
-		}
-		r.zone = mv.to
-		g.routes.put(mv.s, r)
-		m := g.message(mv.to)
-		m.add(opened, uint64(mv.s), mv.payload)
-		g.routed(mv.to)
-		if r.moves != nil {
-			r.moves.each(func(f []byte) { m.add(frame, uint64(mv.s), f) })
-		}
-	}
-	// A session its zone server does not hold, still routed there after
-	// the moves above (a session moved on is not), is ended: the server
-	// restarted since it opened.
+	// A session its zone server does not hold, still routed there (a
+	// session moved on since is not), is ended: the server restarted
+	// since it opened.
+	g.routeMu.Lock()
 	for _, f := range forgotten {
 		if g.routes.get(f.s).zone == f.to {
 			g.cfg.Front.Disconnect(f.s, ZoneForgot(f.to))
@@ -248,24 +236,25 @@ func (g *Gateway) Step() int {
 			g.dropped.Add(1)
 		}
 	}
-	// A switch waits for the new server's next tick, and a step's frames
-	// take a while to route.
-	moved := 0
-	if len(moving) > 0 {
-		moved = g.publish()
-	}
+	g.routeMu.Unlock()
 	g.dropSilentZones()
 	g.in = g.cfg.Front.Receive(g.in[:0])
 	for _, in := range g.in {
 		if g.route(in) {
 			continue
 		}
-		r := g.routes.get(in.Session)
+		var newZone uint32
 		if in.Kind == wire.SessionOpened {
-			r = route{zone: g.zoneFor(in.Session)}
+			newZone = g.zoneFor(in.Session)
+		}
+		g.routeMu.Lock()
+		r := g.routes.get(in.Session)
+		if newZone != 0 {
+			r = route{zone: newZone}
 			g.routes.put(in.Session, r)
 		}
 		if r.zone == 0 {
+			g.routeMu.Unlock()
 			continue
 		}
 		z := r.zone
@@ -273,7 +262,6 @@ func (g *Gateway) Step() int {
 		switch in.Kind {
 		case wire.SessionOpened:
 			m.add(opened, uint64(in.Session), nil)
-			g.routed(z)
 		case wire.FrameReceived:
 			m.add(frame, uint64(in.Session), in.Frame)
 			if t, err := wire.PeekType(in.Frame); err == nil && t == wire.TypeMove {
@@ -287,8 +275,12 @@ func (g *Gateway) Step() int {
 			m.add(closed, uint64(in.Session), []byte(in.Reason))
 			g.routes.drop(in.Session)
 		}
+		g.routeMu.Unlock()
+		if newZone != 0 {
+			g.routed(z)
+		}
 	}
-	return moved + g.publish()
+	return g.publish()
 }
 
 // publish sends each zone what this step has for it, one message (or a
@@ -334,7 +326,9 @@ func (g *Gateway) dropSilentZones() {
 	g.mu.Lock()
 	var silent []uint32
 	clear(g.inUse)
+	g.routeMu.Lock()
 	g.routes.each(func(_ wire.SessionID, r route) { g.inUse[r.zone] = true })
+	g.routeMu.Unlock()
 	for _, z := range slices.Sorted(maps.Keys(g.inUse)) {
 		last := g.heard[z]
 		if at, ok := g.routedAt[z]; ok && at.After(last) {
@@ -348,6 +342,7 @@ func (g *Gateway) dropSilentZones() {
 	g.mu.Unlock()
 	for _, z := range silent {
 		g.lostZones.Add(1)
+		g.routeMu.Lock()
 		g.routes.each(func(s wire.SessionID, r route) {
 			if r.zone == z {
 				g.cfg.Front.Disconnect(s, ZoneGone(z))
@@ -355,17 +350,23 @@ func (g *Gateway) dropSilentZones() {
 				g.dropped.Add(1)
 			}
 		})
+		g.routeMu.Unlock()
 	}
 }
 
-// routed notes that Step sent zone z a session: a zone not heard from
-// since is timed from the first such.
+// routed notes that the gateway sent zone z a session: a zone not heard
+// from since is timed from the first such.
 func (g *Gateway) routed(z uint32) {
 	g.mu.Lock()
+	g.routedLocked(z)
+	g.mu.Unlock()
+}
+
+// routedLocked is routed with g.mu held.
+func (g *Gateway) routedLocked(z uint32) {
 	if _, ok := g.routedAt[z]; !ok && !g.heard[z].After(time.Now().Add(-g.cfg.ZoneTimeout)) {
 		g.routedAt[z] = time.Now()
 	}
-	g.mu.Unlock()
 }
 
 // route handles what a session waiting for its route (Config.Route) did,
@@ -394,7 +395,9 @@ func (g *Gateway) route(in wire.Inbound) bool {
 	if z == 0 {
 		z = 1 // zone 0 is no zone's: as Zone's default
 	}
+	g.routeMu.Lock()
 	g.routes.put(in.Session, route{zone: z})
+	g.routeMu.Unlock()
 	m := g.message(z)
 	m.add(opened, uint64(in.Session), nil)
 	m.add(frame, uint64(in.Session), in.Frame)
@@ -423,8 +426,8 @@ func (g *Gateway) message(z uint32) *message {
 	return m
 }
 
-// Run steps every interval until ctx is done, and at once whenever a
-// zone server moves a session (the move waits for no interval).
+// Run steps every interval until ctx is done. (A session a zone server
+// moves goes on as the gateway hears of it, not at a step.)
 func (g *Gateway) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -433,8 +436,6 @@ func (g *Gateway) Run(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			g.Step()
-		case <-g.wake:
 			g.Step()
 		}
 	}
@@ -471,15 +472,42 @@ func (g *Gateway) fromZone(m *nats.Msg) {
 		case disconnect:
 			front.Disconnect(wire.SessionID(s), string(payload))
 		case moved:
-			g.moving = append(g.moving, move{s: wire.SessionID(s), to: binary.LittleEndian.Uint32(payload), payload: slices.Clone(payload[4:])})
-			select {
-			case g.wake <- struct{}{}:
-			default: // a step is due already
-			}
+			g.move(wire.SessionID(s), binary.LittleEndian.Uint32(payload), payload[4:])
 		case unknown:
 			g.forgotten = append(g.forgotten, move{s: wire.SessionID(s), to: uint32(zone)})
 		}
 	})
+}
+
+// move sends session s, which a zone server let go, to zone to's server
+// at once: an opened entry with what the old server says of it (payload),
+// then its kept Move frames. The clients' later frames go there too, from
+// the next step on: the message is published before the route changes
+// for the step (under routeMu), so that the new server hears of the
+// session before any of them. A switch is timed from the old server
+// letting the session go to the new one taking it, so it waits for no
+// step. g.mu is held.
+func (g *Gateway) move(s wire.SessionID, to uint32, payload []byte) {
+	g.routeMu.Lock()
+	defer g.routeMu.Unlock()
+	r := g.routes.get(s)
+	if r.zone == 0 {
+		return // the client left meanwhile
+	}
+	m := &g.moveMsg
+	m.reset(g.cfg.Name)
+	m.add(opened, uint64(s), payload)
+	if r.moves != nil {
+		r.moves.each(func(f []byte) { m.add(frame, uint64(s), f) })
+	}
+	g.forwarded.Add(uint64(m.n))
+	msgs, left, buf := m.publish(g.cfg.Conn, zoneSubject(g.cfg.Prefix, to), int(g.cfg.Conn.MaxPayload()), g.moveBuf)
+	g.moveBuf = buf
+	g.messages.Add(uint64(msgs))
+	g.oversize.Add(uint64(left))
+	r.zone = to
+	g.routes.put(s, r)
+	g.routedLocked(to)
 }
 
 // Stats is what a gateway counts.

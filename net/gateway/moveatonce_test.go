@@ -78,3 +78,69 @@ func TestAMovedSessionGoesAtOnceAfterWhatWasSentBeforeIt(t *testing.T) {
 	}, 5*time.Second, time.Millisecond)
 	assert.Equal(t, []string{"after the move"}, received)
 }
+
+// TestAMovedSessionReachesItsNewServerWithoutAStep: the gateway sends a
+// session a zone server moved on to its new server as it hears of the
+// move, with the client's kept moves, without waiting for its next step;
+// the client's frames after that go to the new server.
+func TestAMovedSessionReachesItsNewServerWithoutAStep(t *testing.T) {
+	nc := startNATS(t)
+	z1, err := gateway.NewTransport(gateway.TransportConfig{Conn: nc, Zone: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { z1.Close() })
+	z2, err := gateway.NewTransport(gateway.TransportConfig{Conn: nc, Zone: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() { z2.Close() })
+	front := mem.New(mem.Options{})
+	gw, err := gateway.New(gateway.Config{Conn: nc, Name: "gw", Front: front})
+	require.NoError(t, err)
+	t.Cleanup(func() { gw.Close() })
+	require.NoError(t, nc.Flush())
+
+	c := front.Dial()
+	move := func(seq uint32) []byte { return wire.AppendMove(nil, wire.Move{Seq: seq}) }
+	require.NoError(t, c.Send(move(1)))
+	var s wire.SessionID
+	var in []wire.Inbound
+	require.Eventually(t, func() bool {
+		gw.Step()
+		require.NoError(t, nc.Flush())
+		for _, m := range z1.Receive(in[:0]) {
+			if m.Kind == wire.SessionOpened {
+				s = m.Session
+			}
+		}
+		return s != 0
+	}, 5*time.Second, time.Millisecond, "the client opens on zone 1")
+
+	require.NoError(t, z1.Move(s, 2, []byte("hand-off 9")))
+	var resumed []gateway.Resumed
+	require.Eventually(t, func() bool {
+		in = z2.Receive(in[:0])
+		resumed = z2.TakeResumed(resumed)
+		return len(resumed) > 0
+	}, 5*time.Second, time.Millisecond, "the session waited for a step")
+	assert.Equal(t, "hand-off 9", string(resumed[0].Payload))
+	var held []uint32
+	z2.HeldMoves(resumed[0].Session, func(seq uint32) { held = append(held, seq) })
+	assert.Equal(t, []uint32{1}, held, "the client's kept move came with it")
+
+	z2.Release(resumed[0].Session)
+	z2.Flush()
+	require.NoError(t, c.Send(move(2)))
+	var frames []string
+	require.Eventually(t, func() bool {
+		gw.Step()
+		require.NoError(t, nc.Flush())
+		for _, m := range z2.Receive(in[:0]) {
+			if m.Kind == wire.FrameReceived {
+				frames = append(frames, string(m.Frame))
+			}
+		}
+		return len(frames) >= 2
+	}, 5*time.Second, time.Millisecond, "the client's next move reaches zone 2")
+	assert.Equal(t, []string{string(move(1)), string(move(2))}, frames, "the kept move, released, then the next")
+	for _, m := range z1.Receive(in[:0]) {
+		assert.NotEqual(t, wire.FrameReceived, m.Kind, "no frame for zone 1 after the move")
+	}
+}
