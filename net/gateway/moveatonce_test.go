@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -12,13 +13,11 @@ import (
 	"github.com/throng-go/throng/net/wire"
 )
 
-// TestAMovedSessionGoesAtOnceAfterWhatWasSentBeforeIt: a zone server
-// that moves a session mid-tick does not hold it until its tick ends
-// (Flush). The frame it sent the client before the move reaches the
-// client, and the session reaches the new zone server, before the old one
-// flushes; a frame it sends the client's neighbour after the move still
-// waits for its Flush.
-func TestAMovedSessionGoesAtOnceAfterWhatWasSentBeforeIt(t *testing.T) {
+// twoZones returns a NATS connection, the transports of zone servers 1
+// and 2 on it, and a gateway with an in-memory front, all closed at the
+// test's end.
+func twoZones(t *testing.T) (*nats.Conn, *gateway.Transport, *gateway.Transport, *mem.Transport, *gateway.Gateway) {
+	t.Helper()
 	nc := startNATS(t)
 	z1, err := gateway.NewTransport(gateway.TransportConfig{Conn: nc, Zone: 1})
 	require.NoError(t, err)
@@ -31,6 +30,17 @@ func TestAMovedSessionGoesAtOnceAfterWhatWasSentBeforeIt(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { gw.Close() })
 	require.NoError(t, nc.Flush())
+	return nc, z1, z2, front, gw
+}
+
+// TestAMovedSessionGoesAtOnceAfterWhatWasSentBeforeIt: a zone server
+// that moves a session mid-tick does not hold it until its tick ends
+// (Flush). The frame it sent the client before the move reaches the
+// client, and the session reaches the new zone server, before the old one
+// flushes; a frame it sends the client's neighbour after the move still
+// waits for its Flush.
+func TestAMovedSessionGoesAtOnceAfterWhatWasSentBeforeIt(t *testing.T) {
+	nc, z1, z2, front, gw := twoZones(t)
 
 	mover, stayer := front.Dial(), front.Dial()
 	var opened []wire.SessionID
@@ -84,18 +94,7 @@ func TestAMovedSessionGoesAtOnceAfterWhatWasSentBeforeIt(t *testing.T) {
 // move, with the client's kept moves, without waiting for its next step;
 // the client's frames after that go to the new server.
 func TestAMovedSessionReachesItsNewServerWithoutAStep(t *testing.T) {
-	nc := startNATS(t)
-	z1, err := gateway.NewTransport(gateway.TransportConfig{Conn: nc, Zone: 1})
-	require.NoError(t, err)
-	t.Cleanup(func() { z1.Close() })
-	z2, err := gateway.NewTransport(gateway.TransportConfig{Conn: nc, Zone: 2})
-	require.NoError(t, err)
-	t.Cleanup(func() { z2.Close() })
-	front := mem.New(mem.Options{})
-	gw, err := gateway.New(gateway.Config{Conn: nc, Name: "gw", Front: front})
-	require.NoError(t, err)
-	t.Cleanup(func() { gw.Close() })
-	require.NoError(t, nc.Flush())
+	nc, z1, z2, front, gw := twoZones(t)
 
 	c := front.Dial()
 	move := func(seq uint32) []byte { return wire.AppendMove(nil, wire.Move{Seq: seq}) }
