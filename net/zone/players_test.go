@@ -236,10 +236,13 @@ func TestAPlayerWhoseHandoffFailsIsGivenBackItsActor(t *testing.T) {
 }
 
 // TestAPlayerWhoLeavesDuringItsHandoffLeavesNoActorBehind: the player
-// disconnects just after its owner let its session go. The new owner,
-// which took its actor, waits for the session a while, then despawns
-// the actor: the watcher of zone 2 is told it is gone, and neither world
-// keeps it.
+// disconnects just after its owner let its session go. The new owner
+// takes its actor; the session reaches it either before the player's
+// leaving does (it is attached, then leaves as any player) or not at all
+// (the gateway forwards the move as it hears of it, the close at its
+// next step): then the new owner waits for the session a while and
+// despawns the actor. Either way the watcher of zone 2 is told it is
+// gone, and neither world keeps it.
 func TestAPlayerWhoLeavesDuringItsHandoffLeavesNoActorBehind(t *testing.T) {
 	w := startGatewayZones(t, twoZones, zone.Options{HandoffTimeout: 3})
 	walker := w.joinVia(1, 8000, 100)
@@ -274,5 +277,9 @@ func TestAPlayerWhoLeavesDuringItsHandoffLeavesNoActorBehind(t *testing.T) {
 	}
 	h2 := w.servers[2].z.Stats().Handoffs
 	assert.Equal(t, uint64(1), h2.Taken)
-	assert.Equal(t, uint64(1), h2.SessionsLost, "the session never came")
+	attached := uint64(0)
+	for _, n := range h2.SwitchTicks {
+		attached += n
+	}
+	assert.Equal(t, uint64(1), attached+h2.SessionsLost, "the session came or was counted lost, once: %+v", h2)
 }
