@@ -19,11 +19,15 @@
 // ([Transport.Flush]), everything it sent to the gateway's sessions, as
 // one message per gateway (or a heartbeat when it sent nothing for a
 // while); a session it moves to another zone server goes at once
-// ([Transport.Move]), and the gateway forwards it ahead of its clients'
-// frames. A round past the NATS server's largest payload goes as several
-// messages of whole entries. A message holds entries: a kind, the session
-// (the gateway's id for it) and a payload (a frame, a datagram or a
-// reason). A message that does not decode is dropped whole and counted;
+// ([Transport.Move]), and the gateway forwards it to the new zone server
+// as it hears of it, ahead of its clients' later frames. A round past the
+// NATS server's largest payload goes as several messages of whole
+// entries. A message holds entries: a kind, the session (the gateway's id
+// for it) and a payload (a frame, a datagram or a reason). A zone
+// server's movement batches go by reference: each record once per
+// message, a batch as its header and indices into the message's records,
+// which the gateway puts back together byte for byte for the client. A
+// message that does not decode is dropped whole and counted;
 // the server ticks on. A gateway that hears nothing from a zone server for
 // [Config].ZoneTimeout takes it for dead and disconnects its sessions; a
 // zone server's transport that hears nothing from a gateway for
