@@ -94,7 +94,7 @@ type Gateway struct {
 	sentAt   map[uint32]time.Time // when Step last sent each zone of outs a message
 
 	mu        sync.Mutex // serializes the handling of zone messages; guards forgotten and heard
-	forgotten []move     // sessions a zone server does not hold, for the next Step (to: that zone)
+	forgotten []stray    // sessions a zone server does not hold, for the next Step
 	batches   batches    // the batch entries of the zone message being handled
 	// A moved session's message to its new zone, and a buffer for
 	// publishing it (move).
@@ -116,10 +116,10 @@ type Gateway struct {
 	scratch   []byte // Step's
 }
 
-// move is a session a zone server forgot: the session, and that zone.
-type move struct {
-	s  wire.SessionID
-	to uint32
+// stray is a session a zone server said it does not hold, and that zone.
+type stray struct {
+	s    wire.SessionID
+	zone uint32
 }
 
 // route is a session's zone, and its latest Move frames (nil until its
@@ -230,8 +230,8 @@ func (g *Gateway) Step() int {
 	// since it opened.
 	g.routeMu.Lock()
 	for _, f := range forgotten {
-		if g.routes.get(f.s).zone == f.to {
-			g.cfg.Front.Disconnect(f.s, ZoneForgot(f.to))
+		if g.routes.get(f.s).zone == f.zone {
+			g.cfg.Front.Disconnect(f.s, ZoneForgot(f.zone))
 			g.routes.drop(f.s)
 			g.dropped.Add(1)
 		}
@@ -245,7 +245,7 @@ func (g *Gateway) Step() int {
 		}
 		var newZone uint32
 		if in.Kind == wire.SessionOpened {
-			newZone = g.zoneFor(in.Session)
+			newZone = someZone(g.cfg.Zone(in.Session))
 		}
 		g.routeMu.Lock()
 		r := g.routes.get(in.Session)
@@ -388,13 +388,11 @@ func (g *Gateway) route(in wire.Inbound) bool {
 	if in.Kind != wire.FrameReceived {
 		return true // closed before it said anything
 	}
-	z := g.zoneFor(in.Session)
+	z := g.cfg.Zone(in.Session)
 	if h, err := wire.DecodeHello(in.Frame); err == nil {
 		z = g.cfg.Route(in.Session, h)
 	}
-	if z == 0 {
-		z = 1 // zone 0 is no zone's: as Zone's default
-	}
+	z = someZone(z)
 	g.routeMu.Lock()
 	g.routes.put(in.Session, route{zone: z})
 	g.routeMu.Unlock()
@@ -405,13 +403,10 @@ func (g *Gateway) route(in wire.Inbound) bool {
 	return true
 }
 
-// zoneFor returns Config.Zone's zone for session s; zone 0, which no
-// zone server has, is taken for zone 1, Zone's default.
-func (g *Gateway) zoneFor(s wire.SessionID) uint32 {
-	if z := g.cfg.Zone(s); z != 0 {
-		return z
-	}
-	return 1
+// someZone returns z, or zone 1 (Config.Zone's default) for zone 0,
+// which no zone server has.
+func someZone(z uint32) uint32 {
+	return max(z, 1)
 }
 
 // message returns this step's message to zone z.
@@ -474,7 +469,7 @@ func (g *Gateway) fromZone(m *nats.Msg) {
 		case moved:
 			g.move(wire.SessionID(s), binary.LittleEndian.Uint32(payload), payload[4:])
 		case unknown:
-			g.forgotten = append(g.forgotten, move{s: wire.SessionID(s), to: uint32(zone)})
+			g.forgotten = append(g.forgotten, stray{s: wire.SessionID(s), zone: uint32(zone)})
 		}
 	})
 }

@@ -112,7 +112,7 @@ func (m *message) addDatagram(s uint64, d []byte) {
 		m.add(datagram, s, d)
 		return
 	}
-	worst := entryHead + 2 + k*wire.RecordSize + wire.BatchHeaderSize + 2*k
+	worst := entryHead + wire.BatchHeaderSize + 2*k + k*wire.RecordSize // every record fresh
 	if !m.room(worst) {
 		return
 	}
