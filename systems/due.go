@@ -68,7 +68,7 @@ type dueLists struct {
 	stride     int32   // entries of a row of off: ncells and one past the last list
 	off        []int32 // per slot, a row: per cell, where its list starts in picks, then where the last one ends
 	picks      []int32 // sender indices, list after list
-	packed     []byte  // the records of picks, in the same order
+	packed     []byte  // the records of picks, in the same order; the period lists' only (base lists are read from cands)
 	// cands holds what the relay reads of each sender of the base lists
 	// (gatherBase), in picks' order from candsAt: read in order, where
 	// the frame's columns would be gathered sender by sender.
@@ -83,7 +83,8 @@ type dueLists struct {
 	// masks holds the same lists as bit sets, per slot and cell (bit i:
 	// the cell's i-th actor), for cells of at most maskActors actors, on
 	// ticks with at most maskSlots slots (no spread, or a few); on others
-	// mask derives them from the lists.
+	// mask derives them from the lists. The period lists' only: a base
+	// list is read from cands.
 	masks  []uint64
 	masked bool
 }
@@ -384,8 +385,9 @@ func (d *dueLists) buildSet(f *Frame, j int) {
 		}
 		row[ncells] = at
 	}
+	based := j >= len(d.periods) // a base set (plan)
 	var masks []uint64
-	if d.masked {
+	if d.masked && !based {
 		masks = d.masks[int(set.slot)*ncells : (int(set.slot)+int(set.mod))*ncells]
 		clear(masks)
 	}
@@ -393,7 +395,6 @@ func (d *dueLists) buildSet(f *Frame, j int) {
 		lo, hi := f.cells[ci].actors.lo, f.cells[ci].actors.hi
 		changed, half := f.changed[lo:hi], f.half[lo:hi]
 		small := masks != nil && hi-lo <= maskActors
-		based := j >= len(d.periods) // a base set (plan)
 		for i := len(changed) - 1; i >= 0; i-- {
 			if c := changed[i]; c+set.window > tick && c != 0 && (set.mod > 1 || c == tick) {
 				w := int(d.residue(half[i], set.mod))
@@ -402,14 +403,18 @@ func (d *dueLists) buildSet(f *Frame, j int) {
 				at := rows[k]
 				a := lo + int32(i)
 				d.picks[at] = a
-				copyRecord(d.packed[int(at)*wire.RecordSize:int(at+1)*wire.RecordSize], f.recordOf(a))
-				if based {
-					bc := baseCand{x: f.x[a], y: f.y[a], z: f.z[a], cell: int32(ci), age: uint8(min(tick-c, 255))}
+				if based { // read as candidates (gatherBase), never as records or masks
+					// Field by field: a baseCand built whole goes through
+					// the stack, and its copy stalls on the stores.
+					bc := &d.cands[at-d.candsAt]
+					bc.x, bc.y, bc.z, bc.cell = f.x[a], f.y[a], f.z[a], int32(ci)
+					bc.age, bc.quot = uint8(min(tick-c, 255)), 0
 					if d.cycle > 0 {
 						bc.quot = d.quotient(half[i], set.mod)
 					}
-					d.cands[at-d.candsAt] = bc
+					continue
 				}
+				copyRecord(d.packed[int(at)*wire.RecordSize:int(at+1)*wire.RecordSize], f.recordOf(a))
 				if small {
 					masks[w*ncells+ci] |= 1 << i
 				}
