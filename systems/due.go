@@ -67,12 +67,12 @@ type dueLists struct {
 	ncells     int32   // cells this tick
 	stride     int32   // entries of a row of off: ncells and one past the last list
 	off        []int32 // per slot, a row: per cell, where its list starts in picks, then where the last one ends
-	picks      []int32 // sender indices, list after list
+	picks      []int32 // sender indices, list after list; readable a group of eight past the end (chooseBased8)
 	packed     []byte  // the records of picks, in the same order; the period lists' only (base lists are read from cands)
 	// cands holds what the relay reads of each sender of the base lists
 	// (gatherBase), in picks' order from candsAt: read in order, where
 	// the frame's columns would be gathered sender by sender.
-	cands   []baseCand
+	cands   baseCands
 	candsAt int32
 	// cycle is the least common multiple of the tier periods, or 0 when
 	// it passes 64 (the relay then computes each candidate's residue);
@@ -89,17 +89,36 @@ type dueLists struct {
 	masked bool
 }
 
-// baseCand is a sender of a base list as chooseBased decides it: where it
-// stands, its cell, the ticks since it changed (255 at most: the
-// stretched periods of based spreads are shorter) and its half's quotient
-// by the spread modulo the cycle (when the cycle is short: with every
-// sender of the list at one residue modulo the spread s, the quotient
-// says the residue modulo each stretched period t*s, t a tier period,
-// which divides the cycle, so the relay checks a candidate with a shift).
-type baseCand struct {
-	x, y, z   float32
-	cell      int32
-	age, quot uint8
+// baseCands holds the senders of the base lists as chooseBased decides
+// them, a column each, so that chooseBased8 loads eight of a column at
+// once: where each stands, its cell, the ticks since it changed (255 at
+// most: the stretched periods of based spreads are shorter) and its
+// half's quotient by the spread modulo the cycle (when the cycle is short:
+// with every sender of the list at one residue modulo the spread s, the
+// quotient says the residue modulo each stretched period t*s, t a tier
+// period, which divides the cycle, so the relay checks a candidate with a
+// shift). Every column is readable a group of eight past its end.
+type baseCands struct {
+	x, y, z   []float32
+	cell      []int32
+	age, quot []uint8
+}
+
+// resize makes the columns n long.
+func (c *baseCands) resize(n int) {
+	c.x, c.y, c.z = padded(c.x, n), padded(c.y, n), padded(c.z, n)
+	c.cell, c.age, c.quot = padded(c.cell, n), padded(c.age, n), padded(c.quot, n)
+}
+
+// slice returns candidates lo to hi-1.
+func (c *baseCands) slice(lo, hi int32) baseCands {
+	return baseCands{c.x[lo:hi], c.y[lo:hi], c.z[lo:hi], c.cell[lo:hi], c.age[lo:hi], c.quot[lo:hi]}
+}
+
+// padded is resizeSlice with room for a group of eight past the end,
+// which the vector kernels read whole (and then ignore).
+func padded[T any](s []T, n int) []T {
+	return resizeSlice(s, n+8)[:n]
 }
 
 // listSet is one period's lists, or one spread's base lists (dueLists).
@@ -337,11 +356,11 @@ func (d *dueLists) beginBuild(f *Frame) {
 	d.ncells = int32(ncells)
 	d.stride = d.ncells + 1
 	d.off = resizeSlice(d.off, int(d.stride)*int(d.nslots))
-	d.picks = resizeSlice(d.picks, f.Len()*len(d.sets))
+	d.picks = padded(d.picks, f.Len()*len(d.sets))
 	d.packed = resizeSlice(d.packed, len(d.picks)*wire.RecordSize)
 	d.candsAt = int32(len(d.periods) * f.Len()) // the base sets come last (plan)
 	if len(d.bases) > 0 {
-		d.cands = resizeSlice(d.cands, len(d.bases)*f.Len())
+		d.cands.resize(len(d.bases) * f.Len())
 	}
 	d.masked = d.nslots <= maskSlots
 	if d.masked {
@@ -404,13 +423,11 @@ func (d *dueLists) buildSet(f *Frame, j int) {
 				a := lo + int32(i)
 				d.picks[at] = a
 				if based { // read as candidates (gatherBase), never as records or masks
-					// Field by field: a baseCand built whole goes through
-					// the stack, and its copy stalls on the stores.
-					bc := &d.cands[at-d.candsAt]
-					bc.x, bc.y, bc.z, bc.cell = f.x[a], f.y[a], f.z[a], int32(ci)
-					bc.age, bc.quot = uint8(min(tick-c, 255)), 0
+					bc, k := &d.cands, at-d.candsAt
+					bc.x[k], bc.y[k], bc.z[k], bc.cell[k] = f.x[a], f.y[a], f.z[a], int32(ci)
+					bc.age[k], bc.quot[k] = uint8(min(tick-c, 255)), 0
 					if d.cycle > 0 {
-						bc.quot = d.quotient(half[i], set.mod)
+						bc.quot[k] = d.quotient(half[i], set.mod)
 					}
 					continue
 				}

@@ -13,8 +13,10 @@ import (
 // as it reads them, against the rule: the list of cell c at a set's slot
 // w holds, in canonical order, c's senders that changed within the set's
 // window (this tick, for period 1) and whose phase half is w modulo the
-// set's period, with their records; a run of cells reads their lists back
-// to back; a small cell's bit set has the same senders. A third of the
+// set's period, with their records (a base list: where each stands, its
+// cell, age and quotient, as chooseBased reads them); a run of cells reads
+// their lists back to back; a small cell's bit set has the same senders
+// (period lists). A third of the
 // crowd stands still each tick, so the sets are not full and some lists
 // end short of their set's room, and the budget brings stretched periods
 // and base lists.
@@ -28,7 +30,8 @@ func TestDueListsHoldExactlyTheirSenders(t *testing.T) {
 		f := &r.p.frame
 		sets = max(sets, len(d.sets))
 		bases = max(bases, len(d.bases))
-		for _, set := range d.sets {
+		for j, set := range d.sets {
+			based := j >= len(d.periods) // read as candidates: no records, no bit sets
 			for w := range int32(set.mod) {
 				slot := set.slot + w
 				run := []int32{} // the slot's lists of every cell, back to back
@@ -48,9 +51,18 @@ func TestDueListsHoldExactlyTheirSenders(t *testing.T) {
 					require.Equal(t, want, append([]int32{}, d.picks[lo:hi]...), "tick %d, period %d window %d, residue %d, cell %d", f.Tick, set.mod, set.window, w, ci)
 					for k, a := range want {
 						at := int(lo) + k
+						if based {
+							bc, i := &d.cands, at-int(d.candsAt)
+							got := []any{bc.x[i], bc.y[i], bc.z[i], bc.cell[i], bc.age[i]}
+							require.Equal(t, []any{f.x[a], f.y[a], f.z[a], ci, uint8(min(f.Tick-f.changed[a], 255))}, got, "candidate %d", a)
+							if d.cycle > 0 {
+								require.Equal(t, d.quotient(f.half[a], set.mod), bc.quot[i], "quotient of candidate %d", a)
+							}
+							continue
+						}
 						require.Equal(t, f.recordOf(a), d.packed[at*wire.RecordSize:(at+1)*wire.RecordSize], "record of actor %d", a)
 					}
-					if c.actors.hi-c.actors.lo <= maskActors {
+					if !based && c.actors.hi-c.actors.lo <= maskActors {
 						require.Equal(t, bits, d.mask(ci, slot, c.actors.lo), "bit set of cell %d", ci)
 					}
 					run = append(run, want...)

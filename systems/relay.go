@@ -354,6 +354,7 @@ type relayScratch struct {
 	spreads [256]int32  // this tick's recipients by spread (under the budget), for the next tick's lists
 	bwant   [256]uint8  // per tier period: the residue gatherBase wants at its stretched period
 	bdue    [256]uint64 // per tier period: the base lists' quotients due at its stretched period (dueLists.quot)
+	baseK   baseKernel  // what chooseBased8 reads
 	runs    []int32     // per stencil position of the recipient cell: see uniformRuns
 	// classified: classes, runs and rankedAt are the current cell's
 	// (classifyCell). small: its stencil is small, and smallRuns holds

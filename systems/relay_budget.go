@@ -3,6 +3,7 @@ package systems
 import (
 	"encoding/binary"
 	"slices"
+	"unsafe"
 
 	"github.com/throng-go/throng/interest"
 )
@@ -165,13 +166,20 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 	// quotients due: every sender of the base list has the residue the
 	// stretched period wants modulo the spread, and is due when its
 	// quotient by the spread is the wanted residue's, modulo the period.
+	k := &sc.baseK
+	k.ready = useAVX2 && due.cycle > 0
 	for _, tp := range due.tierPeriods {
 		period := tp * spread
 		w := due.wantResidue(period, tickDue(period, tick), rhalf)
 		sc.bwant[tp] = uint8(w)
 		if due.cycle > 0 {
 			sc.bdue[tp] = due.every[tp] << (w / uint32(spread))
+			k.bdue[tp] = uint32(sc.bdue[tp])
+			k.ready = k.ready && sc.bdue[tp]>>32 == 0
 		}
+	}
+	if k.ready {
+		k.aim(f, r, spread)
 	}
 	// The base lists of one slot for consecutive cells lie back to back:
 	// each run of consecutive cells in the stencil is one range of
@@ -198,55 +206,113 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 		i = j
 		cands := due.picks[lo:hi]
 		sc.growSel(len(cands))
-		w.write(sc.sel[:p.chooseBased(sc.sel, cands, due.cands[lo-due.candsAt:hi-due.candsAt], classes, first, r, spread, sc)])
+		w.write(sc.sel[:p.chooseBased(sc.sel, cands, due.cands.slice(lo-due.candsAt, hi-due.candsAt), classes, first, r, spread, sc)])
 	}
 }
 
 // chooseBased writes to sel the candidates of a run of base lists (cands,
 // from cells first, first+1, ... whose classes are classes; what it
 // reads of them, info, in the same order) due to recipient r at its
-// spread, in order, and returns how many (see gatherBase). Each candidate
-// is decided without a branch the CPU could mispredict: its tier period
-// is its cell class's near one, or the far one at or past the class's
-// edge (a one-band class's edge is +Inf, a missing class's 0, whose
-// periods are 0: then the tier table decides, behind the one branch,
-// which such cells, rare in a crowd, leave predicted). Whether a
+// spread, in order, and returns how many (see gatherBase). With AVX2 and
+// phases of at most 32 quotients (baseKernel.ready), chooseBased8 decides
+// eight candidates at a time, unless a candidate's class has no periods;
+// else chooseBasedOneByOne, which gives the same senders.
+func (p *Pipeline) chooseBased(sel, cands []int32, info baseCands, classes []cellClass, first, r int32, spread uint8, sc *relayScratch) int {
+	if k := &sc.baseK; k.ready && len(cands) > 0 {
+		k.picks, k.x, k.y, k.z, k.cell = &cands[0], &info.x[0], &info.y[0], &info.z[0], &info.cell[0]
+		k.age, k.quot, k.classes, k.first = &info.age[0], &info.quot[0], &classes[0], first
+		if m := chooseBased8(&sel[0], k, len(cands)); m >= 0 {
+			return m
+		}
+	}
+	return p.chooseBasedOneByOne(sel, cands, info, classes, first, r, spread, sc)
+}
+
+// chooseBasedOneByOne is chooseBased a candidate at a time. Each
+// candidate is decided without a branch the CPU could mispredict: its tier
+// period is its cell class's near one, or the far one at or past the
+// class's edge (a one-band class's edge is +Inf, a missing class's 0,
+// whose periods are 0: then the tier table decides, behind the one
+// branch, which such cells, rare in a crowd, leave predicted). Whether a
 // candidate is due is a coin toss, and without a branch the loads of one
 // candidate's data do not wait for the last one's decision. Where the
 // tier periods' cycle is short (dueLists.cycle) its phase is a bit of
 // sc.bdue by its quotient, else its residue at the stretched period
 // against sc.bwant.
-func (p *Pipeline) chooseBased(sel, cands []int32, info []baseCand, classes []cellClass, first, r int32, spread uint8, sc *relayScratch) int {
+func (p *Pipeline) chooseBasedOneByOne(sel, cands []int32, info baseCands, classes []cellClass, first, r int32, spread uint8, sc *relayScratch) int {
 	f := &p.frame
 	due := &f.due
 	rx, ry, rz := f.x[r], f.y[r], f.z[r]
-	sel = sel[:len(cands)]
-	info = info[:len(cands)]
+	n := len(cands)
+	sel = sel[:n]
+	xs, ys, zs, cells, ages, quots := info.x[:n], info.y[:n], info.z[:n], info.cell[:n], info.age[:n], info.quot[:n]
 	quoted := due.cycle > 0
 	m := 0
 	for i, a := range cands {
-		c := &info[i]
-		class := classes[c.cell-first]
-		dx, dy, dz := c.x-rx, c.y-ry, c.z-rz
+		cell := cells[i]
+		class := classes[cell-first]
+		dx, dy, dz := xs[i]-rx, ys[i]-ry, zs[i]-rz
 		d := dx*dx + dy*dy + dz*dz
 		beyond := uint8(b2i(d >= class.edge)) // a flag, not a branch
 		tp := class.near ^ (class.near^class.far)&-beyond
 		in := 1
 		if tp == 0 { // a cell without a class (a few senders, or one the radius cuts): rare, so the branch is predicted
-			tp = p.tiersOf(c.cell).PeriodSq(d)
-			in = b2i(d < p.kindReach[f.cells[c.cell].kind])
+			tp = p.tiersOf(cell).PeriodSq(d)
+			in = b2i(d < p.kindReach[f.cells[cell].kind])
 		}
 		period := tp * spread // no cap: based spreads keep their stretched periods under 256
 		var onPhase int
 		if quoted { // the same every time: predicted
-			onPhase = int(sc.bdue[tp] >> c.quot & 1)
+			onPhase = int(sc.bdue[tp] >> quots[i] & 1)
 		} else {
 			onPhase = b2i(uint8(due.residueAbove1(f.half[a], period)) == sc.bwant[tp]) // a based spread is at least 5
 		}
 		sel[m] = a
-		m += b2i(c.age < period) & onPhase & b2i(a != r) & in
+		m += b2i(ages[i] < period) & onPhase & b2i(a != r) & in
 	}
 	return m
+}
+
+// baseKernel is what chooseBased8 reads: the run's candidates (their
+// columns from the run's first), the run's cell classes, the recipient,
+// per tier period its quotients due (sc.bdue, cut to 32 bits), and
+// constant vectors. gatherBase aims it at a recipient (ready: the kernel
+// may decide its candidates), chooseBased at each run.
+type baseKernel struct {
+	picks         *int32
+	x, y, z       *float32
+	cell          *int32
+	age, quot     *uint8
+	classes       *cellClass
+	lut           *[256]uint64 // compressLUT
+	bdue          [256]uint32
+	lane          [8]int32 // 0 to 7
+	eight         [8]int32
+	low           [8]int32 // 0xFF
+	rx, ry, rz    float32
+	first, self   int32
+	spread, class int32 // the recipient's spread; the size of a cellClass
+	ready         bool
+}
+
+// chooseBased8 reads a cellClass's near and far periods as the low two
+// bytes of its first four: this fails to compile if they move.
+var _ [unsafe.Offsetof(cellClass{}.near)]struct{}
+var _ [unsafe.Offsetof(cellClass{}.far) - 1]struct{}
+var _ [1 - unsafe.Offsetof(cellClass{}.far)]struct{}
+
+// aim loads recipient r of frame f, at spread, into the kernel; its
+// bdue must be set.
+func (k *baseKernel) aim(f *Frame, r int32, spread uint8) {
+	if k.lut == nil {
+		k.lut = &compressLUT
+		for i := range 8 {
+			k.lane[i], k.eight[i], k.low[i] = int32(i), 8, 0xFF
+		}
+		k.class = int32(unsafe.Sizeof(cellClass{}))
+	}
+	k.rx, k.ry, k.rz = f.x[r], f.y[r], f.z[r]
+	k.self, k.spread = r, int32(spread)
 }
 
 // gatherOwed builds recipient r's batch under the per-connection budget:

@@ -60,3 +60,13 @@ func chooseByTiers8(sel *int32, changed *uint64, xs, ys, zs *float32, res *inter
 //
 //go:noescape
 func chooseThrottled8(sel *int32, changed *uint64, xs, ys, zs *float32, res *interest.Residues, n int, k *tierKernel) int
+
+// chooseBased8 is chooseBasedOneByOne for the n candidates k points at,
+// eight at a time with AVX2, reading whole groups of eight (the columns
+// are padded for it) and writing whole groups to sel; it returns how many
+// it chose, or -1, having chosen none, when a candidate's class has no
+// periods (the Go loop then decides them by the tier table). The same
+// float32 steps and comparisons as the Go loop, so the same senders.
+//
+//go:noescape
+func chooseBased8(sel *int32, k *baseKernel, n int) int

@@ -402,3 +402,117 @@ next:
 
 done:
 	RET
+
+// func chooseBased8(sel *int32, k *baseKernel, n int) int
+//
+// chooseBasedOneByOne for the n candidates at k's columns, eight a group,
+// reading whole groups (the columns are padded for it). Per lane, as the
+// Go loop: the candidate's class (gathered by its cell less the run's
+// first, times the class's size: its first four bytes, whose low two are
+// the near and far periods, and its edge), the squared distance
+// (differences, squares, x plus y then plus z; no fused multiply-add),
+// the tier period (the far one at or past the edge), stretched by the
+// spread as a byte, changed within it (age below it), on its phase (bit
+// quot of the tier period's quotients due, gathered from k.bdue), and not
+// the recipient. A lane whose class has no periods ends the call with -1.
+// The chosen lanes' senders are packed to the front of eight values by a
+// permute from k.lut and stored at sel; sel moves on by their count.
+TEXT ·chooseBased8(SB), NOSPLIT, $0-32
+	MOVQ sel+0(FP), DI
+	MOVQ k+8(FP), R13
+	MOVQ baseKernel_picks(R13), R8
+	MOVQ baseKernel_x(R13), SI
+	MOVQ baseKernel_y(R13), R9
+	MOVQ baseKernel_z(R13), R10
+	MOVQ baseKernel_cell(R13), R11
+	MOVQ baseKernel_classes(R13), R12
+	LEAQ baseKernel_bdue(R13), AX
+	VBROADCASTSS baseKernel_rx(R13), Y0
+	VBROADCASTSS baseKernel_ry(R13), Y1
+	VBROADCASTSS baseKernel_rz(R13), Y2
+	VPBROADCASTD baseKernel_self(R13), Y3
+	VPBROADCASTD baseKernel_first(R13), Y4
+	VPBROADCASTD baseKernel_spread(R13), Y5
+	VPBROADCASTD baseKernel_class(R13), Y6
+	MOVQ n+16(FP), DX
+	VMOVQ DX, X7
+	VPBROADCASTD X7, Y7
+	VMOVDQU baseKernel_lane(R13), Y10
+	VMOVDQU baseKernel_low(R13), Y11
+	XORQ CX, CX
+
+baseGroup:
+	CMPQ CX, n+16(FP)
+	JGE  baseDone
+	// Y15: the lanes that hold a candidate (index below n).
+	VPCMPGTD Y10, Y7, Y15
+	// Y13: each candidate's class, in bytes from the run's first.
+	VMOVDQU (R11)(CX*4), Y13
+	VPSUBD  Y4, Y13, Y13
+	VPMULLD Y6, Y13, Y13
+	// Y8: the class's first four bytes (near, far), Y9: its edge.
+	VMOVDQA Y15, Y14
+	VPXOR   Y8, Y8, Y8
+	VPGATHERDD Y14, cellClass_near(R12)(Y13*1), Y8
+	VMOVDQA Y15, Y14
+	VPXOR   Y9, Y9, Y9
+	VPGATHERDD Y14, cellClass_edge(R12)(Y13*1), Y9
+	SQUARED_DISTANCE(SI, R9, R10, Y12, Y13)
+	// Y8: the tier period, the far one at or past the edge.
+	VCMPPS  $0x0D, Y9, Y12, Y13
+	VPSRLD  $8, Y8, Y9
+	VPAND   Y11, Y9, Y9
+	VPAND   Y11, Y8, Y8
+	VBLENDVPS Y13, Y9, Y8, Y8
+	// A class without periods: the Go loop decides the run.
+	VPXOR   Y12, Y12, Y12
+	VPCMPEQD Y12, Y8, Y12
+	VPAND   Y15, Y12, Y12
+	VPTEST  Y12, Y12
+	JNZ     baseBail
+	// Y15: changed within the stretched period (a byte, as in Go).
+	VPMULLD Y5, Y8, Y9
+	VPAND   Y11, Y9, Y9
+	MOVQ    baseKernel_age(R13), DX
+	VPMOVZXBD (DX)(CX*1), Y12
+	VPCMPGTD Y12, Y9, Y12
+	VPAND   Y12, Y15, Y15
+	// Y9: on its phase, in the sign bit: bit quot of bdue[tier period].
+	VMOVDQA Y15, Y14
+	VPXOR   Y9, Y9, Y9
+	VPGATHERDD Y14, (AX)(Y8*4), Y9
+	MOVQ    baseKernel_quot(R13), DX
+	VPMOVZXBD (DX)(CX*1), Y12
+	VPSRLVD Y12, Y9, Y9
+	VPSLLD  $31, Y9, Y9
+	VPAND   Y15, Y9, Y9
+	// Not the recipient.
+	VMOVDQU (R8)(CX*4), Y12
+	VPCMPEQD Y3, Y12, Y13
+	VPANDN  Y9, Y13, Y9
+	VMOVMSKPS Y9, BX
+	// Pack the chosen lanes' senders to the front and store all eight.
+	MOVQ    baseKernel_lut(R13), DX
+	MOVQ    (DX)(BX*8), DX
+	VMOVQ   DX, X13
+	VPMOVZXBD X13, Y13
+	VPERMD  Y12, Y13, Y12
+	VMOVDQU Y12, (DI)
+	POPCNTL BX, BX
+	LEAQ    (DI)(BX*4), DI
+	VPADDD  baseKernel_eight(R13), Y10, Y10
+	ADDQ    $8, CX
+	JMP     baseGroup
+
+baseDone:
+	VZEROUPPER
+	MOVQ sel+0(FP), DX
+	SUBQ DX, DI
+	SHRQ $2, DI
+	MOVQ DI, ret+24(FP)
+	RET
+
+baseBail:
+	VZEROUPPER
+	MOVQ $-1, ret+24(FP)
+	RET

@@ -30,3 +30,7 @@ func copyRecords(dst, recs *byte, set uint64, lo, k int) uint64 {
 func copyRecordsAt(dst, recs *byte, sel *int32, k int) {
 	panic("systems: copyRecordsAt without AVX2")
 }
+
+func chooseBased8(sel *int32, k *baseKernel, n int) int {
+	panic("systems: chooseBased8 without AVX2")
+}

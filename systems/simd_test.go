@@ -420,3 +420,96 @@ func (t *picker) chooseByTiersOneByOneOr(vector bool, sel []int32, changed []uin
 	}
 	return t.chooseByTiersOneByOne(sel, changed, xs, ys, zs, res, tiers)
 }
+
+// TestChooseBasedDecidesLikeOneByOne: chooseBased8 chooses the base-list
+// candidates chooseBasedOneByOne does, in the same order, over random
+// runs of cells (one band and two, candidates exactly on an edge, the
+// recipient among them), ages, quotients and phases; and gives up (-1)
+// exactly where a candidate's class has no periods, which the Go loop
+// decides by the tier table.
+func TestChooseBasedDecidesLikeOneByOne(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("no AVX2: chooseBasedOneByOne is the only chooser")
+	}
+	rng := rand.New(rand.NewPCG(21, 22))
+	coord := func() float32 { return float32(rng.IntN(8192)) - 4096 + float32(rng.IntN(4))/4 }
+	gaveUp := 0
+	for it := range 20000 {
+		n := 1 + rng.IntN(70)
+		classes := make([]cellClass, 1+rng.IntN(8))
+		first := int32(rng.IntN(200))
+		r := int32(rng.IntN(3 * n))
+		p := &Pipeline{}
+		f := &p.frame
+		f.x, f.y, f.z = make([]float32, 3*n), make([]float32, 3*n), make([]float32, 3*n)
+		f.x[r], f.y[r], f.z[r] = coord(), coord(), float32(rng.IntN(64))
+		f.due.cycle = 12
+		spread := uint8(5 + rng.IntN(40))
+		var info baseCands
+		info.resize(n)
+		cands := padded([]int32(nil), n)
+		cell := int32(0)
+		for i := range n {
+			if rng.IntN(3) == 0 && int(cell) < len(classes)-1 {
+				cell++
+			}
+			cands[i] = int32(i*3 + rng.IntN(3)) // ascending, as a list's frame indices are
+			if rng.IntN(4) == 0 {
+				cands[i] = r // the recipient's own cell: it is not its own sender
+			}
+			info.x[i], info.y[i], info.z[i] = coord(), coord(), float32(rng.IntN(64))
+			info.cell[i], info.age[i], info.quot[i] = first+cell, uint8(rng.IntN(24)), uint8(rng.IntN(12))
+		}
+		for i := range classes {
+			near := uint8(1 + rng.IntN(4))
+			far := near + uint8(rng.IntN(3))
+			switch rng.IntN(6) {
+			case 0: // one band
+				classes[i] = cellClass{near: near, far: near, edge: float32(math.Inf(1))}
+			case 1: // an edge exactly at a candidate's distance
+				j := rng.IntN(n)
+				dx, dy, dz := info.x[j]-f.x[r], info.y[j]-f.y[r], info.z[j]-f.z[r]
+				classes[i] = cellClass{near: near, far: far, edge: dx*dx + dy*dy + dz*dz}
+			case 2:
+				if rng.IntN(10) == 0 { // no class: the tier table decides
+					classes[i] = cellClass{}
+					continue
+				}
+				fallthrough
+			default:
+				classes[i] = cellClass{near: near, far: far, edge: float32(rng.IntN(1 << 25))}
+			}
+		}
+		sc := &relayScratch{}
+		k := &sc.baseK
+		for tp := range 8 {
+			sc.bdue[tp] = uint64(rng.Uint32())
+			k.bdue[tp] = uint32(sc.bdue[tp])
+		}
+		k.aim(f, r, spread)
+		k.picks, k.x, k.y, k.z, k.cell = &cands[0], &info.x[0], &info.y[0], &info.z[0], &info.cell[0]
+		k.age, k.quot, k.classes, k.first = &info.age[0], &info.quot[0], &classes[0], first
+		got := make([]int32, (n+7)&^7)
+		m := chooseBased8(&got[0], k, n)
+		unclassed := false
+		for i := range n {
+			c := classes[info.cell[i]-first]
+			dx, dy, dz := info.x[i]-f.x[r], info.y[i]-f.y[r], info.z[i]-f.z[r]
+			tp := c.near
+			if dx*dx+dy*dy+dz*dz >= c.edge {
+				tp = c.far
+			}
+			unclassed = unclassed || tp == 0
+		}
+		if unclassed {
+			require.Equal(t, -1, m, "case %d: a candidate without a class must be left to the Go loop", it)
+			gaveUp++
+			continue
+		}
+		want := make([]int32, n)
+		w := p.chooseBasedOneByOne(want, cands, info, classes, first, r, spread, sc)
+		require.Equal(t, want[:w], got[:max(m, 0)], "case %d: %d candidates, spread %d", it, n, spread)
+	}
+	t.Logf("%d cases left to the Go loop", gaveUp)
+	assert.Positive(t, gaveUp)
+}
