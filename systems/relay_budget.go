@@ -174,8 +174,7 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 		sc.bwant[tp] = uint8(w)
 		if due.cycle > 0 {
 			sc.bdue[tp] = due.every[tp] << (w / uint32(spread))
-			k.bdue[tp] = uint32(sc.bdue[tp])
-			k.ready = k.ready && sc.bdue[tp]>>32 == 0
+			k.ready = k.ready && k.setDue(tp, sc.bdue[tp])
 		}
 	}
 	if k.ready {
@@ -275,8 +274,7 @@ func (p *Pipeline) chooseBasedOneByOne(sel, cands []int32, info baseCands, class
 
 // baseKernel is what chooseBased8 reads: the run's candidates (their
 // columns from the run's first), the run's cell classes, the recipient,
-// per tier period its quotients due (sc.bdue, cut to 32 bits), and
-// constant vectors. gatherBase aims it at a recipient (ready: the kernel
+// per tier period its quotients due (sc.bdue), and constant vectors. gatherBase aims it at a recipient (ready: the kernel
 // may decide its candidates), chooseBased at each run.
 type baseKernel struct {
 	picks         *int32
@@ -285,9 +283,10 @@ type baseKernel struct {
 	age, quot     *uint8
 	classes       *cellClass
 	lut           *[256]uint64 // compressLUT
-	bdue          [256]uint32
-	lane          [8]int32 // 0 to 7
+	bdue          [8]uint32    // per tier period t, at t-1: sc.bdue[t]
+	lane          [8]int32     // 0 to 7
 	eight         [8]int32
+	one           [8]int32
 	low           [8]int32 // 0xFF
 	rx, ry, rz    float32
 	first, self   int32
@@ -301,13 +300,24 @@ var _ [unsafe.Offsetof(cellClass{}.near)]struct{}
 var _ [unsafe.Offsetof(cellClass{}.far) - 1]struct{}
 var _ [1 - unsafe.Offsetof(cellClass{}.far)]struct{}
 
+// setDue records the quotients due at tier period tp, and reports
+// whether the kernel can read them: tp at most 8 (a permute of eight
+// entries finds them) and no quotient due past 31 (32-bit lanes).
+func (k *baseKernel) setDue(tp uint8, due uint64) bool {
+	if tp == 0 || tp > 8 || due>>32 != 0 {
+		return false
+	}
+	k.bdue[tp-1] = uint32(due)
+	return true
+}
+
 // aim loads recipient r of frame f, at spread, into the kernel; its
 // bdue must be set.
 func (k *baseKernel) aim(f *Frame, r int32, spread uint8) {
 	if k.lut == nil {
 		k.lut = &compressLUT
 		for i := range 8 {
-			k.lane[i], k.eight[i], k.low[i] = int32(i), 8, 0xFF
+			k.lane[i], k.eight[i], k.one[i], k.low[i] = int32(i), 8, 1, 0xFF
 		}
 		k.class = int32(unsafe.Sizeof(cellClass{}))
 	}

@@ -413,8 +413,8 @@ done:
 // (differences, squares, x plus y then plus z; no fused multiply-add),
 // the tier period (the far one at or past the edge), stretched by the
 // spread as a byte, changed within it (age below it), on its phase (bit
-// quot of the tier period's quotients due, gathered from k.bdue), and not
-// the recipient. A lane whose class has no periods ends the call with -1.
+// quot of the tier period's quotients due, k.bdue's entry by a permute),
+// and not the recipient. A lane whose class has no periods ends the call with -1.
 // The chosen lanes' senders are packed to the front of eight values by a
 // permute from k.lut and stored at sel; sel moves on by their count.
 TEXT ·chooseBased8(SB), NOSPLIT, $0-32
@@ -477,10 +477,10 @@ baseGroup:
 	VPMOVZXBD (DX)(CX*1), Y12
 	VPCMPGTD Y12, Y9, Y12
 	VPAND   Y12, Y15, Y15
-	// Y9: on its phase, in the sign bit: bit quot of bdue[tier period].
-	VMOVDQA Y15, Y14
-	VPXOR   Y9, Y9, Y9
-	VPGATHERDD Y14, (AX)(Y8*4), Y9
+	// Y9: on its phase, in the sign bit: bit quot of bdue[tier period -
+	// 1], a permute of the eight (the index's low three bits).
+	VPSUBD  baseKernel_one(R13), Y8, Y9
+	VPERMD  (AX), Y9, Y9
 	MOVQ    baseKernel_quot(R13), DX
 	VPMOVZXBD (DX)(CX*1), Y12
 	VPSRLVD Y12, Y9, Y9

@@ -461,8 +461,8 @@ func TestChooseBasedDecidesLikeOneByOne(t *testing.T) {
 			info.cell[i], info.age[i], info.quot[i] = first+cell, uint8(rng.IntN(24)), uint8(rng.IntN(12))
 		}
 		for i := range classes {
-			near := uint8(1 + rng.IntN(4))
-			far := near + uint8(rng.IntN(3))
+			near := uint8(1 + rng.IntN(6))
+			far := near + uint8(rng.IntN(3)) // at most 8: the kernel's table
 			switch rng.IntN(6) {
 			case 0: // one band
 				classes[i] = cellClass{near: near, far: near, edge: float32(math.Inf(1))}
@@ -482,9 +482,9 @@ func TestChooseBasedDecidesLikeOneByOne(t *testing.T) {
 		}
 		sc := &relayScratch{}
 		k := &sc.baseK
-		for tp := range 8 {
-			sc.bdue[tp] = uint64(rng.Uint32())
-			k.bdue[tp] = uint32(sc.bdue[tp])
+		for tp := range uint8(8) {
+			sc.bdue[tp+1] = uint64(rng.Uint32())
+			require.True(t, k.setDue(tp+1, sc.bdue[tp+1]))
 		}
 		k.aim(f, r, spread)
 		k.picks, k.x, k.y, k.z, k.cell = &cands[0], &info.x[0], &info.y[0], &info.z[0], &info.cell[0]
@@ -512,4 +512,54 @@ func TestChooseBasedDecidesLikeOneByOne(t *testing.T) {
 	}
 	t.Logf("%d cases left to the Go loop", gaveUp)
 	assert.Positive(t, gaveUp)
+}
+
+// BenchmarkChooseBased decides a recipient's base-list candidates as in a
+// square of 1,000 at the defaults: 70 candidates over 25 cells, half of
+// them in two bands, one by one and eight at a time.
+//
+//	go test -run '^$' -bench BenchmarkChooseBased ./systems
+func BenchmarkChooseBased(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const n, ncells = 70, 25
+	p := &Pipeline{}
+	f := &p.frame
+	f.x, f.y, f.z = []float32{1000}, []float32{1500}, []float32{0}
+	f.due.cycle = 12
+	classes := make([]cellClass, ncells)
+	for i := range classes {
+		classes[i] = cellClass{near: 1, far: 1, edge: float32(math.Inf(1))}
+		if i%2 == 0 {
+			classes[i] = cellClass{near: 1, far: 2, edge: 2048 * 2048}
+		}
+	}
+	var info baseCands
+	info.resize(n)
+	cands := padded([]int32(nil), n)
+	for i := range n {
+		cands[i] = int32(1 + i)
+		info.x[i], info.y[i] = float32(rng.IntN(4096)), float32(rng.IntN(4096))
+		info.cell[i], info.age[i], info.quot[i] = int32(i*ncells/n), 0, uint8(rng.IntN(12))
+	}
+	sc := &relayScratch{}
+	k := &sc.baseK
+	for tp := range uint8(8) {
+		sc.bdue[tp+1] = uint64(rng.Uint32())
+		k.setDue(tp+1, sc.bdue[tp+1])
+	}
+	k.aim(f, 0, 13)
+	sel := make([]int32, (n+7)&^7)
+	for _, mode := range []string{"one-by-one", "vector"} {
+		b.Run("mode="+mode, func(b *testing.B) {
+			if mode == "vector" && !useAVX2 {
+				b.Skip("no AVX2")
+			}
+			k.ready = mode == "vector"
+			m := 0
+			for b.Loop() {
+				m += p.chooseBased(sel, cands, info, classes, 0, 0, 13, sc)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/candidate")
+		})
+	}
 }
