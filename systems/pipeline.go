@@ -175,6 +175,7 @@ type Pipeline struct {
 	world     *ecs.World
 	transport wire.Transport
 	batcher   wire.BatchSender // transport's, when it has one
+	laner     wire.LaneSender  // transport's, when it has one
 	ahead     wire.SendAhead   // transport's, when it has one
 	tiers     interest.Tiers   // the players' table, tierSets[0]
 	bands     tierBands        // tiers, for chooseByTiers8
@@ -295,6 +296,7 @@ func New(cfg Config, world *ecs.World, transport wire.Transport) (*Pipeline, err
 		kept:       make(map[string]*save.Kept),
 	}
 	p.batcher, _ = transport.(wire.BatchSender)
+	p.laner, _ = transport.(wire.LaneSender)
 	p.ahead, _ = transport.(wire.SendAhead)
 	p.minRouted = minInputsToOffload
 	p.minFanned = minFannedToOffload

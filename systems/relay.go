@@ -117,6 +117,10 @@ func (j *relayJob) RunUnit(i int) {
 		buf := sc.batch
 		datagrams += int32((len(buf) + datagramSize - 1) / datagramSize)
 		bytes += int64(len(buf))
+		if p.laner != nil {
+			p.laner.SendUnreliableBatchLane(i, s, buf, datagramSize)
+			continue
+		}
 		if p.batcher != nil {
 			p.batcher.SendUnreliableBatch(s, buf, datagramSize)
 			continue

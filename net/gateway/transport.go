@@ -79,6 +79,13 @@ type Transport struct {
 	// integer (the gateways are few, their sessions many).
 	byRemote map[string]map[uint64]wire.SessionID
 	outs     map[string]*outbox
+	outList  []*outbox // outs in the order made: an outbox's idx is its place
+	// lanes are the relay units' (SendUnreliableBatchLane): each holds
+	// its unit's datagrams of this tick, a message per gateway, and reads
+	// the send table under its own lock, so that units on several cores
+	// never wait on one another. A change to the send table holds every
+	// lane's lock as well as mu (lockLanes); lanes only grow, under mu.
+	lanes atomic.Pointer[[]*lane]
 
 	n   wire.Stats // guarded by mu (Receive's counts) or atomics below
 	out struct {
@@ -97,7 +104,7 @@ type Transport struct {
 	received, published atomic.Uint64
 	strays              atomic.Uint64
 	oversize            atomic.Uint64 // entries no message could hold
-	scratch             []byte        // Flush's, under mu
+	scratch             []byte        // publishLanes', under mu
 }
 
 // remote names a session by its gateway and the gateway's id for it.
@@ -119,9 +126,27 @@ type session struct {
 // outbox is what the zone server sent one gateway's sessions this tick.
 type outbox struct {
 	mu      sync.Mutex
+	name    string // the gateway's
 	subject string
+	idx     int // its place in Transport.outList, and in each lane's messages
 	m       message
 	last    time.Time // when a message last went to the gateway (Flush's)
+	// laned: a lane holds datagrams for this gateway since the last
+	// publish. What m held when the first of them came was published
+	// then (beginLanes), so that the gateway gets a tick's traffic in the
+	// order it was sent: m before the relay, the lanes, m after.
+	laned   atomic.Bool
+	scratch []byte // publish's, under mu
+}
+
+// lane is one relay unit's sending (Transport.lanes).
+type lane struct {
+	mu sync.Mutex
+	ms []*message // per outbox (by idx): this tick's datagrams to that gateway
+	// datagrams, bytes and dropped are counted here, not in the shared
+	// counters, and summed by Stats.
+	datagrams, bytes, dropped uint64
+	_                         [64]byte // locked from other cores than its neighbours
 }
 
 // DefaultHeartbeat is TransportConfig.Heartbeat when it is 0.
@@ -269,7 +294,9 @@ func (t *Transport) inbound(dst []wire.Inbound, name string, k kind, id uint64, 
 		s = t.last
 		ss := &session{remote: r, out: t.outbox(name), holding: len(payload) > 0}
 		t.sessions[s] = ss
+		t.lockLanes()
 		t.open.put(s, sendRec{out: ss.out, id: id})
+		t.unlockLanes()
 		of := t.byRemote[name]
 		if of == nil {
 			of = map[uint64]wire.SessionID{}
@@ -310,18 +337,62 @@ func (t *Transport) inbound(dst []wire.Inbound, name string, k kind, id uint64, 
 func (t *Transport) outbox(name string) *outbox {
 	out := t.outs[name]
 	if out == nil {
-		out = &outbox{subject: gatewayZoneSubject(t.cfg.Prefix, name, t.cfg.Zone)}
+		out = &outbox{name: name, subject: gatewayZoneSubject(t.cfg.Prefix, name, t.cfg.Zone), idx: len(t.outList)}
 		out.m.reset(name)
 		out.m.limit = int(t.cfg.Conn.MaxPayload())
 		t.outs[name] = out
+		t.outList = append(t.outList, out)
 	}
 	return out
+}
+
+// lockLanes locks every lane, so that the send table may change; t.mu is
+// held.
+func (t *Transport) lockLanes() {
+	if ls := t.lanes.Load(); ls != nil {
+		for _, l := range *ls {
+			l.mu.Lock()
+		}
+	}
+}
+
+// unlockLanes undoes lockLanes.
+func (t *Transport) unlockLanes() {
+	if ls := t.lanes.Load(); ls != nil {
+		for _, l := range *ls {
+			l.mu.Unlock()
+		}
+	}
+}
+
+// lane returns lane i, made (with those before it) on first use.
+func (t *Transport) lane(i int) *lane {
+	if ls := t.lanes.Load(); ls != nil && i < len(*ls) {
+		return (*ls)[i]
+	}
+	t.mu.Lock() // no send table change meanwhile: see lockLanes
+	defer t.mu.Unlock()
+	var ls []*lane
+	if old := t.lanes.Load(); old != nil {
+		ls = *old
+	}
+	if i < len(ls) {
+		return ls[i]
+	}
+	grown := slices.Clone(ls)
+	for len(grown) <= i {
+		grown = append(grown, new(lane))
+	}
+	t.lanes.Store(&grown)
+	return grown[i]
 }
 
 // forget drops session s from the maps and counts it closed; t.mu is held.
 func (t *Transport) forget(s wire.SessionID) {
 	ss := t.sessions[s]
+	t.lockLanes()
 	t.open.drop(s)
+	t.unlockLanes()
 	delete(t.sessions, s)
 	delete(t.byRemote[ss.gateway], ss.id)
 	t.n.Closed++
@@ -393,6 +464,93 @@ func (t *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size
 		t.out.datagrams.Add(n)
 		t.out.datagramBytes.Add(bytes)
 	}
+}
+
+// SendUnreliableBatchLane implements [wire.LaneSender]: the datagrams go
+// into lane's message to the session's gateway, under that lane's lock
+// alone, and reach the gateway at the tick's Flush, after what was sent it
+// before the first lane's datagrams of the tick (beginLanes).
+func (t *Transport) SendUnreliableBatchLane(lane int, s wire.SessionID, datagrams []byte, size int) {
+	if size < 1 || size > len(datagrams) {
+		size = len(datagrams)
+	}
+	l := t.lane(lane)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := t.open.get(s) // the send table does not change while a lane is locked
+	var m *message
+	if r.out != nil {
+		m = t.laneMessage(l, r.out)
+	}
+	for off := 0; off < len(datagrams); off += size {
+		d := datagrams[off:min(off+size, len(datagrams))]
+		if m == nil || len(d) < wire.BatchHeaderSize {
+			l.dropped++
+			continue
+		}
+		m.addDatagram(r.id, d)
+		l.datagrams++
+		l.bytes += uint64(len(d))
+	}
+}
+
+// laneMessage returns lane l's message to out's gateway, after seeing
+// that out's traffic before the lanes went (beginLanes); l.mu is held.
+func (t *Transport) laneMessage(l *lane, out *outbox) *message {
+	if !out.laned.Load() {
+		t.beginLanes(out)
+	}
+	for len(l.ms) <= out.idx {
+		l.ms = append(l.ms, nil)
+	}
+	m := l.ms[out.idx]
+	if m == nil {
+		m = new(message)
+		m.reset(out.name)
+		l.ms[out.idx] = m
+	}
+	m.limit = int(t.cfg.Conn.MaxPayload()) // NATS' may change with the server it reconnects to
+	return m
+}
+
+// beginLanes publishes what out holds, sent before the tick's first
+// datagrams in a lane, so that it reaches the gateway ahead of them.
+func (t *Transport) beginLanes(out *outbox) {
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	if out.laned.Load() {
+		return
+	}
+	if !out.m.empty() || len(out.m.sealed) > 0 {
+		t.publish(out, int(t.cfg.Conn.MaxPayload()), time.Now())
+	}
+	out.laned.Store(true)
+}
+
+// publishLanes publishes the lanes' messages to out's gateway, lane by
+// lane, ahead of what out holds; t.mu is held and out.mu is not.
+func (t *Transport) publishLanes(out *outbox) {
+	if !out.laned.Load() {
+		return
+	}
+	limit := int(t.cfg.Conn.MaxPayload())
+	if ls := t.lanes.Load(); ls != nil {
+		for _, l := range *ls {
+			l.mu.Lock()
+			if out.idx < len(l.ms) {
+				if m := l.ms[out.idx]; m != nil && (!m.empty() || len(m.sealed) > 0) {
+					sent, left, scratch := m.publish(t.cfg.Conn, out.subject, limit, t.scratch)
+					t.scratch = scratch
+					t.published.Add(uint64(sent))
+					t.oversize.Add(uint64(left))
+					m.clear()
+				}
+			}
+			l.mu.Unlock()
+		}
+	}
+	out.last = time.Now()
+	out.laned.Store(false)
 }
 
 // SendReliable implements [wire.Transport].
@@ -527,6 +685,7 @@ func (t *Transport) Move(s wire.SessionID, to uint32, payload []byte) error {
 	}
 	entry := binary.LittleEndian.AppendUint32(nil, to)
 	out := ss.out
+	t.publishLanes(out) // this tick's datagrams, if the relay has run, go first
 	out.mu.Lock()
 	// After what this tick sent the gateway so far: the client gets those
 	// frames ahead of any from its new server.
@@ -549,10 +708,12 @@ func (t *Transport) Flush() {
 	}
 	limit := int(t.cfg.Conn.MaxPayload())
 	now := time.Now()
-	for _, out := range t.outs {
+	for _, out := range t.outList {
+		lanes := out.laned.Load()
+		t.publishLanes(out)
 		out.mu.Lock()
 		out.m.limit = limit // NATS' may change with the server it reconnects to
-		if out.m.empty() && len(out.m.sealed) == 0 && now.Sub(out.last) >= t.cfg.Heartbeat {
+		if !lanes && out.m.empty() && len(out.m.sealed) == 0 && now.Sub(out.last) >= t.cfg.Heartbeat {
 			if t.cfg.Conn.Publish(out.subject, out.m.b) == nil {
 				t.published.Add(1)
 			}
@@ -565,13 +726,13 @@ func (t *Transport) Flush() {
 	}
 }
 
-// publish sends what out holds to its gateway now; t.mu and out.mu are
-// held. Publish copies the message into the connection's buffer; traffic
-// past the server's largest payload (limit) goes as several messages.
+// publish sends what out holds to its gateway now; out.mu is held.
+// Publish copies the message into the connection's buffer; traffic past
+// the server's largest payload (limit) goes as several messages.
 func (t *Transport) publish(out *outbox, limit int, now time.Time) {
 	out.last = now
-	sent, left, scratch := out.m.publish(t.cfg.Conn, out.subject, limit, t.scratch)
-	t.scratch = scratch
+	sent, left, scratch := out.m.publish(t.cfg.Conn, out.subject, limit, out.scratch)
+	out.scratch = scratch
 	t.published.Add(uint64(sent))
 	t.oversize.Add(uint64(left))
 	out.m.clear()
@@ -587,6 +748,15 @@ func (t *Transport) Stats() wire.Stats {
 	st.ReliableOut = t.out.reliable.Load()
 	st.ReliableBytesOut = t.out.reliableBytes.Load()
 	st.DroppedDatagrams = t.out.droppedDatagrams.Load()
+	if ls := t.lanes.Load(); ls != nil {
+		for _, l := range *ls {
+			l.mu.Lock()
+			st.DatagramsOut += l.datagrams
+			st.DatagramBytesOut += l.bytes
+			st.DroppedDatagrams += l.dropped
+			l.mu.Unlock()
+		}
+	}
 	st.DroppedReliable = t.out.droppedReliable.Load()
 	return st
 }

@@ -31,8 +31,9 @@
 //     reassembles them from reads split anywhere.
 //   - The server's side of a transport: [Transport], [Inbound],
 //     [SessionID], [Stats], and [BatchSender] for a transport that takes a
-//     session's datagrams of a tick in one call, [SendAhead] for one that
-//     would be told the next recipient ahead.
+//     session's datagrams of a tick in one call, [LaneSender] for one that
+//     keeps a lane per relay unit, [SendAhead] for one that would be told
+//     the next recipient ahead.
 //
 // # Wire format
 //
@@ -145,7 +146,8 @@
 //     [Transport.SendUnreliable] / [Transport.SendReliable] /
 //     [Transport.Disconnect]; read [Transport.Stats] for metrics. A
 //     transport that also implements [BatchSender] gets a session's
-//     datagrams of a tick in one call; one that implements [SendAhead] is
+//     datagrams of a tick in one call (with [LaneSender], from the relay
+//     unit that built them); one that implements [SendAhead] is
 //     told each recipient's session before the relay builds the batch of
 //     the recipient before it.
 package wire

@@ -154,6 +154,18 @@ type BatchSender interface {
 	SendUnreliableBatch(s SessionID, datagrams []byte, size int)
 }
 
+// LaneSender is implemented by a [BatchSender] that keeps a lane of
+// sending per unit of the relay's work, so that units running at once on
+// several cores never wait for one another's sends: a transport that
+// gathers a tick's traffic into shared buffers, say. The relay passes its
+// unit's index; each unit is run by one goroutine at a time, and a
+// session's datagrams of a tick come from one unit.
+type LaneSender interface {
+	// SendUnreliableBatchLane is [BatchSender.SendUnreliableBatch] from
+	// relay unit lane (0 or more).
+	SendUnreliableBatchLane(lane int, s SessionID, datagrams []byte, size int)
+}
+
 // SendAhead is implemented by a [Transport] whose sends can be made
 // cheaper by knowing, a little ahead, which session comes next. The relay
 // builds its recipients' batches one after another and tells the
