@@ -239,7 +239,15 @@ func (g *Gateway) Step() int {
 	g.routeMu.Unlock()
 	g.dropSilentZones()
 	g.in = g.cfg.Front.Receive(g.in[:0])
+	// routeMu is held across up to routeRun frames (held counts them), not
+	// taken for each: a lock a frame cost more than routing it. It is let
+	// go before what takes it, or g.mu, itself.
+	held := 0
 	for _, in := range g.in {
+		if held == routeRun || held > 0 && g.routing(in) {
+			g.routeMu.Unlock()
+			held = 0
+		}
 		if g.route(in) {
 			continue
 		}
@@ -247,14 +255,16 @@ func (g *Gateway) Step() int {
 		if in.Kind == wire.SessionOpened {
 			newZone = someZone(g.cfg.Zone(in.Session))
 		}
-		g.routeMu.Lock()
+		if held == 0 {
+			g.routeMu.Lock()
+		}
+		held++
 		r := g.routes.get(in.Session)
 		if newZone != 0 {
 			r = route{zone: newZone}
 			g.routes.put(in.Session, r)
 		}
 		if r.zone == 0 {
-			g.routeMu.Unlock()
 			continue
 		}
 		z := r.zone
@@ -275,10 +285,14 @@ func (g *Gateway) Step() int {
 			m.add(closed, uint64(in.Session), []byte(in.Reason))
 			g.routes.drop(in.Session)
 		}
-		g.routeMu.Unlock()
 		if newZone != 0 {
+			g.routeMu.Unlock()
+			held = 0
 			g.routed(z)
 		}
+	}
+	if held > 0 {
+		g.routeMu.Unlock()
 	}
 	return g.publish()
 }
@@ -367,6 +381,14 @@ func (g *Gateway) routedLocked(z uint32) {
 	if _, ok := g.routedAt[z]; !ok && !g.heard[z].After(time.Now().Add(-g.cfg.ZoneTimeout)) {
 		g.routedAt[z] = time.Now()
 	}
+}
+
+// routeRun is the most frames Step routes under one hold of routeMu.
+const routeRun = 64
+
+// routing reports whether route would act on in (and take routeMu).
+func (g *Gateway) routing(in wire.Inbound) bool {
+	return g.cfg.Route != nil && (in.Kind == wire.SessionOpened || g.unrouted[in.Session])
 }
 
 // route handles what a session waiting for its route (Config.Route) did,
