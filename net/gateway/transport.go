@@ -549,7 +549,6 @@ func (t *Transport) publishLanes(out *outbox) {
 			l.mu.Unlock()
 		}
 	}
-	out.last = time.Now()
 	out.laned.Store(false)
 }
 
@@ -712,6 +711,9 @@ func (t *Transport) Flush() {
 		lanes := out.laned.Load()
 		t.publishLanes(out)
 		out.mu.Lock()
+		if lanes {
+			out.last = now
+		}
 		out.m.limit = limit // NATS' may change with the server it reconnects to
 		if !lanes && out.m.empty() && len(out.m.sealed) == 0 && now.Sub(out.last) >= t.cfg.Heartbeat {
 			if t.cfg.Conn.Publish(out.subject, out.m.b) == nil {
