@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/throng-go/throng/internal/idtable"
 	"github.com/throng-go/throng/net/wire"
 )
 
@@ -84,7 +85,7 @@ type Gateway struct {
 	// routes holds the sessions routed to a zone: Step routes the
 	// clients' frames by it, and the handling of a zone's message moves
 	// a session in it. Guarded by routeMu (taken after mu, when both).
-	routes  sessionTable[route]
+	routes  idtable.Table[wire.SessionID, route]
 	routeMu sync.Mutex
 	// unrouted holds the sessions opened that wait for their Hello to be
 	// routed (Config.Route).
@@ -230,9 +231,9 @@ func (g *Gateway) Step() int {
 	// since it opened.
 	g.routeMu.Lock()
 	for _, f := range forgotten {
-		if g.routes.get(f.s).zone == f.zone {
+		if g.routes.Get(f.s).zone == f.zone {
 			g.cfg.Front.Disconnect(f.s, ZoneForgot(f.zone))
-			g.routes.drop(f.s)
+			g.routes.Drop(f.s)
 			g.dropped.Add(1)
 		}
 	}
@@ -259,10 +260,10 @@ func (g *Gateway) Step() int {
 			g.routeMu.Lock()
 		}
 		held++
-		r := g.routes.get(in.Session)
+		r := g.routes.Get(in.Session)
 		if newZone != 0 {
 			r = route{zone: newZone}
-			g.routes.put(in.Session, r)
+			g.routes.Put(in.Session, r)
 		}
 		if r.zone == 0 {
 			continue
@@ -277,13 +278,13 @@ func (g *Gateway) Step() int {
 			if t, err := wire.PeekType(in.Frame); err == nil && t == wire.TypeMove {
 				if r.moves == nil {
 					r.moves = &moves{}
-					g.routes.put(in.Session, r)
+					g.routes.Put(in.Session, r)
 				}
 				r.moves.add(in.Frame)
 			}
 		case wire.SessionClosed:
 			m.add(closed, uint64(in.Session), []byte(in.Reason))
-			g.routes.drop(in.Session)
+			g.routes.Drop(in.Session)
 		}
 		if newZone != 0 {
 			g.routeMu.Unlock()
@@ -341,7 +342,7 @@ func (g *Gateway) dropSilentZones() {
 	var silent []uint32
 	clear(g.inUse)
 	g.routeMu.Lock()
-	g.routes.each(func(_ wire.SessionID, r route) { g.inUse[r.zone] = true })
+	g.routes.Each(func(_ wire.SessionID, r route) { g.inUse[r.zone] = true })
 	g.routeMu.Unlock()
 	for _, z := range slices.Sorted(maps.Keys(g.inUse)) {
 		last := g.heard[z]
@@ -357,10 +358,10 @@ func (g *Gateway) dropSilentZones() {
 	for _, z := range silent {
 		g.lostZones.Add(1)
 		g.routeMu.Lock()
-		g.routes.each(func(s wire.SessionID, r route) {
+		g.routes.Each(func(s wire.SessionID, r route) {
 			if r.zone == z {
 				g.cfg.Front.Disconnect(s, ZoneGone(z))
-				g.routes.drop(s)
+				g.routes.Drop(s)
 				g.dropped.Add(1)
 			}
 		})
@@ -416,7 +417,7 @@ func (g *Gateway) route(in wire.Inbound) bool {
 	}
 	z = someZone(z)
 	g.routeMu.Lock()
-	g.routes.put(in.Session, route{zone: z})
+	g.routes.Put(in.Session, route{zone: z})
 	g.routeMu.Unlock()
 	m := g.message(z)
 	m.add(opened, uint64(in.Session), nil)
@@ -507,7 +508,7 @@ func (g *Gateway) fromZone(m *nats.Msg) {
 func (g *Gateway) move(s wire.SessionID, to uint32, payload []byte) {
 	g.routeMu.Lock()
 	defer g.routeMu.Unlock()
-	r := g.routes.get(s)
+	r := g.routes.Get(s)
 	if r.zone == 0 {
 		return // the client left meanwhile
 	}
@@ -523,7 +524,7 @@ func (g *Gateway) move(s wire.SessionID, to uint32, payload []byte) {
 	g.messages.Add(uint64(msgs))
 	g.oversize.Add(uint64(left))
 	r.zone = to
-	g.routes.put(s, r)
+	g.routes.Put(s, r)
 	g.routedLocked(to)
 }
 

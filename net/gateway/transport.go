@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/throng-go/throng/internal/idtable"
 	"github.com/throng-go/throng/net/wire"
 )
 
@@ -73,7 +74,7 @@ type Transport struct {
 	releases []wire.SessionID // sessions to release at the next Flush
 	last     wire.SessionID
 	sessions map[wire.SessionID]*session
-	open     sessionTable[sendRec] // the open sessions, for sending
+	open     idtable.Table[wire.SessionID, sendRec] // the open sessions, for sending
 	// byRemote finds a session by its gateway's name, then the gateway's
 	// id for it: a frame's lookup hashes an integer, not a string and an
 	// integer (the gateways are few, their sessions many).
@@ -105,6 +106,13 @@ type Transport struct {
 	strays              atomic.Uint64
 	oversize            atomic.Uint64 // entries no message could hold
 	scratch             []byte        // publishLanes', under mu
+}
+
+// sendRec is what sending to an open session needs (Transport's send
+// table): its gateway's outbox and the gateway's id for it.
+type sendRec struct {
+	out *outbox
+	id  uint64
 }
 
 // remote names a session by its gateway and the gateway's id for it.
@@ -295,7 +303,7 @@ func (t *Transport) inbound(dst []wire.Inbound, name string, k kind, id uint64, 
 		ss := &session{remote: r, out: t.outbox(name), holding: len(payload) > 0}
 		t.sessions[s] = ss
 		t.lockLanes()
-		t.open.put(s, sendRec{out: ss.out, id: id})
+		t.open.Put(s, sendRec{out: ss.out, id: id})
 		t.unlockLanes()
 		of := t.byRemote[name]
 		if of == nil {
@@ -391,7 +399,7 @@ func (t *Transport) lane(i int) *lane {
 func (t *Transport) forget(s wire.SessionID) {
 	ss := t.sessions[s]
 	t.lockLanes()
-	t.open.drop(s)
+	t.open.Drop(s)
 	t.unlockLanes()
 	delete(t.sessions, s)
 	delete(t.byRemote[ss.gateway], ss.id)
@@ -403,7 +411,7 @@ func (t *Transport) forget(s wire.SessionID) {
 func (t *Transport) opened(s wire.SessionID) sendRec {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return t.open.get(s)
+	return t.open.Get(s)
 }
 
 // send adds an entry for session s to its gateway's message of this
@@ -477,7 +485,7 @@ func (t *Transport) SendUnreliableBatchLane(lane int, s wire.SessionID, datagram
 	l := t.lane(lane)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r := t.open.get(s) // the send table does not change while a lane is locked
+	r := t.open.Get(s) // the send table does not change while a lane is locked
 	var m *message
 	if r.out != nil {
 		m = t.laneMessage(l, r.out)

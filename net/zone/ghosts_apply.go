@@ -9,6 +9,7 @@ import (
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/internal/cacheline"
+	"github.com/throng-go/throng/internal/idtable"
 	"github.com/throng-go/throng/scheduler"
 )
 
@@ -29,10 +30,12 @@ type ghosts struct {
 	clients    *ark.Map[components.Client]
 	inputs     *ark.Map[components.MoveInput]
 	sources    map[ID]*source
-	// local holds every ghost's ActorID here, with its owner and the
-	// owner's id for it: so that the publisher never lends a neighbour
-	// what was only lent to us, and Server.Ghost answers at once.
-	local map[components.ActorID]remote
+	// local holds every ghost's ActorID here (by its number), with its
+	// owner and the owner's id for it: so that the publisher never lends a
+	// neighbour what was only lent to us, and Server.Ghost answers at once.
+	// The publisher asks it of every client-less actor near a border each
+	// tick: a table of pages, as ActorIDs are numbered in sequence.
+	local idtable.Table[uint32, remote]
 	batch []GhostBatch
 	tick  uint64 // this server's tick, counted by the apply system
 	// gone collects the ghosts to despawn this tick; they are despawned
@@ -119,7 +122,7 @@ func (s *applySystem) RunSerial(t *scheduler.Tick) {
 			g.drop(id)
 		}
 		z.stats.refused.Add(uint64(len(g.batch)))
-		z.stats.ghosts.Store(int64(len(g.local)))
+		z.stats.ghosts.Store(int64(g.local.Len()))
 		z.share(nil, Zone{})
 		z.refuseCommands()
 		z.resume(false)
@@ -155,7 +158,7 @@ func (s *applySystem) RunSerial(t *scheduler.Tick) {
 			g.drop(id)
 		}
 	}
-	z.stats.ghosts.Store(int64(len(g.local)))
+	z.stats.ghosts.Store(int64(g.local.Len()))
 }
 
 func neighbour(v *view, me Zone, id ID) bool {
@@ -234,7 +237,7 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 			}
 			id := g.world.Spawn(spec)
 			src.actors[a.ID] = &ghost{local: id, last: a, heard: b.Tick, gen: src.gen}
-			g.local[id] = remote{b.Zone, a.ID}
+			g.local.Put(id.ID, remote{b.Zone, a.ID})
 			g.lend(remote{b.Zone, a.ID}, id)
 			continue
 		}
@@ -267,7 +270,7 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 	for id, gh := range src.actors {
 		if gh.gen != src.gen && b.Tick >= gh.from {
 			g.gone = append(g.gone, gh.local)
-			delete(g.local, gh.local)
+			g.local.Drop(gh.local.ID)
 			delete(src.actors, id)
 			g.lend(remote{b.Zone, id}, components.ActorID{})
 		}
@@ -312,7 +315,7 @@ func (g *ghosts) drop(id ID) {
 	}
 	for rid, gh := range src.actors {
 		g.gone = append(g.gone, gh.local)
-		delete(g.local, gh.local)
+		g.local.Drop(gh.local.ID)
 		g.lend(remote{id, rid}, components.ActorID{})
 	}
 	delete(g.sources, id)

@@ -320,7 +320,7 @@ func (z *Server) handOver(id components.ActorID, o *outgoing, fromTick uint64) {
 	}
 	gh := &ghost{local: id, gen: src.gen, from: fromTick}
 	src.actors[o.remote] = gh
-	g.local[id] = remote{o.to, o.remote}
+	g.local.Put(id.ID, remote{o.to, o.remote})
 	if e, ok := g.world.Entity(id); ok {
 		gh.last = heardAs(o.remote, *g.transforms.Get(e), g.animations.Get(e).Flags, *g.clients.Get(e), id)
 		if len(z.types) > 0 {
@@ -452,7 +452,7 @@ func (z *Server) Ghost(id components.ActorID) (owner ID, remoteID uint32, ok boo
 	if o := z.hand.out[id]; o != nil && o.phase == committing {
 		return o.to, o.remote, true
 	}
-	if r, ok := z.ghosts.local[id]; ok {
+	if r := z.ghosts.local.Get(id.ID); r.zone != 0 {
 		return r.zone, r.actor, true
 	}
 	return 0, 0, false

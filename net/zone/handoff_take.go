@@ -83,7 +83,7 @@ func (z *Server) prepare(r request, key remote) {
 		id := g.world.Spawn(ecs.ActorSpec{Transform: r.Transform, Animation: r.Animation, Client: c})
 		gh = &ghost{local: id, last: heardAs(r.Actor, r.Transform, r.Animation.Flags, c, id), gen: src.gen}
 		src.actors[r.Actor] = gh
-		g.local[id] = key
+		g.local.Put(id.ID, key)
 		g.lend(key, id)
 	}
 	z.hand.in[key] = &incoming{seq: r.Seq, phase: preparing, local: gh.local, seenAt: g.tick}
@@ -106,7 +106,7 @@ func (z *Server) take(r request, rec *incoming, tick uint64) {
 			g.lend(remote{r.Zone, r.Actor}, components.ActorID{})
 		}
 	}
-	delete(g.local, rec.local)
+	g.local.Drop(rec.local.ID)
 	e, ok := g.world.Entity(rec.local)
 	if !ok {
 		// The ghost went (its owner stopped lending it, or its spawn is

@@ -133,7 +133,7 @@ func (z *Server) reportLoad(me Zone, revision, tick uint64) {
 		cv := &z.pub.views[vi]
 		n := uint32(0)
 		for i := range cv.Len() {
-			if _, lent := z.ghosts.local[cv.IDs[i]]; !lent {
+			if lent := z.ghosts.local.Get(cv.IDs[i].ID).zone != 0; !lent {
 				n++
 			}
 		}

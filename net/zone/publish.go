@@ -259,7 +259,7 @@ func (s *publishSystem) RunSerial(t *scheduler.Tick) {
 			// actor is handed over, and attached after it is taken), so
 			// only a client-less actor is looked for among them.
 			if cv.Clients[r].Session == 0 {
-				if _, lent := z.ghosts.local[cv.IDs[r]]; lent {
+				if lent := z.ghosts.local.Get(cv.IDs[r].ID).zone != 0; lent {
 					continue
 				}
 			}

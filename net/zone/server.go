@@ -328,7 +328,6 @@ func New(ctx context.Context, srv *throng.Server, nc *nats.Conn, opts Options) (
 		clients:    ark.NewMap[components.Client](world.Ark()),
 		inputs:     ark.NewMap[components.MoveInput](world.Ark()),
 		sources:    map[ID]*source{},
-		local:      map[components.ActorID]remote{},
 	}
 	z.inbox.latest = map[ID]GhostBatch{}
 	z.mail.lent, z.mail.seqs = map[remote]components.ActorID{}, map[remote]uint64{}
