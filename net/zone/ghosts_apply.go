@@ -71,11 +71,63 @@ type source struct {
 	lastTick uint64 // the newest batch applied
 	heardAt  uint64 // our tick at which it was applied
 	gen      uint64 // bumped per batch applied; a ghost not listed lags it
-	actors   map[uint32]*ghost
+	actors   ghostSet
+}
+
+// ghostSet is one neighbour's ghosts by the owner's id for each: a table
+// of pages for the look-up every record of a batch makes, and a list for
+// the walk every batch makes over them all (the owner's ids of the ghosts
+// it lends are spread over its whole numbering, which leaves the pages
+// sparse).
+type ghostSet struct {
+	byID idtable.Table[uint32, *ghost]
+	all  []*ghost
+}
+
+// get returns the ghost of the owner's actor id, or nil.
+func (s *ghostSet) get(id uint32) *ghost { return s.byID.Get(id) }
+
+// put makes gh the ghost of the owner's actor id.
+func (s *ghostSet) put(id uint32, gh *ghost) {
+	if old := s.byID.Get(id); old != nil {
+		gh.at = old.at
+		s.all[gh.at] = gh
+	} else {
+		gh.at = int32(len(s.all))
+		s.all = append(s.all, gh)
+	}
+	gh.id = id
+	s.byID.Put(id, gh)
+}
+
+// drop forgets the ghost of the owner's actor id.
+func (s *ghostSet) drop(id uint32) {
+	gh := s.byID.Get(id)
+	if gh == nil {
+		return
+	}
+	last := s.all[len(s.all)-1]
+	s.all[gh.at], last.at = last, gh.at
+	s.all[len(s.all)-1] = nil
+	s.all = s.all[:len(s.all)-1]
+	s.byID.Drop(id)
+}
+
+// each calls fn with every ghost and the owner's id for it, the last put
+// first; fn may drop the ghost it is given.
+func (s *ghostSet) each(fn func(id uint32, gh *ghost)) {
+	for i := len(s.all) - 1; i >= 0; i-- {
+		if i < len(s.all) {
+			gh := s.all[i]
+			fn(gh.id, gh)
+		}
+	}
 }
 
 type ghost struct {
 	local components.ActorID
+	id    uint32 // the owner's id for it
+	at    int32  // its place in its ghostSet's list
 	// last is the actor as last heard from its owner, in the batch of
 	// the owner's tick heard: a record's fields left out are last's (see
 	// GhostVersion).
@@ -173,7 +225,7 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 	g := &z.ghosts
 	src := g.sources[b.Zone]
 	if src == nil {
-		src = &source{since: since, actors: map[uint32]*ghost{}}
+		src = &source{since: since}
 		g.sources[b.Zone] = src
 	}
 	if b.Tick <= src.lastTick {
@@ -190,7 +242,7 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 		if !more {
 			break
 		}
-		gh := src.actors[r.ID]
+		gh := src.actors.get(r.ID)
 		if gh != nil {
 			cacheline.ClaimOne(gh) // read and written below
 		}
@@ -236,7 +288,7 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 				spec.Init = func(_ *ark.World, e ark.Entity) { clients.Get(e).Class = components.ClassPlayer }
 			}
 			id := g.world.Spawn(spec)
-			src.actors[a.ID] = &ghost{local: id, last: a, heard: b.Tick, gen: src.gen}
+			src.actors.put(a.ID, &ghost{local: id, last: a, heard: b.Tick, gen: src.gen})
 			g.local.Put(id.ID, remote{b.Zone, a.ID})
 			g.lend(remote{b.Zone, a.ID}, id)
 			continue
@@ -267,14 +319,14 @@ func (z *Server) apply(b *GhostBatch, since uint64, me Zone) {
 			c.Class, c.Phase = m.class, m.phase // the owner's game changed them, or the actor came from a hand-off
 		}
 	}
-	for id, gh := range src.actors {
+	src.actors.each(func(id uint32, gh *ghost) {
 		if gh.gen != src.gen && b.Tick >= gh.from {
 			g.gone = append(g.gone, gh.local)
 			g.local.Drop(gh.local.ID)
-			delete(src.actors, id)
+			src.actors.drop(id)
 			g.lend(remote{b.Zone, id}, components.ActorID{})
 		}
-	}
+	})
 }
 
 // heardAs is what a record would say of actor local of ours, standing at
@@ -304,7 +356,7 @@ func (z *Server) handed(b *GhostBatch, id uint32) *ghost {
 		return nil
 	}
 	z.handOver(local, z.hand.out[local], b.Tick)
-	return z.ghosts.sources[b.Zone].actors[id]
+	return z.ghosts.sources[b.Zone].actors.get(id)
 }
 
 // drop despawns every ghost zone id lent and forgets the zone.
@@ -313,11 +365,11 @@ func (g *ghosts) drop(id ID) {
 	if src == nil {
 		return
 	}
-	for rid, gh := range src.actors {
+	src.actors.each(func(rid uint32, gh *ghost) {
 		g.gone = append(g.gone, gh.local)
 		g.local.Drop(gh.local.ID)
 		g.lend(remote{id, rid}, components.ActorID{})
-	}
+	})
 	delete(g.sources, id)
 }
 

@@ -315,11 +315,11 @@ func (z *Server) handOver(id components.ActorID, o *outgoing, fromTick uint64) {
 	g.lend(remote{o.to, o.remote}, id)
 	src := g.sources[o.to]
 	if src == nil {
-		src = &source{since: z.watch.load().since[o.to], heardAt: g.tick, actors: map[uint32]*ghost{}}
+		src = &source{since: z.watch.load().since[o.to], heardAt: g.tick}
 		g.sources[o.to] = src
 	}
 	gh := &ghost{local: id, gen: src.gen, from: fromTick}
-	src.actors[o.remote] = gh
+	src.actors.put(o.remote, gh)
 	g.local.Put(id.ID, remote{o.to, o.remote})
 	if e, ok := g.world.Entity(id); ok {
 		gh.last = heardAs(o.remote, *g.transforms.Get(e), g.animations.Get(e).Flags, *g.clients.Get(e), id)

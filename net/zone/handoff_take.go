@@ -65,10 +65,10 @@ func (z *Server) prepare(r request, key remote) {
 	g := &z.ghosts
 	src := g.sources[r.Zone]
 	if src == nil {
-		src = &source{since: z.watch.load().since[r.Zone], heardAt: g.tick, actors: map[uint32]*ghost{}}
+		src = &source{since: z.watch.load().since[r.Zone], heardAt: g.tick}
 		g.sources[r.Zone] = src
 	}
-	gh := src.actors[r.Actor]
+	gh := src.actors.get(r.Actor)
 	if r.ready != 0 && (gh == nil || gh.local.ID != r.ready) {
 		// Answered Ready from the delivery goroutine, but the ghost it
 		// named went since: refused, so the owner rolls back (nothing was
@@ -82,7 +82,7 @@ func (z *Server) prepare(r request, key remote) {
 		c := components.Client{Class: r.Class, Phase: r.Phase}
 		id := g.world.Spawn(ecs.ActorSpec{Transform: r.Transform, Animation: r.Animation, Client: c})
 		gh = &ghost{local: id, last: heardAs(r.Actor, r.Transform, r.Animation.Flags, c, id), gen: src.gen}
-		src.actors[r.Actor] = gh
+		src.actors.put(r.Actor, gh)
 		g.local.Put(id.ID, key)
 		g.lend(key, id)
 	}
@@ -101,8 +101,8 @@ func (z *Server) prepare(r request, key remote) {
 func (z *Server) take(r request, rec *incoming, tick uint64) {
 	g := &z.ghosts
 	if src := g.sources[r.Zone]; src != nil {
-		if gh := src.actors[r.Actor]; gh != nil && gh.local == rec.local {
-			delete(src.actors, r.Actor)
+		if gh := src.actors.get(r.Actor); gh != nil && gh.local == rec.local {
+			src.actors.drop(r.Actor)
 			g.lend(remote{r.Zone, r.Actor}, components.ActorID{})
 		}
 	}
