@@ -274,8 +274,9 @@ func (p *Pipeline) chooseBasedOneByOne(sel, cands []int32, info baseCands, class
 
 // baseKernel is what chooseBased8 reads: the run's candidates (their
 // columns from the run's first), the run's cell classes, the recipient,
-// per tier period its quotients due (sc.bdue), and constant vectors. gatherBase aims it at a recipient (ready: the kernel
-// may decide its candidates), chooseBased at each run.
+// per tier period its quotients due (sc.bdue), and constant vectors.
+// gatherBase aims it at a recipient (ready: the kernel may decide its
+// candidates), chooseBased at each run.
 type baseKernel struct {
 	picks         *int32
 	x, y, z       *float32
@@ -295,10 +296,10 @@ type baseKernel struct {
 }
 
 // chooseBased8 reads a cellClass's near and far periods as the low two
-// bytes of its first four: this fails to compile if they move.
-var _ [unsafe.Offsetof(cellClass{}.near)]struct{}
-var _ [unsafe.Offsetof(cellClass{}.far) - 1]struct{}
-var _ [1 - unsafe.Offsetof(cellClass{}.far)]struct{}
+// bytes of the four from near: this fails to compile unless far follows
+// near (a length below 0 overflows).
+var _ [unsafe.Offsetof(cellClass{}.far) - unsafe.Offsetof(cellClass{}.near) - 1]struct{}
+var _ [1 + unsafe.Offsetof(cellClass{}.near) - unsafe.Offsetof(cellClass{}.far)]struct{}
 
 // setDue records the quotients due at tier period tp, and reports
 // whether the kernel can read them: tp at most 8 (a permute of eight
