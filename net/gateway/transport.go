@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -73,12 +72,12 @@ type Transport struct {
 	resumed  []Resumed        // sessions opened as moved here, since TakeResumed
 	releases []wire.SessionID // sessions to release at the next Flush
 	last     wire.SessionID
-	sessions map[wire.SessionID]*session
+	sessions idtable.Table[wire.SessionID, *session]
 	open     idtable.Table[wire.SessionID, sendRec] // the open sessions, for sending
 	// byRemote finds a session by its gateway's name, then the gateway's
-	// id for it: a frame's lookup hashes an integer, not a string and an
-	// integer (the gateways are few, their sessions many).
-	byRemote map[string]map[uint64]wire.SessionID
+	// id for it (a gateway numbers its sessions in sequence): a frame's
+	// look-up hashes the name, of a few gateways, and reads a table.
+	byRemote map[string]*idtable.Table[uint64, wire.SessionID]
 	outs     map[string]*outbox
 	outList  []*outbox // outs in the order made: an outbox's idx is its place
 	// lanes are the relay units' (SendUnreliableBatchLane): each holds
@@ -177,7 +176,7 @@ func NewTransport(cfg TransportConfig) (*Transport, error) {
 	if cfg.GatewayTimeout <= 0 {
 		cfg.GatewayTimeout = DefaultGatewayTimeout
 	}
-	t := &Transport{cfg: cfg, sessions: map[wire.SessionID]*session{}, byRemote: map[string]map[uint64]wire.SessionID{}, outs: map[string]*outbox{},
+	t := &Transport{cfg: cfg, byRemote: map[string]*idtable.Table[uint64, wire.SessionID]{}, outs: map[string]*outbox{},
 		heard: map[string]time.Time{}}
 	sub, err := cfg.Conn.Subscribe(zoneSubject(cfg.Prefix, cfg.Zone), func(m *nats.Msg) {
 		t.inMu.Lock()
@@ -260,18 +259,18 @@ func (t *Transport) dropSilentGateways(now time.Time) bool {
 	}
 	t.checked = now
 	var silent []wire.SessionID
-	for s, ss := range t.sessions {
+	t.sessions.Each(func(s wire.SessionID, ss *session) {
 		if now.Sub(t.heard[ss.gateway]) > timeout {
 			silent = append(silent, s)
 		}
-	}
+	})
 	if len(silent) == 0 {
 		return false
 	}
 	slices.Sort(silent)
 	lost := map[string]bool{}
 	for _, s := range silent {
-		name := t.sessions[s].gateway
+		name := t.sessions.Get(s).gateway
 		lost[name] = true
 		t.disconnect(s, GatewayGone(name))
 	}
@@ -295,22 +294,26 @@ func (t *Transport) GatewaysLost() (gateways, sessions uint64) {
 // second opening of one it holds, is dropped.
 func (t *Transport) inbound(dst []wire.Inbound, name string, k kind, id uint64, payload []byte) []wire.Inbound {
 	r := remote{name, id}
-	s, open := t.byRemote[name][id]
+	var s wire.SessionID
+	of := t.byRemote[name]
+	if of != nil {
+		s = of.Get(id)
+	}
+	open := s != 0
 	switch {
 	case k == opened && !open && !t.closed:
 		t.last++
 		s = t.last
 		ss := &session{remote: r, out: t.outbox(name), holding: len(payload) > 0}
-		t.sessions[s] = ss
+		t.sessions.Put(s, ss)
 		t.lockLanes()
 		t.open.Put(s, sendRec{out: ss.out, id: id})
 		t.unlockLanes()
-		of := t.byRemote[name]
 		if of == nil {
-			of = map[uint64]wire.SessionID{}
+			of = new(idtable.Table[uint64, wire.SessionID])
 			t.byRemote[name] = of
 		}
-		of[id] = s
+		of.Put(id, s)
 		t.n.Opened++
 		if ss.holding {
 			t.resumed = append(t.resumed, Resumed{Session: s, Payload: slices.Clone(payload)})
@@ -319,7 +322,7 @@ func (t *Transport) inbound(dst []wire.Inbound, name string, k kind, id uint64, 
 	case k == frame && open:
 		t.n.FramesIn++
 		t.n.BytesIn += uint64(len(payload))
-		if ss := t.sessions[s]; ss.holding {
+		if ss := t.sessions.Get(s); ss.holding {
 			ss.held = append(ss.held, slices.Clone(payload))
 			return dst
 		}
@@ -397,12 +400,14 @@ func (t *Transport) lane(i int) *lane {
 
 // forget drops session s from the maps and counts it closed; t.mu is held.
 func (t *Transport) forget(s wire.SessionID) {
-	ss := t.sessions[s]
+	ss := t.sessions.Get(s)
 	t.lockLanes()
 	t.open.Drop(s)
 	t.unlockLanes()
-	delete(t.sessions, s)
-	delete(t.byRemote[ss.gateway], ss.id)
+	t.sessions.Drop(s)
+	if of := t.byRemote[ss.gateway]; of != nil {
+		of.Drop(ss.id)
+	}
 	t.n.Closed++
 }
 
@@ -588,7 +593,7 @@ func (t *Transport) Disconnect(s wire.SessionID, reason string) {
 
 // disconnect is Disconnect with t.mu held.
 func (t *Transport) disconnect(s wire.SessionID, reason string) {
-	ss := t.sessions[s]
+	ss := t.sessions.Get(s)
 	if ss == nil {
 		return
 	}
@@ -631,7 +636,7 @@ func (t *Transport) TakeResumed(dst []Resumed) []Resumed {
 func (t *Transport) HeldMoves(s wire.SessionID, fn func(seq uint32)) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	ss := t.sessions[s]
+	ss := t.sessions.Get(s)
 	if ss == nil {
 		return
 	}
@@ -658,7 +663,7 @@ func (t *Transport) Release(s wire.SessionID) {
 // ticks, or during one before its join, was taken to its actor by then.
 func (t *Transport) release() {
 	for _, s := range t.releases {
-		ss := t.sessions[s]
+		ss := t.sessions.Get(s)
 		if ss == nil || !ss.holding {
 			continue
 		}
@@ -686,7 +691,7 @@ func (t *Transport) Move(s wire.SessionID, to uint32, payload []byte) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	ss := t.sessions[s]
+	ss := t.sessions.Get(s)
 	if ss == nil {
 		return fmt.Errorf("gateway: move: no session %d", s)
 	}
@@ -781,7 +786,9 @@ func (t *Transport) Close() error {
 		return nil
 	}
 	t.closed = true
-	open := slices.Sorted(maps.Keys(t.sessions))
+	var open []wire.SessionID
+	t.sessions.Each(func(s wire.SessionID, _ *session) { open = append(open, s) })
+	slices.Sort(open)
 	for _, s := range open {
 		t.disconnect(s, wire.ReasonTransportClosed)
 	}
