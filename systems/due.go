@@ -357,8 +357,8 @@ func (d *dueLists) beginBuild(f *Frame) {
 	d.stride = d.ncells + 1
 	d.off = resizeSlice(d.off, int(d.stride)*int(d.nslots))
 	d.picks = padded(d.picks, f.Len()*len(d.sets))
-	d.packed = resizeSlice(d.packed, len(d.picks)*wire.RecordSize)
 	d.candsAt = int32(len(d.periods) * f.Len()) // the base sets come last (plan)
+	d.packed = resizeSlice(d.packed, int(d.candsAt)*wire.RecordSize)
 	if len(d.bases) > 0 {
 		d.cands.resize(len(d.bases) * f.Len())
 	}

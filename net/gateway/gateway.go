@@ -397,15 +397,12 @@ func (g *Gateway) routing(in wire.Inbound) bool {
 // its zone and goes there after the opening, its close before a frame is
 // forgotten.
 func (g *Gateway) route(in wire.Inbound) bool {
-	if g.cfg.Route == nil {
+	if !g.routing(in) {
 		return false
 	}
 	if in.Kind == wire.SessionOpened {
 		g.unrouted[in.Session] = true
 		return true
-	}
-	if !g.unrouted[in.Session] {
-		return false
 	}
 	delete(g.unrouted, in.Session)
 	if in.Kind != wire.FrameReceived {

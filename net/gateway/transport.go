@@ -73,7 +73,10 @@ type Transport struct {
 	releases []wire.SessionID // sessions to release at the next Flush
 	last     wire.SessionID
 	sessions idtable.Table[wire.SessionID, *session]
-	open     idtable.Table[wire.SessionID, sendRec] // the open sessions, for sending
+	// open holds, of each open session, what sending to it needs, inline
+	// (read for every recipient of a tick, under a lane's lock; sessions
+	// holds the rest, under mu).
+	open idtable.Table[wire.SessionID, sendRec]
 	// byRemote finds a session by its gateway's name, then the gateway's
 	// id for it (a gateway numbers its sessions in sequence): a frame's
 	// look-up hashes the name, of a few gateways, and reads a table.
@@ -552,11 +555,7 @@ func (t *Transport) publishLanes(out *outbox) {
 			l.mu.Lock()
 			if out.idx < len(l.ms) {
 				if m := l.ms[out.idx]; m != nil && (!m.empty() || len(m.sealed) > 0) {
-					sent, left, scratch := m.publish(t.cfg.Conn, out.subject, limit, t.scratch)
-					t.scratch = scratch
-					t.published.Add(uint64(sent))
-					t.oversize.Add(uint64(left))
-					m.clear()
+					t.scratch = t.sendMessage(m, out.subject, limit, t.scratch)
 				}
 			}
 			l.mu.Unlock()
@@ -746,11 +745,18 @@ func (t *Transport) Flush() {
 // the server's largest payload (limit) goes as several messages.
 func (t *Transport) publish(out *outbox, limit int, now time.Time) {
 	out.last = now
-	sent, left, scratch := out.m.publish(t.cfg.Conn, out.subject, limit, out.scratch)
-	out.scratch = scratch
+	out.scratch = t.sendMessage(&out.m, out.subject, limit, out.scratch)
+}
+
+// sendMessage publishes m on subject, counts what went and what no message could
+// hold, and empties m; scratch is m.publish's buffer, returned for the
+// next call.
+func (t *Transport) sendMessage(m *message, subject string, limit int, scratch []byte) []byte {
+	sent, left, scratch := m.publish(t.cfg.Conn, subject, limit, scratch)
 	t.published.Add(uint64(sent))
 	t.oversize.Add(uint64(left))
-	out.m.clear()
+	m.clear()
+	return scratch
 }
 
 // Stats implements [wire.Transport].
