@@ -2,6 +2,7 @@ package throng_test
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -52,6 +53,18 @@ func newOneByOne() oneByOne {
 	return oneByOne{Transport: m, mem: m}
 }
 
+// lanes is a Mem that takes the relay's sends by lane
+// (wire.LaneSender), noting the lanes used.
+type lanes struct {
+	*mem.Transport
+	used atomic.Uint64 // bit i: lane i sent something
+}
+
+func (l *lanes) SendUnreliableBatchLane(lane int, s wire.SessionID, datagrams []byte, size int) {
+	l.used.Or(1 << lane)
+	l.SendUnreliableBatch(s, datagrams, size)
+}
+
 // newStageWith is newStage with a chance to add systems before the first
 // tick.
 func newStageWith(t *testing.T, opts throng.Options, spawns []components.Transform, setup func(*throng.Server)) *stage {
@@ -86,8 +99,11 @@ func newStageOf(t *testing.T, opts throng.Options, spawns []components.Transform
 		setup(srv)
 	}
 	mem := srv.Mem()
-	if o, ok := opts.Transport.(oneByOne); ok {
+	switch o := opts.Transport.(type) {
+	case oneByOne:
 		mem = o.mem
+	case *lanes:
+		mem = o.Transport
 	}
 	for i := range spawns {
 		p := &player{client: mem.Dial(), got: map[int][]wire.Record{}}

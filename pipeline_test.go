@@ -187,6 +187,25 @@ func TestSameInputsGiveSameBytesOnEveryWorkerAndShardCount(t *testing.T) {
 		unlimited.Transport = newOneByOne()
 		sameBytes(t, batched, runWalk(t, unlimited, spawns, steps))
 	})
+	// A transport with lanes gets the same bytes, on a lane per unit
+	// running at once, not one per shard: one lane inline.
+	for _, workers := range []int{0, 2} {
+		t.Run(fmt.Sprintf("a transport with lanes, workers=%d", workers), func(t *testing.T) {
+			opts := budgeted(parallel(workers, 16, true))
+			if workers == 0 {
+				opts = budgeted(inline(true))
+				opts.Parallelism.MaxShardsPerCluster = 16
+				opts.Parallelism.MinShardActors = new(1)
+			}
+			l := &lanes{Transport: mem.New(mem.Options{})}
+			opts.Transport = l
+			st := runWalkAmong(t, opts, spawns, steps, 2000)
+			sameBytes(t, reference, st)
+			require.Greater(t, st.srv.Tick().Units, 4, "the walk must cut the crowd into shards")
+			assert.Positive(t, l.used.Load()&1, "lane 0 must carry the relay's sends")
+			assert.Zero(t, l.used.Load()>>max(workers, 1), "no more lanes than units at once")
+		})
+	}
 }
 
 // TestClassesGiveSameBytesOnEveryWorkerAndShardCount: the crowded walk of

@@ -176,6 +176,7 @@ type Pipeline struct {
 	transport wire.Transport
 	batcher   wire.BatchSender // transport's, when it has one
 	laner     wire.LaneSender  // transport's, when it has one
+	lanes     laneSet          // the lanes Relay units hold, with laner
 	ahead     wire.SendAhead   // transport's, when it has one
 	tiers     interest.Tiers   // the players' table, tierSets[0]
 	bands     tierBands        // tiers, for chooseByTiers8

@@ -1,7 +1,10 @@
 package systems
 
 import (
+	"math/bits"
+	"runtime"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/throng-go/throng/interest"
@@ -89,6 +92,10 @@ func (j *relayJob) RunUnit(i int) {
 	level := p.relayLevel(sh.Level)
 	sc.aim = p.aimFor(sh.Level)
 	told := sh.Lo // recipients before it were named to p.ahead
+	lane := -1
+	if p.laner != nil {
+		lane = p.lanes.take()
+	}
 	for a := sh.Lo; a < sh.Hi; a++ {
 		if f.session[a] == 0 {
 			f.relays[a] = 0
@@ -118,7 +125,7 @@ func (j *relayJob) RunUnit(i int) {
 		datagrams += int32((len(buf) + datagramSize - 1) / datagramSize)
 		bytes += int64(len(buf))
 		if p.laner != nil {
-			p.laner.SendUnreliableBatchLane(i, s, buf, datagramSize)
+			p.laner.SendUnreliableBatchLane(lane, s, buf, datagramSize)
 			continue
 		}
 		if p.batcher != nil {
@@ -129,6 +136,9 @@ func (j *relayJob) RunUnit(i int) {
 			p.transport.SendUnreliable(s, buf[off:min(off+datagramSize, len(buf))])
 		}
 	}
+	if lane >= 0 {
+		p.lanes.give(lane)
+	}
 	p.shardRelays[i] = total
 	p.shardDatagrams[i] = datagrams
 	p.shardBytes[i] = bytes
@@ -136,6 +146,32 @@ func (j *relayJob) RunUnit(i int) {
 	p.shardThrottled[i] = throttled
 	p.shardRelayTime[i] = time.Since(start)
 }
+
+// laneSet hands each Relay unit, for as long as it runs, a lane of the
+// transport's (wire.LaneSender) that no other running unit holds: the
+// lowest free one. A tick so uses as many lanes as units run at once (one
+// when it runs inline), not one per shard: a lane the transport gathers
+// into a message of its own costs a message, and the records its
+// recipients share, once per lane.
+type laneSet struct{ held atomic.Uint64 }
+
+// take claims the lowest free lane. A pool runs at most
+// scheduler.MaxWorkers (64) units at once, so one is always free.
+func (l *laneSet) take() int {
+	for {
+		held := l.held.Load()
+		lane := bits.TrailingZeros64(^held)
+		if lane < 64 && l.held.CompareAndSwap(held, held|1<<lane) {
+			return lane
+		}
+		if lane == 64 {
+			runtime.Gosched()
+		}
+	}
+}
+
+// give frees lane, taken by take.
+func (l *laneSet) give(lane int) { l.held.And(^(uint64(1) << lane)) }
 
 // tellNext names to the transport (p.ahead) the first recipient with a
 // session from index from on in shard sh, and returns the index after it

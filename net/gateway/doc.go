@@ -18,9 +18,9 @@
 // server sends, at the end of each tick
 // ([Transport.Flush]), everything it sent to the gateway's sessions, as
 // one message per gateway and one per relay lane (or a heartbeat when it
-// sent nothing for a while): the relay's units send through lanes of
-// their own ([Transport.SendUnreliableBatchLane]), so that units on
-// several cores never wait on one lock; a session it moves to another zone server goes at once
+// sent nothing for a while): the relay's units send through lanes, one
+// per unit running at once ([Transport.SendUnreliableBatchLane]), so that
+// units on several cores never wait on one lock; a session it moves to another zone server goes at once
 // ([Transport.Move]), and the gateway forwards it to the new zone server
 // as it hears of it, ahead of its clients' later frames. A round past the
 // NATS server's largest payload goes as several messages of whole

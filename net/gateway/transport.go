@@ -83,8 +83,9 @@ type Transport struct {
 	byRemote map[string]*idtable.Table[uint64, wire.SessionID]
 	outs     map[string]*outbox
 	outList  []*outbox // outs in the order made: an outbox's idx is its place
-	// lanes are the relay units' (SendUnreliableBatchLane): each holds
-	// its unit's datagrams of this tick, a message per gateway, and reads
+	// lanes are the relay's (SendUnreliableBatchLane), one per unit
+	// running at once: each holds the datagrams of this tick of the units
+	// that held it, a message per gateway, and reads
 	// the send table under its own lock, so that units on several cores
 	// never wait on one another. A change to the send table holds every
 	// lane's lock as well as mu (lockLanes); lanes only grow, under mu.
@@ -149,7 +150,7 @@ type outbox struct {
 	scratch []byte // publish's, under mu
 }
 
-// lane is one relay unit's sending (Transport.lanes).
+// lane is one lane of the relay's sending (Transport.lanes).
 type lane struct {
 	mu sync.Mutex
 	ms []*message // per outbox (by idx): this tick's datagrams to that gateway

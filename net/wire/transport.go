@@ -155,14 +155,15 @@ type BatchSender interface {
 }
 
 // LaneSender is implemented by a [BatchSender] that keeps a lane of
-// sending per unit of the relay's work, so that units running at once on
-// several cores never wait for one another's sends: a transport that
-// gathers a tick's traffic into shared buffers, say. The relay passes its
-// unit's index; each unit is run by one goroutine at a time, and a
-// session's datagrams of a tick come from one unit.
+// sending per relay unit running at once, so that units on several cores
+// never wait for one another's sends: a transport that gathers a tick's
+// traffic into shared buffers, say. Each running unit holds a lane no
+// other running unit holds, the lowest free one, so a tick uses as many
+// lanes as units ran at once (lane 0 alone when it runs inline); a
+// session's datagrams of a tick come from one unit, so from one lane.
 type LaneSender interface {
 	// SendUnreliableBatchLane is [BatchSender.SendUnreliableBatch] from
-	// relay unit lane (0 or more).
+	// the relay unit holding lane (0 to 63).
 	SendUnreliableBatchLane(lane int, s SessionID, datagrams []byte, size int)
 }
 
