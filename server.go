@@ -367,13 +367,14 @@ func (s *Server) finalSave() {
 // frame; client.Client.Rate), and once more when it is back.
 // parallelism.workerWakeAheadMicros before each tick it wakes the worker
 // pool ([Server.WakeWorkers]), so that the workers are running when the
-// tick's parallel phases begin.
+// tick's parallel phases begin; a server without workers (a pool of one)
+// wakes only for the tick.
 func (s *Server) RunTicks(ctx context.Context, each func(systems.TickStats, time.Duration)) error {
 	if _, err := s.Schedule(); err != nil {
 		return err
 	}
 	period := s.settings.TickPeriod()
-	ahead := s.settings.Parallelism.WakeAhead()
+	ahead := s.wakeAhead()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	// waitUntil reports false if ctx ended first.
@@ -425,6 +426,16 @@ func (s *Server) RunTicks(ctx context.Context, each func(systems.TickStats, time
 			s.pipe.Skip(uint64(missed))
 		}
 	}
+}
+
+// wakeAhead is how long before each tick RunTicks wakes the workers: 0
+// for a pool of one, which has none to wake, so that a server without
+// workers wakes once a tick and not twice.
+func (s *Server) wakeAhead() time.Duration {
+	if s.pool.Size() <= 1 {
+		return 0
+	}
+	return s.settings.Parallelism.WakeAhead()
 }
 
 // saveIfDue starts a periodic save when persistence.everySeconds have

@@ -103,6 +103,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"time"
@@ -155,7 +156,7 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	fs.StringVar(&c.crowd, "crowd", "centre", "where the bots roam: centre (where the four zones meet), corner (zone 1's quarter) or borders (along the borders' whole length)")
 	fs.IntVar(&c.world, "world", 4, "chunks on a side of the square world, even: each of four zones holds a quarter")
 	fs.Float64Var(&c.margin, "handoff-margin", scenario.ChunkSize/4, "world units an actor must stand past a border before it is handed off (zone.Options.HandoffMargin); 0 hands off at the border")
-	fs.BoolVar(&c.pool, "pool", true, "with -role zone: give the zone server a worker pool (Parallelism); false when zone processes share one machine's cores, where their pools would poll against each other")
+	fs.BoolVar(&c.pool, "pool", true, "with -role zone: give the zone server a worker pool (Parallelism); false when zone processes share one machine's cores, where their pools would poll against each other (the process then runs with GOMAXPROCS=1 unless the environment sets it)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -194,6 +195,9 @@ func main() {
 		return
 	}
 	if err == nil {
+		if n := c.maxProcs(); n > 0 {
+			runtime.GOMAXPROCS(n)
+		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 		err = run(ctx, c, os.Stdout)
 		stop()

@@ -213,6 +213,26 @@ func TestZoneServersPollOnlyWithCoresOfTheirOwn(t *testing.T) {
 	}
 }
 
+// TestAZoneProcessWithoutAPoolRunsOnOneP: a zone process told its cores
+// are shared runs with GOMAXPROCS=1, unless the environment says
+// otherwise; every other process keeps the runtime's choice.
+func TestAZoneProcessWithoutAPoolRunsOnOneP(t *testing.T) {
+	for args, want := range map[string]int{
+		"-role zone -zone 2 -nats nats://x":             0,
+		"-role zone -zone 2 -nats nats://x -pool=false": 1,
+		"-role all -pool=false":                         0,
+		"-role gateway -nats nats://x -pool=false":      0,
+	} {
+		c, err := parse(strings.Fields(args), io.Discard)
+		require.NoError(t, err, args)
+		assert.Equal(t, want, c.maxProcs(), args)
+	}
+	t.Setenv("GOMAXPROCS", "2")
+	c, err := parse(strings.Fields("-role zone -zone 2 -nats nats://x -pool=false"), io.Discard)
+	require.NoError(t, err)
+	assert.Zero(t, c.maxProcs(), "GOMAXPROCS set in the environment wins")
+}
+
 // TestAProcessStartedWithAnotherWorldsFlagsIsRefused: the processes of one
 // world share a NATS; one started with other -crowd or -players than the
 // first would place the bots elsewhere than they believe they are, so it

@@ -150,3 +150,18 @@ func startNATS() (url string, stop func(), err error) {
 func (c config) pooled() bool {
 	return c.pool && !(c.role == "all" && c.zones > 1)
 }
+
+// maxProcs is the GOMAXPROCS this process runs with, 0 for the runtime's
+// own choice. A zone process without a pool (-pool=false: its machine's
+// cores are shared with other processes) takes one: its server ticks on
+// one goroutine, and a second P would only let the runtime's idle threads
+// spin and steal against the other processes, and let NATS' writer flush
+// each publish of a tick on its own, where with one P a tick's publishes
+// go out in one write when the tick is done. GOMAXPROCS set in the
+// environment wins.
+func (c config) maxProcs() int {
+	if c.role == "zone" && !c.pool && os.Getenv("GOMAXPROCS") == "" {
+		return 1
+	}
+	return 0
+}

@@ -109,6 +109,10 @@ type Transport struct {
 	strays              atomic.Uint64
 	oversize            atomic.Uint64 // entries no message could hold
 	scratch             []byte        // publishLanes', under mu
+	// limit is NATS' largest payload as Flush last read it: a lane's
+	// message is limited by it, without taking the connection's lock for
+	// every recipient.
+	limit atomic.Int64
 }
 
 // sendRec is what sending to an open session needs (Transport's send
@@ -143,10 +147,12 @@ type outbox struct {
 	m       message
 	last    time.Time // when a message last went to the gateway (Flush's)
 	// laned: a lane holds datagrams for this gateway since the last
-	// publish. What m held when the first of them came was published
-	// then (beginLanes), so that the gateway gets a tick's traffic in the
-	// order it was sent: m before the relay, the lanes, m after.
+	// publish. What m held when the first of them came was set aside
+	// then, in early (beginLanes), and goes ahead of the lanes, so that
+	// the gateway gets a tick's traffic in the order it was sent: m
+	// before the relay, the lanes, m after, published together.
 	laned   atomic.Bool
+	early   message
 	scratch []byte // publish's, under mu
 }
 
@@ -182,6 +188,7 @@ func NewTransport(cfg TransportConfig) (*Transport, error) {
 	}
 	t := &Transport{cfg: cfg, byRemote: map[string]*idtable.Table[uint64, wire.SessionID]{}, outs: map[string]*outbox{},
 		heard: map[string]time.Time{}}
+	t.limit.Store(cfg.Conn.MaxPayload())
 	sub, err := cfg.Conn.Subscribe(zoneSubject(cfg.Prefix, cfg.Zone), func(m *nats.Msg) {
 		t.inMu.Lock()
 		t.inbox = append(t.inbox, m.Data)
@@ -354,6 +361,7 @@ func (t *Transport) outbox(name string) *outbox {
 	if out == nil {
 		out = &outbox{name: name, subject: gatewayZoneSubject(t.cfg.Prefix, name, t.cfg.Zone), idx: len(t.outList)}
 		out.m.reset(name)
+		out.early.reset(name)
 		out.m.limit = int(t.cfg.Conn.MaxPayload())
 		t.outs[name] = out
 		t.outList = append(t.outList, out)
@@ -526,12 +534,14 @@ func (t *Transport) laneMessage(l *lane, out *outbox) *message {
 		m.reset(out.name)
 		l.ms[out.idx] = m
 	}
-	m.limit = int(t.cfg.Conn.MaxPayload()) // NATS' may change with the server it reconnects to
+	m.limit = int(t.limit.Load()) // NATS' may change with the server it reconnects to
 	return m
 }
 
-// beginLanes publishes what out holds, sent before the tick's first
-// datagrams in a lane, so that it reaches the gateway ahead of them.
+// beginLanes sets aside what out holds, sent before the tick's first
+// datagrams in a lane, so that it reaches the gateway ahead of them
+// (publishLanes): it goes with them, not as a publish of its own in the
+// middle of the relay.
 func (t *Transport) beginLanes(out *outbox) {
 	out.mu.Lock()
 	defer out.mu.Unlock()
@@ -539,18 +549,24 @@ func (t *Transport) beginLanes(out *outbox) {
 		return
 	}
 	if !out.m.empty() || len(out.m.sealed) > 0 {
-		t.publish(out, int(t.cfg.Conn.MaxPayload()), time.Now())
+		out.m, out.early = out.early, out.m // early was published and cleared: m starts empty
 	}
 	out.laned.Store(true)
 }
 
-// publishLanes publishes the lanes' messages to out's gateway, lane by
-// lane, ahead of what out holds; t.mu is held and out.mu is not.
+// publishLanes publishes what out held before the lanes (early), then
+// the lanes' messages to out's gateway, lane by lane, ahead of what out
+// holds; t.mu is held and out.mu is not.
 func (t *Transport) publishLanes(out *outbox) {
 	if !out.laned.Load() {
 		return
 	}
-	limit := int(t.cfg.Conn.MaxPayload())
+	limit := int(t.limit.Load())
+	out.mu.Lock()
+	if !out.early.empty() || len(out.early.sealed) > 0 {
+		out.scratch = t.sendMessage(&out.early, out.subject, limit, out.scratch)
+	}
+	out.mu.Unlock()
 	if ls := t.lanes.Load(); ls != nil {
 		for _, l := range *ls {
 			l.mu.Lock()
@@ -719,6 +735,7 @@ func (t *Transport) Flush() {
 		t.release()
 	}
 	limit := int(t.cfg.Conn.MaxPayload())
+	t.limit.Store(int64(limit))
 	now := time.Now()
 	for _, out := range t.outList {
 		lanes := out.laned.Load()
