@@ -95,6 +95,7 @@ func (j *relayJob) RunUnit(i int) {
 	lane := -1
 	if p.laner != nil {
 		lane = p.lanes.take()
+		defer p.lanes.give(lane) // given back by a unit that panics, too
 	}
 	for a := sh.Lo; a < sh.Hi; a++ {
 		if f.session[a] == 0 {
@@ -135,9 +136,6 @@ func (j *relayJob) RunUnit(i int) {
 		for off := 0; off < len(buf); off += datagramSize {
 			p.transport.SendUnreliable(s, buf[off:min(off+datagramSize, len(buf))])
 		}
-	}
-	if lane >= 0 {
-		p.lanes.give(lane)
 	}
 	p.shardRelays[i] = total
 	p.shardDatagrams[i] = datagrams

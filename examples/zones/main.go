@@ -40,6 +40,12 @@
 //	go run ./examples/zones -role zone -zone 4 -nats nats://127.0.0.1:4222 -duration 0
 //	go run ./examples/zones -role gateway -nats nats://127.0.0.1:4222 -players 400
 //
+// Where the processes share one machine's cores, give the zone processes
+// -pool=false (a zone process without a pool runs with GOMAXPROCS=1) and
+// the gateway process and nats-server GOMAXPROCS=1 in their environment:
+// more Ps than a process needs only let its idle threads spin against the
+// others'.
+//
 // Every process prints its own lines: a zone process its server's, the
 // gateway process its bots'. Give them all the same -zones, -world,
 // -crowd, -players and -seed: the zone servers place a bot where the
