@@ -40,9 +40,25 @@
 //	go run ./examples/zones -role zone -zone 4 -nats nats://127.0.0.1:4222 -duration 0
 //	go run ./examples/zones -role gateway -nats nats://127.0.0.1:4222 -players 400
 //
+// Or the gateway process serves NATS itself (an embedded nats-server with
+// JetStream, its store gone when the process ends), and the zone
+// processes, started once it listens, connect to it:
+//
+//	go run ./examples/zones -role gateway -nats-listen 127.0.0.1:4222 -players 400 &
+//	go run ./examples/zones -role zone -zone 1 -nats nats://127.0.0.1:4222 -duration 0
+//	...
+//
+// A gateway process lets its bots in once every zone server has reported
+// (at most 30 seconds, then with a line saying which were not heard).
+// Serving NATS from the gateway process saves a process where they share
+// a machine: every message the zones and the gateway exchange wakes one
+// process fewer (docs/zones.md has the figures). It also makes the
+// gateway process the one NATS lives in: when it stops, so do NATS and
+// what its store held (the zone map, the player directory).
+//
 // Where the processes share one machine's cores, give the zone processes
 // -pool=false (a zone process without a pool runs with GOMAXPROCS=1) and
-// the gateway process and nats-server GOMAXPROCS=1 in their environment:
+// the gateway process and a nats-server GOMAXPROCS=1 in their environment:
 // more Ps than a process needs only let its idle threads spin against the
 // others'.
 //
@@ -97,7 +113,9 @@
 // second), switch_p50_ticks and switch_p95_ticks (as switch_p99_ticks),
 // ghost_share (ghost bytes over relay bytes) and ghost_unkeyed (ghost
 // records that left out a field their receiver may not have heard, and
-// made it ask for a keyframe: zone.Stats.Unkeyed).
+// made it ask for a keyframe: zone.Stats.Unkeyed). A gateway process
+// that waited in vain for some zone servers says so first, with
+// "unheard zones=3,4 waited=30s".
 package main
 
 import (
@@ -131,6 +149,7 @@ type config struct {
 	hz        int
 	seed      uint64
 	nats      string
+	natsAt    string
 	joinRate  int
 	save      string
 	saveEvery time.Duration
@@ -153,7 +172,8 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long to run; 0 runs until Ctrl-C")
 	fs.IntVar(&c.hz, "hz", 30, "tick rate of the zone servers")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the bots' spawns and walks")
-	fs.StringVar(&c.nats, "nats", "", "NATS server URL; empty starts an embedded one (only with -role all)")
+	fs.StringVar(&c.nats, "nats", "", "NATS server URL; empty starts an embedded one on a free port (with -role all; -role gateway takes -nats-listen instead)")
+	fs.StringVar(&c.natsAt, "nats-listen", "", "with -role gateway, instead of -nats: serve NATS from this process, an embedded nats-server with JetStream listening on host:port (the zone processes' -nats nats://host:port)")
 	fs.IntVar(&c.joinRate, "join-rate", 200, "bots that connect a second, until all are in")
 	fs.StringVar(&c.save, "save", "", "directory each zone server saves its world in (DIR/zone-N), and starts from when a save is there")
 	fs.DurationVar(&c.saveEvery, "save-every", 5*time.Second, "with -save: time between saves")
@@ -169,8 +189,12 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	switch {
 	case c.role != "all" && c.role != "zone" && c.role != "gateway":
 		return c, fmt.Errorf("-role: all, zone or gateway, not %q", c.role)
-	case c.role != "all" && c.nats == "":
-		return c, errors.New("-role zone and -role gateway need -nats, the URL of the NATS server the parts share")
+	case c.natsAt != "" && (c.role != "gateway" || c.nats != ""):
+		return c, errors.New("-nats-listen: only with -role gateway, and instead of -nats")
+	case c.role == "zone" && c.nats == "":
+		return c, errors.New("-role zone needs -nats, the URL of the NATS server the parts share")
+	case c.role == "gateway" && c.nats == "" && c.natsAt == "":
+		return c, errors.New("-role gateway needs -nats, the URL of the NATS server the parts share, or -nats-listen to serve one itself")
 	case c.role == "zone" && (c.zone < 1 || c.zone > c.zones):
 		return c, fmt.Errorf("-zone: 1 to %d, not %d", c.zones, c.zone)
 	case c.players < 0:
@@ -188,8 +212,17 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	case !(c.margin >= 0 && c.margin < scenario.ChunkSize):
 		return c, fmt.Errorf("-handoff-margin: from 0 to below a chunk (%d), not %v", scenario.ChunkSize, c.margin)
 	}
+	if c.natsAt != "" {
+		if _, _, err := listenAddr(c.natsAt); err != nil {
+			return c, err
+		}
+	}
 	return c, nil
 }
+
+// zoneWait is how long a gateway process waits for the zone servers
+// before letting its bots in (awaitZones).
+const zoneWait = 30 * time.Second
 
 // maxWorld is the widest world -world takes, in chunks: positions across
 // it keep a precision of a unit or finer in float32.
@@ -225,7 +258,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	url := c.nats
 	if url == "" {
 		var stopNATS func()
-		if url, stopNATS, err = startNATS(); err != nil {
+		if url, stopNATS, err = startNATS(c.natsAt); err != nil {
 			return err
 		}
 		defer stopNATS()
@@ -285,6 +318,17 @@ func run(ctx context.Context, c config, out io.Writer) error {
 			return err
 		}
 		defer kept.Stop()
+		if c.role == "gateway" {
+			missing, err := awaitZones(ctx, nc, m, zoneWait)
+			if err != nil {
+				return err
+			}
+			if len(missing) > 0 {
+				// Their players are let in all the same: the gateway
+				// tells them when their zone's server is gone.
+				fmt.Fprintf(out, "unheard zones=%s waited=%v\n", joinIDs(missing), zoneWait)
+			}
+		}
 		front := mem.New(mem.Options{})
 		if gw, err = gateway.New(gateway.Config{Conn: nc, Name: "gateway", Front: front, Route: router{maps, kept, pop}.route}); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -119,15 +120,20 @@ func TestACoordinatorSpreadsACrowdOverTwoZones(t *testing.T) {
 // why before anything starts.
 func TestBadFlagsAreRefusedWithTheReason(t *testing.T) {
 	for args, want := range map[string]string{
-		"-zones 3":                          "-zones: 1 or 4, not 3",
-		"-role zone -zone 1":                "-role zone and -role gateway need -nats",
-		"-role zone -zone 5 -nats nats://x": "-zone: 1 to 4, not 5",
-		"-role spare":                       `-role: all, zone or gateway, not "spare"`,
-		"-join-rate 0":                      "-join-rate: at least 1, got 0",
-		"-players -1":                       "-players: not negative, got -1",
-		"-crowd everywhere":                 `-crowd: centre, corner or borders, not "everywhere"`,
-		"-world 5":                          "-world: an even number of chunks from 2 to 1024, not 5",
-		"-handoff-margin 5000":              "-handoff-margin: from 0 to below a chunk (4096), not 5000",
+		"-zones 3":                    "-zones: 1 or 4, not 3",
+		"-role zone -zone 1":          "-role zone needs -nats",
+		"-role gateway":               "-role gateway needs -nats, the URL of the NATS server the parts share, or -nats-listen",
+		"-nats-listen 127.0.0.1:4222": "-nats-listen: only with -role gateway",
+		"-role gateway -nats-listen 127.0.0.1:4222 -nats nats://x": "-nats-listen: only with -role gateway, and instead of -nats",
+		"-role gateway -nats-listen 127.0.0.1":                     "-nats-listen: address 127.0.0.1: missing port in address",
+		"-role gateway -nats-listen 127.0.0.1:70000":               `-nats-listen: port "70000": 1 to 65535`,
+		"-role zone -zone 5 -nats nats://x":                        "-zone: 1 to 4, not 5",
+		"-role spare":                                              `-role: all, zone or gateway, not "spare"`,
+		"-join-rate 0":                                             "-join-rate: at least 1, got 0",
+		"-players -1":                                              "-players: not negative, got -1",
+		"-crowd everywhere":                                        `-crowd: centre, corner or borders, not "everywhere"`,
+		"-world 5":                                                 "-world: an even number of chunks from 2 to 1024, not 5",
+		"-handoff-margin 5000":                                     "-handoff-margin: from 0 to below a chunk (4096), not 5000",
 	} {
 		c, err := parse(strings.Fields(args), io.Discard)
 		if err == nil {
@@ -238,7 +244,7 @@ func TestAZoneProcessWithoutAPoolRunsOnOneP(t *testing.T) {
 // first would place the bots elsewhere than they believe they are, so it
 // stops at once and says which flags differ. The same flags are welcome.
 func TestAProcessStartedWithAnotherWorldsFlagsIsRefused(t *testing.T) {
-	url, stop, err := startNATS()
+	url, stop, err := startNATS("")
 	require.NoError(t, err)
 	defer stop()
 	start := func(args string) error {
@@ -255,4 +261,61 @@ func TestAProcessStartedWithAnotherWorldsFlagsIsRefused(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "-seed 2, but")
 	require.NoError(t, start("-role gateway -crowd borders -world 64 -players 300 -duration 1s"))
+}
+
+// TestAGatewayProcessServesNATSToZoneProcessesStartedAfterIt: a gateway
+// process started with -nats-listen serves NATS itself; the zone
+// processes started after it connect there, and its bots wait for their
+// servers instead of being sent to zones with none: every bot is let in,
+// and they cross borders without an input lost or applied twice.
+func TestAGatewayProcessServesNATSToZoneProcessesStartedAfterIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the example for seconds")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	world := "-players 150 -join-rate 500"
+
+	c, err := parse(strings.Fields("-role gateway -nats-listen "+addr+" -duration 6s "+world), io.Discard)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	gateway := make(chan error, 1)
+	go func() { gateway <- run(context.Background(), c, &out) }()
+	require.Eventually(t, func() bool {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
+			conn.Close()
+		}
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond, "the gateway process serves NATS on %s", addr)
+	time.Sleep(time.Second) // the zone processes come later still
+
+	ctx, stop := context.WithCancel(context.Background())
+	zones := make(chan error, 4)
+	zoneOut := make([]bytes.Buffer, 4)
+	for z := range 4 {
+		c, err := parse(strings.Fields("-role zone -pool=false -duration 0 -zone "+strconv.Itoa(z+1)+" -nats nats://"+addr+" "+world), io.Discard)
+		require.NoError(t, err)
+		go func() { zones <- run(ctx, c, &zoneOut[z]) }()
+	}
+	require.NoError(t, <-gateway)
+	stop()
+	for range 4 {
+		require.NoError(t, <-zones)
+	}
+	for z := range zoneOut {
+		assert.Regexp(t, `summary .* lost_inputs=0 duplicated_inputs=0 sessions_lost=0 `, zoneOut[z].String(), "zone %d", z+1)
+	}
+
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	last := lines[len(lines)-1]
+	t.Log(last)
+	require.True(t, strings.HasPrefix(last, "summary "), "the last line: %q", last)
+	assert.Contains(t, last, " bots=150 ", "every bot let in")
+	assert.NotContains(t, out.String(), "unheard zones=")
+	assert.Regexp(t, ` welcomes=[1-9]`, last, "players crossed borders")
+	assert.Contains(t, last, " corrections=0 ")
+	assert.Contains(t, last, " nats_disconnects=0 ")
 }

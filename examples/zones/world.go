@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/throng-go/throng/components"
@@ -187,4 +190,53 @@ func agree(ctx context.Context, js jetstream.JetStream, c config) error {
 			mine, theirs, worldBucket, worldBucket)
 	}
 	return nil
+}
+
+// awaitZones waits until every zone of m has reported its load (a zone
+// server reports once a second), or until wait has passed or ctx ends,
+// and returns the zones not heard from. A gateway process started before
+// its zone processes (one serving them NATS, say) lets its bots in once
+// their servers are there, rather than sending the first of them to a
+// zone with no server, to be told it is gone and to dial again later.
+func awaitZones(ctx context.Context, nc *nats.Conn, m zone.Map, wait time.Duration) ([]zone.ID, error) {
+	heard := make(chan zone.ID, 64)
+	sub, err := nc.Subscribe(zone.LoadSubject("throng", "*"), func(msg *nats.Msg) {
+		var r zone.LoadReport
+		if zone.DecodeLoadReport(msg.Data, &r) == nil {
+			select {
+			case heard <- r.Zone:
+			default: // the waiter hears the next one
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe()
+	missing := map[zone.ID]bool{}
+	for _, z := range m.Zones {
+		missing[z.ID] = true
+	}
+	timeout := time.NewTimer(wait)
+	defer timeout.Stop()
+	for len(missing) > 0 {
+		select {
+		case id := <-heard:
+			delete(missing, id)
+		case <-timeout.C:
+			return slices.Sorted(maps.Keys(missing)), nil
+		case <-ctx.Done():
+			return nil, nil // the run is over before it began
+		}
+	}
+	return nil, nil
+}
+
+// joinIDs writes zone ids as a comma-separated list.
+func joinIDs(ids []zone.ID) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(s, ",")
 }

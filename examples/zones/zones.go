@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -113,9 +115,16 @@ func (s *zoneServer) close() {
 	s.nc.Close()
 }
 
-// startNATS starts an embedded nats-server with JetStream on a free
-// loopback port, its store in a directory of its own removed by stop.
-func startNATS() (url string, stop func(), err error) {
+// startNATS starts an embedded nats-server with JetStream listening on
+// addr (host:port; empty: a free loopback port), its store in a
+// directory of its own removed by stop.
+func startNATS(addr string) (url string, stop func(), err error) {
+	host, port := "127.0.0.1", server.RANDOM_PORT
+	if addr != "" {
+		if host, port, err = listenAddr(addr); err != nil {
+			return "", nil, err
+		}
+	}
 	dir, err := os.MkdirTemp("", "throng-zones-nats")
 	if err != nil {
 		return "", nil, err
@@ -124,7 +133,7 @@ func startNATS() (url string, stop func(), err error) {
 	// whose cores the bots and servers share) is given room before the
 	// server calls it slow and closes its connection, dropping what it
 	// had not read.
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
+	ns, err := server.NewServer(&server.Options{Host: host, Port: port, JetStream: true,
 		StoreDir: dir, NoLog: true, NoSigs: true, MaxPending: 1 << 30, WriteDeadline: 30 * time.Second})
 	if err != nil {
 		os.RemoveAll(dir)
@@ -141,6 +150,18 @@ func startNATS() (url string, stop func(), err error) {
 		ns.WaitForShutdown()
 		os.RemoveAll(dir)
 	}, nil
+}
+
+// listenAddr splits -nats-listen's host:port.
+func listenAddr(addr string) (host string, port int, err error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("-nats-listen: %w", err)
+	}
+	if port, err = strconv.Atoi(p); err != nil || port < 1 || port > 65535 {
+		return "", 0, fmt.Errorf("-nats-listen: port %q: 1 to 65535", p)
+	}
+	return host, port, nil
 }
 
 // pooled reports whether a zone server of this process gets a worker pool.
