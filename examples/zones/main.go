@@ -106,7 +106,7 @@
 //	                  disconnects because a zone's server was gone, and
 //	                  bots welcomed again after one
 //	borders_moved     with -balance: borders the coordinator moved, so far
-//	nats_disconnects  NATS connections of this process that lost the server
+//	nats_disconnects  times this process's NATS connections lost their server
 //	cpu               this process's CPU time over wall time (2.0: two cores)
 //
 // The summary line adds hz_min and p95_ms_max (the worst zone's worst
@@ -130,6 +130,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -269,6 +270,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		defer cancel()
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var lost atomic.Uint64 // disconnects of this run's NATS connections from their server
 
 	var servers []*zoneServer
 	defer func() {
@@ -281,7 +283,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 			if c.role == "zone" && zn.ID != zone.ID(c.zone) {
 				continue
 			}
-			s, err := startZone(ctx, url, m, zn.ID, c, pop, log)
+			s, err := startZone(ctx, url, m, zn.ID, c, pop, log, &lost)
 			if err != nil {
 				return err
 			}
@@ -291,7 +293,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	var gw *gateway.Gateway
 	var players *bots
 	if c.role != "zone" {
-		nc, err := connect(url, "gateway")
+		nc, err := connect(url, "gateway", &lost)
 		if err != nil {
 			return fmt.Errorf("gateway: NATS: %w", err)
 		}
@@ -341,7 +343,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	var coord *zone.Coordinator
 	if c.balance && c.role != "zone" {
-		nc, err := connect(url, "coordinator")
+		nc, err := connect(url, "coordinator", &lost)
 		if err != nil {
 			return fmt.Errorf("coordinator: NATS: %w", err)
 		}
@@ -397,7 +399,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 			players.run(ctx, period)
 		}()
 	}
-	meter := newMeter(out, servers, gw, players, coord)
+	meter := newMeter(out, servers, gw, players, coord, &lost)
 	every := time.NewTicker(time.Second)
 	defer every.Stop()
 	var prev totals

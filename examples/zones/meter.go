@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/throng-go/throng/examples/crowd/fleet"
@@ -19,6 +20,7 @@ type meter struct {
 	gw    *gateway.Gateway
 	bots  *bots
 	coord *zone.Coordinator
+	lost  *atomic.Uint64 // NATS disconnects (connect)
 	start time.Time
 	cpu0  time.Duration
 
@@ -29,9 +31,9 @@ type meter struct {
 	seconds int
 }
 
-func newMeter(out io.Writer, zones []*zoneServer, gw *gateway.Gateway, b *bots, coord *zone.Coordinator) *meter {
+func newMeter(out io.Writer, zones []*zoneServer, gw *gateway.Gateway, b *bots, coord *zone.Coordinator, lost *atomic.Uint64) *meter {
 	cpu, _ := fleet.ProcessCPU()
-	return &meter{out: out, zones: zones, gw: gw, bots: b, coord: coord, start: time.Now(), cpu0: cpu, hzMin: -1}
+	return &meter{out: out, zones: zones, gw: gw, bots: b, coord: coord, lost: lost, start: time.Now(), cpu0: cpu, hzMin: -1}
 }
 
 // totals are the zone servers' counts summed.
@@ -128,7 +130,7 @@ func (m *meter) line(prev totals) totals {
 	if m.coord != nil {
 		fmt.Fprintf(&b, " borders_moved=%d", m.coord.Stats().Moves)
 	}
-	fmt.Fprintf(&b, " nats_disconnects=%d cpu=%.2f", disconnects.Load(), m.cpu())
+	fmt.Fprintf(&b, " nats_disconnects=%d cpu=%.2f", m.lost.Load(), m.cpu())
 	fmt.Fprintln(m.out, b.String())
 	return t
 }
@@ -168,7 +170,7 @@ func (m *meter) summary() {
 	if m.coord != nil {
 		fmt.Fprintf(&b, " borders_moved=%d", m.coord.Stats().Moves)
 	}
-	fmt.Fprintf(&b, " nats_disconnects=%d cpu=%.2f", disconnects.Load(), m.cpu())
+	fmt.Fprintf(&b, " nats_disconnects=%d cpu=%.2f", m.lost.Load(), m.cpu())
 	fmt.Fprintln(m.out, b.String())
 }
 

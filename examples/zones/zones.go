@@ -22,17 +22,14 @@ import (
 	"github.com/throng-go/throng/net/zone"
 )
 
-// disconnects counts the NATS connections of this process that lost
-// their server (what was sent to them meanwhile is lost).
-var disconnects atomic.Uint64
-
 // connect connects to NATS at url as name, reconnecting for ever, and
-// counts its disconnects.
-func connect(url, name string) (*nats.Conn, error) {
+// counts in lost each time it loses its server (what was sent to it
+// meanwhile is lost).
+func connect(url, name string, lost *atomic.Uint64) (*nats.Conn, error) {
 	return nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
-				disconnects.Add(1)
+				lost.Add(1)
 			}
 		}))
 }
@@ -51,8 +48,8 @@ type zoneServer struct {
 // one (every zone process starts with the same map; a coordinator may
 // have moved its borders since) and makes zone id's server. Its owner
 // ticks it.
-func startZone(ctx context.Context, url string, m zone.Map, id zone.ID, c config, pop scenario.Population, log *slog.Logger) (*zoneServer, error) {
-	nc, err := connect(url, fmt.Sprintf("zone-%d", id))
+func startZone(ctx context.Context, url string, m zone.Map, id zone.ID, c config, pop scenario.Population, log *slog.Logger, lost *atomic.Uint64) (*zoneServer, error) {
+	nc, err := connect(url, fmt.Sprintf("zone-%d", id), lost)
 	if err != nil {
 		return nil, fmt.Errorf("zone %d: NATS: %w", id, err)
 	}
