@@ -42,7 +42,8 @@
 //
 // Or the gateway process serves NATS itself (an embedded nats-server with
 // JetStream, its store gone when the process ends), and the zone
-// processes, started once it listens, connect to it:
+// processes connect to it (every process waits up to 10 seconds for its
+// NATS server, so the order they start in does not matter):
 //
 //	go run ./examples/zones -role gateway -nats-listen 127.0.0.1:4222 -players 400 &
 //	go run ./examples/zones -role zone -zone 1 -nats nats://127.0.0.1:4222 -duration 0
@@ -293,7 +294,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	var gw *gateway.Gateway
 	var players *bots
 	if c.role != "zone" {
-		nc, err := connect(url, "gateway", &lost)
+		nc, err := connect(ctx, url, "gateway", &lost)
 		if err != nil {
 			return fmt.Errorf("gateway: NATS: %w", err)
 		}
@@ -343,7 +344,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	var coord *zone.Coordinator
 	if c.balance && c.role != "zone" {
-		nc, err := connect(url, "coordinator", &lost)
+		nc, err := connect(ctx, url, "coordinator", &lost)
 		if err != nil {
 			return fmt.Errorf("coordinator: NATS: %w", err)
 		}

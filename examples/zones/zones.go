@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -22,17 +23,38 @@ import (
 	"github.com/throng-go/throng/net/zone"
 )
 
-// connect connects to NATS at url as name, reconnecting for ever, and
-// counts in lost each time it loses its server (what was sent to it
-// meanwhile is lost).
-func connect(url, name string, lost *atomic.Uint64) (*nats.Conn, error) {
-	return nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				lost.Add(1)
-			}
-		}))
+// connect connects to NATS at url as name, reconnecting for ever once
+// connected, and counts in lost each time it loses its server (what was
+// sent to it meanwhile is lost). A server not there yet is tried again
+// for up to natsWait, so that processes started together need not wait
+// for one another by hand (a zone process for the gateway process that
+// serves NATS, say).
+func connect(ctx context.Context, url, name string, lost *atomic.Uint64) (*nats.Conn, error) {
+	deadline := time.Now().Add(natsWait)
+	for {
+		nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1),
+			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+				if err != nil {
+					lost.Add(1)
+				}
+			}))
+		if !errors.Is(err, nats.ErrNoServers) || time.Now().After(deadline) {
+			return nc, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(natsRetry):
+		}
+	}
 }
+
+// natsWait is how long a process waits for its NATS server to be there,
+// trying every natsRetry.
+const (
+	natsWait  = 10 * time.Second
+	natsRetry = 100 * time.Millisecond
+)
 
 // zoneServer is one zone's server: a Throng server whose players come
 // through gateways, made the holder of its zone.
@@ -49,7 +71,7 @@ type zoneServer struct {
 // have moved its borders since) and makes zone id's server. Its owner
 // ticks it.
 func startZone(ctx context.Context, url string, m zone.Map, id zone.ID, c config, pop scenario.Population, log *slog.Logger, lost *atomic.Uint64) (*zoneServer, error) {
-	nc, err := connect(url, fmt.Sprintf("zone-%d", id), lost)
+	nc, err := connect(ctx, url, fmt.Sprintf("zone-%d", id), lost)
 	if err != nil {
 		return nil, fmt.Errorf("zone %d: NATS: %w", id, err)
 	}
