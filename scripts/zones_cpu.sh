@@ -17,8 +17,13 @@
 # from the first bot). Linux only: CPU comes from /proc/PID/stat. Every
 # process of the split runs with GOMAXPROCS=1, as docs/zones.md advises
 # for processes sharing a machine's cores (a zone process with -pool=false
-# takes it by itself). PLAYERS sets the bots (10000).
+# takes it by itself). Every process, the one server's included, runs with
+# GODEBUG=schedtrace=2147483647, which keeps Go's monitor thread from
+# polling every 20 us after each idle spell (docs/operations.md, "Processes
+# that share a machine's cores"); a GODEBUG in the environment replaces it
+# (GODEBUG= runs without). PLAYERS sets the bots (10000).
 set -euo pipefail
+export GODEBUG=${GODEBUG-schedtrace=2147483647}
 rounds=${1:-3}
 secs=${2:-45}
 warmup=${WARMUP:-10}

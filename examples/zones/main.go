@@ -61,7 +61,14 @@
 // -pool=false (a zone process without a pool runs with GOMAXPROCS=1) and
 // the gateway process and a nats-server GOMAXPROCS=1 in their environment:
 // more Ps than a process needs only let its idle threads spin against the
-// others'.
+// others'. Give every one of them GODEBUG=schedtrace=2147483647 too, which
+// keeps the Go runtime's monitor thread from waking every 20 us after each
+// spell the process idles (docs/operations.md, "Processes that share a
+// machine's cores"):
+//
+//	GOMAXPROCS=1 GODEBUG=schedtrace=2147483647 nats-server -js &
+//	GODEBUG=schedtrace=2147483647 go run ./examples/zones -role zone -zone 1 -pool=false -nats nats://127.0.0.1:4222 -duration 0 &
+//	...
 //
 // Every process prints its own lines: a zone process its server's, the
 // gateway process its bots'. Give them all the same -zones, -world,
