@@ -2,6 +2,7 @@ package zone
 
 import (
 	"cmp"
+	"runtime"
 	"slices"
 
 	ark "github.com/mlange-42/ark/ecs"
@@ -182,7 +183,16 @@ func (s *applySystem) RunSerial(t *scheduler.Tick) {
 	}
 	me, _ := v.m.Zone(z.opts.Zone)
 	defer z.share(v, me)
+	sent := z.stats.h.RequestsSent.Load()
 	z.takeAnswers(v)
+	if z.stats.h.RequestsSent.Load() != sent {
+		// The Commits just sent, and the sessions of the players they
+		// move, wait in NATS' write buffer for its writer goroutine,
+		// which a process of one P (a zone process sharing a machine's
+		// cores) runs only when the tick yields: at its end. They are
+		// the hand-offs' latency, so they go before the rest of the tick.
+		runtime.Gosched()
+	}
 	// Lent under an older assignment of the lender's zone, or by a zone
 	// that no longer borders ours: gone.
 	for id, src := range g.sources {
