@@ -185,12 +185,14 @@ func (s *applySystem) RunSerial(t *scheduler.Tick) {
 	defer z.share(v, me)
 	sent := z.stats.h.RequestsSent.Load()
 	z.takeAnswers(v)
-	if z.stats.h.RequestsSent.Load() != sent {
+	if z.stats.h.RequestsSent.Load() != sent && runtime.GOMAXPROCS(0) == 1 {
 		// The Commits just sent, and the sessions of the players they
 		// move, wait in NATS' write buffer for its writer goroutine,
 		// which a process of one P (a zone process sharing a machine's
 		// cores) runs only when the tick yields: at its end. They are
-		// the hand-offs' latency, so they go before the rest of the tick.
+		// the hand-offs' latency, so they go before the rest of the
+		// tick. With more Ps the writer has one of its own, and a yield
+		// could hand this P to another zone's tick in the same process.
 		runtime.Gosched()
 	}
 	// Lent under an older assignment of the lender's zone, or by a zone
