@@ -69,6 +69,7 @@
 //	GOMAXPROCS=1 GODEBUG=schedtrace=2147483647 nats-server -js &
 //	GODEBUG=schedtrace=2147483647 go run ./examples/zones -role zone -zone 1 -pool=false -nats nats://127.0.0.1:4222 -duration 0 &
 //	...
+//	GOMAXPROCS=1 GODEBUG=schedtrace=2147483647 go run ./examples/zones -role gateway -nats nats://127.0.0.1:4222 -players 400
 //
 // Every process prints its own lines: a zone process its server's, the
 // gateway process its bots'. Give them all the same -zones, -world,
