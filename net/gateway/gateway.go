@@ -387,9 +387,11 @@ func (g *Gateway) routedLocked(z uint32) {
 // routeRun is the most frames Step routes under one hold of routeMu.
 const routeRun = 64
 
-// routing reports whether route would act on in (and take routeMu).
+// routing reports whether route would act on in (and take routeMu). It
+// runs for every frame a client sends: the map is read only while some
+// session waits for its route, never in a crowd's steady play.
 func (g *Gateway) routing(in wire.Inbound) bool {
-	return g.cfg.Route != nil && (in.Kind == wire.SessionOpened || g.unrouted[in.Session])
+	return g.cfg.Route != nil && (in.Kind == wire.SessionOpened || len(g.unrouted) > 0 && g.unrouted[in.Session])
 }
 
 // route handles what a session waiting for its route (Config.Route) did,
