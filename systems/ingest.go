@@ -136,28 +136,34 @@ func (p *Pipeline) routeInputs(tick uint64) int {
 // moveFrame). Buckets hold different sessions, so they may be applied at
 // the same time on different goroutines: each touches only its sessions,
 // their actors' MoveInput rows and its own counters.
+//
+// It finds every frame's row first, then applies the frames. The rows lie
+// in the tables of their actors' chunks, not in session order, and finding
+// each (Ark's entity index, the table's column, the row) is a chain of
+// cache misses the CPU cannot see coming. A loop that only follows those
+// chains runs many of them at once; interleaved with applying frames, it
+// ran one or two. Nothing moves a row during ingest (spawns, despawns and
+// chunk changes wait for the join), so the rows found stay valid.
 func (p *Pipeline) applyInputs(b int) {
 	bk := &p.buckets[b]
+	rows := bk.rows[:0]
 	for i := range bk.moves {
-		if j := i + inputsAhead; j < len(bk.moves) && cacheline.Claiming {
-			// Ask for the row of the frame inputsAhead on: the rows lie
-			// in the tables of their actors' chunks, not in session
-			// order, and finding and touching each (Ark's entity index,
-			// the table's column, the row) is a chain of misses the CPU
-			// cannot see coming.
-			if s := bk.moves[j].s; s.state == playing {
-				cacheline.Claim(unsafe.Slice(p.inputs.Get(s.entity), 1))
-			}
+		var in *components.MoveInput
+		if s := bk.moves[i].s; s.state == playing && !s.kicked {
+			in = p.inputs.Get(s.entity)
+			cacheline.Claim(unsafe.Slice(in, 1)) // moveFrame writes it
 		}
-		m := &bk.moves[i]
-		p.moveFrame(bk, m.id, m.s, m.frame)
+		rows = append(rows, in)
 	}
+	for i := range bk.moves {
+		m := &bk.moves[i]
+		p.moveFrameTo(bk, m.id, m.s, m.frame, rows[i])
+	}
+	clear(rows)
+	bk.rows = rows[:0]
 	clear(bk.moves) // do not pin the transport's buffers
 	bk.moves = bk.moves[:0]
 }
-
-// inputsAhead is how many frames ahead ApplyInputs asks for rows.
-const inputsAhead = 8
 
 // mergeInputs adds the buckets' counters and corrections to the tick's,
 // bucket by bucket, once they have all been applied.
@@ -180,7 +186,8 @@ func (p *Pipeline) mergeInputs() {
 // what applying them counted.
 type inputBucket struct {
 	moves       []routedMove
-	corrections []*session // sessions to correct: a stale update
+	rows        []*components.MoveInput // applyInputs': each move's actor's row, or nil
+	corrections []*session              // sessions to correct: a stale update
 	inputCounts
 	// Buckets are applied side by side: keep their counters off each
 	// other's cache lines.
@@ -347,6 +354,12 @@ func (p *Pipeline) SendEvent(actor components.ActorID, payload []byte) bool {
 // It runs as the frame comes (RouteInputs) or from its bucket
 // (ApplyInputs), counting in bucket bk.
 func (p *Pipeline) moveFrame(bk *inputBucket, id wire.SessionID, s *session, frame []byte) {
+	p.moveFrameTo(bk, id, s, frame, nil)
+}
+
+// moveFrameTo is moveFrame with the actor's MoveInput row, in, when the
+// caller has found it (nil: moveFrame finds it, if the session plays).
+func (p *Pipeline) moveFrameTo(bk *inputBucket, id wire.SessionID, s *session, frame []byte, in *components.MoveInput) {
 	m, err := wire.DecodeMove(frame)
 	if err != nil {
 		bk.malformed++
@@ -356,7 +369,9 @@ func (p *Pipeline) moveFrame(bk *inputBucket, id wire.SessionID, s *session, fra
 		bk.dropped++
 		return
 	}
-	in := p.inputs.Get(s.entity)
+	if in == nil {
+		in = p.inputs.Get(s.entity)
+	}
 	if s.resumed && m.Seq <= in.Seq {
 		// A move its old server applied, sent again by a gateway: not the
 		// client's doing, so neither corrected nor held against its rate.
