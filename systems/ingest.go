@@ -140,10 +140,11 @@ func (p *Pipeline) routeInputs(tick uint64) int {
 // It finds every frame's row first, then applies the frames. The rows lie
 // in the tables of their actors' chunks, not in session order, and finding
 // each (Ark's entity index, the table's column, the row) is a chain of
-// cache misses the CPU cannot see coming. A loop that only follows those
-// chains runs many of them at once; interleaved with applying frames, it
-// ran one or two. Nothing moves a row during ingest (spawns, despawns and
-// chunk changes wait for the join), so the rows found stay valid.
+// cache misses the CPU cannot see coming. A loop that does nothing else
+// lets the CPU follow many of them at once, where a loop that also applies
+// frames fills the CPU's window with the applying. Nothing moves a row
+// during ingest (spawns, despawns and chunk changes wait for the join), so
+// the rows found stay valid.
 func (p *Pipeline) applyInputs(b int) {
 	bk := &p.buckets[b]
 	rows := bk.rows[:0]
