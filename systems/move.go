@@ -35,7 +35,7 @@ func (j *moveJob) RunUnit(i int) {
 		// The rows of the actor moveAhead places on, asked for now: a
 		// shard's actors are in cell order, their rows in the table's, so
 		// each row is a miss the CPU cannot predict, and its MoveInput was
-		// just written by ingest on the tick goroutine's core.
+		// just written by ingest, often on another core.
 		if pa := a + moveAhead; cacheline.Claiming && pa < sh.Hi {
 			v := &f.views[f.view[pa]]
 			r := f.row[pa]
