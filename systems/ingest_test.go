@@ -190,3 +190,56 @@ func TestABriefBusySpellDoesNotEmptyALongLine(t *testing.T) {
 	assert.Zero(t, r.p.Stats().BusyRejections)
 	assert.Equal(t, 401, r.p.world.Len(), "the rig's player and all 400 of the line")
 }
+
+// TestRoutedInputsAllocateNothingOnceWarm: a crowd's Move frames routed
+// to the input buckets and applied there (the pool's path, which the tick
+// allocation tests' crowds are too small to take) allocate nothing once
+// the buckets have held a tick's frames: every bucket's lists keep their
+// memory from tick to tick.
+func TestRoutedInputsAllocateNothingOnceWarm(t *testing.T) {
+	var spawns []components.Transform
+	for i := range 160 {
+		spawns = append(spawns, components.Transform{X: 100 + float32(i%40)*200, Y: 100 + float32(i/40)*900})
+	}
+	r := newRig(t, Config{Parallel: true}, spawns)
+	r.p.minRouted = 1
+	r.p.cfg.Shards.ShardsPerCluster = 7
+	r.routeInputs = true
+	var frame []byte
+	send := func() {
+		for i, c := range r.clients {
+			r.seq[i]++
+			s := spawns[i]
+			frame = wire.AppendMove(frame[:0], wire.Move{Seq: r.seq[i], X: s.X + float32(r.seq[i]%8), Y: s.Y})
+			if err := c.Send(frame); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for range 10 {
+		send()
+		r.step()
+	}
+	before, routed := r.p.Stats(), r.routed
+	ingest := func() {
+		send()
+		r.tick++
+		r.routed += r.p.routeInputs(r.tick)
+		for b := range r.p.buckets {
+			r.p.applyInputs(b)
+		}
+		r.p.mergeInputs()
+	}
+	assert.Zero(t, testing.AllocsPerRun(20, ingest), "allocations per tick of routed Move frames")
+	after := r.p.Stats()
+	assert.Equal(t, 21*len(spawns), r.routed-routed, "every frame went through the buckets")
+	assert.Equal(t, [3]uint64{before.StaleInputs, before.RateLimited, before.DroppedInputs},
+		[3]uint64{after.StaleInputs, after.RateLimited, after.DroppedInputs}, "no frame dropped")
+	for i, id := range r.actors {
+		e, ok := r.p.world.Entity(components.ActorID{ID: id})
+		require.True(t, ok)
+		in := r.p.inputs.Get(e)
+		assert.Equal(t, r.seq[i], in.Seq, "player %d's actor holds its latest move", i)
+		assert.True(t, in.Pending, "player %d's latest move waits for Move", i)
+	}
+}
