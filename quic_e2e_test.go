@@ -312,12 +312,14 @@ func TestQUICClientThatStopsReadingDoesNotStallTheOthers(t *testing.T) {
 	assert.GreaterOrEqual(t, stalledFor, cfg.StallTimeout, "found out by the stall timeout")
 
 	// Had the blocked writer held up the tick, A would have heard nothing
-	// of B for the whole stall timeout.
+	// of B for the whole stall timeout. The bound leaves room for a loaded
+	// machine: under the race detector on two busy cores, a gap of 614 ms
+	// came without any writer blocking the tick.
 	silence := botA.longestSilence(b.Welcome().Actor, start, start.Add(stalledFor))
 	heardB, heardA := botA.heardFrom(b.Welcome().Actor), botB.heardFrom(a.Welcome().Actor)
 	t.Logf("over %d ticks A heard B %d times and B heard A %d times; A's longest silence about B in the %v until the disconnect: %v",
 		ticks, heardB, heardA, stalledFor, silence)
-	assert.Less(t, silence, cfg.StallTimeout/2, "A keeps hearing B while the stalled client's writer is blocked")
+	assert.Less(t, silence, cfg.StallTimeout*3/4, "A keeps hearing B while the stalled client's writer is blocked")
 	assert.Greater(t, float64(heardB), 0.6*float64(ticks), "A hears B about once per tick")
 	assert.Greater(t, float64(heardA), 0.6*float64(ticks), "B hears A about once per tick")
 	assert.NoError(t, a.Err())
