@@ -158,7 +158,7 @@ func (p *Pipeline) applyInputs(b int) {
 	}
 	for i := range bk.moves {
 		m := &bk.moves[i]
-		p.moveFrameTo(bk, m.id, m.s, m.frame, rows[i])
+		p.moveFrame(bk, m.id, m.s, m.frame, rows[i])
 	}
 	clear(rows)
 	bk.rows = rows[:0]
@@ -260,7 +260,7 @@ func (p *Pipeline) frameFrom(id wire.SessionID, frame []byte) bool {
 		p.command(id, s, frame)
 	case wire.TypeMove:
 		if p.inputsDirect {
-			p.moveFrame(&p.buckets[0], id, s, frame)
+			p.moveFrame(&p.buckets[0], id, s, frame, nil)
 			return false
 		}
 		// Buckets take slot ranges, so that frames arriving in slot order
@@ -353,14 +353,10 @@ func (p *Pipeline) SendEvent(actor components.ActorID, payload []byte) bool {
 // this tick is already kept, the dropped one is the older of the two.
 //
 // It runs as the frame comes (RouteInputs) or from its bucket
-// (ApplyInputs), counting in bucket bk.
-func (p *Pipeline) moveFrame(bk *inputBucket, id wire.SessionID, s *session, frame []byte) {
-	p.moveFrameTo(bk, id, s, frame, nil)
-}
-
-// moveFrameTo is moveFrame with the actor's MoveInput row, in, when the
-// caller has found it (nil: moveFrame finds it, if the session plays).
-func (p *Pipeline) moveFrameTo(bk *inputBucket, id wire.SessionID, s *session, frame []byte, in *components.MoveInput) {
+// (ApplyInputs), counting in bucket bk. in is the actor's MoveInput row
+// when the caller has found it; nil, moveFrame finds it if the session
+// plays.
+func (p *Pipeline) moveFrame(bk *inputBucket, id wire.SessionID, s *session, frame []byte, in *components.MoveInput) {
 	m, err := wire.DecodeMove(frame)
 	if err != nil {
 		bk.malformed++
