@@ -54,7 +54,7 @@ func (s *ingestSystem) Access() scheduler.Access {
 func (s *ingestSystem) Plan(t *scheduler.Tick, units []scheduler.Unit) []scheduler.Unit {
 	p := s.p
 	moves := p.routeInputs(t.Number)
-	p.inputsAlone = moves < max(p.cfg.MinActorsToOffload, p.minRouted) // none when parallelism is off
+	p.inputsAlone = !p.cfg.Parallel || moves < max(p.cfg.MinActorsToOffload, p.minRouted)
 	if p.inputsAlone {
 		return append(units, scheduler.Unit{})
 	}
@@ -75,10 +75,12 @@ func (s *ingestSystem) RunUnit(i int) {
 	}
 }
 
-// minInputsToOffload is the fewest players whose Move frames are applied
-// on the pool. A frame costs tens of nanoseconds (more when its MoveInput
-// row was last written on another core); below a couple of thousand the
-// extra pool run costs about what splitting them saves.
+// minInputsToOffload is the fewest players whose Move frames are routed
+// to the input buckets, and with parallelism on applied on the pool. A
+// frame costs tens of nanoseconds (more when its MoveInput row was last
+// written on another core, or lies in one of a sparse world's many chunk
+// tables); below a couple of thousand the extra pass, or pool run, costs
+// about what it saves.
 const minInputsToOffload = 2048
 
 // inputKeySalt keeps the input buckets' keys apart from the shards' in the

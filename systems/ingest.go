@@ -96,18 +96,24 @@ func (p *Pipeline) ingest(tick uint64) {
 // and Hellos in order, and hands each Move frame to the input bucket of
 // its session (by slot range), where ApplyInputs finds it: a session's
 // frames stay in one bucket, in the order they came. It returns the
-// number of Move frames routed. With parallelism off, or fewer sessions
-// than minActorsToOffload and minInputsToOffload, it applies them as they
-// come and routes none.
+// number of Move frames routed. With fewer sessions than
+// minInputsToOffload (and, with parallelism on, MinActorsToOffload), it
+// applies them as they come and routes none.
 func (p *Pipeline) routeInputs(tick uint64) int {
 	p.tick = tick
 	p.elapsed += 1 + p.skipped
 	p.skipped = 0
 	p.buckets = resizeSlice(p.buckets, max(p.cfg.Shards.ShardsPerCluster, 1))
-	// A server that runs inline, or has too few players for the pool to
-	// pay, applies each Move frame as it comes (into bucket 0's counters):
-	// routing them first would only add a pass.
-	p.inputsDirect = !p.cfg.Parallel || len(p.sessions) < max(p.cfg.MinActorsToOffload, p.minRouted)
+	// A server with few players applies each Move frame as it comes (into
+	// bucket 0's counters): routing them first would only add a pass. A
+	// crowd's frames are routed, inline too, so that applyInputs finds
+	// their rows before it applies them; on the pool, only once there are
+	// enough for the pool to pay (MinActorsToOffload).
+	least := p.minRouted
+	if p.cfg.Parallel {
+		least = max(p.cfg.MinActorsToOffload, least)
+	}
+	p.inputsDirect = len(p.sessions) < least
 	clear(p.commands) // their payloads alias what the last Receive gave
 	p.commands = p.commands[:0]
 	p.left = p.left[:0]
