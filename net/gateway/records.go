@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/throng-go/throng/internal/cacheline"
 	"github.com/throng-go/throng/net/wire"
 )
 
@@ -44,10 +45,12 @@ type recordTable struct {
 
 // recordSlot is one slot of recordTable's index: the table index of the
 // latest record of its actor (the record's first four bytes) and the
-// record, if gen is the table's.
+// record, if gen is the table's. Padded to 32 bytes, so that no slot
+// straddles two cache lines: a look-up is one line.
 type recordSlot struct {
 	gen, index uint32
 	record     [wire.RecordSize]byte
+	_          [32 - 8 - wire.RecordSize]byte
 }
 
 // clear empties t for the next message.
@@ -60,10 +63,15 @@ func (t *recordTable) clear() {
 	}
 }
 
+// home is where actor's probe starts in t's index.
+func (t *recordTable) home(actor uint32) uint32 {
+	return (actor * 0x9e3779b1) & uint32(len(t.slots)-1)
+}
+
 // slotOf returns where actor's slot is or would go in t's index.
 func (t *recordTable) slotOf(actor uint32) *recordSlot {
 	mask := uint32(len(t.slots) - 1)
-	for h := (actor * 0x9e3779b1) & mask; ; h = (h + 1) & mask {
+	for h := t.home(actor); ; h = (h + 1) & mask {
 		if s := &t.slots[h]; s.gen != t.gen || binary.LittleEndian.Uint32(s.record[:]) == actor {
 			return s
 		}
@@ -129,6 +137,14 @@ func (m *message) addDatagram(s uint64, d []byte) {
 	m.b = append(m.b, d[:wire.BatchHeaderSize]...)
 	refs := len(m.b)
 	m.b = append(m.b, make([]byte, 2*k)...) // written as found, then the fresh records
+	if cacheline.Claiming {
+		// The slots of a batch's actors lie anywhere in the index, and a
+		// tick's other work has pushed them out of the cache: ask for
+		// them all before the loop waits on each in turn.
+		for off := wire.BatchHeaderSize; off < len(d); off += wire.RecordSize {
+			cacheline.ClaimOne(&m.table.slots[m.table.home(le.Uint32(d[off:]))])
+		}
+	}
 	fresh := m.fresh[:0]
 	for off := wire.BatchHeaderSize; off < len(d); off += wire.RecordSize {
 		r := (*[wire.RecordSize]byte)(d[off:])
