@@ -214,7 +214,7 @@ const maxJoinWaitSeconds = 10
 func (p *Pipeline) admitWaiting() {
 	for ; p.waitHead < len(p.waiting); p.waitHead++ {
 		w := &p.waiting[p.waitHead]
-		s := p.sessions[w.id]
+		s := p.sessions.Get(w.id)
 		switch {
 		case s == nil || s.state != waiting || s.kicked:
 		case p.busy && p.elapsed-p.busySince >= uint64(maxJoinWaitSeconds*max(p.cfg.TickRate, 1)):
@@ -238,7 +238,7 @@ const BusyReason = "server busy, try again shortly"
 
 func (p *Pipeline) refuse(id wire.SessionID, code wire.RefuseCode, reason string) {
 	p.stats.Refused++
-	if s := p.sessions[id]; s != nil {
+	if s := p.sessions.Get(id); s != nil {
 		s.kicked = true
 	}
 	p.out = wire.AppendRefuse(p.out[:0], wire.Refuse{Code: code, Reason: []byte(reason)})

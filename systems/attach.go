@@ -42,7 +42,7 @@ type attachment struct {
 // its newer one). Call it between ticks, or from a serial system before
 // Prepare.
 func (p *Pipeline) Attach(id wire.SessionID, actor components.ActorID, player string) error {
-	s := p.sessions[id]
+	s := p.sessions.Get(id)
 	switch {
 	case s == nil:
 		return fmt.Errorf("systems: attach: no session %d", id)
@@ -82,7 +82,7 @@ func (p *Pipeline) Detach(actor components.ActorID) (wire.SessionID, string, err
 	}
 	c := p.clients.Get(e)
 	id := wire.SessionID(c.Session)
-	s := p.sessions[id]
+	s := p.sessions.Get(id)
 	if id == 0 || s == nil || s.state != playing {
 		return 0, "", fmt.Errorf("systems: detach: actor %d has no client in play", actor.ID)
 	}
@@ -93,7 +93,7 @@ func (p *Pipeline) Detach(actor components.ActorID) (wire.SessionID, string, err
 	if int(s.slot) < len(p.sight.points) {
 		p.sight.points[s.slot].actor = 0 // the slot's next player saw nothing
 	}
-	delete(p.sessions, id)
+	p.sessions.Drop(id)
 	p.closedSlots = append(p.closedSlots, s.slot)
 	return id, s.player, nil
 }
@@ -109,7 +109,7 @@ func (p *Pipeline) attach() {
 	v := &p.vis
 	v.views = p.world.Snapshot(v.views)
 	for _, a := range p.attaching {
-		s := p.sessions[a.id]
+		s := p.sessions.Get(a.id)
 		if s == nil || s.state != attaching || s.kicked {
 			continue // closed since
 		}

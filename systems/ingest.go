@@ -113,7 +113,7 @@ func (p *Pipeline) routeInputs(tick uint64) int {
 	if p.cfg.Parallel {
 		least = max(p.cfg.MinActorsToOffload, least)
 	}
-	p.inputsDirect = len(p.sessions) < least
+	p.inputsDirect = p.sessions.Len() < least
 	clear(p.commands) // their payloads alias what the last Receive gave
 	p.commands = p.commands[:0]
 	p.left = p.left[:0]
@@ -226,12 +226,12 @@ func (p *Pipeline) openSession(id wire.SessionID) {
 		s.slot = uint32(len(p.slots))
 		p.slots = append(p.slots, s)
 	}
-	p.sessions[id] = s
+	p.sessions.Put(id, s)
 }
 
 func (p *Pipeline) closeSession(id wire.SessionID) {
-	s, ok := p.sessions[id]
-	if !ok {
+	s := p.sessions.Get(id)
+	if s == nil {
 		return
 	}
 	if s.player != "" {
@@ -240,7 +240,7 @@ func (p *Pipeline) closeSession(id wire.SessionID) {
 	if s.state != awaitingHello && s.state != waiting && s.state != attaching {
 		p.world.Despawn(s.actor)
 	}
-	delete(p.sessions, id)
+	p.sessions.Drop(id)
 	// The slot is reused only once the despawn is applied (the join frees
 	// it), so a stale Client.Slot never reaches another player's session.
 	p.closedSlots = append(p.closedSlots, s.slot)
@@ -249,8 +249,8 @@ func (p *Pipeline) closeSession(id wire.SessionID) {
 // frameFrom handles a Hello at once and a Move frame at once or by routing
 // it to its session's bucket, which it reports.
 func (p *Pipeline) frameFrom(id wire.SessionID, frame []byte) bool {
-	s, ok := p.sessions[id]
-	if !ok {
+	s := p.sessions.Get(id)
+	if s == nil {
 		p.stats.DroppedInputs++
 		return false
 	}

@@ -69,7 +69,7 @@ func (p *Pipeline) sendCorrections() {
 			continue
 		}
 		p.stats.Rejected++
-		if s := p.sessions[wire.SessionID(f.session[a])]; s != nil && !s.correct {
+		if s := p.sessions.Get(wire.SessionID(f.session[a])); s != nil && !s.correct {
 			s.correct = true
 			p.corrections = append(p.corrections, s)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/ecs/save"
 	"github.com/throng-go/throng/interest"
+	"github.com/throng-go/throng/internal/idtable"
 	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/scheduler"
 )
@@ -224,7 +225,9 @@ type Pipeline struct {
 	loads          clusterLoads
 	parallelAt     time.Time
 
-	sessions map[wire.SessionID]*session
+	// sessions are the transport's open sessions by id: ids come in
+	// sequence, and ingest looks one up for every frame.
+	sessions idtable.Table[wire.SessionID, *session]
 	// names holds the names of the players in play by session slot ("" for
 	// guests), and kept the actors kept for players away, by name.
 	names []string
@@ -293,7 +296,6 @@ func New(cfg Config, world *ecs.World, transport wire.Transport) (*Pipeline, err
 		transforms: ark.NewMap[components.Transform](world.Ark()),
 		anims:      ark.NewMap[components.Animation](world.Ark()),
 		clients:    ark.NewMap[components.Client](world.Ark()),
-		sessions:   make(map[wire.SessionID]*session),
 		kept:       make(map[string]*save.Kept),
 	}
 	p.batcher, _ = transport.(wire.BatchSender)
@@ -483,11 +485,11 @@ func (p *Pipeline) TellRate(centihertz uint16) {
 		centihertz = nominal
 	}
 	p.out = wire.AppendRate(p.out[:0], wire.Rate{Nominal: uint16(p.cfg.TickRate), Centihertz: centihertz})
-	for id, s := range p.sessions {
+	p.sessions.Each(func(id wire.SessionID, s *session) {
 		if s.state == playing && !s.kicked {
 			p.transport.SendReliable(id, p.out)
 		}
-	}
+	})
 }
 
 // SetBusy tells Ingest whether admission control is turning new sessions
@@ -515,7 +517,7 @@ func (p *Pipeline) Stats() TickStats {
 func (p *Pipeline) Changes() []ecs.Change { return p.report.Changes }
 
 // Players returns the number of sessions in play or joining.
-func (p *Pipeline) Players() int { return len(p.sessions) }
+func (p *Pipeline) Players() int { return p.sessions.Len() }
 
 // prepare snapshots the world for tick (see Frame.prepare) and plans the
 // units of Move and Relay.

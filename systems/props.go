@@ -203,7 +203,7 @@ func (p *Pipeline) tellProps(t *scheduler.Tick) {
 	}
 	for i := range p.report.Changes {
 		if c := &p.report.Changes[i]; c.Session != 0 && (c.Kind == ecs.Spawned || c.Kind == ecs.Teleported) {
-			if s := p.sessions[wire.SessionID(c.Session)]; s != nil {
+			if s := p.sessions.Get(wire.SessionID(c.Session)); s != nil {
 				p.lookFrom(int(s.slot))
 			}
 		}

@@ -531,7 +531,7 @@ func TestPressedTicksFollowThePlainRule(t *testing.T) {
 	require.Equal(t, int(thr.MaxLevel()), r.p.Stats().Pressure)
 	sessions := make([]*session, players)
 	for i, c := range r.clients {
-		sessions[i] = r.p.sessions[c.Session()]
+		sessions[i] = r.p.sessions.Get(c.Session())
 	}
 	checked, spreads := 0, map[uint8]bool{}
 	for range 40 {

@@ -147,7 +147,7 @@ func (p *Pipeline) welcome(a *changedActor) {
 	if !a.hasNew || a.session == 0 {
 		return
 	}
-	s := p.sessions[wire.SessionID(a.session)]
+	s := p.sessions.Get(wire.SessionID(a.session))
 	if s == nil || s.state != joining {
 		return
 	}
