@@ -30,12 +30,13 @@ type Client struct {
 	closed   bool
 	reason   string
 	reliable link.Queue
-	// last is the latest datagram drained, copied by the drain rather than
-	// by every send (LastDatagram); guarded by the slot's dmu.
-	last []byte
 
 	// drainMu serializes the Drain methods and guards the queues they
-	// hand to the callback.
+	// hand to the callback. drainingDgrm holds the datagrams of the last
+	// drain that found any until the next such drain: the latest of them
+	// is LastDatagram's once the slot's queue is empty. It is swapped with
+	// the slot's queue with the slot's dmu held too, so LastDatagram reads
+	// it under dmu alone.
 	drainMu      sync.Mutex
 	drainingDgrm link.Queue
 	drainingRel  link.Queue
@@ -93,11 +94,14 @@ func (c *Client) DrainDatagrams(fn func(datagram []byte)) int {
 	defer c.drainMu.Unlock()
 	sl := c.slot
 	sl.dmu.Lock()
+	if sl.queue.Len() == 0 {
+		// Nothing new: the last drain's datagrams stay where LastDatagram
+		// finds the latest, which no drain copies.
+		sl.dmu.Unlock()
+		return 0
+	}
 	sl.queue, c.drainingDgrm = c.drainingDgrm, sl.queue
 	sl.queue.Reset()
-	if d, ok := c.drainingDgrm.Latest(); ok {
-		c.last = append(c.last[:0], d...)
-	}
 	sl.dmu.Unlock()
 	return c.drainingDgrm.Each(fn)
 }
@@ -133,5 +137,8 @@ func (c *Client) LastDatagram(dst []byte) []byte {
 	if d, ok := c.slot.queue.Latest(); ok {
 		return append(dst, d...)
 	}
-	return append(dst, c.last...)
+	if d, ok := c.drainingDgrm.Latest(); ok {
+		return append(dst, d...)
+	}
+	return dst
 }
