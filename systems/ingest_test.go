@@ -192,10 +192,10 @@ func TestABriefBusySpellDoesNotEmptyALongLine(t *testing.T) {
 }
 
 // TestRoutedInputsAllocateNothingOnceWarm: a crowd's Move frames routed
-// to the input buckets and applied there (the pool's path, which the tick
-// allocation tests' crowds are too small to take) allocate nothing once
-// the buckets have held a tick's frames: every bucket's lists keep their
-// memory from tick to tick.
+// to the input buckets and applied there (a crowd's path, on the pool or
+// inline, which the tick allocation tests' crowds are too small to take)
+// allocate nothing once the buckets have held a tick's frames: every
+// bucket's lists keep their memory from tick to tick.
 func TestRoutedInputsAllocateNothingOnceWarm(t *testing.T) {
 	var spawns []components.Transform
 	for i := range 160 {
