@@ -90,6 +90,18 @@ func TestFourZonesHandPlayersOverWithoutLosingAnInput(t *testing.T) {
 	// A bot is welcomed again at each switch (the run's last may be cut
 	// between the server's count and the bot's read).
 	assert.InDelta(t, number(t, f, "switches"), number(t, f, "welcomes"), 3)
+	// The switches by tick periods: those timed (a session back to its
+	// old server after a failed hand-off is not), in eight buckets.
+	buckets := strings.Split(f["switch_ticks"], "/")
+	require.Len(t, buckets, 8, "switch_ticks=%q", f["switch_ticks"])
+	timed := 0.0
+	for _, c := range buckets {
+		n, err := strconv.ParseFloat(c, 64)
+		require.NoError(t, err, "switch_ticks=%q", f["switch_ticks"])
+		timed += n
+	}
+	assert.Positive(t, timed)
+	assert.LessOrEqual(t, timed, number(t, f, "switches"))
 	for _, k := range []string{"lost_inputs", "duplicated_inputs", "sessions_lost", "corrections", "nats_disconnects"} {
 		assert.Equal(t, "0", f[k], k)
 	}

@@ -159,6 +159,7 @@ func (m *meter) summary() {
 			len(m.zones), t.players, max(m.hzMin, 0), ms(m.p95Max), t.handoffs, t.switches,
 			percentile(t.switchTicks, 50), percentile(t.switchTicks, 95), percentile(t.switchTicks, 99),
 			t.lost, t.duplicated, t.sessionsLost, share, t.unkeyed)
+		fmt.Fprintf(&b, " switch_ticks=%s", histogram(t.switchTicks))
 	}
 	if m.bots != nil {
 		n := m.bots.counts()
@@ -172,6 +173,19 @@ func (m *meter) summary() {
 	}
 	fmt.Fprintf(&b, " nats_disconnects=%d cpu=%.2f", m.lost.Load(), m.cpu())
 	fmt.Fprintln(m.out, b.String())
+}
+
+// histogram writes switch counts by tick periods begun, 0 to 7 or more,
+// separated by slashes.
+func histogram(h [8]uint64) string {
+	var b strings.Builder
+	for i, n := range h {
+		if i > 0 {
+			b.WriteByte('/')
+		}
+		fmt.Fprint(&b, n)
+	}
+	return b.String()
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
