@@ -53,18 +53,22 @@ window() {
 	cores $((c1 - c0)) $((t1 - t0))
 }
 
-# zones_summary: switch p99 of each zone, and hand-offs and lost,
-# duplicated inputs and lost sessions summed, from the zone logs.
+# zones_summary: switch p99 of each zone, the share of all switches past
+# two tick periods (which decides whether the p99 is 2), and hand-offs
+# and lost, duplicated inputs and lost sessions summed, from the zone
+# logs.
 zones_summary() {
-	local p99 handoffs lost
+	local p99 past2 handoffs lost
 	p99=$(for z in 1 2 3 4; do field switch_p99_ticks "$dir/zone$z.log"; done | paste -sd, -)
+	past2=$(for z in 1 2 3 4; do grep -o 'switch_ticks=[0-9/]*' "$dir/zone$z.log" | tail -1 | cut -d= -f2; done |
+		awk -F/ '{for (i = 1; i <= NF; i++) {n += $i; if (i > 3) late += $i}} END {printf "%.4f", n ? late / n : 0}')
 	handoffs=$(for z in 1 2 3 4; do field handoffs "$dir/zone$z.log"; done | sum)
 	lost=$(for z in 1 2 3 4; do
 		field lost_inputs "$dir/zone$z.log"
 		field duplicated_inputs "$dir/zone$z.log"
 		field sessions_lost "$dir/zone$z.log"
 	done | sum)
-	echo "switch_p99=$p99 handoffs=$handoffs lost_dup_sessions=$lost"
+	echo "switch_p99=$p99 switch_past2=$past2 handoffs=$handoffs lost_dup_sessions=$lost"
 }
 
 start_zones() { # URL
