@@ -121,9 +121,10 @@
 // The summary line adds hz_min and p95_ms_max (the worst zone's worst
 // second), switch_p50_ticks and switch_p95_ticks (as switch_p99_ticks),
 // switch_ticks (the switches by tick periods begun, 0 to 7 or more,
-// slash-separated: the tail a percentile rounds off), ghost_share (ghost bytes over relay bytes) and ghost_unkeyed (ghost
-// records that left out a field their receiver may not have heard, and
-// made it ask for a keyframe: zone.Stats.Unkeyed). A gateway process
+// slash-separated: the tail a percentile rounds off), ghost_share (ghost
+// bytes over relay bytes) and ghost_unkeyed (ghost records that left out
+// a field their receiver may not have heard, and made it ask for a
+// keyframe: zone.Stats.Unkeyed). A gateway process
 // that waited in vain for some zone servers says so first, with
 // "unheard zones=3,4 waited=30s".
 package main
