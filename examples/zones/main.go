@@ -124,9 +124,9 @@
 // slash-separated: the tail a percentile rounds off), ghost_share (ghost
 // bytes over relay bytes) and ghost_unkeyed (ghost records that left out
 // a field their receiver may not have heard, and made it ask for a
-// keyframe: zone.Stats.Unkeyed). A gateway process
-// that waited in vain for some zone servers says so first, with
-// "unheard zones=3,4 waited=30s".
+// keyframe: zone.Stats.Unkeyed). A gateway process that waited in vain
+// for some zone servers says so first, with "unheard zones=3,4
+// waited=30s".
 package main
 
 import (
