@@ -144,19 +144,24 @@ func TestOneZoneHoldsTheSameWorldWithoutHandoffs(t *testing.T) {
 
 // TestACoordinatorSpreadsACrowdOverTwoZones: with the bots roaming zone
 // 1's quarter and -balance, the coordinator moves a border so that a
-// neighbour takes part of the crowd; the players standing in the chunks
-// it gives away are handed over without an input lost or applied twice.
+// neighbour takes part of the crowd, balancing actors or their pairs;
+// the players standing in the chunks it gives away are handed over
+// without an input lost or applied twice.
 func TestACoordinatorSpreadsACrowdOverTwoZones(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the example for seconds")
 	}
-	moved := func(f map[string]string) bool { return positive(f["borders_moved"]) && positive(f["handoffs"]) }
-	f := summaryUntil(t, moved, 7*time.Second, "-players", "240", "-join-rate", "500", "-crowd", "corner", "-balance")
-	assert.Equal(t, "240", f["bots"], "every bot let in")
-	assert.GreaterOrEqual(t, number(t, f, "borders_moved"), 1.0, "zone 1 gave a neighbour a column or a row")
-	assert.Positive(t, number(t, f, "handoffs"))
-	for _, k := range []string{"lost_inputs", "duplicated_inputs", "sessions_lost", "corrections"} {
-		assert.Equal(t, "0", f[k], k)
+	for _, by := range []string{"actors", "pairs"} {
+		t.Run(by, func(t *testing.T) {
+			moved := func(f map[string]string) bool { return positive(f["borders_moved"]) && positive(f["handoffs"]) }
+			f := summaryUntil(t, moved, 7*time.Second, "-players", "240", "-join-rate", "500", "-crowd", "corner", "-balance", "-balance-by", by)
+			assert.Equal(t, "240", f["bots"], "every bot let in")
+			assert.GreaterOrEqual(t, number(t, f, "borders_moved"), 1.0, "zone 1 gave a neighbour a column or a row")
+			assert.Positive(t, number(t, f, "handoffs"))
+			for _, k := range []string{"lost_inputs", "duplicated_inputs", "sessions_lost", "corrections"} {
+				assert.Equal(t, "0", f[k], k)
+			}
+		})
 	}
 }
 
@@ -174,6 +179,7 @@ func TestBadFlagsAreRefusedWithTheReason(t *testing.T) {
 		"-role zone -zone 5 -nats nats://x":                        "-zone: 1 to 4, not 5",
 		"-role spare":                                              `-role: all, zone or gateway, not "spare"`,
 		"-join-rate 0":                                             "-join-rate: at least 1, got 0",
+		"-balance -balance-by cpu":                                 `-balance-by: actors or pairs, not "cpu"`,
 		"-players -1":                                              "-players: not negative, got -1",
 		"-crowd everywhere":                                        `-crowd: centre, corner or borders, not "everywhere"`,
 		"-world 5":                                                 "-world: an even number of chunks from 2 to 1024, not 5",

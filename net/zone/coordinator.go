@@ -17,9 +17,10 @@ import (
 
 // A Coordinator moves borders between zones to balance their load: it
 // listens to the zone servers' load reports (Options.LoadEvery) and, when
-// a zone holds many more actors than a neighbour it shares a whole side
-// with, gives that neighbour the column or row of chunks along the side,
-// by writing the map (see [PlanMove] for the rule). The servers do the
+// a zone's load (its actors, or their pairs: CoordinatorOptions.Measure)
+// is much more than a neighbour's it shares a whole side with, gives that
+// neighbour the column or row of chunks along the side, by writing the
+// map (see [PlanMoveBy] for the rule). The servers do the
 // rest as for any actor that stands in another zone's chunks: they hand
 // the actors standing there to the zone that owns the chunks now,
 // players with their sessions, without a blink.
@@ -49,8 +50,11 @@ type CoordinatorOptions struct {
 	// Bucket and Prefix are the zone servers' (Options.Bucket and
 	// Options.Prefix); empty means the defaults.
 	Bucket, Prefix string
-	// Imbalance is how many times the actors of its neighbour a zone must
-	// hold before it gives the neighbour chunks; 0 means 1.25.
+	// Measure is the load balanced: the zones' actors (LoadActors, the
+	// default) or their pairs (LoadPairs).
+	Measure LoadMeasure
+	// Imbalance is how many times its neighbour's load a zone's must be
+	// before it gives the neighbour chunks; 0 means 1.25.
 	Imbalance float64
 	// MinActors is the fewest actors a zone must hold to give chunks
 	// away; 0 means 100. Below it, a zone is not worth splitting.
@@ -62,6 +66,29 @@ type CoordinatorOptions struct {
 	// Logger receives the moves and the failures to write the map; nil
 	// means slog.Default().
 	Logger *slog.Logger
+}
+
+// LoadMeasure is what a coordinator balances.
+type LoadMeasure uint8
+
+const (
+	// LoadActors balances the zones' own actors: right where the actors
+	// are spread alike, and what a tick's per-actor work (inputs, moves,
+	// hand-offs) grows with.
+	LoadActors LoadMeasure = iota
+	// LoadPairs balances the pairs their actors make with those in sight
+	// (LoadReport.Pairs): what the relay's work grows with, so a zone
+	// holding a dense crowd counts for more than one holding as many
+	// actors spread out, and gives chunks first.
+	LoadPairs
+)
+
+// String returns the measure's name: "actors" or "pairs".
+func (m LoadMeasure) String() string {
+	if m == LoadPairs {
+		return "pairs"
+	}
+	return "actors"
 }
 
 // Move is a border moved: zone From gave zone To the rectangle of
@@ -96,6 +123,9 @@ func NewCoordinator(ctx context.Context, nc *nats.Conn, opts CoordinatorOptions)
 	}
 	if opts.Imbalance == 0 {
 		opts.Imbalance = 1.25
+	}
+	if opts.Measure > LoadPairs {
+		return nil, fmt.Errorf("zone: coordinator: unknown load measure %d", opts.Measure)
 	}
 	if opts.Imbalance < 1 {
 		return nil, fmt.Errorf("zone: coordinator: Imbalance %v is below 1: every move would be undone by the next", opts.Imbalance)
@@ -180,7 +210,7 @@ func (c *Coordinator) Step(ctx context.Context) (Move, bool, error) {
 		}
 	}
 	c.mu.Unlock()
-	next, mv, ok := PlanMove(m, reports, c.opts.Imbalance, c.opts.MinActors)
+	next, mv, ok := PlanMoveBy(m, reports, c.opts.Measure, c.opts.Imbalance, c.opts.MinActors)
 	if !ok {
 		return Move{}, false, nil
 	}
@@ -233,41 +263,58 @@ func (c *Coordinator) Close() {
 	}
 }
 
-// PlanMove decides the one border move that balances m best, from each
-// zone's load report as of m (zones without one are left alone), and
-// returns the map after it. A zone may give a neighbour the column or row
-// of its chunks along a side the two share whole (same extent, so that
-// both stay rectangles), if it keeps at least one column or row, holds at
-// least minActors actors and more than imbalance times the neighbour's,
-// and the larger of the two loads after the move (the strip's actors
-// counted on the other side) is below the larger before: so a move never
-// just swaps which side is heavy, and the sum of the squared loads falls
-// with every move (borders settle rather than swing). Of the moves
-// allowed, the one that lowers that larger load most is taken, ties by
-// the order of m's zones.
+// PlanMove is [PlanMoveBy] balancing the zones' actors (LoadActors).
 func PlanMove(m Map, reports map[ID]LoadReport, imbalance float64, minActors uint32) (Map, Move, bool) {
+	return PlanMoveBy(m, reports, LoadActors, imbalance, minActors)
+}
+
+// PlanMoveBy decides the one border move that balances m best, by the
+// load measure names (the zones' actors or their pairs), from each zone's
+// load report as of m (zones without one, or with one that does not
+// count their rectangle by that measure, are left alone), and returns
+// the map after it. A zone may give a neighbour the column or row of its
+// chunks along a side the two share whole (same extent, so that both stay
+// rectangles), if it keeps at least one column or row, holds at least
+// minActors actors and more than imbalance times the neighbour's load,
+// and the larger of the two loads after the move (the strip's counted on
+// the other side) is below the larger before: so a move never just swaps
+// which side is heavy, and the sum of the squared loads falls with every
+// move (borders settle rather than swing). Of the moves allowed, the one
+// that lowers that larger load most is taken, ties by the order of m's
+// zones.
+func PlanMoveBy(m Map, reports map[ID]LoadReport, measure LoadMeasure, imbalance float64, minActors uint32) (Map, Move, bool) {
 	var best Move
 	var rest Rect
-	var bestGain int64
+	var bestGain uint64
 	found := false
 	for _, a := range m.Zones {
 		ra, ok := reports[a.ID]
-		if !ok || !sameShape(ra, a) || ra.Actors < minActors {
+		if !ok || !sameShape(ra, a, measure) || ra.Actors < minActors {
 			continue
 		}
+		la := ra.load(measure)
 		for _, b := range m.Zones {
 			rb, ok := reports[b.ID]
-			if b.ID == a.ID || b.WorldOrCell != a.WorldOrCell || !ok || float64(ra.Actors) <= imbalance*float64(rb.Actors) {
+			if b.ID == a.ID || b.WorldOrCell != a.WorldOrCell || !ok || !sameShape(rb, b, measure) {
 				continue
 			}
-			strip, left, n, ok := sideStrip(a.Chunks, b.Chunks, ra)
+			lb := rb.load(measure)
+			if float64(la) <= imbalance*float64(lb) {
+				continue
+			}
+			strip, left, along, ok := sideStrip(a.Chunks, b.Chunks)
 			if !ok {
 				continue
 			}
-			la, lb := int64(ra.Actors), int64(rb.Actors)
-			gain := max(la, lb) - max(la-int64(n), lb+int64(n))
-			if gain > bestGain {
-				best, rest, bestGain, found = Move{From: a.ID, To: b.ID, Chunks: strip, Actors: n}, left, gain, true
+			n := ra.strip(along, measure)
+			if n > la {
+				continue // a report whose strip holds more than its zone: not one of a server's
+			}
+			if after := max(la-n, lb+n); after < la { // la > lb: la is the larger before
+				if gain := la - after; gain > bestGain {
+					actors := uint32(ra.strip(along, LoadActors))
+					best, rest, bestGain, found = Move{From: a.ID, To: b.ID, Chunks: strip, Actors: actors}, left, gain, true
+				}
 			}
 		}
 	}
@@ -287,34 +334,81 @@ func PlanMove(m Map, reports map[ID]LoadReport, imbalance float64, minActors uin
 	return next, best, true
 }
 
-// sameShape reports whether r counts zone z's rectangle as it is.
-func sameShape(r LoadReport, z Zone) bool {
-	return r.Chunks == z.Chunks && len(r.Columns) == int(int64(z.Chunks.MaxX)-int64(z.Chunks.MinX)+1) &&
-		len(r.Rows) == int(int64(z.Chunks.MaxY)-int64(z.Chunks.MinY)+1)
+// sameShape reports whether r counts zone z's rectangle as it is: a
+// count for each of its columns and rows, and a pair count for each when
+// the measure is pairs.
+func sameShape(r LoadReport, z Zone, measure LoadMeasure) bool {
+	w, h := int(int64(z.Chunks.MaxX)-int64(z.Chunks.MinX)+1), int(int64(z.Chunks.MaxY)-int64(z.Chunks.MinY)+1)
+	return r.Chunks == z.Chunks && len(r.Columns) == w && len(r.Rows) == h &&
+		(measure != LoadPairs || len(r.ColumnPairs) == w && len(r.RowPairs) == h)
 }
 
+// A side of a zone's rectangle, for its strip along it: sideStrip's
+// answer, which LoadReport.strip reads the counts of.
+type side uint8
+
+const (
+	eastSide side = iota
+	westSide
+	northSide
+	southSide
+)
+
 // sideStrip returns the column or row of a's chunks along the side a
-// shares whole with b, a without it, and the actors r counts there; false
-// when they share no whole side or a has but one column or row across it.
-func sideStrip(a, b Rect, r LoadReport) (strip, rest Rect, n uint32, ok bool) {
+// shares whole with b, a without it, and which side it is; false when
+// they share no whole side or a has but one column or row across it.
+func sideStrip(a, b Rect) (strip, rest Rect, s side, ok bool) {
 	sameRows := a.MinY == b.MinY && a.MaxY == b.MaxY
 	sameCols := a.MinX == b.MinX && a.MaxX == b.MaxX
 	strip, rest = a, a
 	switch {
 	case sameRows && int64(a.MaxX)+1 == int64(b.MinX) && a.MaxX > a.MinX:
 		strip.MinX, rest.MaxX = a.MaxX, a.MaxX-1
-		return strip, rest, r.Columns[len(r.Columns)-1], true
+		return strip, rest, eastSide, true
 	case sameRows && int64(b.MaxX)+1 == int64(a.MinX) && a.MaxX > a.MinX:
 		strip.MaxX, rest.MinX = a.MinX, a.MinX+1
-		return strip, rest, r.Columns[0], true
+		return strip, rest, westSide, true
 	case sameCols && int64(a.MaxY)+1 == int64(b.MinY) && a.MaxY > a.MinY:
 		strip.MinY, rest.MaxY = a.MaxY, a.MaxY-1
-		return strip, rest, r.Rows[len(r.Rows)-1], true
+		return strip, rest, northSide, true
 	case sameCols && int64(b.MaxY)+1 == int64(a.MinY) && a.MaxY > a.MinY:
 		strip.MaxY, rest.MinY = a.MinY, a.MinY+1
-		return strip, rest, r.Rows[0], true
+		return strip, rest, southSide, true
 	}
 	return Rect{}, Rect{}, 0, false
+}
+
+// load is the zone's load by measure.
+func (r *LoadReport) load(measure LoadMeasure) uint64 {
+	if measure == LoadPairs {
+		return r.Pairs
+	}
+	return uint64(r.Actors)
+}
+
+// strip is the load by measure of the column or row along side s (r has
+// the zone's shape: sameShape).
+func (r *LoadReport) strip(s side, measure LoadMeasure) uint64 {
+	if measure == LoadPairs {
+		switch s {
+		case eastSide:
+			return r.ColumnPairs[len(r.ColumnPairs)-1]
+		case westSide:
+			return r.ColumnPairs[0]
+		case northSide:
+			return r.RowPairs[len(r.RowPairs)-1]
+		}
+		return r.RowPairs[0]
+	}
+	switch s {
+	case eastSide:
+		return uint64(r.Columns[len(r.Columns)-1])
+	case westSide:
+		return uint64(r.Columns[0])
+	case northSide:
+		return uint64(r.Rows[len(r.Rows)-1])
+	}
+	return uint64(r.Rows[0])
 }
 
 // grow returns b with strip, which runs along one of its sides.

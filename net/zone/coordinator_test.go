@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -93,18 +94,115 @@ func TestPlanMoveGivesTheLighterNeighbourAStripOnlyWhenItHelps(t *testing.T) {
 }
 
 // TestLoadReportsRoundTripAndRefuseBadShapes: a report comes back as
-// sent; one cut short, with a count more, of another version or for zone
-// 0 is refused.
+// sent; one cut short, with a count more, of another version (the last,
+// without pairs) or for zone 0 is refused.
 func TestLoadReportsRoundTripAndRefuseBadShapes(t *testing.T) {
-	r := zone.LoadReport{Zone: 3, Revision: 9, Tick: 77, Actors: 12, Chunks: zone.Rect{MinX: -1, MinY: 4, MaxX: 1, MaxY: 5},
-		Columns: []uint32{1, 2, 3}, Rows: []uint32{4, 5}}
+	r := zone.LoadReport{Zone: 3, Revision: 9, Tick: 77, Actors: 12, Pairs: 1 << 40, Chunks: zone.Rect{MinX: -1, MinY: 4, MaxX: 1, MaxY: 5},
+		Columns: []uint32{1, 2, 3}, Rows: []uint32{4, 5}, ColumnPairs: []uint64{6, 7, 1 << 40}, RowPairs: []uint64{9, 10}}
 	b := zone.AppendLoadReport(nil, r)
 	var got zone.LoadReport
 	require.NoError(t, zone.DecodeLoadReport(b, &got))
 	assert.Equal(t, r, got)
-	for _, bad := range [][]byte{b[:len(b)-1], append(slices.Clone(b), 0, 0, 0, 0), append([]byte{2}, b[1:]...), append([]byte{1, 0, 0}, b[3:]...)} {
+	for _, bad := range [][]byte{b[:len(b)-1], append(slices.Clone(b), 0, 0, 0, 0), append(slices.Clone(b), 0, 0, 0, 0, 0, 0, 0, 0),
+		append([]byte{zone.LoadVersion - 1}, b[1:]...), append([]byte{zone.LoadVersion, 0, 0}, b[3:]...)} {
 		assert.ErrorIs(t, zone.DecodeLoadReport(bad, &got), zone.ErrLoadMalformed)
 	}
+}
+
+// TestPlanMoveByPairsSplitsTheCrowdNotTheMostActors: zone 1 holds 300
+// actors spread out, zone 2 200 in a crowd. Balancing actors, zone 1
+// gives zone 2 a column; balancing pairs, the crowd's zone gives zone 1
+// the column its crowd presses against, and zone 1 gives nothing. A
+// report without pair counts is left alone by pairs, not by actors.
+func TestPlanMoveByPairsSplitsTheCrowdNotTheMostActors(t *testing.T) {
+	m := twoZones // zone 1: columns 0-1, zone 2: columns 2-3; rows 0-1 each
+	spread := report(m, 1, []uint32{250, 50}, []uint32{150, 150})
+	spread.ColumnPairs, spread.RowPairs, spread.Pairs = []uint64{5000, 1000}, []uint64{3000, 3000}, 6000
+	crowd := report(m, 2, []uint32{120, 80}, []uint32{200, 0})
+	crowd.ColumnPairs, crowd.RowPairs, crowd.Pairs = []uint64{20000, 12000}, []uint64{32000, 0}, 32000
+	reports := map[zone.ID]zone.LoadReport{1: spread, 2: crowd}
+
+	_, mv, ok := zone.PlanMoveBy(m, reports, zone.LoadActors, 1.25, 1)
+	require.True(t, ok)
+	assert.Equal(t, zone.Move{From: 1, To: 2, Chunks: zone.Rect{MinX: 1, MinY: 0, MaxX: 1, MaxY: 1}, Actors: 50}, mv)
+
+	next, mv, ok := zone.PlanMoveBy(m, reports, zone.LoadPairs, 1.25, 1)
+	require.True(t, ok)
+	// After it: zone 1 6,000 + 20,000 pairs, zone 2 12,000, the larger
+	// 26,000 where it was 32,000.
+	assert.Equal(t, zone.Move{From: 2, To: 1, Chunks: zone.Rect{MinX: 2, MinY: 0, MaxX: 2, MaxY: 1}, Actors: 120}, mv)
+	assert.Equal(t, zone.Rect{MinX: 0, MinY: 0, MaxX: 2, MaxY: 1}, next.Zones[0].Chunks)
+	assert.Equal(t, zone.Rect{MinX: 3, MinY: 0, MaxX: 3, MaxY: 1}, next.Zones[1].Chunks)
+	require.NoError(t, next.Validate())
+
+	// The crowd's pairs all in the column along zone 1: giving it would
+	// only swap the sides. None.
+	crowd.ColumnPairs = []uint64{32000, 0}
+	reports[2] = crowd
+	_, mv, ok = zone.PlanMoveBy(m, reports, zone.LoadPairs, 1.25, 1)
+	assert.False(t, ok, "%+v", mv)
+
+	// Without pair counts: none by pairs; by actors as before.
+	bare := report(m, 2, []uint32{120, 80}, []uint32{200, 0})
+	reports[2] = bare
+	_, _, ok = zone.PlanMoveBy(m, map[zone.ID]zone.LoadReport{1: spread, 2: bare}, zone.LoadPairs, 1.25, 1)
+	assert.False(t, ok)
+	_, mv, ok = zone.PlanMoveBy(m, map[zone.ID]zone.LoadReport{1: spread, 2: bare}, zone.LoadActors, 1.25, 1)
+	require.True(t, ok)
+	assert.Equal(t, zone.ID(1), mv.From)
+}
+
+// TestAZoneReportsThePairsItsActorsMake: zone 1 holds six NPCs in chunk
+// (0,0) and four in chunk (1,1), which touch; zone 2 five in chunk
+// (3,0), out of every other's sight. Each zone's report counts, for each
+// of its actors, the others in its chunk and the eight around it: zone
+// 1 6x9 + 4x9 pairs, zone 2 5x4.
+func TestAZoneReportsThePairsItsActorsMake(t *testing.T) {
+	w := startZonesWith(t, twoZones, zone.Options{LoadEvery: 1})
+	for i := range 6 {
+		w.spawn(1, float32(300+i*500), 300)
+	}
+	for i := range 4 {
+		w.spawn(1, float32(4500+i*500), 4500)
+	}
+	for i := range 5 {
+		w.spawn(2, float32(13000+i*500), 300)
+	}
+	nc, _ := connect(t, w.url)
+	_, err := zone.NewCoordinator(context.Background(), nc, zone.CoordinatorOptions{Measure: zone.LoadPairs + 1})
+	assert.ErrorContains(t, err, "unknown load measure")
+	got := make(chan zone.LoadReport, 64)
+	sub, err := nc.Subscribe(zone.LoadSubject("throng", "*"), func(msg *nats.Msg) {
+		var r zone.LoadReport
+		if zone.DecodeLoadReport(msg.Data, &r) == nil {
+			got <- r
+		}
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	require.NoError(t, nc.Flush())
+	latest := map[zone.ID]zone.LoadReport{}
+	require.Eventually(t, func() bool {
+		w.round()
+		for {
+			select {
+			case r := <-got:
+				latest[r.Zone] = r
+				continue
+			default:
+			}
+			break
+		}
+		return latest[1].Actors == 10 && latest[2].Actors == 5
+	}, 5*time.Second, time.Millisecond)
+	one, two := latest[1], latest[2]
+	assert.Equal(t, uint64(6*9+4*9), one.Pairs)
+	assert.Equal(t, []uint32{6, 4}, one.Columns)
+	assert.Equal(t, []uint64{6 * 9, 4 * 9}, one.ColumnPairs)
+	assert.Equal(t, []uint64{6 * 9, 4 * 9}, one.RowPairs)
+	assert.Equal(t, uint64(5*4), two.Pairs)
+	assert.Equal(t, []uint64{0, 5 * 4}, two.ColumnPairs)
+	assert.Equal(t, []uint64{5 * 4, 0}, two.RowPairs)
 }
 
 // TestACoordinatorMovesABorderAndTheZonesHandTheActorsOver: zone 1 holds

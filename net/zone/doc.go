@@ -32,9 +32,10 @@
 //     zone that owns the actor ([Server.Forward]), whose game reads it
 //     naming its own actor ([Server.Commands], [RemoteCommand]).
 //   - Moving borders: each zone server reports its load ([LoadReport],
-//     [Options].LoadEvery); a [Coordinator] gives a lighter neighbour the
-//     column or row along a whole shared side ([PlanMove]) and writes the
-//     map with a compare-and-set. Fencing follows a zone's owner, not its
+//     [Options].LoadEvery: its actors and the pairs they make with those
+//     in sight); a [Coordinator] gives a lighter neighbour the column or
+//     row along a whole shared side ([PlanMoveBy]) and writes the map
+//     with a compare-and-set. Fencing follows a zone's owner, not its
 //     chunks, so a moved border blinks nothing.
 //   - The glue: [New] wraps a throng.Server in a zone [Server], adding
 //     two systems to its tick ([ApplyName] before Prepare, [PublishName]

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+
+	"github.com/throng-go/throng/grid"
 )
 
 // DefaultLoadEvery is Options.LoadEvery when it is 0: a load report a
@@ -16,13 +18,14 @@ const DefaultLoadEvery = 30
 func LoadSubject(prefix string, id string) string { return prefix + ".load." + id }
 
 // LoadVersion is the version byte every load report starts with.
-const LoadVersion = 1
+const LoadVersion = 2
 
 // LoadReport is what a zone server tells a coordinator of its load: how
 // many of its own actors (its ghosts left out) stand in each column and
-// each row of its rectangle of chunks, as of the map revision it holds its
-// zone as of. A border moved by one column or row moves the actors the
-// report counts there.
+// each row of its rectangle of chunks, and how many pairs of actors in
+// sight of each other they make there, as of the map revision it holds
+// its zone as of. A border moved by one column or row moves the actors
+// the report counts there, and their pairs.
 type LoadReport struct {
 	Zone     ID
 	Revision uint64
@@ -30,12 +33,19 @@ type LoadReport struct {
 	// Actors counts all the zone's own actors, those standing outside
 	// its rectangle (not handed off yet) included.
 	Actors uint32
+	// Pairs counts, for each of those actors, the other actors (its
+	// ghosts included) standing in its chunk or one of the eight around
+	// it: the pairs the zone's relay weighs each tick, which grow with
+	// the square of a crowd where the actors grow with the crowd.
+	Pairs uint64
 	// Chunks is the rectangle the counts are for: the zone's as of
 	// Revision.
 	Chunks Rect
 	// Columns[i] counts the actors in chunk column Chunks.MinX+i, Rows[j]
-	// those in row Chunks.MinY+j.
-	Columns, Rows []uint32
+	// those in row Chunks.MinY+j; ColumnPairs and RowPairs their pairs
+	// (as Pairs).
+	Columns, Rows         []uint32
+	ColumnPairs, RowPairs []uint64
 }
 
 // Load report layout, little-endian:
@@ -45,10 +55,13 @@ type LoadReport struct {
 //	3  revision u64
 //	11 tick     u64
 //	19 actors   u32
-//	23 chunks   minX, minY, maxX, maxY i32
-//	39 columns  u32 each, maxX-minX+1 of them
+//	23 pairs    u64
+//	31 chunks   minX, minY, maxX, maxY i32
+//	47 columns  u32 each, maxX-minX+1 of them
 //	   rows     u32 each, maxY-minY+1 of them
-const loadHeaderSize = 39
+//	   column pairs u64 each, one a column
+//	   row pairs    u64 each, one a row
+const loadHeaderSize = 47
 
 // maxLoadSide bounds a reported rectangle's side, so that a report stays
 // well within a NATS message.
@@ -65,6 +78,7 @@ func AppendLoadReport(dst []byte, r LoadReport) []byte {
 	dst = le.AppendUint64(dst, r.Revision)
 	dst = le.AppendUint64(dst, r.Tick)
 	dst = le.AppendUint32(dst, r.Actors)
+	dst = le.AppendUint64(dst, r.Pairs)
 	for _, v := range []int32{r.Chunks.MinX, r.Chunks.MinY, r.Chunks.MaxX, r.Chunks.MaxY} {
 		dst = le.AppendUint32(dst, uint32(v))
 	}
@@ -74,26 +88,33 @@ func AppendLoadReport(dst []byte, r LoadReport) []byte {
 	for _, c := range r.Rows {
 		dst = le.AppendUint32(dst, c)
 	}
+	for _, c := range r.ColumnPairs {
+		dst = le.AppendUint64(dst, c)
+	}
+	for _, c := range r.RowPairs {
+		dst = le.AppendUint64(dst, c)
+	}
 	return dst
 }
 
 // DecodeLoadReport decodes a report strictly: this version, zone not 0, a
 // rectangle of at most maxLoadSide chunks a side, and exactly one count
-// per column and row. Columns and Rows are appended to the slices r
-// already holds (r's own, reused).
+// per column and row, and one pair count for each. Columns, Rows,
+// ColumnPairs and RowPairs are appended to the slices r already holds
+// (r's own, reused).
 func DecodeLoadReport(b []byte, r *LoadReport) error {
 	le := binary.LittleEndian
 	if len(b) < loadHeaderSize || b[0] != LoadVersion {
 		return ErrLoadMalformed
 	}
-	c := Rect{MinX: int32(le.Uint32(b[23:])), MinY: int32(le.Uint32(b[27:])), MaxX: int32(le.Uint32(b[31:])), MaxY: int32(le.Uint32(b[35:]))}
+	c := Rect{MinX: int32(le.Uint32(b[31:])), MinY: int32(le.Uint32(b[35:])), MaxX: int32(le.Uint32(b[39:])), MaxY: int32(le.Uint32(b[43:]))}
 	w, h := int64(c.MaxX)-int64(c.MinX)+1, int64(c.MaxY)-int64(c.MinY)+1
 	zone := ID(le.Uint16(b[1:]))
-	if zone == 0 || w < 1 || h < 1 || w > maxLoadSide || h > maxLoadSide || int64(len(b)) != loadHeaderSize+4*(w+h) {
+	if zone == 0 || w < 1 || h < 1 || w > maxLoadSide || h > maxLoadSide || int64(len(b)) != loadHeaderSize+12*(w+h) {
 		return ErrLoadMalformed
 	}
-	r.Zone, r.Revision, r.Tick, r.Actors, r.Chunks = zone, le.Uint64(b[3:]), le.Uint64(b[11:]), le.Uint32(b[19:]), c
-	r.Columns, r.Rows = r.Columns[:0], r.Rows[:0]
+	r.Zone, r.Revision, r.Tick, r.Actors, r.Pairs, r.Chunks = zone, le.Uint64(b[3:]), le.Uint64(b[11:]), le.Uint32(b[19:]), le.Uint64(b[23:]), c
+	r.Columns, r.Rows, r.ColumnPairs, r.RowPairs = r.Columns[:0], r.Rows[:0], r.ColumnPairs[:0], r.RowPairs[:0]
 	off := loadHeaderSize
 	for range w {
 		r.Columns = append(r.Columns, le.Uint32(b[off:]))
@@ -102,6 +123,14 @@ func DecodeLoadReport(b []byte, r *LoadReport) error {
 	for range h {
 		r.Rows = append(r.Rows, le.Uint32(b[off:]))
 		off += 4
+	}
+	for range w {
+		r.ColumnPairs = append(r.ColumnPairs, le.Uint64(b[off:]))
+		off += 8
+	}
+	for range h {
+		r.RowPairs = append(r.RowPairs, le.Uint64(b[off:]))
+		off += 8
 	}
 	return nil
 }
@@ -112,11 +141,16 @@ type loadReporter struct {
 	report  LoadReport
 	msg     []byte
 	subject string
+	// all counts the actors of each chunk the publisher holds a view
+	// of, ghosts included, and own each view's own actors: for the pairs.
+	all map[grid.AreaKey]uint32
+	own []uint32
 }
 
 // reportLoad counts the zone's own actors in the views the publisher
-// holds (ghosts left out) by column and row of me's rectangle, and
-// publishes the report as of revision.
+// holds (ghosts left out) by column and row of me's rectangle, and their
+// pairs with the actors of their chunk and the eight around it (ghosts
+// in), and publishes the report as of revision.
 func (z *Server) reportLoad(me Zone, revision, tick uint64) {
 	l := &z.load
 	r := &l.report
@@ -126,9 +160,18 @@ func (z *Server) reportLoad(me Zone, revision, tick uint64) {
 		return // a zone too large to report on: no coordinator moves its borders
 	}
 	cols, rows := slices.Grow(r.Columns[:0], w)[:w], slices.Grow(r.Rows[:0], h)[:h]
+	colPairs, rowPairs := slices.Grow(r.ColumnPairs[:0], w)[:w], slices.Grow(r.RowPairs[:0], h)[:h]
 	clear(cols)
 	clear(rows)
-	*r = LoadReport{Zone: z.opts.Zone, Revision: revision, Tick: tick, Chunks: c, Columns: cols, Rows: rows}
+	clear(colPairs)
+	clear(rowPairs)
+	*r = LoadReport{Zone: z.opts.Zone, Revision: revision, Tick: tick, Chunks: c, Columns: cols, Rows: rows,
+		ColumnPairs: colPairs, RowPairs: rowPairs}
+	if l.all == nil {
+		l.all = map[grid.AreaKey]uint32{}
+	}
+	clear(l.all)
+	l.own = l.own[:0]
 	for vi := range z.pub.views {
 		cv := &z.pub.views[vi]
 		n := uint32(0)
@@ -137,12 +180,34 @@ func (z *Server) reportLoad(me Zone, revision, tick uint64) {
 				n++
 			}
 		}
+		l.own = append(l.own, n)
+		l.all[cv.Key] += uint32(cv.Len())
 		r.Actors += n
-		if n == 0 || me.Reach(cv.Key) != 0 {
+	}
+	for vi := range z.pub.views {
+		cv := &z.pub.views[vi]
+		n := l.own[vi]
+		if n == 0 {
 			continue
 		}
-		r.Columns[int64(cv.Key.X)-int64(c.MinX)] += n
-		r.Rows[int64(cv.Key.Y)-int64(c.MinY)] += n
+		seen := uint64(0) // the actors around, each of the n among them
+		for dy := int32(-1); dy <= 1; dy++ {
+			for dx := int32(-1); dx <= 1; dx++ {
+				k := cv.Key
+				k.X, k.Y = k.X+dx, k.Y+dy
+				seen += uint64(l.all[k])
+			}
+		}
+		pairs := uint64(n) * (seen - 1)
+		r.Pairs += pairs
+		if me.Reach(cv.Key) != 0 {
+			continue
+		}
+		x, y := int64(cv.Key.X)-int64(c.MinX), int64(cv.Key.Y)-int64(c.MinY)
+		r.Columns[x] += n
+		r.Rows[y] += n
+		r.ColumnPairs[x] += pairs
+		r.RowPairs[y] += pairs
 	}
 	if l.subject == "" {
 		l.subject = LoadSubject(z.prefix, strconv.Itoa(int(z.opts.Zone)))
