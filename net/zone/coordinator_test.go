@@ -107,6 +107,14 @@ func TestLoadReportsRoundTripAndRefuseBadShapes(t *testing.T) {
 		append([]byte{zone.LoadVersion - 1}, b[1:]...), append([]byte{zone.LoadVersion, 0, 0}, b[3:]...)} {
 		assert.ErrorIs(t, zone.DecodeLoadReport(bad, &got), zone.ErrLoadMalformed)
 	}
+	// A report of a game's own making that counts no pairs goes as one of
+	// none.
+	bare := r
+	bare.Pairs, bare.ColumnPairs, bare.RowPairs = 0, nil, nil
+	require.NoError(t, zone.DecodeLoadReport(zone.AppendLoadReport(nil, bare), &got))
+	assert.Equal(t, []uint32{1, 2, 3}, got.Columns)
+	assert.Equal(t, []uint64{0, 0, 0}, got.ColumnPairs)
+	assert.Equal(t, []uint64{0, 0}, got.RowPairs)
 }
 
 // TestPlanMoveByPairsSplitsTheCrowdNotTheMostActors: zone 1 holds 300

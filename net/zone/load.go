@@ -70,7 +70,9 @@ const maxLoadSide = 1 << 14
 // ErrLoadMalformed is a load report of the wrong size, version or shape.
 var ErrLoadMalformed = errors.New("zone: load report of the wrong size, version or shape")
 
-// AppendLoadReport appends r's encoding to dst.
+// AppendLoadReport appends r's encoding to dst: a pair count for each
+// of r.Columns and r.Rows, 0 for those ColumnPairs and RowPairs lack (a
+// report of a game's own making that counts no pairs).
 func AppendLoadReport(dst []byte, r LoadReport) []byte {
 	le := binary.LittleEndian
 	dst = append(dst, LoadVersion)
@@ -88,13 +90,21 @@ func AppendLoadReport(dst []byte, r LoadReport) []byte {
 	for _, c := range r.Rows {
 		dst = le.AppendUint32(dst, c)
 	}
-	for _, c := range r.ColumnPairs {
-		dst = le.AppendUint64(dst, c)
+	for i := range r.Columns {
+		dst = le.AppendUint64(dst, pairAt(r.ColumnPairs, i))
 	}
-	for _, c := range r.RowPairs {
-		dst = le.AppendUint64(dst, c)
+	for i := range r.Rows {
+		dst = le.AppendUint64(dst, pairAt(r.RowPairs, i))
 	}
 	return dst
+}
+
+// pairAt is s[i], or 0 past s's end.
+func pairAt(s []uint64, i int) uint64 {
+	if i < len(s) {
+		return s[i]
+	}
+	return 0
 }
 
 // DecodeLoadReport decodes a report strictly: this version, zone not 0, a
