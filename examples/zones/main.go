@@ -27,9 +27,10 @@
 // it stands -handoff-margin past the border (a quarter chunk), so that a
 // bot wandering along a border is not switched at each step across it.
 // With -balance a zone.Coordinator moves borders toward the lighter
-// zones, from the zone servers' load reports: by their actors, or with
+// zones, from the zone servers' load reports: by their actors, with
 // -balance-by pairs by the pairs their actors make with those in sight
-// (what the relay's work grows with).
+// (what the relay's work grows with), with -balance-by work by their
+// tick time.
 //
 // # Each part a process of its own
 //
@@ -194,7 +195,7 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	fs.DurationVar(&c.saveEvery, "save-every", 5*time.Second, "with -save: time between saves")
 	fs.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof reads it)")
 	fs.BoolVar(&c.balance, "balance", false, "run a coordinator that moves borders toward lighter zones (with -role all or gateway)")
-	fs.StringVar(&c.balanceBy, "balance-by", "actors", "with -balance: the load the coordinator balances, the zones' actors or the pairs they make with those in sight (pairs: a crowd weighs more than as many spread out)")
+	fs.StringVar(&c.balanceBy, "balance-by", "actors", "with -balance: the load the coordinator balances: the zones' actors, the pairs they make with those in sight (a crowd weighs more than as many spread out) or the zone servers' tick time (work)")
 	fs.StringVar(&c.crowd, "crowd", "centre", "where the bots roam: centre (where the four zones meet), corner (zone 1's quarter) or borders (along the borders' whole length)")
 	fs.IntVar(&c.world, "world", 4, "chunks on a side of the square world, even: each of four zones holds a quarter")
 	fs.Float64Var(&c.margin, "handoff-margin", scenario.ChunkSize/4, "world units an actor must stand past a border before it is handed off (zone.Options.HandoffMargin); 0 hands off at the border")
@@ -225,8 +226,8 @@ func parse(args []string, errOut io.Writer) (config, error) {
 		return c, fmt.Errorf("-crowd: centre, corner or borders, not %q", c.crowd)
 	case c.world < 2 || c.world > maxWorld || c.world%2 != 0:
 		return c, fmt.Errorf("-world: an even number of chunks from 2 to %d, not %d", maxWorld, c.world)
-	case c.balanceBy != zone.LoadActors.String() && c.balanceBy != zone.LoadPairs.String():
-		return c, fmt.Errorf("-balance-by: actors or pairs, not %q", c.balanceBy)
+	case !slices.Contains(measures, c.balanceBy):
+		return c, fmt.Errorf("-balance-by: actors, pairs or work, not %q", c.balanceBy)
 	case !(c.margin >= 0 && c.margin < scenario.ChunkSize):
 		return c, fmt.Errorf("-handoff-margin: from 0 to below a chunk (%d), not %v", scenario.ChunkSize, c.margin)
 	}
@@ -237,6 +238,9 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	}
 	return c, nil
 }
+
+// measures are -balance-by's names, in zone.LoadMeasure's order.
+var measures = []string{zone.LoadActors.String(), zone.LoadPairs.String(), zone.LoadWork.String()}
 
 // zoneWait is how long a gateway process waits for the zone servers
 // before letting its bots in (awaitZones).
@@ -365,10 +369,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 			return fmt.Errorf("coordinator: NATS: %w", err)
 		}
 		defer nc.Close()
-		measure := zone.LoadActors
-		if c.balanceBy == zone.LoadPairs.String() {
-			measure = zone.LoadPairs
-		}
+		measure := zone.LoadMeasure(slices.Index(measures, c.balanceBy))
 		if coord, err = zone.NewCoordinator(ctx, nc, zone.CoordinatorOptions{Measure: measure, Logger: log}); err != nil {
 			return err
 		}

@@ -144,14 +144,15 @@ func TestOneZoneHoldsTheSameWorldWithoutHandoffs(t *testing.T) {
 
 // TestACoordinatorSpreadsACrowdOverTwoZones: with the bots roaming zone
 // 1's quarter and -balance, the coordinator moves a border so that a
-// neighbour takes part of the crowd, balancing actors or their pairs;
+// neighbour takes part of the crowd, balancing actors, their pairs or
+// the zones' tick time;
 // the players standing in the chunks it gives away are handed over
 // without an input lost or applied twice.
 func TestACoordinatorSpreadsACrowdOverTwoZones(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the example for seconds")
 	}
-	for _, by := range []string{"actors", "pairs"} {
+	for _, by := range []string{"actors", "pairs", "work"} {
 		t.Run(by, func(t *testing.T) {
 			moved := func(f map[string]string) bool { return positive(f["borders_moved"]) && positive(f["handoffs"]) }
 			f := summaryUntil(t, moved, 7*time.Second, "-players", "240", "-join-rate", "500", "-crowd", "corner", "-balance", "-balance-by", by)
@@ -179,7 +180,7 @@ func TestBadFlagsAreRefusedWithTheReason(t *testing.T) {
 		"-role zone -zone 5 -nats nats://x":                        "-zone: 1 to 4, not 5",
 		"-role spare":                                              `-role: all, zone or gateway, not "spare"`,
 		"-join-rate 0":                                             "-join-rate: at least 1, got 0",
-		"-balance -balance-by cpu":                                 `-balance-by: actors or pairs, not "cpu"`,
+		"-balance -balance-by cpu":                                 `-balance-by: actors, pairs or work, not "cpu"`,
 		"-players -1":                                              "-players: not negative, got -1",
 		"-crowd everywhere":                                        `-crowd: centre, corner or borders, not "everywhere"`,
 		"-world 5":                                                 "-world: an even number of chunks from 2 to 1024, not 5",

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -17,7 +18,8 @@ import (
 
 // A Coordinator moves borders between zones to balance their load: it
 // listens to the zone servers' load reports (Options.LoadEvery) and, when
-// a zone's load (its actors, or their pairs: CoordinatorOptions.Measure)
+// a zone's load (its actors, their pairs or its tick time:
+// CoordinatorOptions.Measure)
 // is much more than a neighbour's it shares a whole side with, gives that
 // neighbour the column or row of chunks along the side, by writing the
 // map (see [PlanMoveBy] for the rule). The servers do the
@@ -51,7 +53,7 @@ type CoordinatorOptions struct {
 	// Options.Prefix); empty means the defaults.
 	Bucket, Prefix string
 	// Measure is the load balanced: the zones' actors (LoadActors, the
-	// default) or their pairs (LoadPairs).
+	// default), their pairs (LoadPairs) or their tick time (LoadWork).
 	Measure LoadMeasure
 	// Imbalance is how many times its neighbour's load a zone's must be
 	// before it gives the neighbour chunks; 0 means 1.25.
@@ -81,12 +83,21 @@ const (
 	// holding a dense crowd counts for more than one holding as many
 	// actors spread out, and gives chunks first.
 	LoadPairs
+	// LoadWork balances the zone servers' tick time (LoadReport.Work),
+	// each zone's shared out over its columns and rows by their pairs
+	// (their actors, where it counts no pairs): the load as each host
+	// bears it, the game's systems, the ghosts and a slower machine
+	// included, but as noisy as a second's measurement.
+	LoadWork
 )
 
-// String returns the measure's name: "actors" or "pairs".
+// String returns the measure's name: "actors", "pairs" or "work".
 func (m LoadMeasure) String() string {
-	if m == LoadPairs {
+	switch m {
+	case LoadPairs:
 		return "pairs"
+	case LoadWork:
+		return "work"
 	}
 	return "actors"
 }
@@ -124,7 +135,7 @@ func NewCoordinator(ctx context.Context, nc *nats.Conn, opts CoordinatorOptions)
 	if opts.Imbalance == 0 {
 		opts.Imbalance = 1.25
 	}
-	if opts.Measure > LoadPairs {
+	if opts.Measure > LoadWork {
 		return nil, fmt.Errorf("zone: coordinator: unknown load measure %d", opts.Measure)
 	}
 	if opts.Imbalance < 1 {
@@ -174,9 +185,12 @@ func (c *Coordinator) receive(msg *nats.Msg) {
 		c.received.Add(1)
 		return // overtaken by a report as of a newer map
 	}
+	// The report keeps slices of its own: the scratch's are the next
+	// decode's.
 	cols, rows := append(r.Columns[:0], c.scratch.Columns...), append(r.Rows[:0], c.scratch.Rows...)
+	colPairs, rowPairs := append(r.ColumnPairs[:0], c.scratch.ColumnPairs...), append(r.RowPairs[:0], c.scratch.RowPairs...)
 	*r = c.scratch
-	r.Columns, r.Rows = cols, rows
+	r.Columns, r.Rows, r.ColumnPairs, r.RowPairs = cols, rows, colPairs, rowPairs
 	c.received.Add(1)
 }
 
@@ -206,6 +220,7 @@ func (c *Coordinator) Step(ctx context.Context) (Move, bool, error) {
 			// A copy: receive reuses the report's slices.
 			cp := *r
 			cp.Columns, cp.Rows = slices.Clone(r.Columns), slices.Clone(r.Rows)
+			cp.ColumnPairs, cp.RowPairs = slices.Clone(r.ColumnPairs), slices.Clone(r.RowPairs)
 			reports[id] = cp
 		}
 	}
@@ -269,7 +284,8 @@ func PlanMove(m Map, reports map[ID]LoadReport, imbalance float64, minActors uin
 }
 
 // PlanMoveBy decides the one border move that balances m best, by the
-// load measure names (the zones' actors or their pairs), from each zone's
+// load measure names (the zones' actors, their pairs or their tick
+// time), from each zone's
 // load report as of m (zones without one, or with one that does not
 // count their rectangle by that measure, are left alone), and returns
 // the map after it. A zone may give a neighbour the column or row of its
@@ -340,7 +356,7 @@ func PlanMoveBy(m Map, reports map[ID]LoadReport, measure LoadMeasure, imbalance
 func sameShape(r LoadReport, z Zone, measure LoadMeasure) bool {
 	w, h := int(int64(z.Chunks.MaxX)-int64(z.Chunks.MinX)+1), int(int64(z.Chunks.MaxY)-int64(z.Chunks.MinY)+1)
 	return r.Chunks == z.Chunks && len(r.Columns) == w && len(r.Rows) == h &&
-		(measure != LoadPairs || len(r.ColumnPairs) == w && len(r.RowPairs) == h)
+		(measure == LoadActors || len(r.ColumnPairs) == w && len(r.RowPairs) == h)
 }
 
 // A side of a zone's rectangle, for its strip along it: sideStrip's
@@ -378,17 +394,36 @@ func sideStrip(a, b Rect) (strip, rest Rect, s side, ok bool) {
 	return Rect{}, Rect{}, 0, false
 }
 
-// load is the zone's load by measure.
+// load is the zone's load by measure (LoadWork in microseconds).
 func (r *LoadReport) load(measure LoadMeasure) uint64 {
-	if measure == LoadPairs {
+	switch measure {
+	case LoadPairs:
 		return r.Pairs
+	case LoadWork:
+		return uint64(max(r.Work/time.Microsecond, 0))
 	}
 	return uint64(r.Actors)
 }
 
 // strip is the load by measure of the column or row along side s (r has
-// the zone's shape: sameShape).
+// the zone's shape: sameShape). By work, the zone's tick time times the
+// strip's share of its pairs, or of its actors where it counts no pairs.
 func (r *LoadReport) strip(s side, measure LoadMeasure) uint64 {
+	if measure == LoadWork {
+		part, whole := r.strip(s, LoadPairs), r.Pairs
+		if whole == 0 {
+			part, whole = r.strip(s, LoadActors), uint64(r.Actors)
+		}
+		if whole == 0 {
+			return 0
+		}
+		hi, lo := bits.Mul64(r.load(LoadWork), part)
+		if hi >= whole {
+			return r.load(LoadWork) // a strip counting more than its zone: all of it
+		}
+		q, _ := bits.Div64(hi, lo, whole)
+		return q
+	}
 	if measure == LoadPairs {
 		switch s {
 		case eastSide:

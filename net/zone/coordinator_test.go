@@ -97,7 +97,7 @@ func TestPlanMoveGivesTheLighterNeighbourAStripOnlyWhenItHelps(t *testing.T) {
 // sent; one cut short, with a count more, of another version (the last,
 // without pairs) or for zone 0 is refused.
 func TestLoadReportsRoundTripAndRefuseBadShapes(t *testing.T) {
-	r := zone.LoadReport{Zone: 3, Revision: 9, Tick: 77, Actors: 12, Pairs: 1 << 40, Chunks: zone.Rect{MinX: -1, MinY: 4, MaxX: 1, MaxY: 5},
+	r := zone.LoadReport{Zone: 3, Revision: 9, Tick: 77, Actors: 12, Pairs: 1 << 40, Work: 1234 * time.Microsecond, Chunks: zone.Rect{MinX: -1, MinY: 4, MaxX: 1, MaxY: 5},
 		Columns: []uint32{1, 2, 3}, Rows: []uint32{4, 5}, ColumnPairs: []uint64{6, 7, 1 << 40}, RowPairs: []uint64{9, 10}}
 	b := zone.AppendLoadReport(nil, r)
 	var got zone.LoadReport
@@ -160,11 +160,47 @@ func TestPlanMoveByPairsSplitsTheCrowdNotTheMostActors(t *testing.T) {
 	assert.Equal(t, zone.ID(1), mv.From)
 }
 
+// TestPlanMoveByWorkFollowsTheTickTime: two zones balanced in pairs,
+// one of them ticking in 9 ms where the other takes 4 (a slower host, a
+// heavier game): by work the slow one gives the faster one the column
+// along it, its share of the time by its share of the pairs; by pairs
+// nothing moves. A zone that counts no pairs shares its time by actors.
+func TestPlanMoveByWorkFollowsTheTickTime(t *testing.T) {
+	m := twoZones
+	fast := report(m, 1, []uint32{150, 150}, []uint32{150, 150})
+	fast.ColumnPairs, fast.RowPairs, fast.Pairs, fast.Work = []uint64{3000, 3000}, []uint64{3000, 3000}, 6000, 4*time.Millisecond
+	slow := report(m, 2, []uint32{150, 150}, []uint32{150, 150})
+	slow.ColumnPairs, slow.RowPairs, slow.Pairs, slow.Work = []uint64{3000, 3500}, []uint64{3250, 3250}, 6500, 9*time.Millisecond
+	reports := map[zone.ID]zone.LoadReport{1: fast, 2: slow}
+
+	_, _, ok := zone.PlanMoveBy(m, reports, zone.LoadPairs, 1.25, 1)
+	assert.False(t, ok, "6,500 pairs against 6,000")
+	_, mv, ok := zone.PlanMoveBy(m, reports, zone.LoadWork, 1.25, 1)
+	require.True(t, ok)
+	// The column: 3,000 of 6,500 pairs, 4,153 us of 9,000; after it 4,847
+	// and 8,153 us, the larger below 9,000.
+	assert.Equal(t, zone.Move{From: 2, To: 1, Chunks: zone.Rect{MinX: 2, MinY: 0, MaxX: 2, MaxY: 1}, Actors: 150}, mv)
+
+	// Without pairs, by actors: the column holds 150 of 300, 4,500 us;
+	// after it 4,500 and 8,500, still below 9,000.
+	slow.ColumnPairs, slow.RowPairs, slow.Pairs = []uint64{0, 0}, []uint64{0, 0}, 0
+	reports[2] = slow
+	_, mv, ok = zone.PlanMoveBy(m, reports, zone.LoadWork, 1.25, 1)
+	require.True(t, ok)
+	assert.Equal(t, zone.ID(2), mv.From)
+	// Within the imbalance allowed: none.
+	slow.Work = 5 * time.Millisecond
+	reports[2] = slow
+	_, _, ok = zone.PlanMoveBy(m, reports, zone.LoadWork, 1.25, 1)
+	assert.False(t, ok)
+}
+
 // TestAZoneReportsThePairsItsActorsMake: zone 1 holds six NPCs in chunk
 // (0,0) and four in chunk (1,1), which touch; zone 2 five in chunk
 // (3,0), out of every other's sight. Each zone's report counts, for each
 // of its actors, the others in its chunk and the eight around it: zone
-// 1 6x9 + 4x9 pairs, zone 2 5x4.
+// 1 6x9 + 4x9 pairs, zone 2 5x4; and, once a second has passed, the
+// zone's mean tick time.
 func TestAZoneReportsThePairsItsActorsMake(t *testing.T) {
 	w := startZonesWith(t, twoZones, zone.Options{LoadEvery: 1})
 	for i := range 6 {
@@ -177,7 +213,7 @@ func TestAZoneReportsThePairsItsActorsMake(t *testing.T) {
 		w.spawn(2, float32(13000+i*500), 300)
 	}
 	nc, _ := connect(t, w.url)
-	_, err := zone.NewCoordinator(context.Background(), nc, zone.CoordinatorOptions{Measure: zone.LoadPairs + 1})
+	_, err := zone.NewCoordinator(context.Background(), nc, zone.CoordinatorOptions{Measure: zone.LoadWork + 1})
 	assert.ErrorContains(t, err, "unknown load measure")
 	got := make(chan zone.LoadReport, 64)
 	sub, err := nc.Subscribe(zone.LoadSubject("throng", "*"), func(msg *nats.Msg) {
@@ -201,8 +237,9 @@ func TestAZoneReportsThePairsItsActorsMake(t *testing.T) {
 			}
 			break
 		}
-		return latest[1].Actors == 10 && latest[2].Actors == 5
-	}, 5*time.Second, time.Millisecond)
+		// Work once a second of ticks has passed.
+		return latest[1].Actors == 10 && latest[2].Actors == 5 && latest[1].Work > 0 && latest[2].Work > 0
+	}, 10*time.Second, time.Millisecond)
 	one, two := latest[1], latest[2]
 	assert.Equal(t, uint64(6*9+4*9), one.Pairs)
 	assert.Equal(t, []uint32{6, 4}, one.Columns)
@@ -220,7 +257,16 @@ func TestAZoneReportsThePairsItsActorsMake(t *testing.T) {
 // see them throughout (no Disappear, no second Appear). Balanced as well
 // as one column can make it, the coordinator moves nothing more, and a
 // load report that does not decode is counted.
+// By actors or by pairs (zone 1's 1,710 against zone 2's 170; the
+// column along zone 2 holds 1,320 of them), the same move: each report
+// the coordinator keeps holds its own counts.
 func TestACoordinatorMovesABorderAndTheZonesHandTheActorsOver(t *testing.T) {
+	for _, measure := range []zone.LoadMeasure{zone.LoadActors, zone.LoadPairs} {
+		t.Run(measure.String(), func(t *testing.T) { coordinatorMovesABorder(t, measure) })
+	}
+}
+
+func coordinatorMovesABorder(t *testing.T, measure zone.LoadMeasure) {
 	w := startZonesWith(t, twoZones, zone.Options{LoadEvery: 1})
 	for i := range 40 {
 		x := float32(4200 + (i%6)*600) // column 1
@@ -243,7 +289,7 @@ func TestACoordinatorMovesABorderAndTheZonesHandTheActorsOver(t *testing.T) {
 	}
 	nc, _ := connect(t, w.url)
 	// A context without a deadline, as a coordinator's process has.
-	c, err := zone.NewCoordinator(context.Background(), nc, zone.CoordinatorOptions{MinActors: 1, Settle: -1, Logger: slog.New(slog.DiscardHandler)})
+	c, err := zone.NewCoordinator(context.Background(), nc, zone.CoordinatorOptions{Measure: measure, MinActors: 1, Settle: -1, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	for range 3 {

@@ -3,8 +3,10 @@ package zone
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/throng-go/throng/grid"
 )
@@ -38,6 +40,11 @@ type LoadReport struct {
 	// it: the pairs the zone's relay weighs each tick, which grow with
 	// the square of a crowd where the actors grow with the crowd.
 	Pairs uint64
+	// Work is the zone server's mean tick time over its last full second
+	// (throng.SecondStats.WorkAvg; 0 before one), to the microsecond: its
+	// load as its host bears it, the game's own systems, its ghosts and a
+	// slower machine included.
+	Work time.Duration
 	// Chunks is the rectangle the counts are for: the zone's as of
 	// Revision.
 	Chunks Rect
@@ -56,12 +63,13 @@ type LoadReport struct {
 //	11 tick     u64
 //	19 actors   u32
 //	23 pairs    u64
-//	31 chunks   minX, minY, maxX, maxY i32
-//	47 columns  u32 each, maxX-minX+1 of them
+//	31 work     u32 microseconds
+//	35 chunks   minX, minY, maxX, maxY i32
+//	51 columns  u32 each, maxX-minX+1 of them
 //	   rows     u32 each, maxY-minY+1 of them
 //	   column pairs u64 each, one a column
 //	   row pairs    u64 each, one a row
-const loadHeaderSize = 47
+const loadHeaderSize = 51
 
 // maxLoadSide bounds a reported rectangle's side, so that a report stays
 // well within a NATS message.
@@ -81,6 +89,7 @@ func AppendLoadReport(dst []byte, r LoadReport) []byte {
 	dst = le.AppendUint64(dst, r.Tick)
 	dst = le.AppendUint32(dst, r.Actors)
 	dst = le.AppendUint64(dst, r.Pairs)
+	dst = le.AppendUint32(dst, uint32(min(max(r.Work/time.Microsecond, 0), math.MaxUint32)))
 	for _, v := range []int32{r.Chunks.MinX, r.Chunks.MinY, r.Chunks.MaxX, r.Chunks.MaxY} {
 		dst = le.AppendUint32(dst, uint32(v))
 	}
@@ -117,13 +126,14 @@ func DecodeLoadReport(b []byte, r *LoadReport) error {
 	if len(b) < loadHeaderSize || b[0] != LoadVersion {
 		return ErrLoadMalformed
 	}
-	c := Rect{MinX: int32(le.Uint32(b[31:])), MinY: int32(le.Uint32(b[35:])), MaxX: int32(le.Uint32(b[39:])), MaxY: int32(le.Uint32(b[43:]))}
+	c := Rect{MinX: int32(le.Uint32(b[35:])), MinY: int32(le.Uint32(b[39:])), MaxX: int32(le.Uint32(b[43:])), MaxY: int32(le.Uint32(b[47:]))}
 	w, h := int64(c.MaxX)-int64(c.MinX)+1, int64(c.MaxY)-int64(c.MinY)+1
 	zone := ID(le.Uint16(b[1:]))
 	if zone == 0 || w < 1 || h < 1 || w > maxLoadSide || h > maxLoadSide || int64(len(b)) != loadHeaderSize+12*(w+h) {
 		return ErrLoadMalformed
 	}
 	r.Zone, r.Revision, r.Tick, r.Actors, r.Pairs, r.Chunks = zone, le.Uint64(b[3:]), le.Uint64(b[11:]), le.Uint32(b[19:]), le.Uint64(b[23:]), c
+	r.Work = time.Duration(le.Uint32(b[31:])) * time.Microsecond
 	r.Columns, r.Rows, r.ColumnPairs, r.RowPairs = r.Columns[:0], r.Rows[:0], r.ColumnPairs[:0], r.RowPairs[:0]
 	off := loadHeaderSize
 	for range w {
@@ -176,7 +186,7 @@ func (z *Server) reportLoad(me Zone, revision, tick uint64) {
 	clear(colPairs)
 	clear(rowPairs)
 	*r = LoadReport{Zone: z.opts.Zone, Revision: revision, Tick: tick, Chunks: c, Columns: cols, Rows: rows,
-		ColumnPairs: colPairs, RowPairs: rowPairs}
+		ColumnPairs: colPairs, RowPairs: rowPairs, Work: z.srv.Stats().Second.WorkAvg}
 	if l.all == nil {
 		l.all = map[grid.AreaKey]uint32{}
 	}
