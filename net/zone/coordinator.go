@@ -19,13 +19,12 @@ import (
 // A Coordinator moves borders between zones to balance their load: it
 // listens to the zone servers' load reports (Options.LoadEvery) and, when
 // a zone's load (its actors, their pairs or its tick time:
-// CoordinatorOptions.Measure)
-// is much more than a neighbour's it shares a whole side with, gives that
-// neighbour the column or row of chunks along the side, by writing the
-// map (see [PlanMoveBy] for the rule). The servers do the
-// rest as for any actor that stands in another zone's chunks: they hand
-// the actors standing there to the zone that owns the chunks now,
-// players with their sessions, without a blink.
+// CoordinatorOptions.Measure) is much more than a neighbour's it shares a
+// whole side with, gives that neighbour the column or row of chunks along
+// the side, by writing the map (see [PlanMoveBy] for the rule). The
+// servers do the rest as for any actor that stands in another zone's
+// chunks: they hand the actors standing there to the zone that owns the
+// chunks now, players with their sessions, without a blink.
 //
 // The map is written with a compare-and-set on the revision the move was
 // planned from, so a coordinator never overwrites a map it has not read
@@ -285,10 +284,9 @@ func PlanMove(m Map, reports map[ID]LoadReport, imbalance float64, minActors uin
 
 // PlanMoveBy decides the one border move that balances m best, by the
 // load measure names (the zones' actors, their pairs or their tick
-// time), from each zone's
-// load report as of m (zones without one, or with one that does not
-// count their rectangle by that measure, are left alone), and returns
-// the map after it. A zone may give a neighbour the column or row of its
+// time), from each zone's load report as of m (zones without one, or
+// with one that does not count their rectangle by that measure, are left
+// alone), and returns the map after it. A zone may give a neighbour the column or row of its
 // chunks along a side the two share whole (same extent, so that both stay
 // rectangles), if it keeps at least one column or row, holds at least
 // minActors actors and more than imbalance times the neighbour's load,
@@ -352,7 +350,7 @@ func PlanMoveBy(m Map, reports map[ID]LoadReport, measure LoadMeasure, imbalance
 
 // sameShape reports whether r counts zone z's rectangle as it is: a
 // count for each of its columns and rows, and a pair count for each when
-// the measure is pairs.
+// the measure reads them (pairs, work).
 func sameShape(r LoadReport, z Zone, measure LoadMeasure) bool {
 	w, h := int(int64(z.Chunks.MaxX)-int64(z.Chunks.MinX)+1), int(int64(z.Chunks.MaxY)-int64(z.Chunks.MinY)+1)
 	return r.Chunks == z.Chunks && len(r.Columns) == w && len(r.Rows) == h &&

@@ -24,10 +24,10 @@ const LoadVersion = 2
 
 // LoadReport is what a zone server tells a coordinator of its load: how
 // many of its own actors (its ghosts left out) stand in each column and
-// each row of its rectangle of chunks, and how many pairs of actors in
-// sight of each other they make there, as of the map revision it holds
-// its zone as of. A border moved by one column or row moves the actors
-// the report counts there, and their pairs.
+// each row of its rectangle of chunks, how many pairs of actors in sight
+// of each other they make there, and how long its ticks take, as of the
+// map revision it holds its zone as of. A border moved by one column or
+// row moves the actors the report counts there, and their pairs.
 type LoadReport struct {
 	Zone     ID
 	Revision uint64
