@@ -134,25 +134,28 @@ func DecodeLoadReport(b []byte, r *LoadReport) error {
 	}
 	r.Zone, r.Revision, r.Tick, r.Actors, r.Pairs, r.Chunks = zone, le.Uint64(b[3:]), le.Uint64(b[11:]), le.Uint32(b[19:]), le.Uint64(b[23:]), c
 	r.Work = time.Duration(le.Uint32(b[31:])) * time.Microsecond
-	r.Columns, r.Rows, r.ColumnPairs, r.RowPairs = r.Columns[:0], r.Rows[:0], r.ColumnPairs[:0], r.RowPairs[:0]
-	off := loadHeaderSize
-	for range w {
-		r.Columns = append(r.Columns, le.Uint32(b[off:]))
-		off += 4
-	}
-	for range h {
-		r.Rows = append(r.Rows, le.Uint32(b[off:]))
-		off += 4
-	}
-	for range w {
-		r.ColumnPairs = append(r.ColumnPairs, le.Uint64(b[off:]))
-		off += 8
-	}
-	for range h {
-		r.RowPairs = append(r.RowPairs, le.Uint64(b[off:]))
-		off += 8
-	}
+	b = b[loadHeaderSize:]
+	r.Columns, b = counts32(r.Columns[:0], b, w)
+	r.Rows, b = counts32(r.Rows[:0], b, h)
+	r.ColumnPairs, b = counts64(r.ColumnPairs[:0], b, w)
+	r.RowPairs, _ = counts64(r.RowPairs[:0], b, h)
 	return nil
+}
+
+// counts32 appends n little-endian u32 from b to dst, and returns b past them.
+func counts32(dst []uint32, b []byte, n int64) ([]uint32, []byte) {
+	for i := range n {
+		dst = append(dst, binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return dst, b[4*n:]
+}
+
+// counts64 appends n little-endian u64 from b to dst, and returns b past them.
+func counts64(dst []uint64, b []byte, n int64) ([]uint64, []byte) {
+	for i := range n {
+		dst = append(dst, binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return dst, b[8*n:]
 }
 
 // loadReporter is the zone server's side: its report, built every
