@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/bits"
 	"slices"
 	"sync"
@@ -286,16 +287,16 @@ func PlanMove(m Map, reports map[ID]LoadReport, imbalance float64, minActors uin
 // load measure names (the zones' actors, their pairs or their tick
 // time), from each zone's load report as of m (zones without one, or
 // with one that does not count their rectangle by that measure, are left
-// alone), and returns the map after it. A zone may give a neighbour the column or row of its
-// chunks along a side the two share whole (same extent, so that both stay
-// rectangles), if it keeps at least one column or row, holds at least
-// minActors actors and more than imbalance times the neighbour's load,
-// and the larger of the two loads after the move (the strip's counted on
-// the other side) is below the larger before: so a move never just swaps
-// which side is heavy, and the sum of the squared loads falls with every
-// move (borders settle rather than swing). Of the moves allowed, the one
-// that lowers that larger load most is taken, ties by the order of m's
-// zones.
+// alone), and returns the map after it. A zone may give a neighbour the
+// column or row of its chunks along a side the two share whole (same
+// extent, so that both stay rectangles), if it keeps at least one column
+// or row, holds at least minActors actors and more than imbalance times
+// the neighbour's load, and the larger of the two loads after the move
+// (the strip's counted on the other side) is below the larger before: so
+// a move never just swaps which side is heavy, and the sum of the squared
+// loads falls with every move (borders settle rather than swing). Of the
+// moves allowed, the one that lowers that larger load most is taken, ties
+// by the order of m's zones.
 func PlanMoveBy(m Map, reports map[ID]LoadReport, measure LoadMeasure, imbalance float64, minActors uint32) (Map, Move, bool) {
 	var best Move
 	var rest Rect
@@ -316,17 +317,17 @@ func PlanMoveBy(m Map, reports map[ID]LoadReport, measure LoadMeasure, imbalance
 			if float64(la) <= imbalance*float64(lb) {
 				continue
 			}
-			strip, left, along, ok := sideStrip(a.Chunks, b.Chunks)
+			strip, left, edge, ok := sideStrip(a.Chunks, b.Chunks)
 			if !ok {
 				continue
 			}
-			n := ra.strip(along, measure)
+			n := ra.strip(edge, measure)
 			if n > la {
 				continue // a report whose strip holds more than its zone: not one of a server's
 			}
 			if after := max(la-n, lb+n); after < la { // la > lb: la is the larger before
 				if gain := la - after; gain > bestGain {
-					actors := uint32(ra.strip(along, LoadActors))
+					actors := uint32(ra.strip(edge, LoadActors))
 					best, rest, bestGain, found = Move{From: a.ID, To: b.ID, Chunks: strip, Actors: actors}, left, gain, true
 				}
 			}
@@ -417,31 +418,31 @@ func (r *LoadReport) strip(s side, measure LoadMeasure) uint64 {
 		}
 		hi, lo := bits.Mul64(r.load(LoadWork), part)
 		if hi >= whole {
-			return r.load(LoadWork) // a strip counting more than its zone: all of it
+			// A quotient past 64 bits: a strip counting far more than its
+			// zone, which PlanMoveBy leaves alone.
+			return math.MaxUint64
 		}
 		q, _ := bits.Div64(hi, lo, whole)
 		return q
 	}
 	if measure == LoadPairs {
-		switch s {
-		case eastSide:
-			return r.ColumnPairs[len(r.ColumnPairs)-1]
-		case westSide:
-			return r.ColumnPairs[0]
-		case northSide:
-			return r.RowPairs[len(r.RowPairs)-1]
-		}
-		return r.RowPairs[0]
+		return along(s, r.ColumnPairs, r.RowPairs)
 	}
+	return uint64(along(s, r.Columns, r.Rows))
+}
+
+// along returns the count of the column or row along side s: the last
+// or first of cols or rows.
+func along[T uint32 | uint64](s side, cols, rows []T) T {
 	switch s {
 	case eastSide:
-		return uint64(r.Columns[len(r.Columns)-1])
+		return cols[len(cols)-1]
 	case westSide:
-		return uint64(r.Columns[0])
+		return cols[0]
 	case northSide:
-		return uint64(r.Rows[len(r.Rows)-1])
+		return rows[len(rows)-1]
 	}
-	return uint64(r.Rows[0])
+	return rows[0]
 }
 
 // grow returns b with strip, which runs along one of its sides.
