@@ -125,7 +125,8 @@ func (m *meter) line(prev totals) totals {
 		fmt.Fprintf(&b, " bots=%d welcomes=%d corrections=%d refused=%d retries=%d zone_gone=%d rejoined=%d closed=%d", n.Joined, n.Welcomes, n.Corrections, n.Refused, n.Retries, n.ZoneGone, n.Rejoined, n.Closed)
 	}
 	if m.gw != nil {
-		fmt.Fprintf(&b, " gateway_malformed=%d", m.gw.Stats().Malformed)
+		gs := m.gw.Stats()
+		fmt.Fprintf(&b, " gateway_malformed=%d shadow_moves=%d shadows_ended=%d", gs.Malformed, gs.ShadowMoves, gs.ShadowsEnded)
 	}
 	if m.coord != nil {
 		fmt.Fprintf(&b, " borders_moved=%d", m.coord.Stats().Moves)

@@ -29,6 +29,8 @@ const (
 	moved      // the session goes to another zone (the payload: the zone, u32, then what to tell it)
 	unknown    // the zone server holds no such session (a frame came for it): restarted, or it moved on
 	batch      // one movement batch for the client, its records by reference (see addDatagram)
+	shadow     // open the session at another zone too, ahead of its move (the payload: the zone, u32, then what to tell it)
+	unshadow   // close that second opening: the move will not come (the payload: why)
 )
 
 // entryHead is an entry's size before its payload: kind, session,
@@ -187,13 +189,13 @@ func decode(b []byte) (string, []byte, error) {
 		switch {
 		case len(rest)-entryHead < size:
 			return "", nil, fmt.Errorf("%w: a payload of %d bytes past the end", errMalformed, size)
-		case k < opened || k > batch:
+		case k < opened || k > unshadow:
 			return "", nil, fmt.Errorf("%w: entry kind %d", errMalformed, k)
 		case s == 0:
 			return "", nil, fmt.Errorf("%w: session 0", errMalformed)
 		case (k == frame || k == reliable) && size < wire.HeaderSize:
 			return "", nil, fmt.Errorf("%w: a frame of %d bytes", errMalformed, size)
-		case k == moved && (size < 4 || binary.LittleEndian.Uint32(rest[entryHead:]) == 0):
+		case (k == moved || k == shadow) && (size < 4 || binary.LittleEndian.Uint32(rest[entryHead:]) == 0):
 			return "", nil, fmt.Errorf("%w: a move to no zone", errMalformed)
 		case k == batch:
 			fresh, err := checkBatch(rest[entryHead:entryHead+size], records)

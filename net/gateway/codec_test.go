@@ -35,14 +35,15 @@ func TestMessagesDecodeToTheirEntriesAndBadOnesWhole(t *testing.T) {
 	spoil := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
 	at := len("gw") + 2 // the first entry
 	for name, bad := range map[string][]byte{
-		"empty":           nil,
-		"another version": spoil(func(b []byte) []byte { b[0] = 2; return b }),
-		"no name":         spoil(func(b []byte) []byte { b[1] = 0; return b }),
-		"a name too long": spoil(func(b []byte) []byte { b[1] = 200; return b }),
-		"an unknown kind": spoil(func(b []byte) []byte { b[at] = byte(batch) + 1; return b }),
-		"session 0":       spoil(func(b []byte) []byte { binary.LittleEndian.PutUint64(b[at+1:], 0); return b }),
-		"cut short":       good[:len(good)-1],
-		"a stray byte":    append(append([]byte(nil), good...), 0),
+		"empty":               nil,
+		"another version":     spoil(func(b []byte) []byte { b[0] = 2; return b }),
+		"no name":             spoil(func(b []byte) []byte { b[1] = 0; return b }),
+		"a name too long":     spoil(func(b []byte) []byte { b[1] = 200; return b }),
+		"an unknown kind":     spoil(func(b []byte) []byte { b[at] = byte(unshadow) + 1; return b }),
+		"a shadow to no zone": spoil(func(b []byte) []byte { b[at] = byte(shadow); return b }),
+		"session 0":           spoil(func(b []byte) []byte { binary.LittleEndian.PutUint64(b[at+1:], 0); return b }),
+		"cut short":           good[:len(good)-1],
+		"a stray byte":        append(append([]byte(nil), good...), 0),
 		"a frame too short": spoil(func(b []byte) []byte {
 			e := at + entryHead // the frame entry
 			binary.LittleEndian.PutUint32(b[e+9:], 1)

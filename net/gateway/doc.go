@@ -22,7 +22,11 @@
 // per unit running at once ([Transport.SendUnreliableBatchLane]), so that
 // units on several cores never wait on one lock; a session it moves to another zone server goes at once
 // ([Transport.Move]), and the gateway forwards it to the new zone server
-// as it hears of it, ahead of its clients' later frames. A round past the
+// as it hears of it, ahead of its clients' later frames. A zone server
+// about to move a session opens it at the new zone server first
+// ([Transport.Shadow]): the gateway sends that server the client's frames
+// too, and holds what it sends the client, until the move, which then
+// only switches the session's route. A round past the
 // NATS server's largest payload goes as several messages of whole
 // entries. A message holds entries: a kind, the session (the gateway's id
 // for it) and a payload (a frame, a datagram or a reason). A zone

@@ -101,7 +101,16 @@ type Gateway struct {
 	// publishing it (move).
 	moveMsg message
 	moveBuf []byte
-	heard   map[uint32]time.Time
+	// shadows holds the sessions opened at a second zone ahead of their
+	// move (shadow entries), by session, with what that zone sent them
+	// meanwhile; nShadows counts them, so that a zone's datagrams are
+	// looked up only while some session has one. Under mu.
+	shadows  idtable.Table[wire.SessionID, *shadowed]
+	nShadows int
+	// unrouted sessions whose route had a shadow, for settleShadows;
+	// under routeMu.
+	shadowsGone []wire.SessionID
+	heard       map[uint32]time.Time
 	// routedAt holds, per zone, when Step first sent it a session since it
 	// was last heard: a zone never heard from is timed from then.
 	routedAt  map[uint32]time.Time
@@ -114,7 +123,9 @@ type Gateway struct {
 	messages  atomic.Uint64
 	replies   atomic.Uint64
 	oversize  atomic.Uint64
-	scratch   []byte // Step's
+	// Shadows opened, moves that found theirs, shadows closed otherwise.
+	shadowed, shadowMoves, shadowsEnded atomic.Uint64
+	scratch                             []byte // Step's
 }
 
 // stray is a session a zone server said it does not hold, and that zone.
@@ -124,11 +135,50 @@ type stray struct {
 }
 
 // route is a session's zone, and its latest Move frames (nil until its
-// first), for when a zone server moves it.
+// first), for when a zone server moves it; shadow is the zone the session
+// is opened at too, ahead of its move (0: none), which Step sends its
+// frames as well.
 type route struct {
-	zone  uint32
-	moves *moves
+	zone   uint32
+	shadow uint32
+	moves  *moves
 }
+
+// shadowed is a session's second opening, at zone, ahead of its move:
+// payload is what its server was told of it, held what that server sent
+// the session before the move came (the client gets it once its old
+// server's frames are all through).
+type shadowed struct {
+	zone    uint32
+	payload []byte
+	held    []heldEntry
+}
+
+// heldEntry is one entry for the client held back: a datagram, a
+// reliable frame.
+type heldEntry struct {
+	k       kind
+	payload []byte
+}
+
+// maxHeld bounds what a shadow's zone may send the session before its
+// move comes (a welcome and the view around it, a few ticks of it): one
+// that sends more has a session its old server never let go, and the
+// client is disconnected (ShadowOverrun) rather than sent both servers'
+// frames.
+const maxHeld = 1 << 14
+
+// ShadowOverrun is the reason a gateway gives a client whose new zone
+// server sent it more than the gateway holds before its old server let
+// it go.
+func ShadowOverrun(zone uint32) string {
+	return fmt.Sprintf("zone server %d played this session before its old server let it go", zone)
+}
+
+// ReasonWithdrawn is the reason of the SessionClosed a zone server sees
+// for a session opened there ahead of its move (a shadow) when the move
+// will not come: the old server withdrew the hand-off.
+const ReasonWithdrawn = "hand-off withdrawn"
 
 // keptMoves is how many of a session's latest Move frames the gateway
 // keeps, to send them again to the server a session moves to: a second of
@@ -231,9 +281,9 @@ func (g *Gateway) Step() int {
 	// since it opened.
 	g.routeMu.Lock()
 	for _, f := range forgotten {
-		if g.routes.Get(f.s).zone == f.zone {
+		if r := g.routes.Get(f.s); r.zone == f.zone {
 			g.cfg.Front.Disconnect(f.s, ZoneForgot(f.zone))
-			g.routes.Drop(f.s)
+			g.unroute(f.s, r)
 			g.dropped.Add(1)
 		}
 	}
@@ -275,6 +325,9 @@ func (g *Gateway) Step() int {
 			m.add(opened, uint64(in.Session), nil)
 		case wire.FrameReceived:
 			m.add(frame, uint64(in.Session), in.Frame)
+			if r.shadow != 0 {
+				g.message(r.shadow).add(frame, uint64(in.Session), in.Frame)
+			}
 			if t, err := wire.PeekType(in.Frame); err == nil && t == wire.TypeMove {
 				if r.moves == nil {
 					r.moves = &moves{}
@@ -284,7 +337,10 @@ func (g *Gateway) Step() int {
 			}
 		case wire.SessionClosed:
 			m.add(closed, uint64(in.Session), []byte(in.Reason))
-			g.routes.Drop(in.Session)
+			if r.shadow != 0 {
+				g.message(r.shadow).add(closed, uint64(in.Session), []byte(in.Reason))
+			}
+			g.unroute(in.Session, r)
 		}
 		if newZone != 0 {
 			g.routeMu.Unlock()
@@ -295,7 +351,19 @@ func (g *Gateway) Step() int {
 	if held > 0 {
 		g.routeMu.Unlock()
 	}
+	if len(g.shadowsGone) > 0 {
+		g.settleShadows()
+	}
 	return g.publish()
+}
+
+// unroute drops session s's route r; routeMu is held. A shadow it had is
+// forgotten at the step's end (settleShadows).
+func (g *Gateway) unroute(s wire.SessionID, r route) {
+	g.routes.Drop(s)
+	if r.shadow != 0 {
+		g.shadowsGone = append(g.shadowsGone, s)
+	}
 }
 
 // publish sends each zone what this step has for it, one message (or a
@@ -361,7 +429,7 @@ func (g *Gateway) dropSilentZones() {
 		g.routes.Each(func(s wire.SessionID, r route) {
 			if r.zone == z {
 				g.cfg.Front.Disconnect(s, ZoneGone(z))
-				g.routes.Drop(s)
+				g.unroute(s, r)
 				g.dropped.Add(1)
 			}
 		})
@@ -479,6 +547,12 @@ func (g *Gateway) fromZone(m *nats.Msg) {
 	front := g.cfg.Front
 	g.batches.reset()
 	eachEntry(entries, func(k kind, s uint64, payload []byte) {
+		if g.nShadows > 0 {
+			if sh := g.shadows.Get(wire.SessionID(s)); sh != nil && sh.zone == uint32(zone) {
+				g.fromShadow(wire.SessionID(s), sh, k, payload)
+				return
+			}
+		}
 		switch k {
 		case datagram:
 			front.SendUnreliable(wire.SessionID(s), payload)
@@ -490,6 +564,10 @@ func (g *Gateway) fromZone(m *nats.Msg) {
 			front.Disconnect(wire.SessionID(s), string(payload))
 		case moved:
 			g.move(wire.SessionID(s), binary.LittleEndian.Uint32(payload), payload[4:])
+		case shadow:
+			g.shadow(wire.SessionID(s), uint32(zone), binary.LittleEndian.Uint32(payload), payload[4:])
+		case unshadow:
+			g.unshadow(wire.SessionID(s), uint32(zone), string(payload))
 		case unknown:
 			g.forgotten = append(g.forgotten, stray{s: wire.SessionID(s), zone: uint32(zone)})
 		}
@@ -504,6 +582,11 @@ func (g *Gateway) fromZone(m *nats.Msg) {
 // session before any of them. A switch is timed from the old server
 // letting the session go to the new one taking it, so it waits for no
 // step. g.mu is held.
+//
+// A session opened at zone to already (a shadow) is not sent again: that
+// server has had its frames since. Its route changes, and what that
+// server sent the session meanwhile, held, goes to the client now, after
+// everything of the old server's.
 func (g *Gateway) move(s wire.SessionID, to uint32, payload []byte) {
 	g.routeMu.Lock()
 	defer g.routeMu.Unlock()
@@ -511,20 +594,190 @@ func (g *Gateway) move(s wire.SessionID, to uint32, payload []byte) {
 	if r.zone == 0 {
 		return // the client left meanwhile
 	}
-	m := &g.moveMsg
-	m.reset(g.cfg.Name)
+	if sh := g.shadows.Get(s); sh != nil {
+		g.forgetShadow(s, &r)
+		if sh.zone == to {
+			g.shadowMoves.Add(1)
+			r.zone = to
+			g.routes.Put(s, r)
+			g.routedLocked(to)
+			for _, e := range sh.held {
+				g.toClient(s, e.k, e.payload)
+			}
+			return
+		}
+		g.shadowsEnded.Add(1)
+		g.tellShadow(s, sh.zone, ReasonWithdrawn)
+	}
+	m := g.startMove()
 	m.add(opened, uint64(s), payload)
 	if r.moves != nil {
 		r.moves.each(func(f []byte) { m.add(frame, uint64(s), f) })
 	}
+	g.sendMove(to)
+	r.zone = to
+	g.routes.Put(s, r)
+	g.routedLocked(to)
+}
+
+// startMove returns the message for a session's move or shadow, empty.
+func (g *Gateway) startMove() *message {
+	g.moveMsg.reset(g.cfg.Name)
+	return &g.moveMsg
+}
+
+// sendMove publishes the message startMove began to zone to's server, at
+// once.
+func (g *Gateway) sendMove(to uint32) {
+	m := &g.moveMsg
 	g.forwarded.Add(uint64(m.n))
 	msgs, left, buf := m.publish(g.cfg.Conn, zoneSubject(g.cfg.Prefix, to), int(g.cfg.Conn.MaxPayload()), g.moveBuf)
 	g.moveBuf = buf
 	g.messages.Add(uint64(msgs))
 	g.oversize.Add(uint64(left))
-	r.zone = to
+}
+
+// shadow opens session s at zone to's server too, ahead of its move, for
+// the zone server that serves it (from): an opened entry with what that
+// server says of it (payload), then its kept Move frames, at once; from
+// the next step on its frames go to both. When the move comes the new
+// server has the session and every frame since, so the switch waits for
+// no message from the gateway. A session with a shadow elsewhere closes
+// that one first; a shadow asked for by a zone that does not serve the
+// session (it moved on meanwhile) is ignored. g.mu is held.
+func (g *Gateway) shadow(s wire.SessionID, from, to uint32, payload []byte) {
+	g.routeMu.Lock()
+	defer g.routeMu.Unlock()
+	r := g.routes.Get(s)
+	if r.zone != from || to == from {
+		return
+	}
+	if sh := g.shadows.Get(s); sh != nil {
+		g.dropShadow(s, &r)
+		g.tellShadow(s, sh.zone, ReasonWithdrawn)
+	}
+	m := g.startMove()
+	m.add(opened, uint64(s), payload)
+	if r.moves != nil {
+		r.moves.each(func(f []byte) { m.add(frame, uint64(s), f) })
+	}
+	g.sendMove(to)
+	r.shadow = to
 	g.routes.Put(s, r)
-	g.routedLocked(to)
+	g.shadows.Put(s, &shadowed{zone: to, payload: slices.Clone(payload)})
+	g.nShadows++
+	g.shadowed.Add(1)
+}
+
+// unshadow closes session s's shadow, for the zone server that serves
+// it (from), which withdrew the hand-off: that zone's server sees the
+// session closed with reason. g.mu is held.
+func (g *Gateway) unshadow(s wire.SessionID, from uint32, reason string) {
+	g.routeMu.Lock()
+	defer g.routeMu.Unlock()
+	r := g.routes.Get(s)
+	sh := g.shadows.Get(s)
+	if sh == nil || r.zone != from {
+		return
+	}
+	g.dropShadow(s, &r)
+	g.routes.Put(s, r)
+	g.tellShadow(s, sh.zone, reason)
+}
+
+// fromShadow handles what the zone server holding session s's shadow sent
+// it: frames for the client wait for the move (the client gets its old
+// server's frames first); a move back, a disconnect or an unknown ends
+// the shadow, since that server let it go (its move back names the
+// shadow's payload, and one of an older shadow is ignored). g.mu is held.
+func (g *Gateway) fromShadow(s wire.SessionID, sh *shadowed, k kind, payload []byte) {
+	switch k {
+	case datagram, reliable, batch:
+		if k == batch {
+			// Rebuilt now: the message's later batches may refer to its
+			// records.
+			k, payload = datagram, g.batches.datagram(payload)
+		}
+		if len(sh.held) == maxHeld {
+			g.routeMu.Lock()
+			r := g.routes.Get(s)
+			g.dropShadow(s, &r)
+			g.routes.Drop(s)
+			g.routeMu.Unlock()
+			g.cfg.Front.Disconnect(s, ShadowOverrun(sh.zone))
+			g.dropped.Add(1)
+			return
+		}
+		sh.held = append(sh.held, heldEntry{k, slices.Clone(payload)})
+	case moved:
+		if !slices.Equal(payload[4:], sh.payload) {
+			return
+		}
+		fallthrough
+	case disconnect, unknown:
+		g.routeMu.Lock()
+		r := g.routes.Get(s)
+		g.dropShadow(s, &r)
+		if r.zone != 0 {
+			g.routes.Put(s, r)
+		}
+		g.routeMu.Unlock()
+	}
+}
+
+// dropShadow forgets session s's shadow, in the gateway's table and in
+// its route r (which the caller puts back); g.mu and routeMu are held.
+// It counts a shadow that ended without its move.
+func (g *Gateway) dropShadow(s wire.SessionID, r *route) {
+	if g.shadows.Get(s) != nil {
+		g.shadowsEnded.Add(1)
+	}
+	g.forgetShadow(s, r)
+}
+
+// forgetShadow is dropShadow uncounted.
+func (g *Gateway) forgetShadow(s wire.SessionID, r *route) {
+	if g.shadows.Get(s) != nil {
+		g.shadows.Drop(s)
+		g.nShadows--
+	}
+	r.shadow = 0
+}
+
+// tellShadow closes session s at zone's server, where it was opened
+// ahead of a move that will not come, at once; g.mu and routeMu are held.
+func (g *Gateway) tellShadow(s wire.SessionID, zone uint32, reason string) {
+	g.startMove().add(closed, uint64(s), []byte(reason))
+	g.sendMove(zone)
+}
+
+// toClient hands the client of session s one entry a zone server sent it.
+func (g *Gateway) toClient(s wire.SessionID, k kind, payload []byte) {
+	switch k {
+	case datagram:
+		g.cfg.Front.SendUnreliable(s, payload)
+	case reliable:
+		g.cfg.Front.SendReliable(s, payload)
+	}
+}
+
+// settleShadows forgets the shadows of the sessions Step or
+// dropSilentZones unrouted (their clients left, or their zone server
+// went): each shadow's server was told with the close, or is told by the
+// zone server's own time-out.
+func (g *Gateway) settleShadows() {
+	g.mu.Lock()
+	g.routeMu.Lock()
+	for _, s := range g.shadowsGone {
+		if r := g.routes.Get(s); r.zone == 0 && g.shadows.Get(s) != nil {
+			g.shadows.Drop(s)
+			g.nShadows--
+			g.shadowsEnded.Add(1)
+		}
+	}
+	g.shadowsGone = g.shadowsGone[:0]
+	g.routeMu.Unlock()
+	g.mu.Unlock()
 }
 
 // Stats is what a gateway counts.
@@ -538,12 +791,19 @@ type Stats struct {
 	// ZoneTimeout), and SessionsDropped the sessions disconnected with
 	// them or because their zone server no longer knew them.
 	ZonesLost, SessionsDropped uint64
+	// Shadows counts sessions opened at a second zone server ahead of
+	// their move (Transport.Shadow), ShadowMoves the moves that found
+	// the session opened there, and ShadowsEnded the shadows that ended
+	// otherwise (withdrawn, given up by their zone server, or their
+	// client gone).
+	Shadows, ShadowMoves, ShadowsEnded uint64
 }
 
 // Stats returns the gateway's counts so far.
 func (g *Gateway) Stats() Stats {
 	return Stats{Forwarded: g.forwarded.Load(), Messages: g.messages.Load(), Replies: g.replies.Load(), Malformed: g.malformed.Load(),
-		Oversize: g.oversize.Load(), ZonesLost: g.lostZones.Load(), SessionsDropped: g.dropped.Load()}
+		Oversize: g.oversize.Load(), ZonesLost: g.lostZones.Load(), SessionsDropped: g.dropped.Load(),
+		Shadows: g.shadowed.Load(), ShadowMoves: g.shadowMoves.Load(), ShadowsEnded: g.shadowsEnded.Load()}
 }
 
 // Close stops taking zone servers' messages and closes the front

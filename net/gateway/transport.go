@@ -153,7 +153,8 @@ type outbox struct {
 	// before the relay, the lanes, m after, published together.
 	laned   atomic.Bool
 	early   message
-	scratch []byte // publish's, under mu
+	ctl     message // a shadow's opening or close, published at once (control)
+	scratch []byte  // publish's, under mu
 }
 
 // DefaultHeartbeat is TransportConfig.Heartbeat when it is 0.
@@ -352,6 +353,7 @@ func (t *Transport) outbox(name string) *outbox {
 		out = &outbox{name: name, subject: gatewayZoneSubject(t.cfg.Prefix, name, t.cfg.Zone), idx: len(t.outList)}
 		out.m.reset(name)
 		out.early.reset(name)
+		out.ctl.reset(name)
 		out.m.limit = int(t.cfg.Conn.MaxPayload())
 		t.outs[name] = out
 		t.outList = append(t.outList, out)
@@ -581,6 +583,50 @@ func (t *Transport) Move(s wire.SessionID, to uint32, payload []byte) error {
 	out.mu.Unlock()
 	t.forget(s)
 	t.pending = append(t.pending, wire.Inbound{Kind: wire.SessionClosed, Session: s, Reason: ReasonMoved})
+	return nil
+}
+
+// Shadow opens session s at zone to's server too, ahead of a Move there,
+// telling it payload as a Move would ([Transport.TakeResumed] there): the
+// gateway sends it the session's last Move frames and, from then on,
+// every frame the client sends, while this server goes on serving it.
+// A Move to that zone then finds the session there already, with every
+// frame since, so the new server can take it as soon as it hears of the
+// move's hand-off, without waiting for the gateway to forward it. What
+// that server sends the session before the Move reaches the gateway is
+// held there until it does. [Transport.Unshadow] (or a Shadow elsewhere)
+// closes the second opening when the move will not come. The request
+// goes to the gateway at once.
+func (t *Transport) Shadow(s wire.SessionID, to uint32, payload []byte) error {
+	if to == 0 || to == t.cfg.Zone || len(payload) == 0 {
+		return errors.New("gateway: a shadow goes to another zone, and says something of the session")
+	}
+	return t.control(s, shadow, append(binary.LittleEndian.AppendUint32(nil, to), payload...))
+}
+
+// Unshadow closes session s's opening at another zone's server
+// ([Transport.Shadow]): the hand-off it was for was withdrawn. That
+// server sees the session closed with [ReasonWithdrawn]. It goes to the
+// gateway at once.
+func (t *Transport) Unshadow(s wire.SessionID) error {
+	return t.control(s, unshadow, []byte(ReasonWithdrawn))
+}
+
+// control sends session s's gateway one entry at once, in a message of
+// its own: the gateway acts on it ahead of the tick's traffic, which
+// matters to no client.
+func (t *Transport) control(s wire.SessionID, k kind, payload []byte) error {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	ss := t.sessions.Get(s)
+	if ss == nil {
+		return fmt.Errorf("gateway: no session %d", s)
+	}
+	out := ss.out
+	out.mu.Lock()
+	out.ctl.add(k, ss.id, payload)
+	out.scratch = t.sendMessage(&out.ctl, out.subject, int(t.limit.Load()), out.scratch)
+	out.mu.Unlock()
 	return nil
 }
 

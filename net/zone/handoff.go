@@ -177,6 +177,7 @@ type handoffs struct {
 	// it, goes back at once.
 	bounced map[remote]uint64
 	resumed []gateway.Resumed
+	after   []uint32 // countInputs' scratch: a session's held moves after the old owner's last
 	reqs    []request
 	ans     []HandoffAnswer
 	msg     []byte
@@ -206,10 +207,17 @@ type outgoing struct {
 	remote uint32 // the actor's id at the new owner, from its Ready
 	sentAt uint64 // our tick the last request went out
 	// client marks a player's actor; session is its session, let go and
-	// moved to the new owner with the Commit.
+	// moved to the new owner with the Commit; shadow the session while it
+	// is opened at the new owner too, from the Prepare to the Commit.
 	client  bool
 	session wire.SessionID
+	shadow  wire.SessionID
 	player  string // its player's name, from letting it go
+	// applied is the last move the actor had from its session, and
+	// letGoAt when the session was let go (Unix nanoseconds): the
+	// Commit's Applied and LetGoAt.
+	applied uint32
+	letGoAt int64
 }
 
 type incoming struct {
@@ -225,6 +233,11 @@ type incoming struct {
 	due      uint64
 	inputSeq uint32 // the last move the old owner applied, from the Commit
 	player   string // its player's name, from the Commit
+	// applied and letGoAt are the Commit's Applied and LetGoAt: the
+	// last move the old owner took from the session, and when it let it
+	// go.
+	applied uint32
+	letGoAt int64
 }
 
 // offer starts handing our actor id, standing in zone to's chunks, to
@@ -249,6 +262,9 @@ func (z *Server) offer(to ID, revision uint64, id components.ActorID, t componen
 	z.stats.h.Started.Add(1)
 	z.send(o, HandoffRequest{Kind: Prepare, Zone: z.opts.Zone, Revision: revision, Seq: o.seq, Actor: id.ID,
 		Transform: t, Animation: a, Input: in, Class: c.Class, Phase: components.PhaseKey(id, c), Client: client})
+	if client {
+		z.shadow(id, o, wire.SessionID(c.Session))
+	}
 }
 
 func (z *Server) send(o *outgoing, r HandoffRequest) {
@@ -271,6 +287,7 @@ func (z *Server) sendState(kind uint8, revision uint64, id components.ActorID, o
 			// receiver takes the actor on: as they stand now.
 			z.hand.carried = save.AppendCarried(z.hand.carried[:0], g.world.Ark(), e, z.types)
 			r.Carried, r.Player = z.hand.carried, o.player
+			r.Applied, r.LetGoAt = o.applied, o.letGoAt
 		}
 	}
 	o.sentAt = g.tick
@@ -294,6 +311,7 @@ func (z *Server) answer(reply string, a HandoffAnswer) {
 func (z *Server) rollBack(id components.ActorID, o *outgoing) {
 	h := &z.hand
 	delete(h.out, id)
+	z.unshadow(o)
 	if o.session != 0 {
 		z.expectBack(id, o)
 	}

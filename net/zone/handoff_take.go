@@ -134,6 +134,7 @@ func (z *Server) take(r request, rec *incoming, tick uint64) {
 		// attached once it came (resume; awaitSessions says how long it
 		// may take).
 		rec.client, rec.due, rec.inputSeq, rec.player = true, g.tick+sessionWait*uint64(z.opts.HandoffTimeout), r.Input.Seq, r.Player
+		rec.applied, rec.letGoAt = r.Applied, r.LetGoAt
 		z.hand.awaiting[rec.local] = rec
 	}
 }

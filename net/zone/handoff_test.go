@@ -362,6 +362,7 @@ func TestHandoffRequestsRoundTripAndRefuseBadValues(t *testing.T) {
 	r := zone.HandoffRequest{Kind: zone.Commit, Zone: 2, Revision: 7, Seq: 3, Actor: 11,
 		Transform: components.Transform{X: 8100, Y: 5, Yaw: 1}, Animation: components.Animation{Flags: 9},
 		Input: components.MoveInput{Seq: 4, X: 8100, Y: 5, Flags: 9, Pending: true}, Class: 5, Phase: 0x5eed1e55, Client: true,
+		Applied: 4, LetGoAt: 1_700_000_000_123_456_789,
 		Player: "ann", Carried: save.AppendCarried(nil, world, e, gameTypes)}
 	b := zone.AppendHandoffRequest(nil, r)
 	got, err := zone.DecodeHandoffRequest(b)

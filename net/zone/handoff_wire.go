@@ -10,7 +10,7 @@ import (
 )
 
 // HandoffVersion is the version byte every hand-off message starts with.
-const HandoffVersion = 5
+const HandoffVersion = 6
 
 // Kinds of hand-off request.
 const (
@@ -49,12 +49,16 @@ const (
 //	             through the gateway (Options.Gateway); else 0
 //	75 phase     u32 the key its pairs' phases hash (components.PhaseKey),
 //	             which the receiver keeps (components.Client.Phase)
-//	79 player    u16 length, then the bytes: the name its player is known
+//	79 applied   u32 the last move the sender took from the player's
+//	             session (a Commit of a player's actor); else 0
+//	83 letGoAt   i64 when the sender let that session go, Unix
+//	             nanoseconds by its clock (the same Commit); else 0
+//	91 player    u16 length, then the bytes: the name its player is known
 //	             by (a Commit of a named player's actor); else empty
 //	   carried   the actor's components of the game's own, as
 //	             ecs/save.AppendCarried lists them (a Commit); a Prepare's
 //	             list is empty
-const handoffRequestSize = 79
+const handoffRequestSize = 91
 
 // maxPlayerName is the longest player name a hand-off carries: its length
 // is a u16. A longer name travels as none (the player a guest there).
@@ -97,6 +101,14 @@ type HandoffRequest struct {
 	// Client says the actor is a player's: its session is moved to the
 	// receiver once the receiver has taken it.
 	Client bool
+	// Applied is the last move the sender took from the player's session,
+	// and LetGoAt when it let the session go (Unix nanoseconds, its
+	// clock): a player's Commit only. Applied is the MoveInput.Seq it
+	// last gave the actor, sent apart from Input so that the receiver
+	// can count moves a switch would apply twice; LetGoAt times the
+	// switch.
+	Applied uint32
+	LetGoAt int64
 	// Player is the name the player is known by (Commit only; "" for a
 	// guest or an actor without a client).
 	Player string
@@ -144,6 +156,8 @@ func AppendHandoffRequest(dst []byte, r HandoffRequest) []byte {
 	}
 	dst = append(dst, pending, r.Class, client)
 	dst = le.AppendUint32(dst, r.Phase)
+	dst = le.AppendUint32(dst, r.Applied)
+	dst = le.AppendUint64(dst, uint64(r.LetGoAt))
 	player := r.Player
 	if len(player) > maxPlayerName {
 		player = ""
@@ -200,7 +214,7 @@ func DecodeHandoffRequest(b []byte) (HandoffRequest, error) {
 		Animation: components.Animation{Flags: le.Uint16(b[44:])},
 		Input: components.MoveInput{Seq: le.Uint32(b[46:]), X: float(b[50:]), Y: float(b[54:]), Z: float(b[58:]), Yaw: float(b[62:]),
 			WorldOrCell: le.Uint32(b[66:]), Flags: le.Uint16(b[70:]), Pending: b[72] != 0},
-		Class: b[73], Client: b[74] == 1, Phase: le.Uint32(b[75:]), Player: string(rest[2 : 2+nameLen]), Carried: carried,
+		Class: b[73], Client: b[74] == 1, Phase: le.Uint32(b[75:]), Applied: le.Uint32(b[79:]), LetGoAt: int64(le.Uint64(b[83:])), Player: string(rest[2 : 2+nameLen]), Carried: carried,
 	}
 	t, in := r.Transform, r.Input
 	if r.Zone == 0 || r.Actor == 0 || !finite(t.X, t.Y, t.Z, t.Yaw, in.X, in.Y, in.Z, in.Yaw) || r.Class >= components.MaxClasses || b[74] > 1 {

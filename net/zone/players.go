@@ -14,12 +14,16 @@ import (
 // a client, whose session follows it through the gateway
 // (Options.Gateway).
 //
-// The owner lets the session go when it sends the Commit, and moves it to
-// the receiver in the same tick: from then on no input reaches the copy
-// the receiver is taking, and the gateway sends the receiver the inputs
-// of the switch again. The receiver attaches the session to the actor
-// once it has taken it; a session that comes first waits (parked) for the
-// Commit. A hand-off that fails after the session went (the Commit
+// The owner opens the session at the receiver too when it sends the
+// Prepare (gateway.Transport.Shadow): the gateway sends the receiver the
+// client's last moves and every frame from then on, while the owner still
+// serves it. The owner lets the session go when it sends the Commit, and
+// moves it to the receiver in the same tick: from then on no input
+// reaches the copy the receiver is taking. The receiver attaches the
+// session to the actor once it has taken it, which with the session
+// opened there already is as soon as the Commit comes; a session that
+// comes first waits (parked) for the Commit. A hand-off withdrawn before
+// the Commit closes the second opening (gateway.Transport.Unshadow). A hand-off that fails after the session went (the Commit
 // refused, a zone fenced) sends the session back to the old owner, which
 // attaches it to its actor again. docs/zones.md tells the whole path.
 
@@ -34,24 +38,21 @@ import (
 // and only a player who left keeps an actor waiting that long.
 const sessionWait = 30
 
-// resumeVersion starts the payload a moved session carries.
-const resumeVersion = 1
+// resumeVersion starts the payload a moved or shadowed session carries.
+const resumeVersion = 2
 
-// resumeSize is the payload's length: version u8, the zone that let the
-// session go u16, the actor's id there u32, the hand-off's sequence u64,
-// the last move that zone took from the session u32 (the actor's
-// MoveInput.Seq when it let the session go), and when it let it go i64
-// (Unix nanoseconds, its clock).
-const resumeSize = 27
+// resumeSize is the payload's length: version u8, the zone that lets the
+// session go u16, the actor's id there u32, the hand-off's sequence u64.
+// What the session had there when it was let go comes with the Commit
+// (HandoffRequest.Applied, LetGoAt): the payload is sent with the Prepare.
+const resumeSize = 15
 
 var errResume = errors.New("zone: a moved session's payload of the wrong size or version")
 
-// resume is what a moved session's payload says.
+// resumeOf is what a moved session's payload says.
 type resumeOf struct {
-	key     remote // the zone that let it go, and the actor's id there
-	seq     uint64 // the hand-off's
-	applied uint32 // the last move that zone took from it
-	at      int64  // when it let it go, Unix nanoseconds
+	key remote // the zone that lets it go, and the actor's id there
+	seq uint64 // the hand-off's
 }
 
 // appendResume appends the payload that names, to the receiver, the
@@ -61,9 +62,7 @@ func appendResume(dst []byte, r resumeOf) []byte {
 	dst = append(dst, resumeVersion)
 	dst = le.AppendUint16(dst, uint16(r.key.zone))
 	dst = le.AppendUint32(dst, r.key.actor)
-	dst = le.AppendUint64(dst, r.seq)
-	dst = le.AppendUint32(dst, r.applied)
-	return le.AppendUint64(dst, uint64(r.at))
+	return le.AppendUint64(dst, r.seq)
 }
 
 func decodeResume(b []byte) (resumeOf, error) {
@@ -71,7 +70,7 @@ func decodeResume(b []byte) (resumeOf, error) {
 		return resumeOf{}, errResume
 	}
 	le := binary.LittleEndian
-	return resumeOf{remote{ID(le.Uint16(b[1:])), le.Uint32(b[3:])}, le.Uint64(b[7:]), le.Uint32(b[15:]), int64(le.Uint64(b[19:]))}, nil
+	return resumeOf{remote{ID(le.Uint16(b[1:])), le.Uint32(b[3:])}, le.Uint64(b[7:])}, nil
 }
 
 // parked is a session moved here before the Commit of its hand-off was
@@ -91,6 +90,16 @@ type returning struct {
 	player string
 }
 
+// shadow opens the session of our player's actor id at the receiver of
+// hand-off o, which offer has just made, ahead of the Commit. A session
+// that cannot be (it closed this tick) is not: letting it go fails later,
+// as it would have.
+func (z *Server) shadow(id components.ActorID, o *outgoing, s wire.SessionID) {
+	if z.opts.Gateway.Shadow(s, uint32(o.to), appendResume(nil, resumeOf{remote{z.opts.Zone, id.ID}, o.seq})) == nil {
+		o.shadow = s
+	}
+}
+
 // letGo readies our player's actor id for the Commit of hand-off o: it
 // must still stand in the receiver's zone (a player may have walked back
 // since the Prepare); its session is let go and moved to the receiver. It
@@ -108,7 +117,8 @@ func (z *Server) letGo(id components.ActorID, o *outgoing, v *view) bool {
 		z.withdraw(id) // its player left since the Prepare
 		return false
 	}
-	payload := appendResume(nil, resumeOf{remote{z.opts.Zone, id.ID}, o.seq, g.inputs.Get(e).Seq, time.Now().UnixNano()})
+	payload := appendResume(nil, resumeOf{remote{z.opts.Zone, id.ID}, o.seq})
+	o.applied, o.letGoAt = g.inputs.Get(e).Seq, time.Now().UnixNano()
 	if err := z.opts.Gateway.Move(s, uint32(o.to), payload); err != nil {
 		// The client left since this tick's Receive: its actor goes as a
 		// leaving player's does.
@@ -116,7 +126,7 @@ func (z *Server) letGo(id components.ActorID, o *outgoing, v *view) bool {
 		g.world.Despawn(id)
 		return false
 	}
-	o.session, o.player = s, player
+	o.session, o.player, o.shadow = s, player, 0
 	z.stats.h.SessionsMoved.Add(1)
 	return true
 }
@@ -124,8 +134,20 @@ func (z *Server) letGo(id components.ActorID, o *outgoing, v *view) bool {
 // withdraw forgets a hand-off not committed, without the time-out a
 // rollback waits: the actor may be offered again at once.
 func (z *Server) withdraw(id components.ActorID) {
+	if o := z.hand.out[id]; o != nil {
+		z.unshadow(o)
+	}
 	delete(z.hand.out, id)
 	z.stats.h.RolledBack.Add(1)
+}
+
+// unshadow closes the second opening of hand-off o's session at its
+// receiver, if it has one: the session stays ours.
+func (z *Server) unshadow(o *outgoing) {
+	if o.shadow != 0 {
+		_ = z.opts.Gateway.Unshadow(o.shadow) // fails only for a session closed meanwhile, which closes there too
+		o.shadow = 0
+	}
 }
 
 // expectBack notes that the session of our actor id, moved for hand-off
@@ -172,8 +194,8 @@ func (z *Server) resume(holds bool) {
 				gw.Disconnect(p.session, "zone: "+err.Error())
 				return true
 			}
-			z.countInputs(p.session, p.applied, rec.inputSeq)
-			z.countSwitch(p.at)
+			z.countInputs(p.session, rec.applied, rec.inputSeq)
+			z.countSwitch(rec.letGoAt)
 			gw.Release(p.session)
 			rec.session = p.session
 			return true
@@ -217,27 +239,30 @@ func (z *Server) comeBack(p parked, holds bool) bool {
 }
 
 // countInputs checks the moves session s is handed here against the
-// last move the old owner took from it (applied, which the session's
-// payload says) and the last move the Commit says this server's actor has
-// had (had): moves sent after applied that are not among them are missed
-// (the switch lost them; the gateway's copy of the last moves comes
-// first), and moves at or before applied but after had would be applied
-// a second time (the old owner took them, the sequence check here does
-// not drop them). The client's sequence numbers grow by one a move.
+// last move the old owner took from it (applied, which the Commit says
+// apart from the actor's input) and the last move the Commit says this
+// server's actor has had (had): moves after applied missing below the
+// newest one handed are missed (the switch lost them; the client's
+// sequence numbers grow by one a move, and the moves come in any order),
+// and moves at or before applied but after had would be applied a second
+// time (the old owner took them, the sequence check here does not drop
+// them).
 func (z *Server) countInputs(s wire.SessionID, applied, had uint32) {
-	var lowest uint32
-	n, twice := 0, 0
+	h := &z.hand
+	h.after = h.after[:0]
+	twice := 0
 	z.opts.Gateway.HeldMoves(s, func(seq uint32) {
-		if n == 0 || seq < lowest {
-			lowest = seq
-		}
-		n++
 		if seq > had && seq <= applied {
 			twice++
 		}
+		if seq > applied {
+			h.after = append(h.after, seq)
+		}
 	})
-	if n > 0 && lowest > applied+1 {
-		z.stats.h.InputsMissed.Add(uint64(lowest - applied - 1))
+	if len(h.after) > 0 {
+		slices.Sort(h.after)
+		h.after = slices.Compact(h.after)
+		z.stats.h.InputsMissed.Add(uint64(h.after[len(h.after)-1] - applied - uint32(len(h.after))))
 	}
 	z.stats.h.InputsDuplicated.Add(uint64(twice))
 }

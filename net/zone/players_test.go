@@ -159,6 +159,8 @@ func TestAPlayerWalksAcrossTheBorderOnOneConnection(t *testing.T) {
 	assert.Zero(t, h1.SessionsLost+h2.SessionsLost)
 	assert.Zero(t, h1.InputsMissed+h2.InputsMissed, "no move of the switch was lost")
 	assert.Zero(t, h1.InputsDuplicated+h2.InputsDuplicated, "none was applied twice")
+	gs := w.gw.Stats()
+	assert.Equal(t, uint64(2), gs.ShadowMoves, "each new owner had the session opened with the Prepare, ahead of its move")
 }
 
 // crossing walks the player that has moved (see walkerAt) one step a
@@ -231,7 +233,14 @@ func TestAPlayerWhoseHandoffFailsIsGivenBackItsActor(t *testing.T) {
 	h1, h2 := w.servers[1].z.Stats().Handoffs, w.servers[2].z.Stats().Handoffs
 	assert.Equal(t, uint64(1), h1.Refused)
 	assert.Equal(t, uint64(1), h1.SessionsTaken, "zone 1 took its player back")
-	assert.Equal(t, uint64(1), h2.SessionsMoved, "zone 2 sent it back")
+	// Zone 2 had the session opened with the Prepare (a shadow). Fenced,
+	// it sends back what it holds: the session once zone 1's move made
+	// it zone 2's, or first the shadow (which the gateway ends, zone 1
+	// still serving the player) and then the session its move sent.
+	gs := w.gw.Stats()
+	assert.Equal(t, uint64(1), gs.Shadows)
+	assert.Equal(t, uint64(1), gs.ShadowMoves+gs.ShadowsEnded)
+	assert.Equal(t, 1+gs.ShadowsEnded, h2.SessionsMoved, "zone 2 sent it back")
 	assert.Zero(t, h1.SessionsLost+h2.SessionsLost)
 }
 
