@@ -104,6 +104,10 @@ func TestFourZonesHandPlayersOverWithoutLosingAnInput(t *testing.T) {
 	}
 	assert.Positive(t, timed)
 	assert.InDelta(t, number(t, f, "switches"), timed, 8, "the last tick's attaches apart")
+	// Each switch found its session opened at the new server with the
+	// Prepare: the gateway only switched its route (it counts a switch
+	// as it hears of the move, a tick or two before the welcome).
+	assert.InDelta(t, number(t, f, "switches"), number(t, f, "shadow_moves"), 8)
 	for _, k := range []string{"lost_inputs", "duplicated_inputs", "sessions_lost", "corrections", "nats_disconnects"} {
 		assert.Equal(t, "0", f[k], k)
 	}

@@ -169,6 +169,10 @@ func (m *meter) summary() {
 			fmt.Fprintf(&b, " first_refusal=%q", n.Refusal)
 		}
 	}
+	if m.gw != nil {
+		gs := m.gw.Stats()
+		fmt.Fprintf(&b, " shadow_moves=%d shadows_ended=%d", gs.ShadowMoves, gs.ShadowsEnded)
+	}
 	if m.coord != nil {
 		fmt.Fprintf(&b, " borders_moved=%d", m.coord.Stats().Moves)
 	}
