@@ -609,15 +609,21 @@ func (g *Gateway) move(s wire.SessionID, to uint32, payload []byte) {
 		g.shadowsEnded.Add(1)
 		g.tellShadow(s, sh.zone, ReasonWithdrawn)
 	}
+	g.openAt(s, r, to, payload)
+	r.zone = to
+	g.routes.Put(s, r)
+	g.routedLocked(to)
+}
+
+// openAt sends zone to's server session s's opening, with payload, then
+// the kept Move frames of its route r, at once.
+func (g *Gateway) openAt(s wire.SessionID, r route, to uint32, payload []byte) {
 	m := g.startMove()
 	m.add(opened, uint64(s), payload)
 	if r.moves != nil {
 		r.moves.each(func(f []byte) { m.add(frame, uint64(s), f) })
 	}
 	g.sendMove(to)
-	r.zone = to
-	g.routes.Put(s, r)
-	g.routedLocked(to)
 }
 
 // startMove returns the message for a session's move or shadow, empty.
@@ -656,12 +662,7 @@ func (g *Gateway) shadow(s wire.SessionID, from, to uint32, payload []byte) {
 		g.dropShadow(s, &r)
 		g.tellShadow(s, sh.zone, ReasonWithdrawn)
 	}
-	m := g.startMove()
-	m.add(opened, uint64(s), payload)
-	if r.moves != nil {
-		r.moves.each(func(f []byte) { m.add(frame, uint64(s), f) })
-	}
-	g.sendMove(to)
+	g.openAt(s, r, to, payload)
 	r.shadow = to
 	g.routes.Put(s, r)
 	g.shadows.Put(s, &shadowed{zone: to, payload: slices.Clone(payload)})

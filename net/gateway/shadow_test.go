@@ -60,6 +60,20 @@ func moveSeqs(in []wire.Inbound, s wire.SessionID) (seqs []uint32) {
 	return seqs
 }
 
+// movesOn steps the gateway until zone server z is handed Move frames of
+// session s, and returns their sequence numbers.
+func movesOn(t *testing.T, nc *nats.Conn, gw *gateway.Gateway, z *gateway.Transport, s wire.SessionID, what string) []uint32 {
+	t.Helper()
+	var seqs []uint32
+	require.Eventually(t, func() bool {
+		gw.Step()
+		require.NoError(t, nc.Flush())
+		seqs = append(seqs, moveSeqs(z.Receive(nil), s)...)
+		return len(seqs) > 0
+	}, 5*time.Second, time.Millisecond, what)
+	return seqs
+}
+
 // TestASessionOpenedAheadOfItsMoveSwitchesWithoutBeingSentAgain: zone 1
 // opens its client's session at zone 2 ahead of the move (Shadow). Zone 2
 // has it with the client's kept move at once and every move the client
@@ -80,14 +94,7 @@ func TestASessionOpenedAheadOfItsMoveSwitchesWithoutBeingSentAgain(t *testing.T)
 	assert.Equal(t, []uint32{1}, held, "the client's kept move came with the opening")
 
 	require.NoError(t, c.Send(wire.AppendMove(nil, wire.Move{Seq: 2})))
-	var on1 []uint32
-	require.Eventually(t, func() bool {
-		gw.Step()
-		require.NoError(t, nc.Flush())
-		on1 = append(on1, moveSeqs(z1.Receive(nil), s1)...)
-		return len(on1) > 0
-	}, 5*time.Second, time.Millisecond)
-	assert.Equal(t, []uint32{2}, on1, "zone 1 still serves the session")
+	assert.Equal(t, []uint32{2}, movesOn(t, nc, gw, z1, s1, "zone 1's move"), "zone 1 still serves the session")
 	require.Eventually(t, func() bool {
 		z2.Receive(nil)
 		held = held[:0]
@@ -157,14 +164,7 @@ func TestAShadowEndsWithoutItsMoveAndTheSessionStays(t *testing.T) {
 		t.Helper()
 		seq++
 		require.NoError(t, c.Send(wire.AppendMove(nil, wire.Move{Seq: seq})))
-		var on1 []uint32
-		require.Eventually(t, func() bool {
-			gw.Step()
-			require.NoError(t, nc.Flush())
-			on1 = append(on1, moveSeqs(z1.Receive(nil), s1)...)
-			return len(on1) > 0
-		}, 5*time.Second, time.Millisecond, what)
-		assert.Equal(t, []uint32{seq}, on1, what)
+		assert.Equal(t, []uint32{seq}, movesOn(t, nc, gw, z1, s1, what), what)
 		for _, m := range z2.Receive(nil) {
 			assert.NotEqual(t, wire.FrameReceived, m.Kind, "%s: zone 2 got a frame", what)
 		}
