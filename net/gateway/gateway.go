@@ -152,6 +152,7 @@ type shadowed struct {
 	zone    uint32
 	payload []byte
 	held    []heldEntry
+	overrun bool // held past maxHeld: the client is disconnected
 }
 
 // heldEntry is one entry for the client held back: a datagram, a
@@ -699,12 +700,13 @@ func (g *Gateway) fromShadow(s wire.SessionID, sh *shadowed, k kind, payload []b
 			// records.
 			k, payload = datagram, g.batches.datagram(payload)
 		}
-		if len(sh.held) == maxHeld {
-			g.routeMu.Lock()
-			r := g.routes.Get(s)
-			g.dropShadow(s, &r)
-			g.routes.Drop(s)
-			g.routeMu.Unlock()
+		switch {
+		case sh.overrun:
+			return
+		case len(sh.held) == maxHeld:
+			// The client's close, at the next step, closes the session at
+			// both servers.
+			sh.overrun, sh.held = true, nil
 			g.cfg.Front.Disconnect(s, ShadowOverrun(sh.zone))
 			g.dropped.Add(1)
 			return

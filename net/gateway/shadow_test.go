@@ -210,3 +210,45 @@ func TestAShadowEndsWithoutItsMoveAndTheSessionStays(t *testing.T) {
 	assert.Zero(t, st.SessionsDropped)
 	assert.Zero(t, z2.Strays(), "no frame went to zone 2 after a shadow ended")
 }
+
+// TestANewServerThatPlaysASessionBeforeItsMoveIsStopped: a zone server
+// that sends a session opened there ahead of its move more than the
+// gateway holds for it (it plays a session its old server never let go)
+// gets the client disconnected with a reason, and both zone servers see
+// the session closed.
+func TestANewServerThatPlaysASessionBeforeItsMoveIsStopped(t *testing.T) {
+	nc, z1, z2, front, gw := twoZones(t)
+	c, s1 := openOn(t, nc, gw, front, z1)
+	require.NoError(t, z1.Shadow(s1, 2, []byte("hand-off 4")))
+	r := resumedOn(t, z2)
+	z2.Release(r.Session)
+	frame := wire.AppendMove(nil, wire.Move{Seq: 9}) // any frame the gateway carries
+	for range 1<<14 + 1 {
+		z2.SendReliable(r.Session, frame)
+	}
+	z2.Flush()
+	require.NoError(t, nc.Flush())
+	var reason string
+	require.Eventually(t, func() bool {
+		reason, _ = c.CloseReason()
+		return reason != ""
+	}, 5*time.Second, time.Millisecond)
+	assert.Equal(t, gateway.ShadowOverrun(2), reason)
+	var got []string
+	c.DrainReliable(func(b []byte) { got = append(got, string(b)) })
+	assert.Empty(t, got, "none of zone 2's frames reached the client")
+
+	closedOn := func(z *gateway.Transport, s wire.SessionID) bool {
+		gw.Step()
+		require.NoError(t, nc.Flush())
+		for _, m := range z.Receive(nil) {
+			if m.Kind == wire.SessionClosed && m.Session == s {
+				return true
+			}
+		}
+		return false
+	}
+	require.Eventually(t, func() bool { return closedOn(z1, s1) }, 5*time.Second, time.Millisecond, "zone 1 sees it closed")
+	require.Eventually(t, func() bool { return closedOn(z2, r.Session) }, 5*time.Second, time.Millisecond, "zone 2 sees it closed")
+	assert.Equal(t, uint64(1), gw.Stats().SessionsDropped)
+}
