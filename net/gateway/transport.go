@@ -559,8 +559,9 @@ func (t *Transport) release() {
 // which a server that let the session's actor go (throng.Server.Detach)
 // had forgotten already. The gateway sends the session's later frames
 // there, after its last Move frames again, which the new server's
-// sequence check keeps from being applied twice. The move goes to the
-// gateway at once, in a message with what this tick sent it so far,
+// sequence check keeps from being applied twice; a session opened there
+// already ([Transport.Shadow]) is not sent again, the gateway only
+// switches its route. The move goes to the gateway at once, in a message with what this tick sent it so far,
 // rather than at the tick's Flush: a player's switch is timed from here.
 func (t *Transport) Move(s wire.SessionID, to uint32, payload []byte) error {
 	if to == 0 || len(payload) == 0 {

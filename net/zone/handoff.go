@@ -53,8 +53,8 @@ type HandoffStats struct {
 	// session go nor this server; InputsDuplicated those the old owner
 	// took that this server would apply again. Both from the moves this
 	// server is handed for the session, against the last move the old
-	// owner took (which the moved session's payload says) and the last the
-	// Commit gave the actor.
+	// owner took and the last it gave the actor (the Commit's Applied and
+	// Input.Seq).
 	InputsMissed, InputsDuplicated uint64
 	// SwitchTicks counts, as the receiver, the players' sessions attached
 	// here by how many tick periods passed from the old owner letting the
