@@ -43,7 +43,8 @@ type HandoffStats struct {
 	RequestsSent, RequestsReceived, AnswersSent, AnswersReceived uint64
 	// Players' sessions (with Options.Gateway): SessionsMoved sent on
 	// (to the new owner of their actor with its Commit, or back to the
-	// old owner after a failed hand-off), SessionsTaken welcomed here to
+	// old owner after a failed hand-off, a session opened here with the
+	// Prepare and not yet moved included), SessionsTaken welcomed here to
 	// their actor, SessionsLost ended because they could not follow their
 	// actor (a session that never came, its actor despawned; or one that
 	// came for no actor, disconnected).
@@ -178,6 +179,7 @@ type handoffs struct {
 	bounced map[remote]uint64
 	resumed []gateway.Resumed
 	after   []uint32 // countInputs' scratch: a session's held moves after the old owner's last
+	payload []byte   // resumePayload's
 	reqs    []request
 	ans     []HandoffAnswer
 	msg     []byte

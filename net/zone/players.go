@@ -90,12 +90,20 @@ type returning struct {
 	player string
 }
 
+// resumePayload returns the payload that names hand-off o of our actor
+// id to its receiver, with the session's shadow and its move, in a buffer
+// the next call reuses (the gateway transport copies it).
+func (z *Server) resumePayload(id components.ActorID, o *outgoing) []byte {
+	z.hand.payload = appendResume(z.hand.payload[:0], resumeOf{remote{z.opts.Zone, id.ID}, o.seq})
+	return z.hand.payload
+}
+
 // shadow opens the session of our player's actor id at the receiver of
 // hand-off o, which offer has just made, ahead of the Commit. A session
 // that cannot be (it closed this tick) is not: letting it go fails later,
 // as it would have.
 func (z *Server) shadow(id components.ActorID, o *outgoing, s wire.SessionID) {
-	if z.opts.Gateway.Shadow(s, uint32(o.to), appendResume(nil, resumeOf{remote{z.opts.Zone, id.ID}, o.seq})) == nil {
+	if z.opts.Gateway.Shadow(s, uint32(o.to), z.resumePayload(id, o)) == nil {
 		o.shadow = s
 	}
 }
@@ -117,7 +125,7 @@ func (z *Server) letGo(id components.ActorID, o *outgoing, v *view) bool {
 		z.withdraw(id) // its player left since the Prepare
 		return false
 	}
-	payload := appendResume(nil, resumeOf{remote{z.opts.Zone, id.ID}, o.seq})
+	payload := z.resumePayload(id, o)
 	o.applied, o.letGoAt = g.inputs.Get(e).Seq, time.Now().UnixNano()
 	if err := z.opts.Gateway.Move(s, uint32(o.to), payload); err != nil {
 		// The client left since this tick's Receive: its actor goes as a
