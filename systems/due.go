@@ -115,10 +115,10 @@ func (c *baseCands) slice(lo, hi int32) baseCands {
 	return baseCands{c.x[lo:hi], c.y[lo:hi], c.z[lo:hi], c.cell[lo:hi], c.age[lo:hi], c.quot[lo:hi]}
 }
 
-// padded is resizeSlice with room for a group of eight past the end,
+// padded is resizeSlice with room for a group of sixteen past the end,
 // which the vector kernels read whole (and then ignore).
 func padded[T any](s []T, n int) []T {
-	return resizeSlice(s, n+8)[:n]
+	return resizeSlice(s, n+16)[:n]
 }
 
 // listSet is one period's lists, or one spread's base lists (dueLists).

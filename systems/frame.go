@@ -108,7 +108,11 @@ type Frame struct {
 	cellIdx []int32             // per actor: its cell in cells
 	res     []interest.Residues // per actor: its sender phase residues
 	half    []uint32            // per actor: its sender half of the pair phase (interest.SenderHalf)
-	relays  []int32             // per recipient: records in its batch
+	// Per actor, its due key's residue bits (denseLayout.resKey) and its
+	// due key this tick (denseLayout.dueKey), read a group of eight past
+	// the end (denseDue8).
+	resKey, dueKey []uint32
+	relays         []int32 // per recipient: records in its batch
 
 	groups []group
 	cells  []cell
@@ -186,9 +190,9 @@ func (f *Frame) resize(n int) {
 	f.view = resizeSlice(f.view, n)
 	f.row = resizeSlice(f.row, n)
 	f.group = resizeSlice(f.group, n)
-	f.x = resizeSlice(f.x, n)
-	f.y = resizeSlice(f.y, n)
-	f.z = resizeSlice(f.z, n)
+	f.x = padded(f.x, n)
+	f.y = padded(f.y, n)
+	f.z = padded(f.z, n)
 	f.id = resizeSlice(f.id, n)
 	f.key = resizeSlice(f.key, n)
 	f.changed = resizeSlice(f.changed, n)
@@ -198,10 +202,12 @@ func (f *Frame) resize(n int) {
 	f.verdict = resizeSlice(f.verdict, n)
 	f.crossed = resizeSlice(f.crossed, n)
 	f.look = resizeSlice(f.look, n)
-	f.records = resizeSlice(f.records, n*wire.RecordSize)
+	f.records = resizeSlice(f.records, n*wire.RecordSize+denseOverrun)[:n*wire.RecordSize]
 	f.cellIdx = resizeSlice(f.cellIdx, n)
 	f.res = resizeSlice(f.res, n)
 	f.half = resizeSlice(f.half, n)
+	f.resKey = resizeSlice(f.resKey, n)
+	f.dueKey = padded(f.dueKey, n)
 	f.relays = resizeSlice(f.relays, n)
 	f.sess = resizeSlice(f.sess, n)
 }

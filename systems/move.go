@@ -81,6 +81,7 @@ func (p *Pipeline) moveActor(a int32) {
 		half := interest.SenderHalf(key)
 		f.half[a] = half
 		f.res[a] = interest.HalfResidues(half)
+		f.resKey[a] = p.dense.resKey(f.due.tierPeriods, &f.res[a])
 	}
 	setIfChanged(&f.session[a], client.Session)
 	setIfChanged(&f.slot[a], client.Slot)
@@ -112,6 +113,7 @@ func (p *Pipeline) moveActor(a int32) {
 	setIfChanged(&f.verdict[a], v)
 	f.x[a], f.y[a], f.z[a] = t.X, t.Y, t.Z
 	setIfChanged(&f.changed[a], in.ChangedTick)
+	setIfChanged(&f.dueKey[a], p.dense.dueKey(f.resKey[a], in.ChangedTick, f.Tick))
 	setIfChanged(&f.crossed[a], p.world.KeyOf(*t) != view.Key)
 	if p.sight.watching {
 		setIfChanged(&f.look[a], client.Session != 0 && p.sight.pastSlack(client.Slot, id, t))

@@ -189,7 +189,15 @@ type Pipeline struct {
 	tierSets  []interest.Tiers
 	kindRank  []uint8
 	kindReach []float32 // each kind's radius, squared (Class.Radius); +Inf for none
-	maxRank   uint8     // the highest of kindRank
+	// kindBands is each kind's table for the vector kernels, kindLimits
+	// how many of its band limits are finite.
+	kindBands  []tierBands
+	kindLimits []int
+	// dense lays out the due keys (relay_dense.go); denseDue holds, for
+	// each tier period p, (p - tick mod p) mod p this tick.
+	dense    denseLayout
+	denseDue [interest.FastPeriods]uint32
+	maxRank  uint8 // the highest of kindRank
 	// throttleEveryReach is a test hook: the relay works at every level of
 	// pressure (relayLevel), and classify marks every class the throttle
 	// distance reaches, even those whose periods it cannot lengthen at the
@@ -312,6 +320,11 @@ func New(cfg Config, world *ecs.World, transport wire.Transport) (*Pipeline, err
 	p.longest = uint64(max(p.longestTier(), cfg.Throttle.MaxLevel()+1))
 	p.frame.due.setPeriods(p.tierSets)
 	p.bands = bandsOf(&p.tiers)
+	p.dense = layDense(p.frame.due.tierPeriods)
+	for i := range p.tierSets {
+		p.kindBands = append(p.kindBands, bandsOf(&p.tierSets[i]))
+		p.kindLimits = append(p.kindLimits, finiteLimits(&p.kindBands[i]))
+	}
 	p.pressedSpread = pressedSpread(p.longestTier())
 	p.sight.configure(cfg.PropRadius, cfg.PropSlack, cfg.Classes)
 	return p, nil
@@ -527,6 +540,9 @@ func (p *Pipeline) prepare(tick uint64) {
 	p.frame.prepare(p.world, tick, p.cfg.Shards)
 	p.sight.watching = p.world.Props() > 0
 	p.clock.Set(tick)
+	for _, tp := range p.frame.due.tierPeriods {
+		p.denseDue[tp%interest.FastPeriods] = tickDue(tp, tick)
+	}
 	p.units = p.units[:0]
 	for _, sh := range p.frame.shards {
 		p.units = append(p.units, scheduler.Unit{Key: sh.Key, Cost: float64(sh.Hi - sh.Lo)})
@@ -594,7 +610,7 @@ func (p *Pipeline) beginRelay(t *scheduler.Tick) {
 		}
 	}
 	d := &f.due
-	if !p.alwaysList && p.listsIdle() {
+	if !p.alwaysList && (p.listsIdle() || p.denseTick()) {
 		d.none()
 		f.boundCells(0, len(f.cells)) // the boxes, for recipients that classify cells after all
 		return
@@ -629,6 +645,22 @@ func (p *Pipeline) listsIdle() bool {
 	f := &p.frame
 	for gi := range f.groups {
 		if g := &f.groups[gi]; g.actors.hi > g.actors.lo && f.stencilSenders(g) > maxSmallStencil {
+			return false
+		}
+	}
+	return true
+}
+
+// denseTick reports whether every recipient of this tick takes the dense
+// walk (gatherDense), which reads no due list: the walk is laid out, no
+// client has a budget (whose spreads read lists) and no shard's cluster is
+// under pressure the relay acts on (relayLevel).
+func (p *Pipeline) denseTick() bool {
+	if !p.dense.ok || p.cfg.MaxRecordsPerTick > 0 {
+		return false
+	}
+	for _, sh := range p.frame.shards {
+		if p.relayLevel(sh.Level) > 0 {
 			return false
 		}
 	}

@@ -194,7 +194,7 @@ func reserve(buf []byte, senders int) []byte {
 	// Whole datagrams: a stencil whose population wanders a little (actors
 	// roaming across chunk borders) then stays within the capacity it has.
 	datagrams := (senders + wire.MaxRecordsPerBatch - 1) / wire.MaxRecordsPerBatch
-	if need := datagrams * datagramSize; cap(buf) < need {
+	if need := datagrams*datagramSize + denseOverrun; cap(buf) < need {
 		return make([]byte, 0, need+need/4)
 	}
 	return buf[:0]
@@ -299,6 +299,8 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	w := newBatchOut(reserve(sc.batch, senders), f.records, tick)
 	var held int64 // pairs throttling alone kept back
 	switch {
+	case spread == 1 && level == 0 && p.dense.ok:
+		p.gatherDense(&w, r, sc)
 	case sc.small && spread == 1 && level == 0:
 		p.gatherSmall(&w, r, cells, sc)
 	case due.based[spread] && level == 0:
@@ -404,6 +406,10 @@ type relayScratch struct {
 	// as one range at a capped spread (see flatRuns), when flatDone.
 	flatRuns []int32
 	flatDone bool
+	// gatherDense's kernel (the current recipient and table) and its
+	// senders' masks.
+	dense     denseKernel
+	denseMask []byte
 	// rankedAt: per stencil position, whether its senders are decided by
 	// rankedPairs under a spread (see Pipeline.ranked)
 	rankedAt []bool

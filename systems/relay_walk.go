@@ -308,20 +308,18 @@ const maxSmallStencil = 96
 
 // smallRuns reports whether a recipient cell whose stencil is cells,
 // holding senders actors, is small (at most maxSmallStencil senders, and
-// every table's periods short), and when it is returns in out its runs:
-// its cells' actors, consecutive cells of one table that continue each
-// other joined, each as its first actor, its end and its first cell's
-// kind.
+// every table's periods short), and returns in out its runs: its cells'
+// actors, consecutive cells of one table that continue each other
+// joined, each as its first actor, its end and its first cell's kind
+// (for gatherSmall, and gatherDense whatever the size).
 func (p *Pipeline) smallRuns(cells []int32, senders int, out []int32) (bool, []int32) {
 	f := &p.frame
 	out = out[:0]
-	if senders > maxSmallStencil {
-		return false, out
-	}
+	small := senders <= maxSmallStencil
 	for i := 0; i < len(cells); i++ {
 		c := &f.cells[cells[i]]
 		if p.tierSets[c.kind].Longest() >= interest.FastPeriods {
-			return false, out[:0]
+			small = false
 		}
 		if n := len(out); n > 0 && out[n-2] == c.actors.lo && f.kindTable[out[n-1]] == f.kindTable[c.kind] {
 			out[n-2] = c.actors.hi
@@ -329,7 +327,7 @@ func (p *Pipeline) smallRuns(cells []int32, senders int, out []int32) (bool, []i
 		}
 		out = append(out, c.actors.lo, c.actors.hi, int32(c.kind))
 	}
-	return true, out
+	return small, out
 }
 
 // gatherSmall is gatherCells for a recipient at spread 1 and pressure

@@ -70,3 +70,20 @@ func chooseThrottled8(sel *int32, changed *uint64, xs, ys, zs *float32, res *int
 //
 //go:noescape
 func chooseBased8(sel *int32, k *baseKernel, n int) int
+
+// denseDue8 is denseDue for senders 0 to n-1 (n a multiple of eight),
+// eight at a time with AVX2, a byte of masks a group: the same float32
+// steps and comparisons as the Go loop, so the same senders.
+//
+//go:noescape
+func denseDue8(masks *byte, xs, ys, zs *float32, keys *uint32, n int, k *denseKernel)
+
+// useAVX512 says the relay may use its AVX-512 routines: the dense walk's
+// decisions and copies in one pass (denseCopy16).
+var useAVX512 = useAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasBMI2 && cpu.X86.HasPOPCNT
+
+// denseCopy16 is denseDue followed by copyRecords for the run and batch k
+// holds, sixteen senders a group with AVX-512 (see simd_amd64.s).
+//
+//go:noescape
+func denseCopy16(k *denseKernel)

@@ -516,3 +516,230 @@ baseBail:
 	VZEROUPPER
 	MOVQ $-1, ret+24(FP)
 	RET
+
+// DENSE_GROUP decides the eight senders from index CX: the squared
+// distance, the band from the LIMITS macro (Y14, as BAND leaves it), the
+// recipient's bit for its period (a permute of Y3) against the senders'
+// due keys at R11, and within the cut (Y4). It stores the lanes due as
+// one byte at DI and moves on to the next group.
+#define DENSE_GROUP(LIMITS) \
+	SQUARED_DISTANCE(SI, R9, R10, Y12, Y13); \
+	LIMITS; \
+	VPERMD  Y3, Y14, Y8; \
+	VPAND   (R11)(CX*4), Y8, Y8; \
+	VPCMPEQD Y15, Y8, Y8; \
+	VCMPPS  $0x01, Y4, Y12, Y13; \
+	VPANDN  Y13, Y8, Y8; \
+	VMOVMSKPS Y8, BX; \
+	MOVB    BX, (DI); \
+	INCQ    DI; \
+	ADDQ    $8, CX
+
+// DENSE_LIMITS3 is BAND for a table of at most three finite limits, held
+// in Y5, Y6 and Y7.
+#define DENSE_LIMITS3 \
+	VCMPPS  $0x0D, Y5, Y12, Y14; \
+	VCMPPS  $0x0D, Y6, Y12, Y13; \
+	VPADDD  Y13, Y14, Y14; \
+	VCMPPS  $0x0D, Y7, Y12, Y13; \
+	VPADDD  Y13, Y14, Y14; \
+	VPSUBD  Y14, Y15, Y14
+
+// func denseDue8(masks *byte, xs, ys, zs *float32, keys *uint32, n int, k *denseKernel)
+//
+// denseDue for senders 0 to n-1 (n a multiple of eight), a byte of masks
+// a group: per lane, as the Go loop, the squared distance (differences,
+// squares, x plus y then plus z; no fused multiply-add), the band by
+// counting the limits reached, the recipient's bit for the band's period
+// (k.want, by a permute) ANDed with the sender's due key, nonzero, and the
+// distance below the cut.
+TEXT ·denseDue8(SB), NOSPLIT, $0-56
+	MOVQ masks+0(FP), DI
+	MOVQ xs+8(FP), SI
+	MOVQ ys+16(FP), R9
+	MOVQ zs+24(FP), R10
+	MOVQ keys+32(FP), R11
+	MOVQ n+40(FP), DX
+	MOVQ k+48(FP), R13
+	MOVQ denseKernel_bands(R13), R12
+	VBROADCASTSS denseKernel_rx(R13), Y0
+	VBROADCASTSS denseKernel_ry(R13), Y1
+	VBROADCASTSS denseKernel_rz(R13), Y2
+	VMOVDQU denseKernel_want(R13), Y3
+	VBROADCASTSS denseKernel_cut(R13), Y4
+	VMOVUPS (tierBands_limSq+0)(R12), Y5
+	VMOVUPS (tierBands_limSq+32)(R12), Y6
+	VMOVUPS (tierBands_limSq+64)(R12), Y7
+	VPXOR   Y15, Y15, Y15
+	XORQ    CX, CX
+	CMPQ    denseKernel_limits(R13), $3
+	JGT     wideGroup
+
+denseGroup:
+	CMPQ CX, DX
+	JGE  denseDone
+	DENSE_GROUP(DENSE_LIMITS3)
+	JMP  denseGroup
+
+wideGroup:
+	CMPQ CX, DX
+	JGE  denseDone
+	DENSE_GROUP(BAND)
+	JMP  wideGroup
+
+denseDone:
+	VZEROUPPER
+	RET
+
+// func denseCopy16(k *denseKernel)
+//
+// denseDue and the copy of the due senders' records in one pass, sixteen
+// senders a group with AVX-512. Per lane, as the Go loop: the squared
+// distance (differences, squares, x plus y then plus z; no fused
+// multiply-add), then the recipient's bit for the band the distance falls
+// in: the first band's (k.steps[0].want), replaced by each next step's
+// where the distance has reached its limit (k.steps[1:], the band limits
+// then the cut, whose bit is 0 and whose test also holds where the
+// distance is not a number), ANDed with the sender's due key. The lanes of
+// the group holding the recipient (k.selfAt) and of the last group past
+// k.n (k.tailAt) are dropped by k.drop's masks. The due senders' records
+// (five dwords each, the group's 320 bytes) are packed by five
+// compressions of sixteen dwords, each by the group's mask widened a bit
+// to five (k.lut), and stored from k.dst on. When a group's records pass
+// the end of the datagram (k.end), those past it move up by the header's
+// eight bytes and a full datagram's header (k.header) goes in between;
+// the next datagram's records end 57 records on. Reads whole groups past
+// k.n, and writes up to 320 bytes past the last record.
+TEXT ·denseCopy16(SB), NOSPLIT, $0-8
+	MOVQ k+0(FP), R13
+	VBROADCASTSS denseKernel_rx(R13), Z0
+	VBROADCASTSS denseKernel_ry(R13), Z1
+	VBROADCASTSS denseKernel_rz(R13), Z2
+	VPBROADCASTD (denseKernel_steps+4)(R13), Z3
+	VBROADCASTSS (denseKernel_steps+8)(R13), Z5
+	VPBROADCASTD (denseKernel_steps+12)(R13), Z9
+	VBROADCASTSS (denseKernel_steps+16)(R13), Z6
+	VPBROADCASTD (denseKernel_steps+20)(R13), Z10
+	VBROADCASTSS (denseKernel_steps+24)(R13), Z7
+	VPBROADCASTD (denseKernel_steps+28)(R13), Z11
+	VBROADCASTSS (denseKernel_steps+32)(R13), Z4
+	VPBROADCASTD (denseKernel_steps+36)(R13), Z12
+	MOVQ denseKernel_xs(R13), SI
+	MOVQ denseKernel_ys(R13), R9
+	MOVQ denseKernel_zs(R13), R10
+	MOVQ denseKernel_keys(R13), R11
+	MOVQ denseKernel_recs(R13), R12
+	MOVQ denseKernel_dst(R13), DI
+	MOVQ denseKernel_end(R13), R8
+	XORQ CX, CX
+
+copyGroup:
+	CMPQ CX, denseKernel_n(R13)
+	JGE  copyDone
+	VSUBPS  (SI)(CX*4), Z0, Z16
+	VMULPS  Z16, Z16, Z16
+	VSUBPS  (R9)(CX*4), Z1, Z17
+	VMULPS  Z17, Z17, Z17
+	VADDPS  Z17, Z16, Z16
+	VSUBPS  (R10)(CX*4), Z2, Z17
+	VMULPS  Z17, Z17, Z17
+	VADDPS  Z17, Z16, Z16
+	VPCMPUD $5, Z5, Z16, K1
+	VPBLENDMD Z9, Z3, K1, Z18
+	VPCMPUD $5, Z6, Z16, K1
+	VPBLENDMD Z10, Z18, K1, Z18
+	VPCMPUD $5, Z7, Z16, K1
+	VPBLENDMD Z11, Z18, K1, Z18
+	VPCMPUD $5, Z4, Z16, K1
+	VPBLENDMD Z12, Z18, K1, Z18
+	VPTESTMD (R11)(CX*4), Z18, K2
+	KMOVW   K2, BX
+	CMPQ    CX, denseKernel_selfAt(R13)
+	JEQ     dropSelf
+	CMPQ    CX, denseKernel_tailAt(R13)
+	JEQ     dropTail
+
+kept:
+	TESTL   BX, BX
+	JZ      nextGroup
+	// The group's mask a bit to five dwords: R14 bits 0 to 63, AX 64 to 79.
+	MOVQ    denseKernel_lut(R13), DX
+	MOVBLZX BL, AX
+	MOVQ    (DX)(AX*8), R14
+	SHRL    $8, BX
+	MOVQ    (DX)(BX*8), AX
+	MOVQ    AX, DX
+	SHLQ    $40, DX
+	ORQ     DX, R14
+	SHRQ    $24, AX
+	// The group's records from DX = R12 + CX*20, sixteen dwords at a time,
+	// each stored after the dwords kept before it.
+	LEAQ    (CX)(CX*4), DX
+	LEAQ    (R12)(DX*4), DX
+	KMOVQ   R14, K4
+	VMOVDQU32 0(DX), Z20
+	VPCOMPRESSD Z20, K4, Z20
+	VMOVDQU32 Z20, (DI)
+	KSHIFTRQ $16, K4, K5
+	VMOVDQU32 64(DX), Z21
+	VPCOMPRESSD Z21, K5, Z21
+	MOVWQZX R14, BX
+	POPCNTQ BX, BX
+	VMOVDQU32 Z21, (DI)(BX*4)
+	KSHIFTRQ $32, K4, K6
+	VMOVDQU32 128(DX), Z22
+	VPCOMPRESSD Z22, K6, Z22
+	MOVL    R14, BX
+	POPCNTQ BX, BX
+	VMOVDQU32 Z22, (DI)(BX*4)
+	KSHIFTRQ $48, K4, K7
+	VMOVDQU32 192(DX), Z23
+	VPCOMPRESSD Z23, K7, Z23
+	MOVQ    R14, BX
+	SHLQ    $16, BX
+	POPCNTQ BX, BX
+	VMOVDQU32 Z23, (DI)(BX*4)
+	KMOVW   AX, K1
+	VMOVDQU32 256(DX), Z24
+	VPCOMPRESSD Z24, K1, Z24
+	POPCNTQ R14, BX
+	VMOVDQU32 Z24, (DI)(BX*4)
+	POPCNTQ AX, AX
+	ADDQ    AX, BX
+	LEAQ    (DI)(BX*4), DI
+	// Past the datagram's end: open the next one.
+	CMPQ    DI, R8
+	JLS     nextGroup
+	VMOVDQU32 0(R8), Z20
+	VMOVDQU32 64(R8), Z21
+	VMOVDQU32 128(R8), Z22
+	VMOVDQU32 192(R8), Z23
+	VMOVDQU32 256(R8), Z24
+	VMOVDQU32 Z20, 8(R8)
+	VMOVDQU32 Z21, 72(R8)
+	VMOVDQU32 Z22, 136(R8)
+	VMOVDQU32 Z23, 200(R8)
+	VMOVDQU32 Z24, 264(R8)
+	MOVQ    denseKernel_header(R13), BX
+	MOVQ    BX, (R8)
+	ADDQ    $8, DI
+	ADDQ    $const_datagramSize, R8
+
+nextGroup:
+	ADDQ    $16, CX
+	JMP     copyGroup
+
+dropSelf:
+	ANDL    denseKernel_selfDrop(R13), BX
+	CMPQ    CX, denseKernel_tailAt(R13)
+	JNE     kept
+
+dropTail:
+	ANDL    denseKernel_tailDrop(R13), BX
+	JMP     kept
+
+copyDone:
+	MOVQ    DI, denseKernel_dst(R13)
+	MOVQ    R8, denseKernel_end(R13)
+	VZEROUPPER
+	RET

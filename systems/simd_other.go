@@ -34,3 +34,14 @@ func copyRecordsAt(dst, recs *byte, sel *int32, k int) {
 func chooseBased8(sel *int32, k *baseKernel, n int) int {
 	panic("systems: chooseBased8 without AVX2")
 }
+
+func denseDue8(masks *byte, xs, ys, zs *float32, keys *uint32, n int, k *denseKernel) {
+	panic("systems: denseDue8 without AVX2")
+}
+
+// useAVX512 is false: the relay's Go loops do the work.
+const useAVX512 = false
+
+func denseCopy16(k *denseKernel) {
+	panic("systems: denseCopy16 without AVX-512")
+}

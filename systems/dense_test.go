@@ -1,0 +1,126 @@
+package systems
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/throng-go/throng/interest"
+	"github.com/throng-go/throng/net/wire"
+)
+
+// TestDenseWritesLikeThePairs: a batch written by the dense walk's one
+// pass (denseCopy16, with AVX-512) holds the same bytes, datagram headers
+// included, as the records of the pairs the tier table and the due keys
+// say are due, one at a time: over runs that start a batch or continue
+// one at any fill, cross datagram boundaries, hold the recipient or not,
+// and tables of one to four bands. It also holds the Go loop (denseDue)
+// to the same pairs.
+func TestDenseWritesLikeThePairs(t *testing.T) {
+	t.Logf("AVX-512: %v", useAVX512)
+	r := rand.New(rand.NewPCG(11, 12))
+	const senders = 700
+	records := make([]byte, senders*wire.RecordSize, senders*wire.RecordSize+denseOverrun)
+	for i := range records {
+		records[i] = byte(r.Uint32())
+	}
+	xs, ys, zs := padded([]float32(nil), senders), padded([]float32(nil), senders), padded([]float32(nil), senders)
+	keys := padded([]uint32(nil), senders)
+	for it := range 3000 {
+		steps := interest.DefaultSteps(float32(500+r.IntN(3000)), 1+r.IntN(4))
+		tiers, err := interest.NewTiers(steps, 16)
+		require.NoError(t, err)
+		bands := bandsOf(&tiers)
+		lim, _ := tiers.Bands()
+		k := denseKernel{bands: &bands, limits: int64(finiteLimits(&bands)), cut: float32(math.Inf(1)), lut: &widenLUT}
+		if it%3 == 0 {
+			k.cut = float32(r.IntN(6000) * r.IntN(6000))
+		}
+		for b := range k.want {
+			k.want[b] = 1 << r.IntN(10)
+		}
+		k.rx, k.ry, k.rz = r.Float32()*4096, r.Float32()*4096, r.Float32()*50
+		for i := range cap(xs) {
+			xs[:cap(xs)][i], ys[:cap(ys)][i], zs[:cap(zs)][i] = r.Float32()*8192-2048, r.Float32()*8192-2048, r.Float32()*100
+			keys[:cap(keys)][i] = r.Uint32() & r.Uint32() & 0x3FF
+		}
+		before := r.IntN(200) // records already in the batch
+		lo := int32(r.IntN(senders))
+		hi := lo + int32(r.IntN(int(senders-lo)+1))
+		rcp := lo + int32(r.IntN(int(hi-lo)+1)) - 1 // in the run, or just before it
+		room := (before+senders)/wire.MaxRecordsPerBatch*datagramSize + 2*datagramSize + denseOverrun
+		a := newBatchOut(make([]byte, 0, room), records, uint64(it))
+		b := newBatchOut(make([]byte, 0, room), records, uint64(it))
+		for i := range before {
+			a.one(int32(i % senders))
+			b.one(int32(i % senders))
+		}
+		for i := lo; i < hi; i++ {
+			dx, dy, dz := xs[i]-k.rx, ys[i]-k.ry, zs[i]-k.rz
+			d := dx*dx + dy*dy + dz*dz
+			band := 0
+			for _, l := range lim[1:] {
+				band += b2i(d >= l)
+			}
+			if i != rcp && keys[i]&k.want[band] != 0 && d < k.cut {
+				b.one(i)
+			}
+		}
+		a.writeDense(&k, xs[lo:hi], ys[lo:hi], zs[lo:hi], keys[lo:hi], lo, rcp, nil, useAVX512 && it%4 != 0)
+		if it%5 == 0 {
+			a.one(3)
+			b.one(3)
+		}
+		want, got := b.finish(), a.finish()
+		if !bytes.Equal(want, got) {
+			t.Logf("want %d bytes, got %d\nwant % x\ngot  % x", len(want), len(got), want[max(0, len(want)-80):], got[max(0, len(got)-80):])
+		}
+		require.True(t, bytes.Equal(want, got), "case %d: %d before, senders %d to %d, recipient %d, %d limits", it, before, lo, hi, rcp, k.limits)
+	}
+}
+
+// BenchmarkDenseWrite writes one recipient's batch from a square of 1,000
+// senders (the default tiers, about 73% of them due, square/1000's share),
+// by the one pass (vector) or by bit sets (masks).
+//
+//	go test -run '^$' -bench BenchmarkDenseWrite ./systems
+func BenchmarkDenseWrite(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const n = 1000
+	records := make([]byte, n*wire.RecordSize, n*wire.RecordSize+denseOverrun)
+	xs, ys, zs := padded([]float32(nil), n), padded([]float32(nil), n), padded([]float32(nil), n)
+	keys := padded([]uint32(nil), n)
+	for i := range n {
+		xs[i], ys[i], zs[i] = r.Float32()*4096, r.Float32()*4096, r.Float32()*10
+		keys[i] = 1 | 1<<(1+r.IntN(2)) | 1<<(3+r.IntN(3)) | 1<<(6+r.IntN(4))
+	}
+	tiers, err := interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
+	require.NoError(b, err)
+	bands := bandsOf(&tiers)
+	k := denseKernel{bands: &bands, limits: int64(finiteLimits(&bands)), cut: float32(math.Inf(1)), lut: &widenLUT,
+		want: [8]uint32{1, 1 << 1, 1 << 3, 1 << 6, 1 << 6, 1 << 6, 1 << 6, 1 << 6}, rx: 1500, ry: 2500, rz: 5}
+	buf := make([]byte, 0, (n/wire.MaxRecordsPerBatch+1)*datagramSize+denseOverrun)
+	var masks []byte
+	for _, vector := range []bool{true, false} {
+		name := "masks"
+		if vector {
+			if !useAVX512 {
+				continue
+			}
+			name = "vector"
+		}
+		b.Run(name, func(b *testing.B) {
+			written := 0
+			for b.Loop() {
+				w := newBatchOut(buf, records, 1)
+				masks = w.writeDense(&k, xs, ys, zs, keys, 0, 10, masks, vector)
+				written += int(w.count)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/sender")
+			b.ReportMetric(float64(written)/float64(b.N), "records")
+		})
+	}
+}

@@ -1,0 +1,304 @@
+package systems
+
+import (
+	"encoding/binary"
+	"math"
+	"unsafe"
+
+	"github.com/throng-go/throng/interest"
+	"github.com/throng-go/throng/net/wire"
+)
+
+// The dense walk: a recipient at spread 1 and pressure level 0 decides
+// every sender of its stencil by one test a pair, eight pairs an
+// instruction, with nothing else read than the senders' positions and one
+// word each, their due keys.
+//
+// A sender's due key says, for each tier period p of the interest tables,
+// whether the sender has something new to say at p (it changed within p
+// ticks) and its phase residue modulo p: bit off[p] + (half mod p), set
+// when it changed within p. A recipient wants, at each period, one residue
+// (interest.Clock.Want): one bit of the same layout. So a pair is due when
+// its band's period's wanted bit is set in the sender's key, and the walk
+// needs for each pair its distance, its band (the limits it has reached),
+// the recipient's bit for that band (a permute of eight words) and one
+// AND. The keys change only when a sender's phase key does or its age
+// passes a period, so Move stores them rarely (setIfChanged).
+//
+// It takes the place of the cell walk (gatherCells) where every tier
+// period is short and the periods together fit 32 bits (with the default
+// tiers, 1+2+3+4 = 10): a crowd's cells straddle the bands' edges, and
+// the walk's block copies of due lists then come at the price of a
+// decision per cell, its bit sets and a branch the CPU rarely predicts.
+// The dense walk decides a dense stencil's thousand senders in about the
+// time the walk took for a few cells, and writes the due records with one
+// 32-byte move each (copyRecords): the same senders, in the same order
+// (stencil runs of consecutive actors, ascending), so the same bytes.
+
+// denseLayout is where each tier period's bits lie in a due key (off),
+// and, by a sender's age in ticks (up to FastPeriods-1, older as the
+// last), the bits of the periods it is still within (age). ok says the
+// relay takes the dense walk: there are periods to tell apart, they fit
+// (all below interest.FastPeriods, their sum at most 32), and the CPU has
+// the vector kernels (without them, a Go loop a pair costs more than the
+// cell walk's lists).
+type denseLayout struct {
+	ok  bool
+	off [interest.FastPeriods]uint8
+	age [interest.FastPeriods]uint32
+}
+
+// layDense lays out the due keys for the tier periods (ascending, each
+// once, 1 first: dueLists.tierPeriods).
+func layDense(periods []uint8) (l denseLayout) {
+	if len(periods) < 2 || !useAVX2 {
+		// One period: a pair's band never matters, and a stencil row's
+		// due lists are one block copy (gatherCells).
+		return denseLayout{}
+	}
+	sum := 0
+	for _, p := range periods {
+		if p >= interest.FastPeriods {
+			return denseLayout{}
+		}
+		sum += int(p)
+	}
+	if sum > 32 {
+		return denseLayout{}
+	}
+	at := uint8(0)
+	for _, p := range periods {
+		l.off[p] = at
+		bitsOf := uint32(1)<<p - 1
+		for a := range l.age {
+			if a < int(p) {
+				l.age[a] |= bitsOf << at
+			}
+		}
+		at += p
+	}
+	l.ok = true
+	return l
+}
+
+// resKey returns the residue bits of a sender whose residues are res, at
+// every tier period: the due key of a sender that just changed.
+func (l *denseLayout) resKey(periods []uint8, res *interest.Residues) uint32 {
+	var k uint32
+	for _, p := range periods {
+		k |= 1 << (l.off[p] + res[p%interest.FastPeriods])
+	}
+	return k
+}
+
+// dueKey returns the due key of a sender with residue bits resKey that
+// last changed at tick changed (0: never), at tick.
+func (l *denseLayout) dueKey(resKey uint32, changed, tick uint64) uint32 {
+	if changed == 0 {
+		return 0
+	}
+	return resKey & l.age[min(tick-changed, interest.FastPeriods-1)]
+}
+
+// denseKernel is what denseDue8 reads: the recipient's position, the
+// table's band limits (bands, limits of them finite), the recipient's bit
+// for each band's period (want) and the kind's radius squared (cut; +Inf
+// for none). denseCopy16 reads the run from it too (its columns from the
+// run's first sender, n of them, the recipient at self, or -1) and the
+// batch (dst, where the next record goes, and end, where the current
+// datagram's records end), which it moves on.
+type denseKernel struct {
+	bands      *tierBands
+	want       [8]uint32
+	rx, ry, rz float32
+	cut        float32
+	limits     int64
+	// steps is the table as denseCopy16 reads it: the first band's bit
+	// (steps[0].want), then three limits, each with the bit of the band
+	// from it on (+Inf and a copy of the last bit for limits a table has
+	// not), then the cut with bit 0.
+	steps      [5]denseStep
+	lut        *[256]uint64 // widenLUT
+	xs, ys, zs *float32
+	keys       *uint32
+	recs       *byte
+	n          int64
+	// The group holding the recipient and the group past the last sender
+	// (or -1, past every group), and the lanes of each kept.
+	selfAt, tailAt     int64
+	selfDrop, tailDrop uint32
+	dst, end           uintptr
+	header             uint64 // a full datagram's header
+}
+
+// denseStep is one of denseKernel.steps: from limit on, the bit want.
+type denseStep struct {
+	limit float32
+	want  uint32
+}
+
+// aimSteps lays out k.steps from k.want, k.bands and k.cut, for at most
+// three finite limits.
+func (k *denseKernel) aimSteps() {
+	k.steps[0] = denseStep{want: k.want[0]}
+	for i := 1; i <= 3; i++ {
+		k.steps[i] = denseStep{limit: k.bands.limSq[i-1][0], want: k.want[i]}
+		if int64(i) > k.limits {
+			k.steps[i] = denseStep{limit: float32(math.Inf(1)), want: k.want[k.limits]}
+		}
+	}
+	k.steps[4] = denseStep{limit: k.cut}
+}
+
+// widenLUT[m] has, for each bit i of m, the five bits from 5i: a mask of
+// eight senders as the mask of their records' dwords.
+var widenLUT = func() (t [256]uint64) {
+	for m := range t {
+		for i := range 8 {
+			if m>>i&1 != 0 {
+				t[m] |= 0x1F << (5 * i)
+			}
+		}
+	}
+	return t
+}()
+
+// gatherDense writes the senders due to recipient r, at spread 1 and
+// level 0, run by run of its stencil (sc.smallRuns: consecutive actors of
+// one table), each run's pairs decided by denseDue.
+func (p *Pipeline) gatherDense(w *batchOut, r int32, sc *relayScratch) {
+	f := &p.frame
+	rhalf := interest.RecipientHalf(f.key[r])
+	var bit [interest.FastPeriods]uint32 // the recipient's bit at each tier period
+	for _, tp := range f.due.tierPeriods {
+		bit[tp] = 1 << (p.dense.off[tp] + uint8(f.due.wantResidue(tp, p.denseDue[tp], rhalf)))
+	}
+	k := &sc.dense
+	k.rx, k.ry, k.rz = f.x[r], f.y[r], f.z[r]
+	k.lut = &widenLUT
+	aimed := -1
+	for j := 0; j+2 < len(sc.smallRuns); j += 3 {
+		lo, hi, kind := sc.smallRuns[j], sc.smallRuns[j+1], int(sc.smallRuns[j+2])
+		if kind != aimed {
+			b := &p.kindBands[kind]
+			for band, tp := range b.period {
+				k.want[band] = bit[tp%interest.FastPeriods]
+			}
+			k.bands, k.cut, k.limits = b, p.kindReach[kind], int64(p.kindLimits[kind])
+			aimed = kind
+		}
+		p.denseRun(w, k, lo, hi, r, sc)
+	}
+}
+
+// denseRun writes the senders of actors lo to hi-1 due to recipient r,
+// k aimed at r and their table (writeDense).
+func (p *Pipeline) denseRun(w *batchOut, k *denseKernel, lo, hi, r int32, sc *relayScratch) {
+	f := &p.frame
+	sc.denseMask = w.writeDense(k, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], f.dueKey[lo:hi], lo, r, sc.denseMask, useAVX512)
+}
+
+// writeDense writes the senders lo+i, for i from 0 to len(xs)-1, of the
+// columns xs, ys, zs (positions) and keys (due keys), that are due to
+// recipient r (k aimed at it) and not r itself. With vector (AVX-512)
+// and the room, decided and copied in one pass (denseCopy16); else
+// decided into bit sets (denseDue, masks its memory, which it returns)
+// and copied.
+func (w *batchOut) writeDense(k *denseKernel, xs, ys, zs []float32, keys []uint32, lo, r int32, masks []byte, vector bool) []byte {
+	n := len(xs)
+	if n == 0 {
+		return masks
+	}
+	if up := (n + 15) &^ 15; vector && k.limits <= 3 && w.roomForDense(n, int(lo)+n) && cap(xs) >= up && cap(ys) >= up && cap(zs) >= up && cap(keys) >= up {
+		k.xs, k.ys, k.zs, k.keys = &xs[0], &ys[0], &zs[0], &keys[0]
+		k.recs, k.n, k.header = &w.records[int(lo)*wire.RecordSize], int64(n), w.fullHeader()
+		k.selfAt, k.tailAt = -1, -1
+		if lo <= r && int(r) < int(lo)+n {
+			self := int64(r - lo)
+			k.selfAt, k.selfDrop = self&^15, ^uint32(1<<(self&15))
+		}
+		if n%16 != 0 {
+			k.tailAt, k.tailDrop = int64(n&^15), 1<<(n%16)-1
+		}
+		k.aimSteps()
+		base := uintptr(unsafe.Pointer(&w.buf[0]))
+		k.dst, k.end = base+uintptr(w.n), base+uintptr(w.n+w.left*wire.RecordSize)
+		end := k.end
+		denseCopy16(k)
+		opened := int((k.end - end) / datagramSize)
+		written := (int(k.dst-base) - w.n - opened*wire.BatchHeaderSize) / wire.RecordSize
+		if opened > 0 {
+			if w.count > 0 { // the datagram it filled (see open)
+				wire.SetBatchCount(w.buf[w.head:], wire.MaxRecordsPerBatch)
+			}
+			w.head = int(k.end-base) - datagramSize
+		}
+		w.n = int(k.dst - base)
+		w.left = int(k.end-k.dst) / wire.RecordSize
+		w.count += int32(written)
+		return masks
+	}
+	masks = resizeSlice(masks, (n+63)/64*8+8)
+	denseDue(masks, xs, ys, zs, keys, k)
+	if lo <= r && int(r) < int(lo)+n {
+		masks[(r-lo)/8] &^= 1 << ((r - lo) % 8)
+	}
+	for i := 0; i < n; i += 64 {
+		if set := binary.LittleEndian.Uint64(masks[i/8:]); set != 0 {
+			w.writeSet(set, lo+int32(i))
+		}
+	}
+	return masks
+}
+
+// denseDue writes to masks, bit i of byte i/8 for sender i, which of the
+// senders at xs, ys, zs with due keys keys are due to k's recipient, and
+// clears the bits past them to the next eight bytes. With AVX2, eight
+// senders an instruction (denseDue8), reading whole groups where the
+// slices have the room; else, and for the rest, one by one.
+func denseDue(masks []byte, xs, ys, zs []float32, keys []uint32, k *denseKernel) {
+	n := len(xs)
+	ys, zs, keys = ys[:n], zs[:n], keys[:n]
+	i := 0
+	if up := (n + 7) &^ 7; useAVX2 && n > 0 {
+		if cap(xs) < up || cap(ys) < up || cap(zs) < up || cap(keys) < up {
+			up = n &^ 7
+		}
+		if up > 0 {
+			denseDue8(&masks[0], &xs[0], &ys[0], &zs[0], &keys[0], up, k)
+		}
+		i = min(up, n)
+	}
+	end := (n + 63) / 64 * 8
+	clear(masks[(i+7)/8 : end])
+	if i%8 != 0 { // the group past the last sender: its lanes dropped
+		masks[i/8] &= 1<<(i%8) - 1
+	}
+	for ; i < n; i++ {
+		dx, dy, dz := xs[i]-k.rx, ys[i]-k.ry, zs[i]-k.rz
+		d := dx*dx + dy*dy + dz*dz
+		due := keys[i]&k.want[k.bands.bandOf(d)] != 0 && d < k.cut
+		masks[i/8] |= byte(b2i(due)) << (i % 8)
+	}
+}
+
+// bandOf returns the band of squared distance d: the limits it has reached.
+func (b *tierBands) bandOf(d float32) int {
+	n := 0
+	for k := range b.limSq {
+		n += b2i(d >= b.limSq[k][0])
+	}
+	return n
+}
+
+// finiteLimits returns how many of b's band limits are finite: the
+// bands a distance can reach beyond the first.
+func finiteLimits(b *tierBands) int {
+	n := 0
+	for k := range b.limSq {
+		if !math.IsInf(float64(b.limSq[k][0]), 1) {
+			n++
+		}
+	}
+	return n
+}
