@@ -17,7 +17,9 @@ import (
 // included, as the records of the pairs the tier table and the due keys
 // say are due, one at a time: over runs that start a batch or continue
 // one at any fill, cross datagram boundaries, hold the recipient or not,
-// and tables of one to four bands. It also holds the Go loop (denseDue)
+// tables of one to eight bands (the one pass takes up to four, the rest
+// go by bit sets), senders on a band's exact limit and at positions that
+// are not numbers or are infinite. It also holds the Go loop (denseDue)
 // to the same pairs.
 func TestDenseWritesLikeThePairs(t *testing.T) {
 	t.Logf("AVX-512: %v", useAVX512)
@@ -30,9 +32,12 @@ func TestDenseWritesLikeThePairs(t *testing.T) {
 	xs, ys, zs := padded([]float32(nil), senders), padded([]float32(nil), senders), padded([]float32(nil), senders)
 	keys := padded([]uint32(nil), senders)
 	for it := range 3000 {
-		steps := interest.DefaultSteps(float32(500+r.IntN(3000)), 1+r.IntN(4))
-		tiers, err := interest.NewTiers(steps, 16)
-		require.NoError(t, err)
+		tiers := tiersForTest(t, r)
+		if it%2 == 0 { // the default table's shape, at a random scale
+			var err error
+			tiers, err = interest.NewTiers(interest.DefaultSteps(float32(500+r.IntN(3000)), 1+r.IntN(4)), 16)
+			require.NoError(t, err)
+		}
 		bands := bandsOf(&tiers)
 		lim, _ := tiers.Bands()
 		k := denseKernel{bands: &bands, limits: int64(finiteLimits(&bands)), cut: float32(math.Inf(1)), lut: &widenLUT}
@@ -43,8 +48,26 @@ func TestDenseWritesLikeThePairs(t *testing.T) {
 			k.want[b] = 1 << r.IntN(10)
 		}
 		k.rx, k.ry, k.rz = r.Float32()*4096, r.Float32()*4096, r.Float32()*50
+		nan, inf := float32(math.NaN()), float32(math.Inf(1))
+		if it%50 == 7 { // a recipient at infinity: infinity less infinity is the CPU's own NaN, negative
+			k.rx = inf
+		}
 		for i := range cap(xs) {
-			xs[:cap(xs)][i], ys[:cap(ys)][i], zs[:cap(zs)][i] = r.Float32()*8192-2048, r.Float32()*8192-2048, r.Float32()*100
+			x, y, z := r.Float32()*8192-2048, r.Float32()*8192-2048, r.Float32()*100
+			switch r.IntN(40) {
+			case 0:
+				x = nan
+			case 1:
+				y = -inf
+			case 3:
+				x = inf
+			case 2: // on a limit exactly, where a strict comparison would show
+				x, y, z = k.rx, k.ry, k.rz
+				if l := k.limits; l > 0 {
+					x += float32(math.Sqrt(float64(bands.limSq[r.IntN(int(l))][0])))
+				}
+			}
+			xs[:cap(xs)][i], ys[:cap(ys)][i], zs[:cap(zs)][i] = x, y, z
 			keys[:cap(keys)][i] = r.Uint32() & r.Uint32() & 0x3FF
 		}
 		before := r.IntN(200) // records already in the batch

@@ -10,9 +10,10 @@ import (
 
 // useAVX2 says the relay may use its AVX2 routines (simd_amd64.s): the
 // band-edge and point checks eight at a time, records copied one 32-byte
-// move each. Each has a Go loop beside it, which other CPUs and
-// architectures run, and builds with the purego tag.
-var useAVX2 = cpu.X86.HasAVX2
+// move each (finding the next with BMI1's TZCNT and BLSR). Each has a Go
+// loop beside it, which other CPUs and architectures run, and builds with
+// the purego tag.
+var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasBMI1
 
 // beyondEdge8 is beyondEdge on the first n senders, n a multiple of 8 (at
 // most 64), eight at a time with AVX2: the same float32 steps in the same
