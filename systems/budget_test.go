@@ -124,7 +124,8 @@ func checkBudgetedTicks(t *testing.T, spawns []components.Transform, classes []C
 					continue
 				}
 				spread := max(s.spread, 1)
-				require.Equal(t, (listed || spread == 1) && !p.frame.due.idle, p.frame.due.listed(spread), "spread %d", spread)
+				// Spread 1 has lists where the dense walk does not take it.
+				require.Equal(t, (listed || spread == 1 && !p.dense.ok) && !p.frame.due.idle, p.frame.due.listed(spread), "spread %d", spread)
 				if s.thin > 0 {
 					thinned++
 				}
@@ -223,13 +224,13 @@ func TestDueListsStaySmallWhateverTheSpreads(t *testing.T) {
 		}
 		return &spreads
 	}
-	d.plan(7, uses(), 4096, 10000)
+	d.plan(7, uses(), 4096, 10000, false)
 	require.LessOrEqual(t, int(d.nslots)*4096, maxListCells)
 	require.LessOrEqual(t, len(d.sets)*10000, maxListPicks)
 	require.True(t, d.listed(1))
 	require.True(t, d.listed(2), "the most used spread has room")
 	require.False(t, d.listed(63), "the least used does not")
-	d.plan(7, uses(), 64, 400)
+	d.plan(7, uses(), 64, 400, false)
 	require.LessOrEqual(t, int(d.nslots)*64, maxListCells)
 	for s := uint8(1); s <= 16; s++ {
 		require.True(t, d.listed(s), "spread %d in a small crowd", s)

@@ -190,15 +190,20 @@ func (d *dueLists) quotient(x uint32, p uint8) uint8 {
 // actor and period. A spread left out has no lists this tick; its
 // recipients are decided pair by pair, with the same result (listed
 // reports which).
-func (d *dueLists) plan(tick uint64, spreads *[256]int32, ncells, actors int) {
+//
+// With unlistedOne, recipients at spread 1 read no lists (the dense walk
+// takes them), and the tier periods are listed only where a spread
+// stretches a period onto one of them: a tick may then have no sets.
+func (d *dueLists) plan(tick uint64, spreads *[256]int32, ncells, actors int, unlistedOne bool) {
 	d.idle = false
 	var inUse [256]bool
-	for _, p := range d.tierPeriods {
-		inUse[p] = true
-	}
-	nslots, nperiods := 0, len(d.tierPeriods)
-	for _, p := range d.tierPeriods {
-		nslots += int(p)
+	nslots, nperiods := 0, 0
+	if !unlistedOne {
+		for _, p := range d.tierPeriods {
+			inUse[p] = true
+			nslots += int(p)
+		}
+		nperiods = len(d.tierPeriods)
 	}
 	budget := d.slotBudget
 	if budget == 0 {
@@ -207,7 +212,7 @@ func (d *dueLists) plan(tick uint64, spreads *[256]int32, ncells, actors int) {
 	clear(d.listedSpread[:])
 	clear(d.based[:])
 	d.bases = d.bases[:0]
-	d.listedSpread[1] = true
+	d.listedSpread[1] = !unlistedOne
 	longest := d.tierPeriods[len(d.tierPeriods)-1]
 	for {
 		// The most used spread not yet considered (ties: the smaller).

@@ -615,8 +615,12 @@ func (p *Pipeline) beginRelay(t *scheduler.Tick) {
 		f.boundCells(0, len(f.cells)) // the boxes, for recipients that classify cells after all
 		return
 	}
-	d.plan(f.Tick, &spreads, len(f.cells), f.Len())
+	d.plan(f.Tick, &spreads, len(f.cells), f.Len(), p.dense.ok && !p.alwaysList)
 	d.beginBuild(f)
+	if len(d.sets) == 0 { // no set's unit to bound the cells: the boxes here
+		f.boundCells(0, len(f.cells))
+		return
+	}
 	if p.inline || len(d.sets) < 2 || f.Len()*len(d.sets) < minParallelDueWork {
 		for j := range d.sets {
 			p.dueBuild.RunUnit(j)
