@@ -15,7 +15,9 @@ import (
 
 // The relay's fast paths are held to its plain rule in every mode: without
 // a budget by TestRelayMatchesBruteForce (the root package) and
-// TestWideStencilsFollowThePlainRule, under the per-connection budget by
+// TestWideStencilsFollowThePlainRule (the dense walk, where the CPU has
+// AVX2; its kernels pair by pair by TestDenseWritesLikeThePairs), under
+// the per-connection budget by
 // TestBudgetedRecipientsGetExactlyTheirDuePairs,
 // TestUnlistedSpreadsAreDecidedPairByPairAlike,
 // TestBigCellsUnderASpreadFollowThePlainRule and, for a tick without

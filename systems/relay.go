@@ -19,6 +19,9 @@ import (
 //
 //   - relay_reference.go: the rule, written plainly, that the tests hold
 //     every fast path to (reference_test.go lists them);
+//   - relay_dense.go: the dense walk, which most recipients at spread 1
+//     take: every sender of the stencil decided by its due key, a group of
+//     pairs an instruction, with no cells or lists;
 //   - relay_cells.go: cells, their boxes, classes and runs;
 //   - relay_walk.go: one recipient's walk over its stencil, cell by cell,
 //     and the strategy for each kind of cell (gatherCells), or, for a
@@ -31,11 +34,11 @@ import (
 //   - relay_near.go: the nearest senders, which a spread does not stretch;
 //   - relay_thin.go: thinning, past the longest spread.
 //
-// The AVX2 kernels (simd_amd64.s) are chosen inside the functions that
-// call them (beyondEdge, pointBands, chooseByTiers, chooseThrottled,
-// picker.aim, batchOut.roomFor32), each with a Go loop beside it that
-// other CPUs and -tags purego run; the code above them reads the same on
-// every CPU.
+// The AVX2 kernels and the dense walk's AVX-512 pass (simd_amd64.s) are
+// chosen inside the functions that call them (beyondEdge, pointBands,
+// chooseByTiers, chooseThrottled, denseDue, writeDense, picker.aim,
+// batchOut.roomFor32), each with a Go loop beside it that other CPUs and
+// -tags purego run; the code above them reads the same on every CPU.
 //
 // The words, in the order they build on one another (docs/relay.md has
 // them with a picture, under "Words"):

@@ -129,6 +129,7 @@ type denseKernel struct {
 	selfDrop, tailDrop uint32
 	dst, end           uintptr
 	header             uint64 // a full datagram's header
+	saved              int64  // denseCopy16's spill of its group index
 }
 
 // denseStep is one of denseKernel.steps: from limit on, the bit want.

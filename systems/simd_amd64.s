@@ -591,6 +591,24 @@ denseDone:
 	VZEROUPPER
 	RET
 
+// SHIFTED_AT stores the block Z, which was stored at A, eight bytes on,
+// without its bytes that lie before R8 (they stay where they are): a
+// byte mask from R8 - A, clamped to 0 to 64. AX and BX are scratch.
+#define SHIFTED_AT(Z, A) \
+	MOVQ    R8, AX; \
+	SUBQ    A, AX; \
+	XORQ    BX, BX; \
+	TESTQ   AX, AX; \
+	CMOVQLT BX, AX; \
+	MOVQ    $64, BX; \
+	CMPQ    AX, BX; \
+	CMOVQGT BX, AX; \
+	MOVQ    $-1, BX; \
+	BZHIQ   AX, BX, BX; \
+	NOTQ    BX; \
+	KMOVQ   BX, K1; \
+	VMOVDQU8 Z, K1, 8(A)
+
 // func denseCopy16(k *denseKernel)
 //
 // denseDue and the copy of the due senders' records in one pass, sixteen
@@ -707,19 +725,36 @@ kept:
 	POPCNTQ AX, AX
 	ADDQ    AX, BX
 	LEAQ    (DI)(BX*4), DI
-	// Past the datagram's end: open the next one.
+	// Past the datagram's end: open the next one. The group's blocks
+	// are stored again eight bytes on, each without its bytes before the
+	// end (which stay where they are), and the header goes between: from
+	// the registers, as reading back what was just stored would wait for
+	// the stores.
 	CMPQ    DI, R8
 	JLS     nextGroup
-	VMOVDQU32 0(R8), Z20
-	VMOVDQU32 64(R8), Z21
-	VMOVDQU32 128(R8), Z22
-	VMOVDQU32 192(R8), Z23
-	VMOVDQU32 256(R8), Z24
-	VMOVDQU32 Z20, 8(R8)
-	VMOVDQU32 Z21, 72(R8)
-	VMOVDQU32 Z22, 136(R8)
-	VMOVDQU32 Z23, 200(R8)
-	VMOVDQU32 Z24, 264(R8)
+	MOVQ    CX, denseKernel_saved(R13)
+	MOVQ    DI, DX
+	SHLQ    $2, BX
+	SUBQ    BX, DX
+	MOVQ    DX, CX
+	SHIFTED_AT(Z20, CX)
+	MOVWQZX R14, BX
+	POPCNTQ BX, BX
+	LEAQ    (DX)(BX*4), CX
+	SHIFTED_AT(Z21, CX)
+	MOVL    R14, BX
+	POPCNTQ BX, BX
+	LEAQ    (DX)(BX*4), CX
+	SHIFTED_AT(Z22, CX)
+	MOVQ    R14, BX
+	SHLQ    $16, BX
+	POPCNTQ BX, BX
+	LEAQ    (DX)(BX*4), CX
+	SHIFTED_AT(Z23, CX)
+	POPCNTQ R14, BX
+	LEAQ    (DX)(BX*4), CX
+	SHIFTED_AT(Z24, CX)
+	MOVQ    denseKernel_saved(R13), CX
 	MOVQ    denseKernel_header(R13), BX
 	MOVQ    BX, (R8)
 	ADDQ    $8, DI
