@@ -10,9 +10,9 @@ import (
 )
 
 // The dense walk: a recipient at spread 1 and pressure level 0 decides
-// every sender of its stencil by one test a pair, eight pairs an
-// instruction, with nothing else read than the senders' positions and one
-// word each, their due keys.
+// every sender of its stencil by one test a pair, a group of pairs an
+// instruction, reading nothing but the senders' positions and one word
+// each, their due keys.
 //
 // A sender's due key says, for each tier period p of the interest tables,
 // whether the sender has something new to say at p (it changed within p
@@ -21,19 +21,20 @@ import (
 // (interest.Clock.Want): one bit of the same layout. So a pair is due when
 // its band's period's wanted bit is set in the sender's key, and the walk
 // needs for each pair its distance, its band (the limits it has reached),
-// the recipient's bit for that band (a permute of eight words) and one
-// AND. The keys change only when a sender's phase key does or its age
-// passes a period, so Move stores them rarely (setIfChanged).
+// the recipient's bit for that band and one AND. The keys change only
+// when a sender's phase key does or its age passes a period, so Move
+// stores them rarely (setIfChanged).
 //
 // It takes the place of the cell walk (gatherCells) where every tier
 // period is short and the periods together fit 32 bits (with the default
-// tiers, 1+2+3+4 = 10): a crowd's cells straddle the bands' edges, and
-// the walk's block copies of due lists then come at the price of a
-// decision per cell, its bit sets and a branch the CPU rarely predicts.
-// The dense walk decides a dense stencil's thousand senders in about the
-// time the walk took for a few cells, and writes the due records with one
-// 32-byte move each (copyRecords): the same senders, in the same order
-// (stencil runs of consecutive actors, ascending), so the same bytes.
+// tiers, 1+2+3+4 = 10). In a crowd most cell pairs straddle a band's edge,
+// and the cell walk paid for each a decision, bit sets and a branch the
+// CPU could not predict; the dense walk pays the same for every pair and
+// nothing for a cell. With AVX-512 the due records are packed into the
+// batch in the same pass (denseCopy16); with AVX2 the pass writes bit
+// sets and the records follow one 32-byte move each (writeSet). Either
+// way the same senders in the same order (stencil runs of consecutive
+// actors, ascending), so the same bytes.
 
 // denseLayout is where each tier period's bits lie in a due key (off),
 // and, by a sender's age in ticks (up to FastPeriods-1, older as the
@@ -53,7 +54,8 @@ type denseLayout struct {
 func layDense(periods []uint8) (l denseLayout) {
 	if len(periods) < 2 || !useAVX2 {
 		// One period: a pair's band never matters, and a stencil row's
-		// due lists are one block copy (gatherCells).
+		// due lists are one block copy (gatherCells). Without AVX2, a Go
+		// loop a pair costs more than the cell walk's lists.
 		return denseLayout{}
 	}
 	sum := 0
@@ -103,10 +105,10 @@ func (l *denseLayout) dueKey(resKey uint32, changed, tick uint64) uint32 {
 // denseKernel is what denseDue8 reads: the recipient's position, the
 // table's band limits (bands, limits of them finite), the recipient's bit
 // for each band's period (want) and the kind's radius squared (cut; +Inf
-// for none). denseCopy16 reads the run from it too (its columns from the
-// run's first sender, n of them, the recipient at self, or -1) and the
-// batch (dst, where the next record goes, and end, where the current
-// datagram's records end), which it moves on.
+// for none). denseCopy16 reads the table as steps, the run (its columns
+// from the run's first sender, n of them, the groups to drop lanes of)
+// and the batch (dst, where the next record goes, and end, where the
+// current datagram's records end), which it moves on.
 type denseKernel struct {
 	bands      *tierBands
 	want       [8]uint32
@@ -129,7 +131,8 @@ type denseKernel struct {
 	selfDrop, tailDrop uint32
 	dst, end           uintptr
 	header             uint64 // a full datagram's header
-	saved              int64  // denseCopy16's spill of its group index
+	//lint:ignore U1000 written and read by denseCopy16 alone (simd_amd64.s)
+	saved int64 // denseCopy16's spill of its group index
 }
 
 // denseStep is one of denseKernel.steps: from limit on, the bit want.
@@ -166,7 +169,7 @@ var widenLUT = func() (t [256]uint64) {
 
 // gatherDense writes the senders due to recipient r, at spread 1 and
 // level 0, run by run of its stencil (sc.smallRuns: consecutive actors of
-// one table), each run's pairs decided by denseDue.
+// one table), each run by writeDense.
 func (p *Pipeline) gatherDense(w *batchOut, r int32, sc *relayScratch) {
 	f := &p.frame
 	rhalf := interest.RecipientHalf(f.key[r])
