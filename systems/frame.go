@@ -109,8 +109,8 @@ type Frame struct {
 	res     []interest.Residues // per actor: its sender phase residues
 	half    []uint32            // per actor: its sender half of the pair phase (interest.SenderHalf)
 	// Per actor, its due key's residue bits (denseLayout.resKey) and its
-	// due key this tick (denseLayout.dueKey), read a group of eight past
-	// the end (denseDue8).
+	// due key this tick (denseLayout.dueKey), read a group of sixteen past
+	// the end (denseCopy16).
 	resKey, dueKey []uint32
 	relays         []int32 // per recipient: records in its batch
 

@@ -180,7 +180,6 @@ type Pipeline struct {
 	lanes     laneSet          // the lanes Relay units hold, with laner
 	ahead     wire.SendAhead   // transport's, when it has one
 	tiers     interest.Tiers   // the players' table, tierSets[0]
-	bands     tierBands        // tiers, for chooseByTiers8
 	// The kinds of sender: each distinct table and radius the classes
 	// follow with, under the per-connection budget, each distinct rank;
 	// the players' table at rank 0 first. A cell holds senders of one kind
@@ -189,8 +188,9 @@ type Pipeline struct {
 	tierSets  []interest.Tiers
 	kindRank  []uint8
 	kindReach []float32 // each kind's radius, squared (Class.Radius); +Inf for none
-	// kindBands is each kind's table for the vector kernels, kindLimits
-	// how many of its band limits are finite.
+	// kindBands is each kind's table for the vector kernels (the players'
+	// first, chooseByTiers8's), kindLimits how many of its band limits
+	// are finite.
 	kindBands  []tierBands
 	kindLimits []int
 	// dense lays out the due keys (relay_dense.go); denseDue holds, for
@@ -319,7 +319,6 @@ func New(cfg Config, world *ecs.World, transport wire.Transport) (*Pipeline, err
 	}
 	p.longest = uint64(max(p.longestTier(), cfg.Throttle.MaxLevel()+1))
 	p.frame.due.setPeriods(p.tierSets)
-	p.bands = bandsOf(&p.tiers)
 	p.dense = layDense(p.frame.due.tierPeriods)
 	for i := range p.tierSets {
 		p.kindBands = append(p.kindBands, bandsOf(&p.tierSets[i]))

@@ -294,7 +294,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	}
 	senders := f.stencilSenders(g)
 	if rc := f.cellIdx[r]; sc.cell != rc {
-		sc.small, sc.smallRuns = p.smallRuns(cells, senders, sc.smallRuns)
+		sc.small, sc.stencilRuns = p.stencilRuns(cells, senders, sc.stencilRuns)
 		sc.classified = false
 		sc.cell = rc
 	}
@@ -400,11 +400,11 @@ type relayScratch struct {
 	baseK   baseKernel  // what chooseBased8 reads
 	runs    []int32     // per stencil position of the recipient cell: see uniformRuns
 	// classified: classes, runs and rankedAt are the current cell's
-	// (classifyCell). small: its stencil is small, and smallRuns holds
-	// its runs (Pipeline.smallRuns).
-	classified bool
-	small      bool
-	smallRuns  []int32
+	// (classifyCell). small: its stencil is small (gatherSmall).
+	// stencilRuns: its runs of actors (Pipeline.stencilRuns).
+	classified  bool
+	small       bool
+	stencilRuns []int32
 	// flatRuns: per stencil position of the recipient cell, the run taken
 	// as one range at a capped spread (see flatRuns), when flatDone.
 	flatRuns []int32

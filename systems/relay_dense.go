@@ -168,7 +168,7 @@ var widenLUT = func() (t [256]uint64) {
 }()
 
 // gatherDense writes the senders due to recipient r, at spread 1 and
-// level 0, run by run of its stencil (sc.smallRuns: consecutive actors of
+// level 0, run by run of its stencil (sc.stencilRuns: consecutive actors of
 // one table), each run by writeDense.
 func (p *Pipeline) gatherDense(w *batchOut, r int32, sc *relayScratch) {
 	f := &p.frame
@@ -181,8 +181,8 @@ func (p *Pipeline) gatherDense(w *batchOut, r int32, sc *relayScratch) {
 	k.rx, k.ry, k.rz = f.x[r], f.y[r], f.z[r]
 	k.lut = &widenLUT
 	aimed := -1
-	for j := 0; j+2 < len(sc.smallRuns); j += 3 {
-		lo, hi, kind := sc.smallRuns[j], sc.smallRuns[j+1], int(sc.smallRuns[j+2])
+	for j := 0; j+2 < len(sc.stencilRuns); j += 3 {
+		lo, hi, kind := sc.stencilRuns[j], sc.stencilRuns[j+1], int(sc.stencilRuns[j+2])
 		if kind != aimed {
 			b := &p.kindBands[kind]
 			for band, tp := range b.period {

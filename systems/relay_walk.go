@@ -210,7 +210,7 @@ func (c *cellWalk) wants() {
 
 // aim is wants' work, outlined so that wants inlines.
 func (c *cellWalk) aim() {
-	c.pick.aim(c.p.clock.Want(c.f.key[c.pick.r]), &c.p.bands, c.p.cfg.Throttle, c.level)
+	c.pick.aim(c.p.clock.Want(c.f.key[c.pick.r]), &c.p.kindBands[0], c.p.cfg.Throttle, c.level)
 	c.wanted = true
 }
 
@@ -306,13 +306,13 @@ func (c *cellWalk) byTiers(w *batchOut, lo, hi int32, set uint8) {
 // than classifying the stencil's cells and walking their lists.
 const maxSmallStencil = 96
 
-// smallRuns reports whether a recipient cell whose stencil is cells,
+// stencilRuns reports whether a recipient cell whose stencil is cells,
 // holding senders actors, is small (at most maxSmallStencil senders, and
 // every table's periods short), and returns in out its runs: its cells'
 // actors, consecutive cells of one table that continue each other
 // joined, each as its first actor, its end and its first cell's kind
 // (for gatherSmall, and gatherDense whatever the size).
-func (p *Pipeline) smallRuns(cells []int32, senders int, out []int32) (bool, []int32) {
+func (p *Pipeline) stencilRuns(cells []int32, senders int, out []int32) (bool, []int32) {
 	f := &p.frame
 	out = out[:0]
 	small := senders <= maxSmallStencil
@@ -331,13 +331,13 @@ func (p *Pipeline) smallRuns(cells []int32, senders int, out []int32) (bool, []i
 }
 
 // gatherSmall is gatherCells for a recipient at spread 1 and pressure
-// level 0 whose cell's stencil is small (smallRuns): every sender decided
+// level 0 whose cell's stencil is small (stencilRuns): every sender decided
 // by the tier table, a run of cells at a time, without the cells'
 // classes and lists.
 func (p *Pipeline) gatherSmall(w *batchOut, r int32, cells []int32, sc *relayScratch) {
 	c := cellWalk{p: p, f: &p.frame, sc: sc, pick: p.startWalk(r, 1, false, sc), cells: cells}
-	for k := 0; k+2 < len(sc.smallRuns); k += 3 {
-		c.byTiers(w, sc.smallRuns[k], sc.smallRuns[k+1], uint8(sc.smallRuns[k+2]))
+	for k := 0; k+2 < len(sc.stencilRuns); k += 3 {
+		c.byTiers(w, sc.stencilRuns[k], sc.stencilRuns[k+1], uint8(sc.stencilRuns[k+2]))
 	}
 }
 
