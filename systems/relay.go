@@ -372,6 +372,7 @@ func (p *Pipeline) classifyCell(cells []int32, level uint8, sc *relayScratch) {
 	for i, ci := range cells {
 		sc.rankedAt[i] = p.ranked(ci, 2)
 	}
+	sc.baseRuns = p.baseRuns(cells, sc.rankedAt, sc.baseRuns)
 	sc.boxes.n = -1 // filled when a recipient first needs them
 	sc.flatDone = false
 	sc.classified = true
@@ -379,8 +380,8 @@ func (p *Pipeline) classifyCell(cells []int32, level uint8, sc *relayScratch) {
 
 // growSel makes room in sel for n senders.
 func (sc *relayScratch) growSel(n int) {
-	if len(sc.sel) < n {
-		sc.sel = make([]int32, (n+n/4+7)&^7) // whole groups of eight: chooseByTiers8
+	if len(sc.sel) < n+16 {
+		sc.sel = make([]int32, (n+n/4+23)&^7) // whole groups of sixteen past the last: chooseBased16
 	}
 }
 
@@ -416,8 +417,12 @@ type relayScratch struct {
 	// rankedAt: per stencil position, whether its senders are decided by
 	// rankedPairs under a spread (see Pipeline.ranked)
 	rankedAt []bool
-	retry    bool // gather is choosing again after a jump of the spread
-	aim      int  // the records a tick its recipients' spreads aim at (aimFor its cluster's pressure)
+	// baseRuns: the stencil's runs of base lists (Pipeline.baseRuns), and
+	// baseTicks the tick's due residues at the unit's last spread.
+	baseRuns  []int32
+	baseTicks baseTicks
+	retry     bool // gather is choosing again after a jump of the spread
+	aim       int  // the records a tick its recipients' spreads aim at (aimFor its cluster's pressure)
 	// For recipients over their budget (gatherOwed), one at a time: the
 	// backlog's working memory, the senders offered and those Take chose.
 	backlog  interest.Scratch

@@ -2,6 +2,8 @@ package systems
 
 import (
 	"encoding/binary"
+	"math"
+	"math/bits"
 	"slices"
 	"unsafe"
 
@@ -168,56 +170,106 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 	// quotient by the spread is the wanted residue's, modulo the period.
 	k := &sc.baseK
 	k.ready = useAVX2 && due.cycle > 0
-	for _, tp := range due.tierPeriods {
-		period := tp * spread
-		w := due.wantResidue(period, tickDue(period, tick), rhalf)
+	ticks := sc.baseTicks.at(due, spread, tick)
+	for i, tp := range due.tierPeriods {
+		w := due.wantResidue(tp*spread, ticks[i], rhalf)
 		sc.bwant[tp] = uint8(w)
 		if due.cycle > 0 {
-			sc.bdue[tp] = due.every[tp] << (w / uint32(spread))
+			q, _ := bits.Mul64(due.magic[spread], uint64(w)) // w / spread: a based spread is at least 2
+			sc.bdue[tp] = due.every[tp] << q
 			k.ready = k.ready && k.setDue(tp, sc.bdue[tp])
 		}
 	}
 	if k.ready {
 		k.aim(f, r, spread)
 	}
+	k.wide, k.table = k.ready && useAVX512, -1
 	// The base lists of one slot for consecutive cells lie back to back:
-	// each run of consecutive cells in the stencil is one range of
-	// candidates, and a candidate's cell gives its stencil position.
+	// each run of consecutive cells of one table in the stencil is one
+	// range of candidates (sc.baseRuns), and a candidate's cell gives its
+	// stencil position.
 	var want interest.Residues
 	wanted := false
-	for i := 0; i < len(cells); {
-		ranked := sc.rankedAt[i:len(cells)] // spread > 1 here
-		if ranked[0] {                      // a lower rank: see rankedPairs
+	for b := 0; b+1 < len(sc.baseRuns); b += 2 {
+		i, j := sc.baseRuns[b], sc.baseRuns[b+1]
+		if j < 0 { // a lower rank: see rankedPairs
 			if !wanted {
 				want, wanted = p.clock.Want(f.key[r]), true
 			}
 			p.rankedPairs(w, r, cells[i], spread, sc.classes[i], &want, rhalf)
+			continue
+		}
+		first := cells[i]
+		lo, hi := due.lists(first, cells[j-1], slot)
+		cands := due.picks[lo:hi]
+		sc.growSel(len(cands))
+		w.write(sc.sel[:p.chooseBased(sc.sel, cands, due.cands.slice(lo-due.candsAt, hi-due.candsAt), sc.classes[i:j], first, r, spread, f.cells[first].kind, sc)])
+	}
+}
+
+// baseTicks holds, for one spread and tick, tickDue at each tier period
+// (dueLists.tierPeriods) stretched by the spread: the same for every
+// recipient at the spread that tick, and two divisions each to compute.
+type baseTicks struct {
+	tick   uint64
+	spread uint8
+	due    []uint32
+}
+
+// at returns tickDue for each tier period of d stretched by spread at
+// tick, computing them unless b holds them.
+func (b *baseTicks) at(d *dueLists, spread uint8, tick uint64) []uint32 {
+	if b.spread != spread || b.tick != tick || len(b.due) != len(d.tierPeriods) {
+		b.due = b.due[:0]
+		for _, tp := range d.tierPeriods {
+			b.due = append(b.due, tickDue(tp*spread, tick))
+		}
+		b.spread, b.tick = spread, tick
+	}
+	return b.due
+}
+
+// baseRuns returns the stencil's runs of base lists as gatherBase reads
+// them, two entries a run: its first stencil position and one past its
+// last, for consecutive cells of one table none of which is ranked
+// (Pipeline.ranked); a ranked cell is a run of its own, its end -1.
+func (p *Pipeline) baseRuns(cells []int32, ranked []bool, out []int32) []int32 {
+	f := &p.frame
+	out = out[:0]
+	for i := 0; i < len(cells); {
+		if ranked[i] {
+			out = append(out, int32(i), -1)
 			i++
 			continue
 		}
 		j := i + 1
-		for j < len(cells) && cells[j] == cells[j-1]+1 && !ranked[j-i] {
+		kind := f.cells[cells[i]].kind
+		for j < len(cells) && cells[j] == cells[j-1]+1 && !ranked[j] && f.cells[cells[j]].kind == kind {
 			j++
 		}
-		first := cells[i]
-		lo, hi := due.lists(first, cells[j-1], slot)
-		classes := sc.classes[i:j]
+		out = append(out, int32(i), int32(j))
 		i = j
-		cands := due.picks[lo:hi]
-		sc.growSel(len(cands))
-		w.write(sc.sel[:p.chooseBased(sc.sel, cands, due.cands.slice(lo-due.candsAt, hi-due.candsAt), classes, first, r, spread, sc)])
 	}
+	return out
 }
 
 // chooseBased writes to sel the candidates of a run of base lists (cands,
-// from cells first, first+1, ... whose classes are classes; what it
-// reads of them, info, in the same order) due to recipient r at its
-// spread, in order, and returns how many (see gatherBase). With AVX2 and
-// phases of at most 32 quotients (baseKernel.ready), chooseBased8 decides
-// eight candidates at a time, unless a candidate's class has no periods;
-// else chooseBasedOneByOne, which gives the same senders.
-func (p *Pipeline) chooseBased(sel, cands []int32, info baseCands, classes []cellClass, first, r int32, spread uint8, sc *relayScratch) int {
+// from cells first, first+1, ... of table kind, whose classes are
+// classes; what it reads of them, info, in the same order) due to
+// recipient r at its spread, in order, and returns how many (see
+// gatherBase). With phases of at most 32 quotients (baseKernel.ready):
+// with AVX-512, chooseBased16 decides sixteen candidates at a time by
+// their distances (the classes are bounds of them: a pair's tier period is
+// the one its distance falls in either way); with AVX2, chooseBased8 eight
+// at a time, unless a candidate's class has no periods. Else
+// chooseBasedOneByOne, which gives the same senders.
+func (p *Pipeline) chooseBased(sel, cands []int32, info baseCands, classes []cellClass, first, r int32, spread, kind uint8, sc *relayScratch) int {
 	if k := &sc.baseK; k.ready && len(cands) > 0 {
+		if k.wide && len(sel) >= len(cands)+16 && k.aimTable(int32(kind), &p.kindBands[kind], p.kindLimits[kind], p.kindReach[kind]) {
+			k.picks, k.x, k.y, k.z = &cands[0], &info.x[0], &info.y[0], &info.z[0]
+			k.age, k.quot = &info.age[0], &info.quot[0]
+			return chooseBased16(&sel[0], k, len(cands))
+		}
 		k.picks, k.x, k.y, k.z, k.cell = &cands[0], &info.x[0], &info.y[0], &info.z[0], &info.cell[0]
 		k.age, k.quot, k.classes, k.first = &info.age[0], &info.quot[0], &classes[0], first
 		if m := chooseBased8(&sel[0], k, len(cands)); m >= 0 {
@@ -293,6 +345,55 @@ type baseKernel struct {
 	first, self   int32
 	spread, class int32 // the recipient's spread; the size of a cellClass
 	ready         bool
+	// wide: chooseBased16 may decide the recipient's runs (AVX-512), by
+	// steps, laid out for the table table (-1: none yet).
+	wide  bool
+	table int32
+	steps [5]baseStep
+}
+
+// baseStep is one of baseKernel.steps: from the squared distance limit on,
+// the quotients due at the band's tier period (bit q) and its stretched
+// period. The first step's limit is not read; the last is the table's
+// radius, with no quotient due.
+type baseStep struct {
+	limit  float32
+	due    uint32
+	period uint32
+}
+
+// aimTable lays out k.steps for the senders of table kind (its bands b,
+// with limits finite limits, and its radius squared cut) at the
+// recipient's spread, unless they are laid out for it; it reports false
+// where chooseBased16 cannot take the table: more than three finite
+// limits, or a band's tier period without quotients (setDue).
+func (k *baseKernel) aimTable(kind int32, b *tierBands, limits int, cut float32) bool {
+	if k.table == kind {
+		return true
+	}
+	if limits > 3 {
+		return false
+	}
+	for band := 0; band <= limits; band++ {
+		if tp := b.period[band]; tp < 1 || tp > 8 {
+			return false
+		}
+	}
+	step := func(band int, limit float32) baseStep {
+		tp := b.period[band]
+		return baseStep{limit: limit, due: k.bdue[tp-1], period: uint32(tp) * uint32(k.spread)}
+	}
+	k.steps[0] = step(0, 0)
+	for i := 1; i <= 3; i++ {
+		if i > limits {
+			k.steps[i] = step(limits, float32(math.Inf(1)))
+			continue
+		}
+		k.steps[i] = step(i, b.limSq[i-1][0])
+	}
+	k.steps[4] = baseStep{limit: cut}
+	k.table = kind
+	return true
 }
 
 // chooseBased8 reads a cellClass's near and far periods as the low two

@@ -88,3 +88,13 @@ var useAVX512 = useAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.
 //
 //go:noescape
 func denseCopy16(k *denseKernel)
+
+// chooseBased16 is the base-list candidates of a run of one table due to
+// k's recipient (chooseBased), sixteen a group with AVX-512, each pair's
+// tier period from its distance by k.steps (baseKernel.aimTable): the same
+// float32 steps and comparisons as the Go loops, so the same senders. It
+// reads whole groups past n and writes up to sixteen entries past the
+// last it chose; it returns how many it chose.
+//
+//go:noescape
+func chooseBased16(sel *int32, k *baseKernel, n int) int

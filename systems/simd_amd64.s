@@ -680,6 +680,8 @@ copyGroup:
 kept:
 	TESTL   BX, BX
 	JZ      nextGroup
+	CMPL    BX, $0xFFFF
+	JEQ     wholeGroup
 	// The group's mask a bit to five dwords: R14 bits 0 to 63, AX 64 to 79.
 	MOVQ    denseKernel_lut(R13), DX
 	MOVBLZX BL, AX
@@ -725,6 +727,8 @@ kept:
 	POPCNTQ AX, AX
 	ADDQ    AX, BX
 	LEAQ    (DI)(BX*4), DI
+
+groupStored:
 	// Past the datagram's end: open the next one. The group's blocks
 	// are stored again eight bytes on, each without its bytes before the
 	// end (which stay where they are), and the header goes between: from
@@ -764,6 +768,26 @@ nextGroup:
 	ADDQ    $16, CX
 	JMP     copyGroup
 
+wholeGroup:
+	// Every sender of the group due: its records as they are, and the
+	// masks and count the end's check reads.
+	LEAQ      (CX)(CX*4), DX
+	LEAQ      (R12)(DX*4), DX
+	VMOVDQU32 0(DX), Z20
+	VMOVDQU32 64(DX), Z21
+	VMOVDQU32 128(DX), Z22
+	VMOVDQU32 192(DX), Z23
+	VMOVDQU32 256(DX), Z24
+	VMOVDQU32 Z20, (DI)
+	VMOVDQU32 Z21, 64(DI)
+	VMOVDQU32 Z22, 128(DI)
+	VMOVDQU32 Z23, 192(DI)
+	VMOVDQU32 Z24, 256(DI)
+	MOVQ      $-1, R14
+	MOVQ      $80, BX
+	ADDQ      $320, DI
+	JMP       groupStored
+
 dropSelf:
 	ANDL    denseKernel_selfDrop(R13), BX
 	CMPQ    CX, denseKernel_tailAt(R13)
@@ -777,4 +801,108 @@ copyDone:
 	MOVQ    DI, denseKernel_dst(R13)
 	MOVQ    R8, denseKernel_end(R13)
 	VZEROUPPER
+	RET
+
+// func chooseBased16(sel *int32, k *baseKernel, n int) int
+//
+// The base-list candidates due, sixteen a group with AVX-512, for a run
+// of cells of one table, which k.steps lays out (baseKernel.aimTable):
+// per lane, as the Go loop, the squared distance (differences, squares, x
+// plus y then plus z; no fused multiply-add), then the first band's
+// quotients due and stretched period, replaced by each next step's where
+// the distance has reached its limit (unsigned compares of the bits: a
+// squared distance is never negative, and one that is not a number
+// passes every limit, so the cut, whose quotients due are none, drops
+// it); due where the candidate's age is below the period, bit quot of the
+// quotients is set, and it is not the recipient. The chosen lanes'
+// senders are packed by a compression and stored, all sixteen, at sel,
+// which moves on by their count. Reads whole groups past n; writes up to
+// sixteen entries past the last chosen.
+TEXT ·chooseBased16(SB), NOSPLIT, $0-32
+	MOVQ sel+0(FP), DI
+	MOVQ k+8(FP), R13
+	MOVQ n+16(FP), DX
+	MOVQ baseKernel_picks(R13), R8
+	MOVQ baseKernel_x(R13), SI
+	MOVQ baseKernel_y(R13), R9
+	MOVQ baseKernel_z(R13), R10
+	MOVQ baseKernel_age(R13), R11
+	MOVQ baseKernel_quot(R13), R12
+	VBROADCASTSS baseKernel_rx(R13), Z0
+	VBROADCASTSS baseKernel_ry(R13), Z1
+	VBROADCASTSS baseKernel_rz(R13), Z2
+	VPBROADCASTD baseKernel_self(R13), Z3
+	VPBROADCASTD (baseKernel_steps+4)(R13), Z4
+	VPBROADCASTD (baseKernel_steps+8)(R13), Z5
+	VBROADCASTSS (baseKernel_steps+12)(R13), Z6
+	VPBROADCASTD (baseKernel_steps+16)(R13), Z7
+	VPBROADCASTD (baseKernel_steps+20)(R13), Z8
+	VBROADCASTSS (baseKernel_steps+24)(R13), Z9
+	VPBROADCASTD (baseKernel_steps+28)(R13), Z10
+	VPBROADCASTD (baseKernel_steps+32)(R13), Z11
+	VBROADCASTSS (baseKernel_steps+36)(R13), Z12
+	VPBROADCASTD (baseKernel_steps+40)(R13), Z13
+	VPBROADCASTD (baseKernel_steps+44)(R13), Z14
+	VBROADCASTSS (baseKernel_steps+48)(R13), Z15
+	VPXORD       Z16, Z16, Z16
+	MOVL         $1, AX
+	VPBROADCASTD AX, Z17
+	XORQ CX, CX
+
+base16Group:
+	CMPQ CX, DX
+	JGE  base16Done
+	VSUBPS  (SI)(CX*4), Z0, Z18
+	VMULPS  Z18, Z18, Z18
+	VSUBPS  (R9)(CX*4), Z1, Z19
+	VMULPS  Z19, Z19, Z19
+	VADDPS  Z19, Z18, Z18
+	VSUBPS  (R10)(CX*4), Z2, Z19
+	VMULPS  Z19, Z19, Z19
+	VADDPS  Z19, Z18, Z18
+	// Z21: the band's quotients due, Z22: its stretched period.
+	VPCMPUD   $5, Z6, Z18, K1
+	VPBLENDMD Z7, Z4, K1, Z21
+	VPBLENDMD Z8, Z5, K1, Z22
+	VPCMPUD   $5, Z9, Z18, K1
+	VPBLENDMD Z10, Z21, K1, Z21
+	VPBLENDMD Z11, Z22, K1, Z22
+	VPCMPUD   $5, Z12, Z18, K1
+	VPBLENDMD Z13, Z21, K1, Z21
+	VPBLENDMD Z14, Z22, K1, Z22
+	VPCMPUD   $5, Z15, Z18, K1
+	VPBLENDMD Z16, Z21, K1, Z21
+	// K2: changed within the period, on its phase, not the recipient.
+	VPMOVZXBD (R11)(CX*1), Z23
+	VPCMPUD   $1, Z22, Z23, K2
+	VPMOVZXBD (R12)(CX*1), Z24
+	VPSRLVD   Z24, Z21, Z21
+	VPTESTMD  Z17, Z21, K2, K2
+	VMOVDQU32 (R8)(CX*4), Z25
+	VPCMPUD   $4, Z3, Z25, K2, K2
+	// The lanes past n, in the last group, dropped.
+	MOVQ  DX, AX
+	SUBQ  CX, AX
+	CMPQ  AX, $16
+	JGE   base16Store
+	MOVL  $-1, BX
+	BZHIL AX, BX, BX
+	KMOVW BX, K3
+	KANDW K3, K2, K2
+
+base16Store:
+	VPCOMPRESSD Z25, K2, Z26
+	VMOVDQU32   Z26, (DI)
+	KMOVW       K2, BX
+	POPCNTL     BX, BX
+	LEAQ        (DI)(BX*4), DI
+	ADDQ        $16, CX
+	JMP         base16Group
+
+base16Done:
+	VZEROUPPER
+	MOVQ sel+0(FP), DX
+	SUBQ DX, DI
+	SHRQ $2, DI
+	MOVQ DI, ret+24(FP)
 	RET

@@ -45,3 +45,7 @@ const useAVX512 = false
 func denseCopy16(k *denseKernel) {
 	panic("systems: denseCopy16 without AVX-512")
 }
+
+func chooseBased16(sel *int32, k *baseKernel, n int) int {
+	panic("systems: chooseBased16 without AVX-512")
+}

@@ -1,12 +1,14 @@
 package systems
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -514,9 +516,98 @@ func TestChooseBasedDecidesLikeOneByOne(t *testing.T) {
 	assert.Positive(t, gaveUp)
 }
 
+// TestChooseBasedWideDecidesByTheTable: chooseBased16 chooses the
+// base-list candidates chooseBasedOneByOne does where the tier table
+// decides every pair (cells without a class), in the same order, over
+// random tables of one to four bands and radii (none, or cutting through
+// the candidates), candidates on a limit, at the recipient, at infinity
+// and not a number away, runs of any length (a last group cut short),
+// ages, quotients and phases.
+func TestChooseBasedWideDecidesByTheTable(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("no AVX-512: chooseBased8 or the Go loop decides")
+	}
+	rng := rand.New(rand.NewPCG(23, 24))
+	coord := func() float32 { return float32(rng.IntN(8192)) - 4096 + float32(rng.IntN(4))/4 }
+	chosen := 0
+	for it := range 20000 {
+		n := 1 + rng.IntN(70)
+		r := int32(rng.IntN(3 * n))
+		p := &Pipeline{}
+		f := &p.frame
+		f.x, f.y, f.z = make([]float32, 3*n), make([]float32, 3*n), make([]float32, 3*n)
+		f.x[r], f.y[r], f.z[r] = coord(), coord(), float32(rng.IntN(64))
+		f.due.cycle = 12
+		var steps []interest.Step
+		period := uint8(1)
+		for range rng.IntN(4) {
+			period += uint8(rng.IntN(3))
+			steps = append(steps, interest.Step{BeyondUnits: float32(1 + rng.IntN(4096)), Period: min(period, 8)})
+		}
+		slices.SortFunc(steps, func(a, b interest.Step) int { return cmp.Compare(a.BeyondUnits, b.BeyondUnits) })
+		tiers, err := interest.NewTiers(steps, 8)
+		if err != nil {
+			continue // two steps at one distance
+		}
+		reach := float32(math.Inf(1))
+		if rng.IntN(2) == 0 {
+			reach = float32(rng.IntN(1 << 25))
+		}
+		kind := uint8(rng.IntN(3))
+		p.tierSets = make([]interest.Tiers, kind+1)
+		p.kindReach = make([]float32, kind+1)
+		p.tierSets[kind], p.kindReach[kind] = tiers, reach
+		p.kindBands = append(make([]tierBands, kind), bandsOf(&tiers))
+		p.kindLimits = append(make([]int, kind), finiteLimits(&p.kindBands[kind]))
+		f.cells = []cell{{kind: kind}}
+		spread := uint8(5 + rng.IntN(27)) // a stretched period of at most 8 spreads stays below 256
+		var info baseCands
+		info.resize(n)
+		cands := padded([]int32(nil), n)
+		for i := range n {
+			cands[i] = int32(i*3 + rng.IntN(3))
+			if rng.IntN(4) == 0 {
+				cands[i] = r
+			}
+			info.x[i], info.y[i], info.z[i] = coord(), coord(), float32(rng.IntN(64))
+			switch rng.IntN(12) {
+			case 0: // on a limit
+				lim, _ := tiers.Bands()
+				d := float32(math.Sqrt(float64(lim[1+rng.IntN(3)])))
+				info.x[i], info.y[i], info.z[i] = f.x[r]+d, f.y[r], f.z[r]
+			case 1:
+				info.x[i] = float32(math.Inf(1 - 2*rng.IntN(2)))
+			case 2:
+				info.y[i] = float32(math.NaN())
+			case 3:
+				info.x[i], info.y[i], info.z[i] = f.x[r], f.y[r], f.z[r]
+			}
+			info.cell[i], info.age[i], info.quot[i] = 0, uint8(rng.IntN(256)), uint8(rng.IntN(40))
+		}
+		sc := &relayScratch{}
+		k := &sc.baseK
+		for tp := range uint8(8) {
+			sc.bdue[tp+1] = uint64(rng.Uint32())
+			require.True(t, k.setDue(tp+1, sc.bdue[tp+1]))
+		}
+		k.aim(f, r, spread)
+		k.ready, k.wide, k.table = true, true, -1
+		classes := []cellClass{{}} // no class: the table decides each pair
+		got := make([]int32, n+16)
+		m := p.chooseBased(got, cands, info, classes, 0, r, spread, kind, sc)
+		require.Equal(t, int32(kind), k.table, "case %d: the wide kernel took the table", it)
+		want := make([]int32, n)
+		w := p.chooseBasedOneByOne(want, cands, info, classes, 0, r, spread, sc)
+		require.Equal(t, want[:w], got[:m], "case %d: %d candidates, spread %d, table %v, reach %v", it, n, spread, steps, reach)
+		chosen += w
+	}
+	assert.Positive(t, chosen)
+}
+
 // BenchmarkChooseBased decides a recipient's base-list candidates as in a
 // square of 1,000 at the defaults: 70 candidates over 25 cells, half of
-// them in two bands, one by one and eight at a time.
+// them in two bands, one by one, eight at a time by the classes and
+// sixteen at a time by the distances.
 //
 //	go test -run '^$' -bench BenchmarkChooseBased ./systems
 func BenchmarkChooseBased(b *testing.B) {
@@ -548,16 +639,20 @@ func BenchmarkChooseBased(b *testing.B) {
 		k.setDue(tp+1, sc.bdue[tp+1])
 	}
 	k.aim(f, 0, 13)
-	sel := make([]int32, (n+7)&^7)
-	for _, mode := range []string{"one-by-one", "vector"} {
+	tiers, err := interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
+	require.NoError(b, err)
+	p.kindBands, p.kindReach = []tierBands{bandsOf(&tiers)}, []float32{float32(math.Inf(1))}
+	p.kindLimits = []int{finiteLimits(&p.kindBands[0])}
+	sel := make([]int32, n+16)
+	for _, mode := range []string{"one-by-one", "vector", "wide"} {
 		b.Run("mode="+mode, func(b *testing.B) {
-			if mode == "vector" && !useAVX2 {
-				b.Skip("no AVX2")
+			if mode == "vector" && !useAVX2 || mode == "wide" && !useAVX512 {
+				b.Skip("no AVX2 or AVX-512")
 			}
-			k.ready = mode == "vector"
+			k.ready, k.wide, k.table = mode != "one-by-one", mode == "wide", -1
 			m := 0
 			for b.Loop() {
-				m += p.chooseBased(sel, cands, info, classes, 0, 0, 13, sc)
+				m += p.chooseBased(sel, cands, info, classes, 0, 0, 13, 0, sc)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/candidate")
 		})
