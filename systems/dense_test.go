@@ -2,6 +2,7 @@ package systems
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -114,20 +115,25 @@ func TestDenseWritesLikeThePairs(t *testing.T) {
 	}
 }
 
-// BenchmarkDenseWrite writes one recipient's batch from a square of 1,000
-// senders in 5 x 5 cells to each of them in turn (the default tiers,
-// about 73% of them due, square/1000's share),
-// by the one pass (vector) or by bit sets (masks).
+// BenchmarkDenseWrite writes one recipient's batch from a square of 400
+// or 1,000 senders in 5 x 5 cells to each of them in turn (the default
+// tiers, about 73% of them due, the squares' share), by the one pass
+// (vector) or by bit sets (masks).
 //
 //	go test -run '^$' -bench BenchmarkDenseWrite ./systems
 func BenchmarkDenseWrite(b *testing.B) {
+	for _, n := range []int{400, 1000} {
+		b.Run(fmt.Sprintf("senders=%d", n), func(b *testing.B) { benchmarkDenseWrite(b, n) })
+	}
+}
+
+func benchmarkDenseWrite(b *testing.B, n int) {
 	r := rand.New(rand.NewPCG(1, 2))
-	const n = 1000
 	records := make([]byte, n*wire.RecordSize, n*wire.RecordSize+denseOverrun)
 	xs, ys, zs := padded([]float32(nil), n), padded([]float32(nil), n), padded([]float32(nil), n)
 	keys := padded([]uint32(nil), n)
 	for i := range n {
-		// Cell by cell, as the frame holds them: 40 a cell of 5 x 5.
+		// Cell by cell, as the frame holds them, in 5 x 5 cells.
 		c := i / (n / 25)
 		xs[i], ys[i], zs[i] = float32(c%5)*819+r.Float32()*819, float32(c/5)*819+r.Float32()*819, r.Float32()*10
 		keys[i] = 1 | 1<<(1+r.IntN(2)) | 1<<(3+r.IntN(3)) | 1<<(6+r.IntN(4))
@@ -158,7 +164,7 @@ func BenchmarkDenseWrite(b *testing.B) {
 				masks = w.writeDense(&k, xs, ys, zs, keys, 0, int32(i), masks, vector)
 				written += int(w.count)
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/sender")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/sender")
 			b.ReportMetric(float64(written)/float64(b.N), "records")
 		})
 	}
