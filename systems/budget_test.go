@@ -37,6 +37,13 @@ func TestBudgetedRecipientsGetExactlyTheirDuePairs(t *testing.T) {
 			}
 		}
 		checkBudgetedRecipients(t, spawns, nil, nil, 60, 0, true) // spreads of 2 to 4: lists stretched, not base lists
+		// The same crowd with the lists as the relay plans them: spreads 2
+		// and 3 take the dense walk by their keys (spreadKeys), 4 its lists;
+		// a third of the players quiet each tick, so that a sender's key
+		// keeps the periods it changed within and drops the others.
+		checkBudgetedRecipients(t, spawns, nil, nil, 60, 0, false, func(r *rig) {
+			r.quiet = func(i int) bool { return (int(r.tick)+i)%3 == 0 }
+		})
 	})
 }
 
@@ -93,24 +100,31 @@ func TestBudgetedClassesGetExactlyTheirDuePairs(t *testing.T) {
 // checkBudgetedRecipients runs the crowd, of classes (see newClassRig),
 // with the given slot budget for the due lists (0: the default) and checks
 // every fast-path recipient; at spreads above 1 their lists exist as
-// listed says.
-func checkBudgetedRecipients(t *testing.T, spawns []components.Transform, classes []Class, of []uint8, budget, slotBudget int, listed bool) (thinned int) {
-	thinned, _ = checkBudgetedTicks(t, spawns, classes, of, budget, slotBudget, listed)
+// listed says. Not listed at the default slot budget, the lists are as the
+// relay plans them: a keyed spread (spreadKeys) has none, and some
+// recipients must be checked at one where the CPU has the dense walk.
+func checkBudgetedRecipients(t *testing.T, spawns []components.Transform, classes []Class, of []uint8, budget, slotBudget int, listed bool, setup ...func(*rig)) (thinned int) {
+	thinned, _ = checkBudgetedTicks(t, spawns, classes, of, budget, slotBudget, listed, setup...)
 	return thinned
 }
 
 // checkBudgetedTicks is checkBudgetedRecipients, which it runs, and also
-// returns how many ticks went without any lists (dueLists.idle).
-func checkBudgetedTicks(t *testing.T, spawns []components.Transform, classes []Class, of []uint8, budget, slotBudget int, listed bool) (thinned, idle int) {
+// returns how many ticks went without any lists (dueLists.idle). Each of
+// setup changes the rig before the first tick.
+func checkBudgetedTicks(t *testing.T, spawns []components.Transform, classes []Class, of []uint8, budget, slotBudget int, listed bool, setup ...func(*rig)) (thinned, idle int) {
 	cfg := Config{MaxRecordsPerTick: budget, NearestSenders: budget / 3, Tiers: defaultTiers(t), Classes: classes}
 	r := newClassRig(t, cfg, spawns, of)
+	for _, s := range setup {
+		s(r)
+	}
 	p := r.p
 	p.frame.due.slotBudget = slotBudget
 	// With lists at spreads above 1 they are what is checked, small
 	// stencils or not; without, small stencils go without any lists.
 	p.alwaysList = listed
 	spreads := map[uint8]int{}
-	checked := 0
+	checked, keyed := 0, 0
+	planned := !listed && slotBudget == 0
 	for range 150 {
 		// The reference, taken as the relay sees the frame.
 		want := map[uint32]map[uint32]bool{} // recipient id -> due sender ids
@@ -125,7 +139,11 @@ func checkBudgetedTicks(t *testing.T, spawns []components.Transform, classes []C
 				}
 				spread := max(s.spread, 1)
 				// Spread 1 has lists where the dense walk does not take it.
-				require.Equal(t, (listed || spread == 1 && !p.dense.ok) && !p.frame.due.idle, p.frame.due.listed(spread), "spread %d", spread)
+				wantListed := (listed || spread == 1 && !p.dense.ok) && !p.frame.due.idle
+				if planned {
+					wantListed = !p.frame.due.idle && (spread == 1 && !p.dense.ok || spread > 1 && p.keyed[spread] == 0)
+				}
+				require.Equal(t, wantListed, p.frame.due.listed(spread), "spread %d", spread)
 				if s.thin > 0 {
 					thinned++
 				}
@@ -139,6 +157,7 @@ func checkBudgetedTicks(t *testing.T, spawns []components.Transform, classes []C
 					want[f.id[a]] = due
 					before[s] = spread
 					spreads[spread]++
+					keyed += b2i(spread > 1 && p.keyed[spread] > 0)
 				}
 			}
 		}
@@ -170,7 +189,10 @@ func checkBudgetedTicks(t *testing.T, spawns []components.Transform, classes []C
 		}
 	}
 	require.Greater(t, stretched, 1000, "recipients checked at a spread above 1: %v", spreads)
-	t.Logf("%d recipient-ticks checked; by spread: %v; %d thinning; %d ticks without lists", checked, spreads, thinned, idle)
+	if planned && idle < 150 && len(p.spreadKeys) > 0 {
+		require.Positive(t, keyed, "recipients checked at a keyed spread")
+	}
+	t.Logf("%d recipient-ticks checked; by spread: %v; %d at keyed spreads; %d thinning; %d ticks without lists", checked, spreads, keyed, thinned, idle)
 	return thinned, idle
 }
 

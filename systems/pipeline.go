@@ -197,7 +197,12 @@ type Pipeline struct {
 	// each tier period p, (p - tick mod p) mod p this tick.
 	dense    denseLayout
 	denseDue [interest.FastPeriods]uint32
-	maxRank  uint8 // the highest of kindRank
+	// spreadKeys are the due keys of the spreads above 1 whose stretched
+	// tier periods the dense walk can lay out (relay_dense.go); keyed[s]
+	// is 1 plus the index of spread s's, when they are built this tick.
+	spreadKeys []spreadKeys
+	keyed      [256]uint8
+	maxRank    uint8 // the highest of kindRank
 	// throttleEveryReach is a test hook: the relay works at every level of
 	// pressure (relayLevel), and classify marks every class the throttle
 	// distance reaches, even those whose periods it cannot lengthen at the
@@ -320,6 +325,7 @@ func New(cfg Config, world *ecs.World, transport wire.Transport) (*Pipeline, err
 	p.longest = uint64(max(p.longestTier(), cfg.Throttle.MaxLevel()+1))
 	p.frame.due.setPeriods(p.tierSets)
 	p.dense = layDense(p.frame.due.tierPeriods)
+	p.spreadKeys = layKeyedSpreads(p.dense, p.frame.due.tierPeriods)
 	for i := range p.tierSets {
 		p.kindBands = append(p.kindBands, bandsOf(&p.tierSets[i]))
 		p.kindLimits = append(p.kindLimits, finiteLimits(&p.kindBands[i]))
@@ -609,19 +615,23 @@ func (p *Pipeline) beginRelay(t *scheduler.Tick) {
 		}
 	}
 	d := &f.due
+	clear(p.keyed[:])
+	p.dueBuild.keys = p.dueBuild.keys[:0]
 	if !p.alwaysList && (p.listsIdle() || p.denseTick()) {
 		d.none()
 		f.boundCells(0, len(f.cells)) // the boxes, for recipients that classify cells after all
 		return
 	}
+	p.keySpreads(&spreads)
 	d.plan(f.Tick, &spreads, len(f.cells), f.Len(), p.dense.ok && !p.alwaysList)
 	d.beginBuild(f)
-	if len(d.sets) == 0 { // no set's unit to bound the cells: the boxes here
+	units := len(d.sets) + len(p.dueBuild.keys)
+	if units == 0 { // no set's unit to bound the cells: the boxes here
 		f.boundCells(0, len(f.cells))
 		return
 	}
-	if p.inline || len(d.sets) < 2 || f.Len()*len(d.sets) < minParallelDueWork {
-		for j := range d.sets {
+	if p.inline || units < 2 || f.Len()*units < minParallelDueWork {
+		for j := range units {
 			p.dueBuild.RunUnit(j)
 		}
 		return
@@ -630,7 +640,39 @@ func (p *Pipeline) beginRelay(t *scheduler.Tick) {
 	for _, set := range d.sets {
 		p.dueUnits = append(p.dueUnits, scheduler.Unit{Key: dueKeySalt ^ (uint64(set.window)<<8 | uint64(set.mod)), Cost: float64(f.Len())})
 	}
+	for _, k := range p.dueBuild.keys {
+		p.dueUnits = append(p.dueUnits, scheduler.Unit{Key: dueKeySalt ^ (1<<20 | uint64(k.spread)), Cost: float64(f.Len())})
+	}
 	t.Parallel(&p.dueBuild, p.dueUnits)
+}
+
+// keySpreads chooses this tick's keyed spreads: those in use (spreads,
+// the last tick's census) whose keys are laid out, when no shard is under
+// pressure the relay acts on. Their recipients take the dense walk, so
+// their spreads are taken out of spreads, which plans the due lists: the
+// keys are built instead (dueJob), one pass over the actors a spread. A
+// tick under pressure lists them, as the recipients under it walk cells.
+func (p *Pipeline) keySpreads(spreads *[256]int32) {
+	if p.alwaysList || len(p.spreadKeys) == 0 {
+		return
+	}
+	for _, sh := range p.frame.shards {
+		if p.relayLevel(sh.Level) > 0 {
+			return
+		}
+	}
+	for i := range p.spreadKeys {
+		k := &p.spreadKeys[i]
+		if spreads[k.spread] == 0 {
+			continue
+		}
+		spreads[k.spread] = 0
+		p.keyed[k.spread] = uint8(i + 1)
+		for _, q := range k.periods {
+			k.tickDue[q] = tickDue(q, p.frame.Tick)
+		}
+		p.dueBuild.keys = append(p.dueBuild.keys, k)
+	}
 }
 
 // listsIdle reports whether no recipient of the frame would read a due
@@ -681,15 +723,24 @@ const minParallelDueWork = 3000
 // relay system's key space.
 const dueKeySalt = 0x3c6ef372fe94f82b
 
-// dueJob builds the due lists: unit j builds set j's (dueLists.buildSet)
-// and bounds the j-th slice of the cells.
-type dueJob struct{ f *Frame }
+// dueJob builds the due lists and the keyed spreads' keys: unit j builds
+// set j's lists (dueLists.buildSet), or past the sets the keys of keys[j
+// less the sets], and bounds the j-th slice of the cells.
+type dueJob struct {
+	f    *Frame
+	keys []*spreadKeys
+}
 
 func (j *dueJob) RunUnit(u int) {
 	f := j.f
-	n := len(f.due.sets)
+	sets := len(f.due.sets)
+	n := sets + len(j.keys)
 	f.boundCells(len(f.cells)*u/n, len(f.cells)*(u+1)/n)
-	f.due.buildSet(f, u)
+	if u < sets {
+		f.due.buildSet(f, u)
+		return
+	}
+	j.keys[u-sets].build(f)
 }
 
 // SetShardsPerCluster sets the most shards one cluster is cut into, from

@@ -310,8 +310,8 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	w := newBatchOut(reserve(sc.batch, senders), f.records, tick)
 	var held int64 // pairs throttling alone kept back
 	switch {
-	case spread == 1 && level == 0 && p.dense.ok:
-		p.gatherDense(&w, r, sc)
+	case level == 0 && p.denseAt(spread):
+		p.gatherDense(&w, r, spread, sc)
 	case sc.small && spread == 1 && level == 0:
 		p.gatherSmall(&w, r, cells, sc)
 	case due.based[spread] && level == 0:

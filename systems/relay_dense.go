@@ -3,6 +3,7 @@ package systems
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/throng-go/throng/interest"
@@ -102,6 +103,56 @@ func (l *denseLayout) dueKey(resKey uint32, changed, tick uint64) uint32 {
 	return resKey & l.age[min(tick-changed, interest.FastPeriods-1)]
 }
 
+// spreadKeys are the due keys at a spread s above 1, for the dense walk
+// of its recipients: a pair at tier period t is due at t*s, so the tier
+// periods stretched by s are laid out as the tier periods are at spread 1
+// (with the default tiers, 2+4+6+8 at spread 2 and 3+6+9+12 at 3 fit 32
+// bits; from 4 they do not). They are built on a tick whose last tick had
+// recipients at s (Pipeline.keySpreads), one pass over the actors, where
+// the spread's due lists would cost four sets of lists.
+type spreadKeys struct {
+	spread  uint8
+	layout  denseLayout
+	periods []uint8                      // the stretched tier periods, ascending, each once
+	tickDue [interest.FastPeriods]uint32 // per stretched period, tickDue this tick
+	keys    []uint32                     // per actor; readable a group of sixteen past the end
+}
+
+// layKeyedSpreads returns the spreads from 2 whose stretched tier periods
+// (of periods, the tier periods) the dense walk lays out, in order: none
+// unless spread 1's are (dense).
+func layKeyedSpreads(dense denseLayout, periods []uint8) []spreadKeys {
+	var out []spreadKeys
+	for s := 2; dense.ok; s++ {
+		var stretched []uint8
+		for _, tp := range periods {
+			if int(tp)*s >= interest.FastPeriods {
+				return out
+			}
+			stretched = append(stretched, tp*uint8(s))
+		}
+		slices.Sort(stretched)
+		stretched = slices.Compact(stretched)
+		l := layDense(stretched)
+		if !l.ok {
+			return out // a longer spread's periods add up to more
+		}
+		out = append(out, spreadKeys{spread: uint8(s), layout: l, periods: stretched})
+	}
+	return out
+}
+
+// build computes every actor's key at the spread this tick: its residue
+// bits at the stretched periods, kept for those it changed within.
+func (k *spreadKeys) build(f *Frame) {
+	n := f.Len()
+	k.keys = padded(k.keys, n)
+	keys, changed, res := k.keys[:n], f.changed[:n], f.res[:n]
+	for a := range keys {
+		keys[a] = k.layout.dueKey(k.layout.resKey(k.periods, &res[a]), changed[a], f.Tick)
+	}
+}
+
 // denseKernel is what denseDue8 reads: the recipient's position, the
 // table's band limits (bands, limits of them finite), the recipient's bit
 // for each band's period (want) and the kind's radius squared (cut; +Inf
@@ -167,15 +218,32 @@ var widenLUT = func() (t [256]uint64) {
 	return t
 }()
 
-// gatherDense writes the senders due to recipient r, at spread 1 and
-// level 0, run by run of its stencil (sc.stencilRuns: consecutive actors of
-// one table), each run by writeDense.
-func (p *Pipeline) gatherDense(w *batchOut, r int32, sc *relayScratch) {
+// denseAt reports whether a recipient at spread takes the dense walk at
+// level 0: spread 1 where the walk is laid out, a keyed spread where this
+// tick has its keys.
+func (p *Pipeline) denseAt(spread uint8) bool {
+	if spread == 1 {
+		return p.dense.ok
+	}
+	return p.keyed[spread] > 0
+}
+
+// gatherDense writes the senders due to recipient r, at spread (denseAt)
+// and level 0, run by run of its stencil (sc.stencilRuns: consecutive
+// actors of one table), each run by writeDense: by the due keys, spread
+// 1's (Frame.dueKey) or the spread's (spreadKeys).
+func (p *Pipeline) gatherDense(w *batchOut, r int32, spread uint8, sc *relayScratch) {
 	f := &p.frame
 	rhalf := interest.RecipientHalf(f.key[r])
+	layout, keys, due := &p.dense, f.dueKey, &p.denseDue
+	if spread > 1 {
+		k := &p.spreadKeys[p.keyed[spread]-1]
+		layout, keys, due = &k.layout, k.keys, &k.tickDue
+	}
 	var bit [interest.FastPeriods]uint32 // the recipient's bit at each tier period
 	for _, tp := range f.due.tierPeriods {
-		bit[tp] = 1 << (p.dense.off[tp] + uint8(f.due.wantResidue(tp, p.denseDue[tp], rhalf)))
+		q := tp * spread // below FastPeriods: the layout has it
+		bit[tp] = 1 << (layout.off[q] + uint8(f.due.wantResidue(q, due[q], rhalf)))
 	}
 	k := &sc.dense
 	k.rx, k.ry, k.rz = f.x[r], f.y[r], f.z[r]
@@ -191,15 +259,15 @@ func (p *Pipeline) gatherDense(w *batchOut, r int32, sc *relayScratch) {
 			k.bands, k.cut, k.limits = b, p.kindReach[kind], int64(p.kindLimits[kind])
 			aimed = kind
 		}
-		p.denseRun(w, k, lo, hi, r, sc)
+		p.denseRun(w, k, keys, lo, hi, r, sc)
 	}
 }
 
-// denseRun writes the senders of actors lo to hi-1 due to recipient r,
-// k aimed at r and their table (writeDense).
-func (p *Pipeline) denseRun(w *batchOut, k *denseKernel, lo, hi, r int32, sc *relayScratch) {
+// denseRun writes the senders of actors lo to hi-1 due to recipient r by
+// their keys, k aimed at r and their table (writeDense).
+func (p *Pipeline) denseRun(w *batchOut, k *denseKernel, keys []uint32, lo, hi, r int32, sc *relayScratch) {
 	f := &p.frame
-	sc.denseMask = w.writeDense(k, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], f.dueKey[lo:hi], lo, r, sc.denseMask, useAVX512)
+	sc.denseMask = w.writeDense(k, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], keys[lo:hi], lo, r, sc.denseMask, useAVX512)
 }
 
 // writeDense writes the senders lo+i, for i from 0 to len(xs)-1, of the

@@ -42,6 +42,9 @@ type rig struct {
 	// passes run one after another on the test's goroutine), as the
 	// join system does, instead of nil.
 	joinTick bool
+	// quiet, when set, keeps client i from sending on the ticks it
+	// reports: its actor has not changed since.
+	quiet func(i int) bool
 }
 
 func newRig(t testing.TB, cfg Config, spawns []components.Transform) *rig {
@@ -129,6 +132,9 @@ func (r *rig) step() {
 // standStep sends an update in place for every player and ticks.
 func (r *rig) standStep() {
 	for i, c := range r.clients {
+		if r.quiet != nil && r.quiet(i) {
+			continue
+		}
 		r.seq[i]++
 		s := r.spawns[i]
 		require.NoError(r.t, c.Send(wire.AppendMove(nil, wire.Move{Seq: r.seq[i], X: s.X, Y: s.Y, WorldOrCell: s.WorldOrCell})))
