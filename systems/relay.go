@@ -303,7 +303,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	senders := f.stencilSenders(g)
 	if rc := f.cellIdx[r]; sc.cell != rc {
 		sc.small, sc.stencilRuns = p.stencilRuns(cells, senders, sc.stencilRuns)
-		sc.classified = false
+		sc.classified, sc.ranked = false, false
 		sc.cell = rc
 	}
 	due := &f.due
@@ -315,7 +315,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	case sc.small && spread == 1 && level == 0:
 		p.gatherSmall(&w, r, cells, sc)
 	case due.based[spread] && level == 0:
-		p.classifyCell(cells, level, sc)
+		p.rankCell(cells, sc)
 		p.gatherBase(&w, r, spread, cells, sc)
 	default:
 		// Under throttling a spread with base lists is decided pair by pair.
@@ -376,14 +376,27 @@ func (p *Pipeline) classifyCell(cells []int32, level uint8, sc *relayScratch) {
 	f := &p.frame
 	sc.classes = p.classify(sc.cell, cells, level, sc.classes)
 	sc.runs = f.uniformRuns(cells, sc.classes, sc.runs)
+	p.rankCell(cells, sc)
+	sc.boxes.n = -1 // filled when a recipient first needs them
+	sc.flatDone = false
+	sc.classified = true
+}
+
+// rankCell gives the unit's scratch the ranks of the stencil cells of its
+// current cell and their runs of base lists (baseRuns), unless it has
+// them: all a recipient with base lists reads of its cell where the
+// candidates are decided by their distances (chooseBased16), which needs
+// no classes.
+func (p *Pipeline) rankCell(cells []int32, sc *relayScratch) {
+	if sc.ranked {
+		return
+	}
 	sc.rankedAt = resizeSlice(sc.rankedAt, len(cells))
 	for i, ci := range cells {
 		sc.rankedAt[i] = p.ranked(ci, 2)
 	}
 	sc.baseRuns = p.baseRuns(cells, sc.rankedAt, sc.baseRuns)
-	sc.boxes.n = -1 // filled when a recipient first needs them
-	sc.flatDone = false
-	sc.classified = true
+	sc.ranked = true
 }
 
 // growSel makes room in sel for n senders.
@@ -409,9 +422,11 @@ type relayScratch struct {
 	baseK   baseKernel  // what chooseBased8 reads
 	runs    []int32     // per stencil position of the recipient cell: see uniformRuns
 	// classified: classes, runs and rankedAt are the current cell's
-	// (classifyCell). small: its stencil is small (gatherSmall).
+	// (classifyCell); ranked: rankedAt and baseRuns are (rankCell).
+	// small: its stencil is small (gatherSmall).
 	// stencilRuns: its runs of actors (Pipeline.stencilRuns).
 	classified  bool
+	ranked      bool
 	small       bool
 	stencilRuns []int32
 	// flatRuns: per stencil position of the recipient cell, the run taken

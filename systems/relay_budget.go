@@ -196,14 +196,25 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 			if !wanted {
 				want, wanted = p.clock.Want(f.key[r]), true
 			}
+			p.classifyCell(cells, 0, sc)
 			p.rankedPairs(w, r, cells[i], spread, sc.classes[i], &want, rhalf)
 			continue
 		}
 		first := cells[i]
 		lo, hi := due.lists(first, cells[j-1], slot)
 		cands := due.picks[lo:hi]
+		info := due.cands.slice(lo-due.candsAt, hi-due.candsAt)
 		sc.growSel(len(cands))
-		w.write(sc.sel[:p.chooseBased(sc.sel, cands, due.cands.slice(lo-due.candsAt, hi-due.candsAt), sc.classes[i:j], first, r, spread, f.cells[first].kind, sc)])
+		var classes []cellClass // until a kernel needs them
+		if sc.classified {
+			classes = sc.classes[i:j]
+		}
+		m := p.chooseBased(sc.sel, cands, info, classes, first, r, spread, f.cells[first].kind, sc)
+		if m < 0 {
+			p.classifyCell(cells, 0, sc)
+			m = p.chooseBased(sc.sel, cands, info, sc.classes[i:j], first, r, spread, f.cells[first].kind, sc)
+		}
+		w.write(sc.sel[:m])
 	}
 }
 
@@ -262,14 +273,22 @@ func (p *Pipeline) baseRuns(cells []int32, ranked []bool, out []int32) []int32 {
 // their distances (the classes are bounds of them: a pair's tier period is
 // the one its distance falls in either way); with AVX2, chooseBased8 eight
 // at a time, unless a candidate's class has no periods. Else
-// chooseBasedOneByOne, which gives the same senders.
+// chooseBasedOneByOne, which gives the same senders. Classes may be nil
+// (not computed): where a kernel needs them, it returns -1, having
+// chosen nothing.
 func (p *Pipeline) chooseBased(sel, cands []int32, info baseCands, classes []cellClass, first, r int32, spread, kind uint8, sc *relayScratch) int {
-	if k := &sc.baseK; k.ready && len(cands) > 0 {
-		if k.wide && len(sel) >= len(cands)+16 && k.aimTable(int32(kind), &p.kindBands[kind], p.kindLimits[kind], p.kindReach[kind]) {
-			k.picks, k.x, k.y, k.z = &cands[0], &info.x[0], &info.y[0], &info.z[0]
-			k.age, k.quot = &info.age[0], &info.quot[0]
-			return chooseBased16(&sel[0], k, len(cands))
-		}
+	if len(cands) == 0 {
+		return 0
+	}
+	if k := &sc.baseK; k.ready && k.wide && len(sel) >= len(cands)+16 && k.aimTable(int32(kind), &p.kindBands[kind], p.kindLimits[kind], p.kindReach[kind]) {
+		k.picks, k.x, k.y, k.z = &cands[0], &info.x[0], &info.y[0], &info.z[0]
+		k.age, k.quot = &info.age[0], &info.quot[0]
+		return chooseBased16(&sel[0], k, len(cands))
+	}
+	if classes == nil {
+		return -1
+	}
+	if k := &sc.baseK; k.ready {
 		k.picks, k.x, k.y, k.z, k.cell = &cands[0], &info.x[0], &info.y[0], &info.z[0], &info.cell[0]
 		k.age, k.quot, k.classes, k.first = &info.age[0], &info.quot[0], &classes[0], first
 		if m := chooseBased8(&sel[0], k, len(cands)); m >= 0 {
