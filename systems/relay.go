@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/throng-go/throng/interest"
-	"github.com/throng-go/throng/internal/cacheline"
 	"github.com/throng-go/throng/net/wire"
 )
 
@@ -106,7 +105,7 @@ func (j *relayJob) RunUnit(i int) {
 			f.relays[a] = 0
 			continue
 		}
-		if p.ahead != nil || p.cfg.MaxRecordsPerTick > 0 {
+		if p.ahead != nil {
 			told = p.tellNext(sh, max(told, a+1))
 		}
 		n := p.gather(a, level, &throttled, sc)
@@ -175,22 +174,15 @@ func (l *laneSet) take() int {
 // give frees lane, taken by take.
 func (l *laneSet) give(lane int) { l.held.And(^(uint64(1) << lane)) }
 
-// tellNext names to the transport (p.ahead, if it listens) the first
-// recipient with a session from index from on in shard sh, and asks for
-// the lines of its session that the relay reads and writes under the
-// budget; it returns the index after it (sh.Hi when there is none):
-// building the current recipient's batch then covers the wait for that
-// session's state, which ingest last wrote on another core.
+// tellNext names to the transport (p.ahead) the first recipient with a
+// session from index from on in shard sh, and returns the index after it
+// (sh.Hi when there is none): building the current recipient's batch then
+// covers the wait for that session's state.
 func (p *Pipeline) tellNext(sh Shard, from int32) int32 {
 	f := &p.frame
 	for b := from; b < sh.Hi; b++ {
 		if s := f.session[b]; s != 0 {
-			if p.ahead != nil {
-				p.ahead.WillSend(wire.SessionID(s))
-			}
-			if sess := f.sess[b]; sess != nil && p.cfg.MaxRecordsPerTick > 0 {
-				cacheline.ClaimOne(&sess.sessionRelay)
-			}
+			p.ahead.WillSend(wire.SessionID(s))
 			return b + 1
 		}
 	}
