@@ -19,9 +19,10 @@ import (
 //
 //   - relay_reference.go: the rule, written plainly, that the tests hold
 //     every fast path to (reference_test.go lists them);
-//   - relay_dense.go: the dense walk, which most recipients at spread 1
-//     take: every sender of the stencil decided by its due key, a group of
-//     pairs an instruction, with no cells or lists;
+//   - relay_dense.go: the dense walk, which most recipients at spread 1,
+//     and those at the short spreads whose keys fit (spreadKeys), take:
+//     every sender of the stencil decided by its due key, a group of pairs
+//     an instruction, with no cells or lists;
 //   - relay_cells.go: cells, their boxes, classes and runs;
 //   - relay_walk.go: one recipient's walk over its stencil, cell by cell,
 //     and the strategy for each kind of cell (gatherCells), or, for a
@@ -34,9 +35,9 @@ import (
 //   - relay_near.go: the nearest senders, which a spread does not stretch;
 //   - relay_thin.go: thinning, past the longest spread.
 //
-// The AVX2 kernels and the dense walk's AVX-512 pass (simd_amd64.s) are
-// chosen inside the functions that call them (beyondEdge, pointBands,
-// chooseByTiers, chooseThrottled, denseDue, writeDense, picker.aim,
+// The AVX2 kernels and the AVX-512 ones (simd_amd64.s) are chosen inside
+// the functions that call them (beyondEdge, pointBands, chooseByTiers,
+// chooseThrottled, chooseBased, denseDue, writeDense, picker.aim,
 // batchOut.roomFor32), each with a Go loop beside it that other CPUs and
 // -tags purego run; the code above them reads the same on every CPU.
 //
@@ -411,7 +412,7 @@ type relayScratch struct {
 	spreads [256]int32  // this tick's recipients by spread (under the budget), for the next tick's lists
 	bwant   [256]uint8  // per tier period: the residue gatherBase wants at its stretched period
 	bdue    [256]uint64 // per tier period: the base lists' quotients due at its stretched period (dueLists.quot)
-	baseK   baseKernel  // what chooseBased8 reads
+	baseK   baseKernel  // what chooseBased8 and chooseBased16 read
 	runs    []int32     // per stencil position of the recipient cell: see uniformRuns
 	// classified: classes, runs and rankedAt are the current cell's
 	// (classifyCell); ranked: rankedAt and baseRuns are (rankCell).

@@ -343,10 +343,11 @@ func (p *Pipeline) chooseBasedOneByOne(sel, cands []int32, info baseCands, class
 	return m
 }
 
-// baseKernel is what chooseBased8 reads: the run's candidates (their
-// columns from the run's first), the run's cell classes, the recipient,
-// per tier period its quotients due (sc.bdue), and constant vectors.
-// gatherBase aims it at a recipient (ready: the kernel may decide its
+// baseKernel is what chooseBased8 and chooseBased16 read: the run's
+// candidates (their columns from the run's first), the run's cell classes
+// (chooseBased8) or its table's steps (chooseBased16), the recipient, per
+// tier period its quotients due (sc.bdue), and constant vectors.
+// gatherBase aims it at a recipient (ready: a kernel may decide its
 // candidates), chooseBased at each run.
 type baseKernel struct {
 	picks         *int32
