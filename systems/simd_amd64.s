@@ -64,6 +64,19 @@
 	VMULPS  T, T, T; \
 	VADDPS  T, D, D
 
+// SQUARED_DISTANCE16 is SQUARED_DISTANCE for sixteen senders, the
+// recipient in Z0, Z1 and Z2, with the subtrahends read from memory: the
+// recipient less the sender, whose square is the same.
+#define SQUARED_DISTANCE16(XS, YS, ZS, D, T) \
+	VSUBPS (XS)(CX*4), Z0, D; \
+	VMULPS D, D, D; \
+	VSUBPS (YS)(CX*4), Z1, T; \
+	VMULPS T, T, T; \
+	VADDPS T, D, D; \
+	VSUBPS (ZS)(CX*4), Z2, T; \
+	VMULPS T, T, T; \
+	VADDPS T, D, D
+
 // func beyondEdge8(xs, ys, zs *float32, n int, rx, ry, rz, edge float32) uint64
 TEXT ·beyondEdge8(SB), NOSPLIT, $0-56
 	MOVQ xs+0(FP), SI
@@ -654,14 +667,7 @@ TEXT ·denseCopy16(SB), NOSPLIT, $0-8
 copyGroup:
 	CMPQ CX, denseKernel_n(R13)
 	JGE  copyDone
-	VSUBPS  (SI)(CX*4), Z0, Z16
-	VMULPS  Z16, Z16, Z16
-	VSUBPS  (R9)(CX*4), Z1, Z17
-	VMULPS  Z17, Z17, Z17
-	VADDPS  Z17, Z16, Z16
-	VSUBPS  (R10)(CX*4), Z2, Z17
-	VMULPS  Z17, Z17, Z17
-	VADDPS  Z17, Z16, Z16
+	SQUARED_DISTANCE16(SI, R9, R10, Z16, Z17)
 	VPCMPUD $5, Z5, Z16, K1
 	VPBLENDMD Z9, Z3, K1, Z18
 	VPCMPUD $5, Z6, Z16, K1
@@ -852,14 +858,7 @@ TEXT ·chooseBased16(SB), NOSPLIT, $0-32
 base16Group:
 	CMPQ CX, DX
 	JGE  base16Done
-	VSUBPS  (SI)(CX*4), Z0, Z18
-	VMULPS  Z18, Z18, Z18
-	VSUBPS  (R9)(CX*4), Z1, Z19
-	VMULPS  Z19, Z19, Z19
-	VADDPS  Z19, Z18, Z18
-	VSUBPS  (R10)(CX*4), Z2, Z19
-	VMULPS  Z19, Z19, Z19
-	VADDPS  Z19, Z18, Z18
+	SQUARED_DISTANCE16(SI, R9, R10, Z18, Z19)
 	// Z21: the band's quotients due, Z22: its stretched period.
 	VPCMPUD   $5, Z6, Z18, K1
 	VPBLENDMD Z7, Z4, K1, Z21

@@ -423,6 +423,18 @@ func (t *picker) chooseByTiersOneByOneOr(vector bool, sel []int32, changed []uin
 	return t.chooseByTiersOneByOne(sel, changed, xs, ys, zs, res, tiers)
 }
 
+// baseRecipient returns a pipeline whose frame holds actors actors, the
+// recipient r among them at a random place (coord, and a height), and the
+// default tiers' cycle of quotients: what the base-list kernels read of it.
+func baseRecipient(rng *rand.Rand, r int32, actors int, coord func() float32) *Pipeline {
+	p := &Pipeline{}
+	f := &p.frame
+	f.x, f.y, f.z = make([]float32, actors), make([]float32, actors), make([]float32, actors)
+	f.x[r], f.y[r], f.z[r] = coord(), coord(), float32(rng.IntN(64))
+	f.due.cycle = 12
+	return p
+}
+
 // TestChooseBasedDecidesLikeOneByOne: chooseBased8 chooses the base-list
 // candidates chooseBasedOneByOne does, in the same order, over random
 // runs of cells (one band and two, candidates exactly on an edge, the
@@ -441,11 +453,8 @@ func TestChooseBasedDecidesLikeOneByOne(t *testing.T) {
 		classes := make([]cellClass, 1+rng.IntN(8))
 		first := int32(rng.IntN(200))
 		r := int32(rng.IntN(3 * n))
-		p := &Pipeline{}
+		p := baseRecipient(rng, r, 3*n, coord)
 		f := &p.frame
-		f.x, f.y, f.z = make([]float32, 3*n), make([]float32, 3*n), make([]float32, 3*n)
-		f.x[r], f.y[r], f.z[r] = coord(), coord(), float32(rng.IntN(64))
-		f.due.cycle = 12
 		spread := uint8(5 + rng.IntN(40))
 		var info baseCands
 		info.resize(n)
@@ -533,11 +542,8 @@ func TestChooseBasedWideDecidesByTheTable(t *testing.T) {
 	for it := range 20000 {
 		n := 1 + rng.IntN(70)
 		r := int32(rng.IntN(3 * n))
-		p := &Pipeline{}
+		p := baseRecipient(rng, r, 3*n, coord)
 		f := &p.frame
-		f.x, f.y, f.z = make([]float32, 3*n), make([]float32, 3*n), make([]float32, 3*n)
-		f.x[r], f.y[r], f.z[r] = coord(), coord(), float32(rng.IntN(64))
-		f.due.cycle = 12
 		var steps []interest.Step
 		period := uint8(1)
 		for range rng.IntN(4) {
