@@ -281,11 +281,11 @@ func (m *Transport) SendUnreliableBatch(s wire.SessionID, datagrams []byte, size
 }
 
 // WillSend implements [wire.SendAhead]: it asks for the session's slot,
-// in exclusive state, outside CountOnly mode: a send locks it and bumps
-// its counters, and its client's last drain (on the bots' core) left it
-// in that core's cache.
+// in exclusive state: a send bumps its counters (and outside CountOnly
+// mode locks it), and the last core to touch it, its client's drain or
+// the relay unit that sent to it last tick, may be another.
 func (m *Transport) WillSend(s wire.SessionID) {
-	if m.countOnly || !cacheline.Claiming {
+	if !cacheline.Claiming {
 		return
 	}
 	if slot := m.slotOf(s); slot != nil {
