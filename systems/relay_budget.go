@@ -366,7 +366,7 @@ type baseKernel struct {
 	spread, class int32 // the recipient's spread; the size of a cellClass
 	ready         bool
 	// wide: chooseBased16 may decide the recipient's runs (AVX-512), by
-	// steps, laid out for the table table (-1: none yet).
+	// steps, laid out for the senders' table of kind table (-1: none yet).
 	wide  bool
 	table int32
 	steps [5]baseStep
