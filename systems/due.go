@@ -176,11 +176,16 @@ func gcd(a, b int) int {
 }
 
 // quotient returns x / p modulo the cycle (p at least 2, a cycle of at
-// most 64), by multiplication: Lemire, Kaser and Kurz's x / p, exact for
-// every x below 2^32 with p's magic.
+// most 64).
 func (d *dueLists) quotient(x uint32, p uint8) uint8 {
+	return uint8(d.residue(d.divide(x, p), d.cycle))
+}
+
+// divide returns x / p (p at least 2) by multiplication: Lemire, Kaser and
+// Kurz's x / p, exact for every x below 2^32 with p's magic.
+func (d *dueLists) divide(x uint32, p uint8) uint32 {
 	q, _ := bits.Mul64(d.magic[p], uint64(x))
-	return uint8(d.residue(uint32(q), d.cycle))
+	return uint32(q)
 }
 
 // plan chooses this tick's periods: the tier periods, and those stretched

@@ -653,13 +653,8 @@ func (p *Pipeline) beginRelay(t *scheduler.Tick) {
 // keys are built instead (dueJob), one pass over the actors a spread. A
 // tick under pressure lists them, as the recipients under it walk cells.
 func (p *Pipeline) keySpreads(spreads *[256]int32) {
-	if p.alwaysList || len(p.spreadKeys) == 0 {
+	if p.alwaysList || len(p.spreadKeys) == 0 || p.pressed() {
 		return
-	}
-	for _, sh := range p.frame.shards {
-		if p.relayLevel(sh.Level) > 0 {
-			return
-		}
 	}
 	for i := range p.spreadKeys {
 		k := &p.spreadKeys[i]
@@ -701,15 +696,18 @@ func (p *Pipeline) listsIdle() bool {
 // client has a budget (whose spreads read lists) and no shard's cluster is
 // under pressure the relay acts on (relayLevel).
 func (p *Pipeline) denseTick() bool {
-	if !p.dense.ok || p.cfg.MaxRecordsPerTick > 0 {
-		return false
-	}
+	return p.dense.ok && p.cfg.MaxRecordsPerTick <= 0 && !p.pressed()
+}
+
+// pressed reports whether some shard's cluster is under pressure the
+// relay acts on (relayLevel): its recipients walk cells, not keys.
+func (p *Pipeline) pressed() bool {
 	for _, sh := range p.frame.shards {
 		if p.relayLevel(sh.Level) > 0 {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // minParallelDueWork is the least work, in actors times sets, for which

@@ -3,7 +3,6 @@ package systems
 import (
 	"encoding/binary"
 	"math"
-	"math/bits"
 	"slices"
 	"unsafe"
 
@@ -175,8 +174,7 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 		w := due.wantResidue(tp*spread, ticks[i], rhalf)
 		sc.bwant[tp] = uint8(w)
 		if due.cycle > 0 {
-			q, _ := bits.Mul64(due.magic[spread], uint64(w)) // w / spread: a based spread is at least 2
-			sc.bdue[tp] = due.every[tp] << q
+			sc.bdue[tp] = due.every[tp] << due.divide(w, spread) // a based spread is at least 2
 			k.ready = k.ready && k.setDue(tp, sc.bdue[tp])
 		}
 	}
