@@ -39,6 +39,33 @@ func KeyOf(worldOrCell uint32, x, y, chunkSize float32) AreaKey {
 	return AreaKey{WorldOrCell: worldOrCell, X: ChunkCoord(x, chunkSize), Y: ChunkCoord(y, chunkSize)}
 }
 
+// Holds reports whether position (x, y) in worldOrCell lies in chunk k,
+// exactly as KeyOf(worldOrCell, x, y, chunkSize) == k, but by comparing
+// the position with the chunk's edges where KeyOf divides: the tick asks
+// it of every actor, and most stay where they were.
+//
+// The edges k.X*chunkSize and (k.X+1)*chunkSize are exact in float64 for
+// chunk coordinates within ±2^28, and between them the float64 quotient of
+// two float32s floors to k.X: a float32 position below an edge lies
+// further from it, relative to the edge, than the quotient's rounding can
+// cross. Outside that range, or outside the edges, it asks KeyOf.
+func (k AreaKey) Holds(worldOrCell uint32, x, y, chunkSize float32) bool {
+	if worldOrCell != k.WorldOrCell {
+		return false
+	}
+	if inExactRange(k.X) && inExactRange(k.Y) && chunkSize > 0 && chunkSize <= math.MaxFloat32 {
+		s, x64, y64 := float64(chunkSize), float64(x), float64(y)
+		if float64(k.X)*s <= x64 && x64 < float64(k.X+1)*s && float64(k.Y)*s <= y64 && y64 < float64(k.Y+1)*s {
+			return true
+		}
+	}
+	return KeyOf(worldOrCell, x, y, chunkSize) == k
+}
+
+// inExactRange reports whether chunk coordinate c is within ±2^28, where
+// its edges are exact in float64 (Holds).
+func inExactRange(c int32) bool { return c > -1<<28 && c < 1<<28 }
+
 // Unreachable is the distance Chebyshev reports between chunks of different
 // worldOrCells: they never see each other at any distance.
 const Unreachable = math.MaxInt64

@@ -2,9 +2,11 @@ package grid_test
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/throng-go/throng/grid"
 )
@@ -134,4 +136,40 @@ func TestCompareAgreesWithLess(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Holds must agree with KeyOf for every position, in particular those a
+// float32 step either side of a chunk's edges, where rounding the
+// quotient decides; and for chunks far enough out that their edges are no
+// longer exact, and positions that are not numbers.
+func TestHoldsAgreesWithKeyOf(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var positions []float32
+	for _, s := range []float32{4096, 64, 100, 3.3, 0.001, 777_777, 1e30} {
+		for _, k := range []float64{0, 1, -1, 2, -2, 37, -37, 1e6, -1e6, 1<<28 - 1, -(1<<28 - 1), 1 << 28, 1 << 30, -1 << 31} {
+			edge := float32(k * float64(s))
+			x := edge
+			for range 4 {
+				x = math.Nextafter32(x, float32(math.Inf(-1)))
+			}
+			for range 9 {
+				positions = append(positions, x)
+				x = math.Nextafter32(x, float32(math.Inf(1)))
+			}
+			positions = append(positions, edge+s*rng.Float32())
+		}
+	}
+	positions = append(positions, float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)))
+	checked := 0
+	for _, s := range []float32{4096, 64, 100, 3.3, 0.001, 777_777, 1e30} {
+		for i, x := range positions {
+			y := positions[(i*7+3)%len(positions)]
+			at := grid.KeyOf(5, x, y, s)
+			for _, k := range []grid.AreaKey{at, {5, at.X + 1, at.Y}, {5, at.X - 1, at.Y}, {5, at.X, at.Y + 1}, {5, at.X, at.Y - 1}, {6, at.X, at.Y}} {
+				require.Equal(t, grid.KeyOf(5, x, y, s) == k, k.Holds(5, x, y, s), "chunk %v, position (%v, %v), size %v", k, x, y, s)
+				checked++
+			}
+		}
+	}
+	require.Greater(t, checked, 10_000)
 }

@@ -114,7 +114,7 @@ func (p *Pipeline) moveActor(a int32) {
 	f.x[a], f.y[a], f.z[a] = t.X, t.Y, t.Z
 	setIfChanged(&f.changed[a], in.ChangedTick)
 	setIfChanged(&f.dueKey[a], p.dense.dueKey(f.resKey[a], in.ChangedTick, f.Tick))
-	setIfChanged(&f.crossed[a], p.world.KeyOf(*t) != view.Key)
+	setIfChanged(&f.crossed[a], !view.Key.Holds(t.WorldOrCell, t.X, t.Y, p.world.ChunkSize()))
 	if p.sight.watching {
 		setIfChanged(&f.look[a], client.Session != 0 && p.sight.pastSlack(client.Slot, id, t))
 	}
