@@ -93,7 +93,7 @@ func (p *Pipeline) Detach(actor components.ActorID) (wire.SessionID, string, err
 	if int(s.slot) < len(p.sight.points) {
 		p.sight.points[s.slot].actor = 0 // the slot's next player saw nothing
 	}
-	p.sessions.Drop(id)
+	p.dropSession(id)
 	p.closedSlots = append(p.closedSlots, s.slot)
 	return id, s.player, nil
 }

@@ -27,8 +27,7 @@ func TestDenseWritesLikeThePairs(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	const senders = 700
 	records := make([]byte, senders*wire.RecordSize, senders*wire.RecordSize+denseOverrun)
-	// Records with bytes in them: a large slice never written may be the
-	// kernel's one page of zeros, every copy's source a cache hit.
+	// Records with bytes in them, as a tick's have.
 	fill := rand.New(rand.NewPCG(3, 4))
 	for i := range records {
 		records[i] = byte(fill.Uint32())

@@ -227,6 +227,14 @@ func (p *Pipeline) openSession(id wire.SessionID) {
 		p.slots = append(p.slots, s)
 	}
 	p.sessions.Put(id, s)
+	p.slotOf.Put(id, s.slot+1)
+}
+
+// dropSession takes session id out of the session table; its slot is
+// freed by the join.
+func (p *Pipeline) dropSession(id wire.SessionID) {
+	p.sessions.Drop(id)
+	p.slotOf.Drop(id)
 }
 
 func (p *Pipeline) closeSession(id wire.SessionID) {
@@ -240,7 +248,7 @@ func (p *Pipeline) closeSession(id wire.SessionID) {
 	if s.state != awaitingHello && s.state != waiting && s.state != attaching {
 		p.world.Despawn(s.actor)
 	}
-	p.sessions.Drop(id)
+	p.dropSession(id)
 	// The slot is reused only once the despawn is applied (the join frees
 	// it), so a stale Client.Slot never reaches another player's session.
 	p.closedSlots = append(p.closedSlots, s.slot)
@@ -249,11 +257,16 @@ func (p *Pipeline) closeSession(id wire.SessionID) {
 // frameFrom handles a Hello at once and a Move frame at once or by routing
 // it to its session's bucket, which it reports.
 func (p *Pipeline) frameFrom(id wire.SessionID, frame []byte) bool {
-	s := p.sessions.Get(id)
-	if s == nil {
+	// The slot, from its own table: the session itself is read only where
+	// the frame is handled, which for a Move frame with many players is
+	// in its bucket, on the pool. Read here, on the tick goroutine alone,
+	// each session of a big world was a cache miss.
+	slot := p.slotOf.Get(id)
+	if slot == 0 {
 		p.stats.DroppedInputs++
 		return false
 	}
+	s := p.slots[slot-1]
 	typ, err := wire.PeekType(frame)
 	if err != nil {
 		p.stats.Malformed++
@@ -271,7 +284,7 @@ func (p *Pipeline) frameFrom(id wire.SessionID, frame []byte) bool {
 		}
 		// Buckets take slot ranges, so that frames arriving in slot order
 		// are applied in that order when the buckets run one after another.
-		bk := &p.buckets[int(s.slot)*len(p.buckets)/len(p.slots)]
+		bk := &p.buckets[int(slot-1)*len(p.buckets)/len(p.slots)]
 		bk.moves = append(bk.moves, routedMove{id: id, s: s, frame: frame})
 		return true
 	default:

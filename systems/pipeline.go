@@ -241,6 +241,7 @@ type Pipeline struct {
 	// sessions are the transport's open sessions by id: ids come in
 	// sequence, and ingest looks one up for every frame.
 	sessions idtable.Table[wire.SessionID, *session]
+	slotOf   idtable.Table[wire.SessionID, uint32] // each session's slot + 1 (frameFrom)
 	// names holds the names of the players in play by session slot ("" for
 	// guests), and kept the actors kept for players away, by name.
 	names []string
