@@ -108,9 +108,29 @@ func (s *moveSystem) Access() scheduler.Access {
 		scheduler.Write[components.MoveInput](), scheduler.WriteResource(FrameResource))
 }
 func (s *moveSystem) Plan(_ *scheduler.Tick, units []scheduler.Unit) []scheduler.Unit {
-	return s.p.plan(units, 0)
+	units = s.p.plan(units, 0)
+	if f := &s.p.frame; s.p.linking {
+		// A part of the links costs about what Move does for half as
+		// many actors as it has chunks.
+		for k := range f.links {
+			units = append(units, scheduler.Unit{Key: linkKeySalt ^ uint64(k+1), Cost: float64(len(f.byKey)/len(f.links)) / 2})
+		}
+	}
+	return units
 }
-func (s *moveSystem) RunUnit(i int) { s.p.runUnits(&s.p.move, i) }
+
+// RunUnit runs shard i's Move, or past the shards a part of the stencil
+// links.
+func (s *moveSystem) RunUnit(i int) {
+	if n := len(s.p.frame.shards); s.p.linking && i >= n {
+		s.p.frame.linkPart(i - n)
+		return
+	}
+	s.p.runUnits(&s.p.move, i)
+}
+
+// linkKeySalt keeps the stencil links' unit keys apart from the shards'.
+const linkKeySalt = 0x2545f4914f6cdd1d
 
 type relaySystem struct{ p *Pipeline }
 

@@ -21,8 +21,9 @@ type group struct {
 	actors           span
 	cellsLo, cellsHi int32    // its cells in Frame.cells
 	stencil          [9]int32 // occupied stencil chunks, as group indices
-	nbrLo, nbrHi     int32    // the cells of those chunks in Frame.nbrCells
+	nbrLo, nbrHi     int32    // the cells of those chunks in its part's (Frame.links)
 	nst              uint8    // used entries of stencil
+	part             uint8    // its part of the stencil links
 	side             uint8    // cells per side of its grid
 }
 
@@ -142,10 +143,10 @@ type Frame struct {
 	tables      int
 	anyRanked   bool
 	class       []uint8
-	nbrCells    []int32      // per group, the cells of its stencil (see group.nbrLo)
-	viewGroup   []int32      // per view: its group
-	byKey       []int32      // groups in key order
-	sorted      []stencilKey // per entry of byKey: its key and cells (linkStencils)
+	links       []stencilPart // the chunks' stencil links, in parts (linkStencils)
+	viewGroup   []int32       // per view: its group
+	byKey       []int32       // groups in key order
+	sorted      []stencilKey  // per entry of byKey: its key and cells (linkStencils)
 	part        grid.Partitioner
 	clusters    []grid.Cluster
 	shards      []Shard

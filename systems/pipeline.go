@@ -232,6 +232,7 @@ type Pipeline struct {
 	owedRoom       int    // the most senders any unit's backlog round has had room for
 	pressedSpread  int    // the longest spread pressure gives a recipient (see aimFor)
 	inline         bool
+	linking        bool // Move's units link the stencils (Frame.linkPart)
 	tick           uint64
 	busy           bool
 	busySince      uint64 // elapsed when busy last turned on
@@ -573,6 +574,12 @@ func (p *Pipeline) prepare(tick uint64) {
 	}
 	p.loads.levelsFor(&p.frame)
 	p.inline = !p.cfg.Parallel || p.frame.Len() < p.cfg.MinActorsToOffload
+	// A big world's stencils are linked by Move's units, beside its
+	// shards: the links are first read by the relay.
+	p.linking = !p.inline && len(p.frame.links) > 1
+	if !p.linking {
+		p.frame.linkRest()
+	}
 	p.stats.Tick = tick
 	p.stats.Actors = p.frame.Len()
 	p.stats.Clusters, p.stats.Biggest = p.frame.Clusters()
@@ -587,6 +594,7 @@ func (p *Pipeline) prepare(tick uint64) {
 // Plan calls it) when there is enough to build and the tick is not run
 // inline.
 func (p *Pipeline) beginRelay(t *scheduler.Tick) {
+	p.frame.linkRest() // Move's units linked them, unless it ran without the scheduler
 	p.stats.Corrections = 0
 	p.sendCorrections()
 	// The spreads of clients over their budget, whose periods get lists

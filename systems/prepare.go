@@ -244,11 +244,12 @@ func (f *Frame) place(a, v int32, r int, g int32) {
 	f.view[a], f.row[a], f.group[a] = v, int32(r), g
 }
 
-// linkStencils records, for every occupied chunk, the occupied chunks of
-// its 3x3 stencil, in stencil order, and their cells. The stencil's nine
-// keys ascend in key order (row by row, then by X), and the views are
-// sorted by key, so each stencil row is a run of the key-sorted chunks: no
-// hashing.
+// linkStencils lists the occupied chunks in key order (sorted) and cuts
+// them into the parts linkPart links: one part for a world of a few
+// hundred chunks, linked here; more for a big world, whose parts Move's
+// units link beside its shards (Pipeline.linking), as each part writes
+// only its own chunks' groups and cells. The parts depend on the chunks
+// alone, never on the workers.
 func (f *Frame) linkStencils() {
 	f.byKey = f.byKey[:0]
 	f.sorted = f.sorted[:0]
@@ -259,25 +260,62 @@ func (f *Frame) linkStencils() {
 			f.sorted = append(f.sorted, stencilKey{row: grid.RowOrder(gr.key.WorldOrCell, gr.key.Y), x: gr.key.X, cellsLo: gr.cellsLo, cellsHi: gr.cellsHi})
 		}
 	}
-	f.nbrCells = f.nbrCells[:0]
-	// Visiting the chunks in key order, the first chunk of each stencil row
-	// (worldOrCell, Y+dy, X-1) only moves forward: one cursor per row walks
-	// the key-sorted chunks once in all, where a search per chunk and row
-	// would cost a third of Prepare in a world of thousands of chunks. The
-	// walk reads the chunks' keys and cells from sorted, in key order,
-	// rather than from each group, whose memory is scattered.
-	var cursor [3]int
+	parts := 1
+	if n := len(f.byKey); n >= 2*linkPartChunks {
+		parts = min(maxLinkParts, n/linkPartChunks)
+	}
+	f.links = resizeSlice(f.links, parts)
+	for k := range f.links {
+		f.links[k].done = false
+	}
+}
+
+// linkPartChunks is about the fewest chunks a part of the stencil links
+// has (linkStencils): some tens of microseconds of walking, worth a unit
+// of the pool. maxLinkParts caps the parts.
+const (
+	linkPartChunks = 512
+	maxLinkParts   = 16
+)
+
+// stencilPart is a part of the chunks' stencil links: the cells of its
+// chunks' stencils, and whether it has been linked this tick.
+type stencilPart struct {
+	cells []int32
+	done  bool
+}
+
+// linkPart records, for every occupied chunk of part k, the occupied
+// chunks of its 3x3 stencil, in stencil order, and their cells. The
+// stencil's nine keys ascend in key order (row by row, then by X), and
+// the chunks are sorted by key, so each stencil row is a run of the
+// key-sorted chunks: no hashing. Visiting the chunks in key order, the
+// first chunk of each stencil row (worldOrCell, Y+dy, X-1) only moves
+// forward: one cursor per row, found by a search for the part's first
+// chunk, then walked, where a search per chunk and row would cost a third
+// of Prepare in a world of thousands of chunks. The walk reads the
+// chunks' keys and cells from sorted, in key order, rather than from each
+// group, whose memory is scattered.
+func (f *Frame) linkPart(k int) {
+	lp := &f.links[k]
+	cells := lp.cells[:0]
 	sorted := f.sorted
-	for gi, g := range f.byKey {
+	lo, hi := len(f.byKey)*k/len(f.links), len(f.byKey)*(k+1)/len(f.links)
+	var cursor [3]int
+	for gi := lo; gi < hi; gi++ {
 		me := sorted[gi]
-		gr := &f.groups[g]
+		gr := &f.groups[f.byKey[gi]]
 		gr.nst = 0
-		gr.nbrLo = int32(len(f.nbrCells))
+		gr.part = uint8(k)
+		gr.nbrLo = int32(len(cells))
 		for dy := range int32(3) {
 			// Y and X wrap as int32 at the edges of the key space, as the
 			// keys' own order (grid.Less) has them.
 			row := grid.RowOrder(gr.key.WorldOrCell, gr.key.Y+dy-1)
 			i := cursor[dy]
+			if gi == lo {
+				i = firstFrom(sorted, row, me.x-1)
+			}
 			for i < len(sorted) && (sorted[i].row < row || sorted[i].row == row && sorted[i].x < me.x-1) {
 				i++
 			}
@@ -290,11 +328,36 @@ func (f *Frame) linkStencils() {
 				gr.stencil[gr.nst] = f.byKey[i]
 				gr.nst++
 				for c := o.cellsLo; c < o.cellsHi; c++ {
-					f.nbrCells = append(f.nbrCells, c)
+					cells = append(cells, c)
 				}
 			}
 		}
-		gr.nbrHi = int32(len(f.nbrCells))
+		gr.nbrHi = int32(len(cells))
+	}
+	lp.cells, lp.done = cells, true
+}
+
+// firstFrom returns the index of the first chunk of sorted at or after
+// (row, x) in key order, or len(sorted).
+func firstFrom(sorted []stencilKey, row uint64, x int32) int {
+	lo, hi := 0, len(sorted)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if sorted[m].row < row || sorted[m].row == row && sorted[m].x < x {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// linkRest links the parts not linked yet, in order.
+func (f *Frame) linkRest() {
+	for k := range f.links {
+		if !f.links[k].done {
+			f.linkPart(k)
+		}
 	}
 }
 
@@ -308,7 +371,7 @@ type stencilKey struct {
 
 // stencilCells returns the cells of g's 3x3 stencil in canonical order, as
 // indices into f.cells.
-func (f *Frame) stencilCells(g *group) []int32 { return f.nbrCells[g.nbrLo:g.nbrHi] }
+func (f *Frame) stencilCells(g *group) []int32 { return f.links[g.part].cells[g.nbrLo:g.nbrHi] }
 
 // cut splits clusters into shards: a cluster of n actors gets
 // min(ShardsPerCluster, n/MinShardActors) shards of near-equal size; runs
