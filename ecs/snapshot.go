@@ -55,7 +55,7 @@ func (v *ChunkView) Len() int { return len(v.Entities) }
 // actor, every table. Ark's World.Reset emits no events: do not call it on
 // a World's Ark world.
 func (w *World) Snapshot(dst []ChunkView) []ChunkView {
-	if w.shotAt != w.shape || w.chunksRemoved || len(w.unranked) > 0 {
+	if w.stale() {
 		w.refresh(w.foreign || len(w.touched) > len(w.views)/requeryShare)
 	}
 	dst = slices.Grow(dst[:0], len(w.order))[:len(w.order)]
@@ -65,9 +65,27 @@ func (w *World) Snapshot(dst []ChunkView) []ChunkView {
 	return dst
 }
 
+// SnapshotGen returns the generation of the views a Snapshot would give
+// now: the same number as after an earlier Snapshot exactly when nothing
+// has changed the views since (each Snapshot that must query tables again
+// starts a new generation). A caller that kept an earlier Snapshot of the
+// same generation may use it in place of a new one.
+func (w *World) SnapshotGen() uint64 {
+	if w.stale() {
+		return w.shots + 1 // no Snapshot has had it yet
+	}
+	return w.shots
+}
+
+// stale reports whether the views must be brought up to date.
+func (w *World) stale() bool {
+	return w.shotAt != w.shape || w.chunksRemoved || len(w.unranked) > 0
+}
+
 // refresh brings the chunk order and the views up to date: every table
 // queried again (full), or only the touched chunks' (requery).
 func (w *World) refresh(full bool) {
+	w.shots++
 	if w.chunksRemoved || len(w.unranked) > 0 {
 		w.rankChunks()
 	}

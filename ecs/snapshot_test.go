@@ -319,3 +319,59 @@ func TestSnapshotOrderSurvivesChunkChurn(t *testing.T) {
 	assert.Greater(t, recreated, 500, "removed chunks were created again")
 	assert.Positive(t, recreatedUnseen, "chunks were removed and created again between two Snapshots")
 }
+
+// SnapshotGen stays put while nothing changes the views, so that a kept
+// Snapshot can stand in for a new one, and moves on with every change (an
+// actor moved to another chunk, one spawned, a raw Ark change) before and
+// after the next Snapshot. A kept Snapshot of the same generation holds
+// what a new one does.
+func TestSnapshotGenMarksWhenAKeptSnapshotIsCurrent(t *testing.T) {
+	w := ecs.NewWorld(100)
+	a := w.Spawn(ecs.ActorSpec{Transform: components.Transform{X: 50, Y: 50}})
+	w.Spawn(ecs.ActorSpec{Transform: components.Transform{X: 250, Y: 50}})
+	w.Apply(nil)
+	kept := w.Snapshot(nil)
+	gen := w.SnapshotGen()
+	require.Equal(t, gen, w.SnapshotGen(), "nothing changed")
+	again := w.Snapshot(nil)
+	require.Equal(t, gen, w.SnapshotGen(), "a Snapshot with nothing changed is the same generation")
+	require.Equal(t, viewKeys(kept), viewKeys(again))
+
+	changes := []struct {
+		name   string
+		change func()
+	}{
+		{"moved to another chunk", func() {
+			e, _ := w.Entity(a)
+			ark.NewMap[components.Transform](w.Ark()).Get(e).X = 450
+			w.Relocate(a)
+			w.Apply(nil)
+		}},
+		{"spawned", func() {
+			w.Spawn(ecs.ActorSpec{Transform: components.Transform{X: 50, Y: 350}})
+			w.Apply(nil)
+		}},
+		{"a raw Ark change", func() {
+			e, _ := w.Entity(a)
+			ark.NewMap[Tag](w.Ark()).Add(e, &Tag{})
+		}},
+	}
+	for _, c := range changes {
+		c.change()
+		require.NotEqual(t, gen, w.SnapshotGen(), c.name)
+		fresh := w.Snapshot(nil)
+		require.NotEqual(t, gen, w.SnapshotGen(), "%s: the new Snapshot's generation", c.name)
+		require.NotEqual(t, viewKeys(kept), viewKeys(fresh), c.name)
+		kept, gen = fresh, w.SnapshotGen()
+		require.Equal(t, gen, w.SnapshotGen())
+	}
+}
+
+// viewKeys lists each view's chunk and actors, in order.
+func viewKeys(views []ecs.ChunkView) []string {
+	var out []string
+	for _, v := range views {
+		out = append(out, fmt.Sprint(v.Key, v.IDs))
+	}
+	return out
+}

@@ -118,6 +118,7 @@ type World struct {
 	shape  uint64
 	order  []int32
 	shotAt uint64
+	shots  uint64 // the views' generation: refreshes so far (SnapshotGen)
 
 	// What changed since the last query, for the next Snapshot to bring
 	// the views up to date table by table instead of querying every table

@@ -544,6 +544,15 @@ func (p *Pipeline) Players() int { return p.sessions.Len() }
 func (p *Pipeline) prepare(tick uint64) {
 	p.watched = 0 // the relay sets it again if the watched player is in
 	p.mergeInputs()
+	// The join's snapshot, when nothing has changed the world's shape
+	// since: its views are those a Snapshot would copy again (a megabyte
+	// in a world of thousands of chunks).
+	if p.vis.fresh && p.world.SnapshotGen() == p.vis.gen {
+		p.frame.views, p.vis.views = p.vis.views, p.frame.views
+	} else {
+		p.frame.views = p.world.Snapshot(p.frame.views)
+	}
+	p.vis.fresh = false
 	p.frame.prepare(p.world, tick, p.cfg.Shards)
 	p.sight.watching = p.world.Props() > 0
 	p.clock.Set(tick)

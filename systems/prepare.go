@@ -22,13 +22,13 @@ type ShardPlan struct {
 	ShardsPerCluster int
 }
 
-// prepare snapshots the world into f for tick: chunk views, the cluster
-// partition, the canonical actor order with positions and ids, each chunk's
-// occupied stencil, and the shards. It runs on the tick goroutine and
-// allocates nothing once the population has been seen.
+// prepare lays out tick in f from w's chunk views, which the caller has
+// put in f.views (a Snapshot of w): the cluster partition, the canonical
+// actor order with positions and ids, each chunk's occupied stencil, and
+// the shards. It runs on the tick goroutine and allocates nothing once the
+// population has been seen.
 func (f *Frame) prepare(w *ecs.World, tick uint64, plan ShardPlan) {
 	f.Tick = tick
-	f.views = w.Snapshot(f.views)
 	f.keys = f.keys[:0]
 	n := 0
 	for i := range f.views {

@@ -38,12 +38,14 @@ func BenchmarkFramePrepare(b *testing.B) {
 			w.Apply(nil)
 			plan := ShardPlan{Separation: 4, MinClusterActors: 64, MinShardActors: 32, ShardsPerCluster: 4}
 			var f Frame
+			f.views = w.Snapshot(f.views)
 			f.prepare(w, 1, plan)
 			f.linkRest()
 			b.ReportAllocs()
 			tick := uint64(1)
 			for b.Loop() {
 				tick++
+				f.views = w.Snapshot(f.views)
 				f.prepare(w, tick, plan)
 				f.linkRest()
 			}
@@ -75,6 +77,7 @@ func TestStencilPartsLinkEachChunksNeighbours(t *testing.T) {
 	}
 	w.Apply(nil)
 	var f Frame
+	f.views = w.Snapshot(f.views)
 	f.prepare(w, 1, ShardPlan{Separation: 4, MinClusterActors: 64, MinShardActors: 32, ShardsPerCluster: 4})
 	if len(f.links) < 3 {
 		t.Fatalf("%d chunks in %d parts: the test wants several", len(f.byKey), len(f.links))

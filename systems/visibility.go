@@ -17,6 +17,10 @@ type visibility struct {
 	changed []changedActor
 	index   idTable         // actor id -> index in changed
 	views   []ecs.ChunkView // after the Apply, in key order
+	// fresh: views is the last Apply's snapshot, of generation gen
+	// (World.SnapshotGen), not yet handed to the next frame.
+	fresh bool
+	gen   uint64
 }
 
 // idTable maps the actor ids of one Apply's changes to their index in
@@ -111,6 +115,7 @@ func (p *Pipeline) deriveVisibility() {
 		}
 	}
 	v.views = p.world.Snapshot(v.views)
+	v.fresh, v.gen = true, p.world.SnapshotGen()
 	for i := range v.changed {
 		a := &v.changed[i]
 		if a.hasNew {
