@@ -2,6 +2,7 @@ package ecs
 
 import (
 	"github.com/mlange-42/ark/ecs"
+	"slices"
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/grid"
@@ -155,6 +156,7 @@ func (w *World) Apply(report *ApplyReport) {
 	report.ChunksCreated, report.ChunksRemoved = 0, 0
 	w.pendingIgnored = 0
 	w.applies++
+	w.listedBefore = len(w.emptyChunks)
 	w.inApply = true
 	defer func() { w.inApply = false }()
 
@@ -341,6 +343,9 @@ func (w *World) enterChunk(key grid.AreaKey, report *ApplyReport) ecs.Entity {
 		report.ChunksCreated++
 		w.unranked = append(w.unranked, rankedChunk{key: key, entity: c.entity, gen: w.chunkSlots[c.entity.ID()].gen})
 	}
+	if c.listed && c.actors == 0 {
+		w.reentered = append(w.reentered, key)
+	}
 	c.actors++
 	w.chunks[key] = c
 	w.touch(c.entity)
@@ -412,6 +417,10 @@ func (w *World) leaveChunk(key grid.AreaKey) {
 	w.chunks[key] = c
 }
 
+// maxReentered is the most re-entered chunks the sweep compares each
+// listed chunk with; past it, it looks every listed chunk up.
+const maxReentered = 32
+
 // sweepEmptyChunks brings emptyChunks up to date and parks the chunks
 // that the rule of [EmptyChunkReserve] lets go.
 func (w *World) sweepEmptyChunks(report *ApplyReport) {
@@ -420,7 +429,14 @@ func (w *World) sweepEmptyChunks(report *ApplyReport) {
 	// all of this Apply's into fresh and append them, so the list stays in
 	// the order the chunks emptied.
 	keep, fresh := w.emptyChunks[:0], w.freshEmpty[:0]
-	for _, key := range w.emptyChunks {
+	few := len(w.reentered) <= maxReentered
+	for i, key := range w.emptyChunks {
+		if few && i < w.listedBefore && !slices.Contains(w.reentered, key) {
+			// Listed before this Apply and not entered since: still
+			// empty, and not emptied in it.
+			keep = append(keep, key)
+			continue
+		}
 		c := w.chunks[key]
 		switch {
 		case c.actors > 0:
@@ -434,6 +450,7 @@ func (w *World) sweepEmptyChunks(report *ApplyReport) {
 	}
 	w.emptyChunks = append(keep, fresh...) // in place: no longer than before
 	w.freshEmpty = fresh
+	w.reentered = w.reentered[:0]
 
 	// Every empty chunk is listed, so the rest are occupied.
 	budget := 0

@@ -76,6 +76,12 @@ type World struct {
 	// drops them. freshEmpty is the sweep's scratch.
 	emptyChunks []grid.AreaKey
 	freshEmpty  []grid.AreaKey
+	// reentered holds the listed chunks entered since the last sweep, and
+	// listedBefore how many chunks were listed when the Apply began: the
+	// sweep looks up only those chunks and the ones listed since, not
+	// every empty chunk (each lookup a miss in a big world's chunk map).
+	reentered    []grid.AreaKey
+	listedBefore int
 	// parked holds the chunk entities let go (see World.park), last
 	// parked last: the next chunk created takes the last one.
 	parked []ecs.Entity
