@@ -1,8 +1,9 @@
 package ecs
 
 import (
-	"github.com/mlange-42/ark/ecs"
 	"slices"
+
+	"github.com/mlange-42/ark/ecs"
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/grid"

@@ -48,8 +48,9 @@ func (v *ChunkView) Len() int { return len(v.Entities) }
 // one (no actor created, removed, given or stripped of a component or a
 // relation target, whether through World or raw Ark calls: Ark's
 // observers count them) copies the last one's views instead of querying
-// every table again: they are still exact. So the prepare phase after a
-// join that took a Snapshot (to derive visibility) costs a copy. One taken
+// every table again: they are still exact; a caller that kept that one
+// may use it instead, when SnapshotGen says so (the pipeline's prepare
+// takes its join's). One taken
 // after changes that Applies alone made queries again only the tables of
 // the chunks they touched (see requery); after a raw Ark change to an
 // actor, every table. Ark's World.Reset emits no events: do not call it on

@@ -15,12 +15,12 @@ import (
 	"github.com/throng-go/throng/grid"
 )
 
-// BenchmarkSnapshotWorld measures the prepare phase's snapshot on the
+// BenchmarkSnapshotWorld measures Snapshot (the join's, after its Apply) on the
 // "world" scenario: 10,000 actors spread over 64 x 64 chunks. changed=true
 // gives one actor a component of the user's and takes it away again before
 // each Snapshot, with raw Ark calls, so every Snapshot queries Ark's tables;
 // changed=false takes Snapshots with no structural change between them,
-// which copy the last one (a tick's prepare after a join that took one).
+// which copy the last one.
 func BenchmarkSnapshotWorld(b *testing.B) {
 	for _, changed := range []bool{true, false} {
 		b.Run(fmt.Sprintf("changed=%v", changed), func(b *testing.B) {
