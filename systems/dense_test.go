@@ -13,17 +13,18 @@ import (
 	"github.com/throng-go/throng/net/wire"
 )
 
-// TestDenseWritesLikeThePairs: a batch written by the dense walk's one
-// pass (denseCopy16, with AVX-512) holds the same bytes, datagram headers
-// included, as the records of the pairs the tier table and the due keys
-// say are due, one at a time: over runs that start a batch or continue
-// one at any fill, cross datagram boundaries, hold the recipient or not,
-// tables of one to eight bands (the one pass takes up to four, the rest
-// go by bit sets), senders on a band's exact limit and at positions that
-// are not numbers or are infinite. It also holds the Go loop (denseDue)
-// to the same pairs.
+// TestDenseWritesLikeThePairs: a batch written by the dense walk's
+// kernels (denseCopy16 with AVX-512, denseCopy8 with AVX2) holds the same
+// bytes, datagram headers included, as the records of the pairs the tier
+// table and the due keys say are due, one at a time: over runs that
+// start a batch or continue one at any fill, cross datagram boundaries,
+// hold the recipient or not, tables of one to eight bands (the kernels
+// take up to four, the rest go by bit sets), senders on a band's exact
+// limit and at positions that are not numbers or are infinite. It also
+// holds the bit sets (denseDue, and its Go loop) to the same pairs.
 func TestDenseWritesLikeThePairs(t *testing.T) {
-	t.Logf("AVX-512: %v", useAVX512)
+	passes := densePasses()
+	t.Logf("AVX2: %v, AVX-512: %v: passes %v", useAVX2, useAVX512, passes)
 	r := rand.New(rand.NewPCG(11, 12))
 	const senders = 700
 	records := make([]byte, senders*wire.RecordSize, senders*wire.RecordSize+denseOverrun)
@@ -55,7 +56,7 @@ func TestDenseWritesLikeThePairs(t *testing.T) {
 		if it%50 == 7 { // a recipient at infinity: infinity less infinity is the CPU's own NaN, negative
 			k.rx = inf
 		}
-		// Every sender due but the odd one: whole groups of sixteen.
+		// Every sender due but the odd one: whole groups.
 		whole := it%6 == 1
 		odds := 40
 		if whole {
@@ -104,7 +105,7 @@ func TestDenseWritesLikeThePairs(t *testing.T) {
 				b.one(i)
 			}
 		}
-		a.writeDense(&k, xs[lo:hi], ys[lo:hi], zs[lo:hi], keys[lo:hi], lo, rcp, nil, useAVX512 && it%4 != 0)
+		a.writeDense(&k, xs[lo:hi], ys[lo:hi], zs[lo:hi], keys[lo:hi], lo, rcp, nil, passes[it%len(passes)])
 		if it%5 == 0 {
 			a.one(3)
 			b.one(3)
@@ -117,10 +118,23 @@ func TestDenseWritesLikeThePairs(t *testing.T) {
 	}
 }
 
+// densePasses returns the ways writeDense can write on this CPU: bit sets
+// always, the kernels where the CPU has them.
+func densePasses() []densePass {
+	passes := []densePass{denseBits}
+	if useAVX2 {
+		passes = append(passes, densePass8)
+	}
+	if useAVX512 {
+		passes = append(passes, densePass16)
+	}
+	return passes
+}
+
 // BenchmarkDenseWrite writes one recipient's batch from a square of 400
 // or 1,000 senders in 5 x 5 cells to each of them in turn (the default
-// tiers, about 73% of them due, the squares' share), by the one pass
-// (vector) or by bit sets (masks).
+// tiers, about 73% of them due, the squares' share), by each kernel
+// (vector16, vector8) the CPU has and by bit sets (masks).
 //
 //	go test -run '^$' -bench BenchmarkDenseWrite ./systems
 func BenchmarkDenseWrite(b *testing.B) {
@@ -150,14 +164,8 @@ func benchmarkDenseWrite(b *testing.B, n int) {
 		want: [8]uint32{1, 1 << 1, 1 << 3, 1 << 6, 1 << 6, 1 << 6, 1 << 6, 1 << 6}, rz: 5}
 	buf := make([]byte, 0, (n/wire.MaxRecordsPerBatch+1)*datagramSize+denseOverrun)
 	var masks []byte
-	for _, vector := range []bool{true, false} {
-		name := "masks"
-		if vector {
-			if !useAVX512 {
-				continue
-			}
-			name = "vector"
-		}
+	for _, pass := range densePasses() {
+		name := map[densePass]string{denseBits: "masks", densePass8: "vector8", densePass16: "vector16"}[pass]
 		b.Run(name, func(b *testing.B) {
 			written, i := 0, 0
 			for b.Loop() {
@@ -166,7 +174,7 @@ func benchmarkDenseWrite(b *testing.B, n int) {
 				i = (i + 37) % n
 				k.rx, k.ry = xs[i], ys[i]
 				w := newBatchOut(buf, records, 1)
-				masks = w.writeDense(&k, xs, ys, zs, keys, 0, int32(i), masks, vector)
+				masks = w.writeDense(&k, xs, ys, zs, keys, 0, int32(i), masks, pass)
 				written += int(w.count)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/sender")

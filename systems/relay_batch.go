@@ -71,17 +71,18 @@ func (w *batchOut) roomFor32(k int) bool {
 	return useAVX2 && cap(w.buf) >= w.n+k*wire.RecordSize+recordOverrun && cap(w.records) >= len(w.records)+recordOverrun
 }
 
-// roomForDense reports whether denseCopy16 may write the records of n
-// senders, the last of them end-1: the batch has room for them and its
-// overrun past the last record (denseOverrun), and the records room to be
-// read a group past the last sender.
+// roomForDense reports whether denseCopy16 or denseCopy8 may write the
+// records of n senders, the last of them end-1: the batch has room for
+// them and its overrun past the last record (denseOverrun), and the
+// records room to be read a group past the last sender.
 func (w *batchOut) roomForDense(n, end int) bool {
 	return cap(w.buf) >= w.n+n*wire.RecordSize+(n/wire.MaxRecordsPerBatch+2)*wire.BatchHeaderSize+denseOverrun &&
 		cap(w.records) >= end*wire.RecordSize+denseOverrun
 }
 
-// denseOverrun is how far past the last record denseCopy16 reads and
-// writes: a group of sixteen senders' records and a header.
+// denseOverrun is how far past the last record denseCopy16 and
+// denseCopy8 read and write: a group of sixteen senders' records and a
+// header.
 const denseOverrun = 16*wire.RecordSize + 64
 
 // fullHeader returns the header of a full datagram of this batch as

@@ -33,9 +33,9 @@ import (
 // CPU could not predict; the dense walk pays the same for every pair and
 // nothing for a cell. With AVX-512 the due records are packed into the
 // batch in the same pass (denseCopy16); with AVX2 the pass writes bit
-// sets and the records follow one 32-byte move each (writeSet). Either
-// way the same senders in the same order (stencil runs of consecutive
-// actors, ascending), so the same bytes.
+// sets, and a second pass packs the records by them, a group of eight at
+// a time (denseCopy8). Every way the same senders in the same order
+// (stencil runs of consecutive actors, ascending), so the same bytes.
 
 // denseLayout is where each tier period's bits lie in a due key (off),
 // and, by a sender's age in ticks (up to FastPeriods-1, older as the
@@ -170,8 +170,13 @@ type denseKernel struct {
 	// (steps[0].want), then three limits, each with the bit of the band
 	// from it on (+Inf and a copy of the last bit for limits a table has
 	// not), then the cut with bit 0.
-	steps      [5]denseStep
-	lut        *[256]uint64 // widenLUT
+	steps [5]denseStep
+	lut   *[256]uint64 // widenLUT
+	// denseCopy8's: the groups' masks (denseDue's), compressLUT and
+	// lowLUT.
+	masks      *byte
+	clut       *[256]uint64
+	low        *[256][8]uint8
 	xs, ys, zs *float32
 	keys       *uint32
 	recs       *byte
@@ -213,6 +218,47 @@ var widenLUT = func() (t [256]uint64) {
 			if m>>i&1 != 0 {
 				t[m] |= 0x1F << (5 * i)
 			}
+		}
+	}
+	return t
+}()
+
+// densePass is how writeDense writes a run: decided and copied in one
+// pass (denseCopy16, AVX-512), decided into bit sets and packed by them
+// a group of eight at a time (denseCopy8, AVX2), or decided into bit sets
+// whose records writeSet copies (any CPU).
+type densePass uint8
+
+const (
+	denseBits densePass = iota
+	densePass8
+	densePass16
+)
+
+// bestDensePass is the fastest pass this CPU has.
+var bestDensePass = func() densePass {
+	switch {
+	case useAVX512:
+		return densePass16
+	case useAVX2:
+		return densePass8
+	}
+	return denseBits
+}()
+
+// lowLUT[m][k] is the lowest k set bits of m: the lanes of a group of
+// eight whose records fit before a datagram's end (denseCopy8).
+var lowLUT = func() (t [256][8]uint8) {
+	for m := range 256 {
+		for k := range 8 {
+			low, rest := 0, m
+			for range k {
+				if rest != 0 {
+					low |= rest & -rest
+					rest &= rest - 1
+				}
+			}
+			t[m][k] = uint8(low)
 		}
 	}
 	return t
@@ -267,36 +313,42 @@ func (p *Pipeline) gatherDense(w *batchOut, r int32, spread uint8, sc *relayScra
 // their keys, k aimed at r and their table (writeDense).
 func (p *Pipeline) denseRun(w *batchOut, k *denseKernel, keys []uint32, lo, hi, r int32, sc *relayScratch) {
 	f := &p.frame
-	sc.denseMask = w.writeDense(k, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], keys[lo:hi], lo, r, sc.denseMask, useAVX512)
+	sc.denseMask = w.writeDense(k, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], keys[lo:hi], lo, r, sc.denseMask, bestDensePass)
 }
 
 // writeDense writes the senders lo+i, for i from 0 to len(xs)-1, of the
 // columns xs, ys, zs (positions) and keys (due keys), that are due to
-// recipient r (k aimed at it) and not r itself. With vector (AVX-512)
-// and the room, decided and copied in one pass (denseCopy16); else
-// decided into bit sets (denseDue, masks its memory, which it returns)
-// and copied.
-func (w *batchOut) writeDense(k *denseKernel, xs, ys, zs []float32, keys []uint32, lo, r int32, masks []byte, vector bool) []byte {
+// recipient r (k aimed at it) and not r itself, as pass says where the
+// table (at most three finite limits) and the room allow (roomForDense);
+// else decided into bit sets and copied by writeSet. masks is the bit
+// sets' memory, which it returns.
+func (w *batchOut) writeDense(k *denseKernel, xs, ys, zs []float32, keys []uint32, lo, r int32, masks []byte, pass densePass) []byte {
 	n := len(xs)
 	if n == 0 {
 		return masks
 	}
-	if up := (n + 15) &^ 15; vector && k.limits <= 3 && w.roomForDense(n, int(lo)+n) && cap(xs) >= up && cap(ys) >= up && cap(zs) >= up && cap(keys) >= up {
-		k.xs, k.ys, k.zs, k.keys = &xs[0], &ys[0], &zs[0], &keys[0]
+	if up := (n + 15) &^ 15; pass != denseBits && k.limits <= 3 && w.roomForDense(n, int(lo)+n) && cap(xs) >= up && cap(ys) >= up && cap(zs) >= up && cap(keys) >= up {
 		k.recs, k.n, k.header = &w.records[int(lo)*wire.RecordSize], int64(n), w.fullHeader()
-		k.selfAt, k.tailAt = -1, -1
-		if lo <= r && int(r) < int(lo)+n {
-			self := int64(r - lo)
-			k.selfAt, k.selfDrop = self&^15, ^uint32(1<<(self&15))
-		}
-		if n%16 != 0 {
-			k.tailAt, k.tailDrop = int64(n&^15), 1<<(n%16)-1
-		}
-		k.aimSteps()
 		base := uintptr(unsafe.Pointer(&w.buf[0]))
 		k.dst, k.end = base+uintptr(w.n), base+uintptr(w.n+w.left*wire.RecordSize)
 		end := k.end
-		denseCopy16(k)
+		if pass == densePass8 {
+			masks = w.denseMasks(k, xs, ys, zs, keys, lo, r, masks)
+			k.masks, k.clut, k.low = &masks[0], &compressLUT, &lowLUT
+			denseCopy8(k)
+		} else {
+			k.xs, k.ys, k.zs, k.keys = &xs[0], &ys[0], &zs[0], &keys[0]
+			k.selfAt, k.tailAt = -1, -1
+			if lo <= r && int(r) < int(lo)+n {
+				self := int64(r - lo)
+				k.selfAt, k.selfDrop = self&^15, ^uint32(1<<(self&15))
+			}
+			if n%16 != 0 {
+				k.tailAt, k.tailDrop = int64(n&^15), 1<<(n%16)-1
+			}
+			k.aimSteps()
+			denseCopy16(k)
+		}
 		opened := int((k.end - end) / datagramSize)
 		written := (int(k.dst-base) - w.n - opened*wire.BatchHeaderSize) / wire.RecordSize
 		if opened > 0 {
@@ -310,15 +362,23 @@ func (w *batchOut) writeDense(k *denseKernel, xs, ys, zs []float32, keys []uint3
 		w.count += int32(written)
 		return masks
 	}
-	masks = resizeSlice(masks, (n+63)/64*8+8)
-	denseDue(masks, xs, ys, zs, keys, k)
-	if lo <= r && int(r) < int(lo)+n {
-		masks[(r-lo)/8] &^= 1 << ((r - lo) % 8)
-	}
+	masks = w.denseMasks(k, xs, ys, zs, keys, lo, r, masks)
 	for i := 0; i < n; i += 64 {
 		if set := binary.LittleEndian.Uint64(masks[i/8:]); set != 0 {
 			w.writeSet(set, lo+int32(i))
 		}
+	}
+	return masks
+}
+
+// denseMasks decides the senders lo+i of xs, ys, zs and keys into bit
+// sets (denseDue) in masks' memory, which it returns, without recipient r.
+func (w *batchOut) denseMasks(k *denseKernel, xs, ys, zs []float32, keys []uint32, lo, r int32, masks []byte) []byte {
+	n := len(xs)
+	masks = resizeSlice(masks, (n+63)/64*8+8)
+	denseDue(masks, xs, ys, zs, keys, k)
+	if lo <= r && int(r) < int(lo)+n {
+		masks[(r-lo)/8] &^= 1 << ((r - lo) % 8)
 	}
 	return masks
 }

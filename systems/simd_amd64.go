@@ -79,6 +79,13 @@ func chooseBased8(sel *int32, k *baseKernel, n int) int
 //go:noescape
 func denseDue8(masks *byte, xs, ys, zs *float32, keys *uint32, n int, k *denseKernel)
 
+// denseCopy8 packs the records of the run k holds into its batch by the
+// bit sets denseDue wrote (k.masks), a group of eight senders at a time,
+// with AVX2 (see simd_amd64.s).
+//
+//go:noescape
+func denseCopy8(k *denseKernel)
+
 // useAVX512 says the relay may use its AVX-512 routines: the dense walk's
 // decisions and copies in one pass (denseCopy16).
 var useAVX512 = useAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasBMI2 && cpu.X86.HasPOPCNT

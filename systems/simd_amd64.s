@@ -530,12 +530,12 @@ baseBail:
 	MOVQ $-1, ret+24(FP)
 	RET
 
-// DENSE_GROUP decides the eight senders from index CX: the squared
+// DENSE_MASK decides the eight senders from index CX: the squared
 // distance, the band from the LIMITS macro (Y14, as BAND leaves it), the
 // recipient's bit for its period (a permute of Y3) against the senders'
-// due keys at R11, and within the cut (Y4). It stores the lanes due as
-// one byte at DI and moves on to the next group.
-#define DENSE_GROUP(LIMITS) \
+// due keys at R11, and within the cut (Y4). It leaves the lanes due in
+// BX; Y8, Y12 to Y14 are scratch.
+#define DENSE_MASK(LIMITS) \
 	SQUARED_DISTANCE(SI, R9, R10, Y12, Y13); \
 	LIMITS; \
 	VPERMD  Y3, Y14, Y8; \
@@ -543,7 +543,12 @@ baseBail:
 	VPCMPEQD Y15, Y8, Y8; \
 	VCMPPS  $0x01, Y4, Y12, Y13; \
 	VPANDN  Y13, Y8, Y8; \
-	VMOVMSKPS Y8, BX; \
+	VMOVMSKPS Y8, BX
+
+// DENSE_GROUP is DENSE_MASK storing the lanes due as one byte at DI and
+// moving on to the next group.
+#define DENSE_GROUP(LIMITS) \
+	DENSE_MASK(LIMITS); \
 	MOVB    BX, (DI); \
 	INCQ    DI; \
 	ADDQ    $8, CX
@@ -557,6 +562,21 @@ baseBail:
 	VCMPPS  $0x0D, Y7, Y12, Y13; \
 	VPADDD  Y13, Y14, Y14; \
 	VPSUBD  Y14, Y15, Y14
+
+// DENSE_LOAD loads the kernel at R13 for DENSE_MASK with DENSE_LIMITS3:
+// the recipient (Y0 to Y2), its bits (Y3), the cut (Y4), the limits (Y5
+// to Y7, through R12) and zero (Y15).
+#define DENSE_LOAD \
+	MOVQ denseKernel_bands(R13), R12; \
+	VBROADCASTSS denseKernel_rx(R13), Y0; \
+	VBROADCASTSS denseKernel_ry(R13), Y1; \
+	VBROADCASTSS denseKernel_rz(R13), Y2; \
+	VMOVDQU denseKernel_want(R13), Y3; \
+	VBROADCASTSS denseKernel_cut(R13), Y4; \
+	VMOVUPS (tierBands_limSq+0)(R12), Y5; \
+	VMOVUPS (tierBands_limSq+32)(R12), Y6; \
+	VMOVUPS (tierBands_limSq+64)(R12), Y7; \
+	VPXOR   Y15, Y15, Y15
 
 // func denseDue8(masks *byte, xs, ys, zs *float32, keys *uint32, n int, k *denseKernel)
 //
@@ -574,16 +594,7 @@ TEXT ·denseDue8(SB), NOSPLIT, $0-56
 	MOVQ keys+32(FP), R11
 	MOVQ n+40(FP), DX
 	MOVQ k+48(FP), R13
-	MOVQ denseKernel_bands(R13), R12
-	VBROADCASTSS denseKernel_rx(R13), Y0
-	VBROADCASTSS denseKernel_ry(R13), Y1
-	VBROADCASTSS denseKernel_rz(R13), Y2
-	VMOVDQU denseKernel_want(R13), Y3
-	VBROADCASTSS denseKernel_cut(R13), Y4
-	VMOVUPS (tierBands_limSq+0)(R12), Y5
-	VMOVUPS (tierBands_limSq+32)(R12), Y6
-	VMOVUPS (tierBands_limSq+64)(R12), Y7
-	VPXOR   Y15, Y15, Y15
+	DENSE_LOAD
 	XORQ    CX, CX
 	CMPQ    denseKernel_limits(R13), $3
 	JGT     wideGroup
@@ -601,6 +612,124 @@ wideGroup:
 	JMP  wideGroup
 
 denseDone:
+	VZEROUPPER
+	RET
+
+// COMPRESS8 stores, from DI on, the dwords of the 32-byte block at
+// R14+OFF whose bits are set in AL, packed to the front by the permute
+// compressLUT (at BX) gives those bits, all eight dwords, and moves DI on
+// by the dwords kept. DX, Y9 and Y10 are scratch.
+#define COMPRESS8(OFF) \
+	MOVBLZX AL, DX; \
+	VPMOVZXBD (BX)(DX*8), Y9; \
+	VPERMD  OFF(R14), Y9, Y10; \
+	VMOVDQU Y10, (DI); \
+	POPCNTL DX, DX; \
+	LEAQ    (DI)(DX*4), DI
+
+// COMPRESS_GROUP stores, from DI on, the records (five dwords each) of
+// the group's lanes set in BX, from the group's records at R14: each of
+// the five 32-byte blocks compressed by its byte of the lanes widened a
+// bit to five (widenLUT), stored after the dwords kept before it; up to
+// 32 bytes past the last record are written. AX, BX, DX, Y9 and Y10 are
+// scratch.
+#define COMPRESS_GROUP \
+	MOVQ  denseKernel_lut(R13), DX; \
+	MOVQ  (DX)(BX*8), AX; \
+	MOVQ  denseKernel_clut(R13), BX; \
+	COMPRESS8(0); \
+	SHRQ  $8, AX; \
+	COMPRESS8(32); \
+	SHRQ  $8, AX; \
+	COMPRESS8(64); \
+	SHRQ  $8, AX; \
+	COMPRESS8(96); \
+	SHRQ  $8, AX; \
+	COMPRESS8(128)
+
+// func denseCopy8(k *denseKernel)
+//
+// The copy of the due senders' records with AVX2, after denseDue8 has
+// decided them into k.masks (a byte a group of eight, the recipient's lane
+// dropped): the group's mask is read from memory, so a branch on it is
+// settled at once (deciding and copying in one pass, each branch waited
+// for the group's distances, and its mispredictions cost more than the
+// pass). A group all due is stored as it is (160 bytes), another by
+// COMPRESS_GROUP. A group whose records would pass the datagram's end
+// (k.end) is split there: the lanes whose records fit (lowLUT), a full
+// datagram's header (k.header), the rest; the next datagram's records end
+// 57 records on. Reads the records a whole group past k.n, and writes up
+// to 32 bytes past the last record.
+TEXT ·denseCopy8(SB), NOSPLIT, $0-8
+	MOVQ k+0(FP), R13
+	MOVQ denseKernel_masks(R13), SI
+	MOVQ denseKernel_recs(R13), R12
+	MOVQ denseKernel_dst(R13), DI
+	MOVQ denseKernel_end(R13), R8
+	XORQ CX, CX
+
+copy8Group:
+	CMPQ    CX, denseKernel_n(R13)
+	JGE     copy8Done
+	MOVBLZX (SI), BX
+	INCQ    SI
+	TESTL   BX, BX
+	JZ      next8
+	// R14: the group's records; DX: DI past the records due.
+	LEAQ    (CX)(CX*4), R14
+	LEAQ    (R12)(R14*4), R14
+	POPCNTL BX, AX
+	LEAQ    (AX)(AX*4), DX
+	LEAQ    (DI)(DX*4), DX
+	CMPQ    DX, R8
+	JHI     split8
+	CMPL    BX, $0xFF
+	JEQ     whole8
+	COMPRESS_GROUP
+
+next8:
+	ADDQ $8, CX
+	JMP  copy8Group
+
+whole8:
+	VMOVDQU 0(R14), Y8
+	VMOVDQU 32(R14), Y9
+	VMOVDQU 64(R14), Y10
+	VMOVDQU 96(R14), Y11
+	VMOVDQU 128(R14), Y12
+	VMOVDQU Y8, 0(DI)
+	VMOVDQU Y9, 32(DI)
+	VMOVDQU Y10, 64(DI)
+	VMOVDQU Y11, 96(DI)
+	VMOVDQU Y12, 128(DI)
+	ADDQ    $160, DI
+	JMP     next8
+
+split8:
+	// AX: the records that fit, (end - DI) / 20 (exact for multiples of
+	// 20 below 2^16), then the lowest AX lanes set (lowLUT); R9: the rest.
+	MOVQ    R8, AX
+	SUBQ    DI, AX
+	IMULQ   $3277, AX
+	SHRQ    $16, AX
+	MOVQ    denseKernel_low(R13), DX
+	LEAQ    (DX)(BX*8), DX
+	MOVBLZX (DX)(AX*1), AX
+	MOVL    BX, R9
+	XORL    AX, R9
+	MOVL    AX, BX
+	COMPRESS_GROUP
+	MOVQ    denseKernel_header(R13), AX
+	MOVQ    AX, (DI)
+	ADDQ    $8, DI
+	ADDQ    $const_datagramSize, R8
+	MOVL    R9, BX
+	COMPRESS_GROUP
+	JMP     next8
+
+copy8Done:
+	MOVQ DI, denseKernel_dst(R13)
+	MOVQ R8, denseKernel_end(R13)
 	VZEROUPPER
 	RET
 

@@ -42,6 +42,10 @@ func denseDue8(masks *byte, xs, ys, zs *float32, keys *uint32, n int, k *denseKe
 // useAVX512 is false: the relay's Go loops do the work.
 const useAVX512 = false
 
+func denseCopy8(k *denseKernel) {
+	panic("systems: denseCopy8 without AVX2")
+}
+
 func denseCopy16(k *denseKernel) {
 	panic("systems: denseCopy16 without AVX-512")
 }
