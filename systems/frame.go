@@ -22,6 +22,7 @@ type group struct {
 	cellsLo, cellsHi int32    // its cells in Frame.cells
 	stencil          [9]int32 // occupied stencil chunks, as group indices
 	nbrLo, nbrHi     int32    // the cells of those chunks in its part's (Frame.links)
+	senders          int32    // the actors of those chunks (Frame.stencilSenders)
 	nst              uint8    // used entries of stencil
 	part             uint8    // its part of the stencil links
 	side             uint8    // cells per side of its grid

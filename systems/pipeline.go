@@ -219,6 +219,8 @@ type Pipeline struct {
 	relay          relayJob
 	dueBuild       dueJob
 	dueUnits       []scheduler.Unit
+	boundJob       boundJob // the cells' boxes on the pool (bound)
+	boundUnits     []scheduler.Unit
 	units          []scheduler.Unit
 	shardRelays    []int64
 	shardThrottled []int64
@@ -637,15 +639,15 @@ func (p *Pipeline) beginRelay(t *scheduler.Tick) {
 	p.dueBuild.keys = p.dueBuild.keys[:0]
 	if !p.alwaysList && (p.listsIdle() || p.denseTick()) {
 		d.none()
-		f.boundCells(0, len(f.cells)) // the boxes, for recipients that classify cells after all
+		p.bound(t) // the boxes, for recipients that classify cells after all
 		return
 	}
 	p.keySpreads(&spreads)
 	d.plan(f.Tick, &spreads, len(f.cells), f.Len(), p.dense.ok && !p.alwaysList)
 	d.beginBuild(f)
 	units := len(d.sets) + len(p.dueBuild.keys)
-	if units == 0 { // no set's unit to bound the cells: the boxes here
-		f.boundCells(0, len(f.cells))
+	if units == 0 { // no set's unit to bound the cells
+		p.bound(t)
 		return
 	}
 	if p.inline || units < 2 || f.Len()*units < minParallelDueWork {
@@ -662,6 +664,49 @@ func (p *Pipeline) beginRelay(t *scheduler.Tick) {
 		p.dueUnits = append(p.dueUnits, scheduler.Unit{Key: dueKeySalt ^ (1<<20 | uint64(k.spread)), Cost: float64(f.Len())})
 	}
 	t.Parallel(&p.dueBuild, p.dueUnits)
+}
+
+// bound computes the cells' boxes (Frame.boundCells) on a tick that
+// builds no due lists, whose units would: on the pool through t, in parts
+// of at least boundPartCells cells, when there are that many and the tick
+// is not run inline (in a world of thousands of chunks, a tenth of a
+// millisecond on the tick goroutine); the parts depend on the cells
+// alone.
+func (p *Pipeline) bound(t *scheduler.Tick) {
+	f := &p.frame
+	parts := len(f.cells) / boundPartCells
+	if p.inline || parts < 2 {
+		f.boundCells(0, len(f.cells))
+		return
+	}
+	parts = min(parts, maxBoundParts)
+	p.boundUnits = p.boundUnits[:0]
+	for k := range parts {
+		p.boundUnits = append(p.boundUnits, scheduler.Unit{Key: boundKeySalt ^ uint64(k), Cost: float64(len(f.cells) / parts)})
+	}
+	p.boundJob.f, p.boundJob.parts = f, parts
+	t.Parallel(&p.boundJob, p.boundUnits)
+}
+
+// boundPartCells is about the fewest cells a part of bound has: some tens
+// of microseconds of work, worth a unit of the pool. maxBoundParts caps
+// the parts; boundKeySalt keeps their units apart from Relay's in the
+// pool's cost table.
+const (
+	boundPartCells = 1024
+	maxBoundParts  = 16
+	boundKeySalt   = 0x5be0cd19137e2179
+)
+
+// boundJob bounds part u of parts of the frame's cells.
+type boundJob struct {
+	f     *Frame
+	parts int
+}
+
+func (j *boundJob) RunUnit(u int) {
+	n := len(j.f.cells)
+	j.f.boundCells(n*u/j.parts, n*(u+1)/j.parts)
 }
 
 // keySpreads chooses this tick's keyed spreads: those in use (spreads,
@@ -700,9 +745,8 @@ func (p *Pipeline) listsIdle() bool {
 			return false
 		}
 	}
-	f := &p.frame
-	for gi := range f.groups {
-		if g := &f.groups[gi]; g.actors.hi > g.actors.lo && f.stencilSenders(g) > maxSmallStencil {
+	for k := range p.frame.links {
+		if p.frame.links[k].maxSenders > maxSmallStencil {
 			return false
 		}
 	}

@@ -257,7 +257,7 @@ func (f *Frame) linkStencils() {
 		if g := f.viewGroup[v]; len(f.byKey) == 0 || f.byKey[len(f.byKey)-1] != g {
 			f.byKey = append(f.byKey, g)
 			gr := &f.groups[g]
-			f.sorted = append(f.sorted, stencilKey{row: grid.RowOrder(gr.key.WorldOrCell, gr.key.Y), x: gr.key.X, cellsLo: gr.cellsLo, cellsHi: gr.cellsHi})
+			f.sorted = append(f.sorted, stencilKey{row: grid.RowOrder(gr.key.WorldOrCell, gr.key.Y), x: gr.key.X, cellsLo: gr.cellsLo, cellsHi: gr.cellsHi, actors: gr.actors.hi - gr.actors.lo})
 		}
 	}
 	parts := 1
@@ -279,14 +279,17 @@ const (
 )
 
 // stencilPart is a part of the chunks' stencil links: the cells of its
-// chunks' stencils, and whether it has been linked this tick.
+// chunks' stencils, the most senders one of them holds, and whether it has
+// been linked this tick.
 type stencilPart struct {
-	cells []int32
-	done  bool
+	cells      []int32
+	maxSenders int32
+	done       bool
 }
 
 // linkPart records, for every occupied chunk of part k, the occupied
-// chunks of its 3x3 stencil, in stencil order, and their cells. The
+// chunks of its 3x3 stencil, in stencil order, their cells and their
+// actors (group.senders; the part's most in stencilPart.maxSenders). The
 // stencil's nine keys ascend in key order (row by row, then by X), and
 // the chunks are sorted by key, so each stencil row is a run of the
 // key-sorted chunks: no hashing. Visiting the chunks in key order, the
@@ -302,12 +305,14 @@ func (f *Frame) linkPart(k int) {
 	sorted := f.sorted
 	lo, hi := len(f.byKey)*k/len(f.links), len(f.byKey)*(k+1)/len(f.links)
 	var cursor [3]int
+	most := int32(0)
 	for gi := lo; gi < hi; gi++ {
 		me := sorted[gi]
 		gr := &f.groups[f.byKey[gi]]
 		gr.nst = 0
 		gr.part = uint8(k)
 		gr.nbrLo = int32(len(cells))
+		senders := int32(0)
 		for dy := range int32(3) {
 			// Y and X wrap as int32 at the edges of the key space, as the
 			// keys' own order (grid.Less) has them.
@@ -327,14 +332,17 @@ func (f *Frame) linkPart(k int) {
 				}
 				gr.stencil[gr.nst] = f.byKey[i]
 				gr.nst++
+				senders += o.actors
 				for c := o.cellsLo; c < o.cellsHi; c++ {
 					cells = append(cells, c)
 				}
 			}
 		}
 		gr.nbrHi = int32(len(cells))
+		gr.senders = senders
+		most = max(most, senders)
 	}
-	lp.cells, lp.done = cells, true
+	lp.cells, lp.maxSenders, lp.done = cells, most, true
 }
 
 // firstFrom returns the index of the first chunk of sorted at or after
@@ -362,11 +370,13 @@ func (f *Frame) linkRest() {
 }
 
 // stencilKey is an occupied chunk as linkStencils walks them, in key
-// order: its row (grid.RowOrder), its X and its cells.
+// order: its row (grid.RowOrder), its X, its cells and how many actors it
+// has.
 type stencilKey struct {
 	row              uint64
 	x                int32
 	cellsLo, cellsHi int32
+	actors           int32
 }
 
 // stencilCells returns the cells of g's 3x3 stencil in canonical order, as

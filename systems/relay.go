@@ -205,14 +205,8 @@ func reserve(buf []byte, senders int) []byte {
 }
 
 // stencilSenders returns the number of actors in stencil g: the most
-// senders a recipient of g can see.
-func (f *Frame) stencilSenders(g *group) int {
-	senders := 0
-	for _, h := range g.stencil[:g.nst] {
-		senders += int(f.groups[h].actors.hi - f.groups[h].actors.lo)
-	}
-	return senders
-}
+// senders any of its recipients can be sent (linkPart counts them).
+func (f *Frame) stencilSenders(g *group) int { return int(g.senders) }
 
 // periods returns a pair's interest period and the period it gets once the
 // cluster's throttle level is applied: the larger of the two, never their
