@@ -301,6 +301,52 @@ func TestTenThousandInASquareGetTheSameBytesOnEveryWorkerCount(t *testing.T) {
 	}
 }
 
+// TestAWorldOfTenThousandGetsTheSameBytesOnEveryWorkerCount: the world
+// scenario's ten thousand players over thousands of chunks, where the
+// pool takes parts of the tick's layout (the stencils' links and the
+// placing of actors in Move's units, the cells' boxes before the relay),
+// get the same bytes inline and on the pool, with interest alone and with
+// the shipped defaults.
+func TestAWorldOfTenThousandGetsTheSameBytesOnEveryWorkerCount(t *testing.T) {
+	if raceEnabled || testing.Short() {
+		t.Skip("ten thousand players: seconds a run without the race detector, too long with it or under -short")
+	}
+	run := func(m tickMode) []mem.ClientStats {
+		m.digest = true
+		c := newBenchCrowd(t, "world", 10_000, m)
+		for range 30 {
+			c.tick()
+		}
+		got := make([]mem.ClientStats, len(c.clients))
+		for i, client := range c.clients {
+			got[i] = client.Received()
+		}
+		c.srv.Close()
+		return got
+	}
+	for _, mode := range []string{"parallel+interest", "parallel+interest+budget"} {
+		m := modeNamed(mode)
+		one := m
+		one.parallel = false
+		want := run(one)
+		frames := uint64(0)
+		for _, w := range want {
+			frames += w.Frames
+		}
+		require.Greater(t, frames, uint64(100_000), "%s: the players were not told of each other", mode)
+		for _, ws := range []struct{ workers, shards int }{{2, 16}, {4, 0}} {
+			pooled := m
+			pooled.workers, pooled.shards = ws.workers, ws.shards
+			got := run(pooled)
+			for i := range want {
+				if want[i] != got[i] {
+					t.Fatalf("%s, workers=%d shards=%d: client %d was sent %+v, inline %+v", mode, ws.workers, ws.shards, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
 // sameBytes fails unless every player of got received the bytes the
 // player of want did.
 func sameBytes(t *testing.T, want, got *stage) {

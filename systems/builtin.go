@@ -94,7 +94,7 @@ func (s *prepareSystem) Access() scheduler.Access {
 	return scheduler.Uses(scheduler.WriteResource(FrameResource), scheduler.Structural())
 }
 func (s *prepareSystem) RunSerial(t *scheduler.Tick) {
-	s.p.prepare(t.Number)
+	s.p.prepare(t)
 	s.p.world.Guard()
 	s.p.parallelAt = time.Now()
 }

@@ -23,6 +23,8 @@ type group struct {
 	stencil          [9]int32 // occupied stencil chunks, as group indices
 	nbrLo, nbrHi     int32    // the cells of those chunks in its part's (Frame.links)
 	senders          int32    // the actors of those chunks (Frame.stencilSenders)
+	viewsLo, viewsHi int32    // its views in Frame.members
+	mixed            uint16   // a one-cell chunk by kind: the tables whose cell holds kinds of more than one rank
 	nst              uint8    // used entries of stencil
 	part             uint8    // its part of the stencil links
 	side             uint8    // cells per side of its grid
@@ -127,8 +129,12 @@ type Frame struct {
 	nearReach           []float32
 	nearOff             []int32
 	nearFill            []int32
-	cellOf              []uint16 // layout scratch
-	counts              []int32  // layout scratch (placeBySet)
+	cellOf              []uint16 // per actor, in its group's view order: its cell's bucket (countGroup)
+	members             []int32  // the groups' views, group by group (group.viewsLo)
+	layoutCounts        []int32  // the layout's counting sort's scratch
+	// deferPlace: the actors are placed by Move's units, each its own
+	// shard's (placeRange), not by Prepare.
+	deferPlace bool
 	// sets is the number of kinds of sender (Pipeline.tierSets), and
 	// classSet each class's kind: with more than one, cells are split by
 	// kind (placeBySet). class is each actor's Client.Class, which Move

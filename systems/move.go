@@ -20,6 +20,9 @@ func (j *moveJob) RunUnit(i int) {
 	start := time.Now()
 	f := &j.p.frame
 	sh := f.shards[i]
+	if f.deferPlace {
+		f.placeRange(sh.Lo, sh.Hi, &j.p.scratch[i].layout)
+	}
 	if sh.Hi > sh.Lo && cacheline.Claiming {
 		// What Move writes for its shard, every core read in the last
 		// relay: the lines are shared, and each store would wait for the

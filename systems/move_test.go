@@ -37,7 +37,7 @@ func BenchmarkMove(b *testing.B) {
 		}
 		r.tick++
 		p.ingest(r.tick)
-		p.prepare(r.tick)
+		p.prepare(&scheduler.Tick{Number: r.tick})
 		p.world.Guard()
 		start := time.Now()
 		for i := range p.frame.shards {

@@ -543,7 +543,8 @@ func (p *Pipeline) Players() int { return p.sessions.Len() }
 
 // prepare snapshots the world for tick (see Frame.prepare) and plans the
 // units of Move and Relay.
-func (p *Pipeline) prepare(tick uint64) {
+func (p *Pipeline) prepare(t *scheduler.Tick) {
+	tick := t.Number
 	p.watched = 0 // the relay sets it again if the watched player is in
 	p.mergeInputs()
 	// The join's snapshot, when nothing has changed the world's shape
@@ -555,7 +556,7 @@ func (p *Pipeline) prepare(tick uint64) {
 		p.frame.views = p.world.Snapshot(p.frame.views)
 	}
 	p.vis.fresh = false
-	p.frame.prepare(p.world, tick, p.cfg.Shards)
+	p.layOut(t)
 	p.sight.watching = p.world.Props() > 0
 	p.clock.Set(tick)
 	for _, tp := range p.frame.due.tierPeriods {
@@ -584,7 +585,7 @@ func (p *Pipeline) prepare(tick uint64) {
 		p.scratch = append(p.scratch, make([]relayScratch, n-len(p.scratch))...)
 	}
 	p.loads.levelsFor(&p.frame)
-	p.inline = !p.cfg.Parallel || p.frame.Len() < p.cfg.MinActorsToOffload
+	p.inline = !p.offloads()
 	// A big world's stencils are linked by Move's units, beside its
 	// shards: the links are first read by the relay.
 	p.linking = !p.inline && len(p.frame.links) > 1
@@ -707,6 +708,26 @@ type boundJob struct {
 func (j *boundJob) RunUnit(u int) {
 	n := len(j.f.cells)
 	j.f.boundCells(n*u/j.parts, n*(u+1)/j.parts)
+}
+
+// layOut is Frame.prepare, leaving the placing of the actors to Move's
+// units, each its own shard's, in a world of thousands of chunks on the
+// pool (Frame.deferPlace): on the tick goroutine it would be a tenth of a
+// millisecond of Prepare, and a pass of the pool of its own would cost
+// about what it saves on a few cores.
+func (p *Pipeline) layOut(t *scheduler.Tick) {
+	f := &p.frame
+	f.begin(p.world, t.Number, p.cfg.Shards)
+	f.deferPlace = p.offloads() && len(f.groups) >= deferPlaceChunks
+	if !f.deferPlace {
+		f.placeRange(0, int32(f.Len()), &f.layoutCounts)
+	}
+	f.end(p.cfg.Shards)
+}
+
+// offloads reports whether this tick's frame goes to the pool.
+func (p *Pipeline) offloads() bool {
+	return p.cfg.Parallel && p.frame.Len() >= p.cfg.MinActorsToOffload
 }
 
 // keySpreads chooses this tick's keyed spreads: those in use (spreads,

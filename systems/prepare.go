@@ -26,8 +26,17 @@ type ShardPlan struct {
 // put in f.views (a Snapshot of w): the cluster partition, the canonical
 // actor order with positions and ids, each chunk's occupied stencil, and
 // the shards. It runs on the tick goroutine and allocates nothing once the
-// population has been seen.
+// population has been seen. Pipeline.prepare takes the same steps, and may
+// leave the placing to Move's units (deferPlace).
 func (f *Frame) prepare(w *ecs.World, tick uint64, plan ShardPlan) {
+	f.begin(w, tick, plan)
+	f.placeRange(0, int32(f.Len()), &f.layoutCounts)
+	f.end(plan)
+}
+
+// begin starts prepare: the partition, the frame's size and its groups
+// (groupChunks).
+func (f *Frame) begin(w *ecs.World, tick uint64, plan ShardPlan) {
 	f.Tick = tick
 	f.keys = f.keys[:0]
 	n := 0
@@ -38,17 +47,26 @@ func (f *Frame) prepare(w *ecs.World, tick uint64, plan ShardPlan) {
 	f.clusters = f.part.Partition(f.keys, plan.Separation)
 	f.resize(n)
 	f.viewGroup = resizeSlice(f.viewGroup, len(f.views))
-	f.layout(w.ChunkSize())
+	f.groupChunks(w.ChunkSize())
+}
+
+// end ends prepare once the cells are placed: the stencils' parts and the
+// shards.
+func (f *Frame) end(plan ShardPlan) {
 	f.linkStencils()
 	f.cut(plan)
 }
 
-// layout assigns canonical indices: cluster by cluster, chunk by chunk (the
-// views of one chunk form one group), and within a chunk cell by cell (see
-// placeGroup), rows of one cell in view and table order.
-func (f *Frame) layout(chunkSize float32) {
+// groupChunks assigns the chunks their canonical ranges: cluster by
+// cluster, chunk by chunk (the views of one chunk form one group), each
+// with its cell grid, its views (members) and its cells, counted
+// (countGroup) and numbered in order. Its actors are placed in them after
+// (placeRange): within a chunk cell by cell, rows of one cell in view and
+// table order. A sparse world's chunks are one cell each, counted
+// without reading an actor.
+func (f *Frame) groupChunks(chunkSize float32) {
 	f.groups = f.groups[:0]
-	f.cells = f.cells[:0]
+	f.members = f.members[:0]
 	f.biggest = 0
 	f.clusterSize = resizeSlice(f.clusterSize, len(f.clusters))
 	var at int32
@@ -57,18 +75,58 @@ func (f *Frame) layout(chunkSize float32) {
 		for m := 0; m < len(c.Members); {
 			key := f.views[c.Members[m]].Key
 			end, n := m, 0
+			g := int32(len(f.groups))
 			for end < len(c.Members) && f.views[c.Members[end]].Key == key {
 				n += f.views[c.Members[end]].Len()
+				f.viewGroup[c.Members[end]] = g
 				end++
 			}
-			f.placeGroup(c.Members[m:end], at, n, chunkSize)
+			f.groups = append(f.groups, group{key: key, actors: span{at, at + int32(n)}, side: uint8(cellsPerSide(n)),
+				viewsLo: int32(len(f.members)), viewsHi: int32(len(f.members) + end - m)})
+			f.members = append(f.members, c.Members[m:end]...)
 			at += int32(n)
 			m = end
 		}
 		f.clusterSize[ci] = at - start
 		f.biggest = max(f.biggest, int(at-start))
 	}
+	f.cellOf = resizeSlice(f.cellOf, int(at))
+	var cells int32
+	for gi := range f.groups {
+		f.countGroup(int32(gi), chunkSize, &f.layoutCounts)
+		g := &f.groups[gi]
+		g.cellsLo = cells
+		cells += g.cellsHi
+		g.cellsHi = cells
+	}
+	f.cells = resizeSlice(f.cells, int(cells))
 }
+
+// placeRange places the actors lo to hi-1 in their cells (placeGroup),
+// and writes the cells of the chunks whose first actor is among them.
+// Move's units place their own shards this way in a big world on the
+// pool (Frame.deferPlace). scratch is the caller's.
+func (f *Frame) placeRange(lo, hi int32, scratch *[]int32) {
+	// The first group ending past lo: groups hold ascending actors.
+	i, j := 0, len(f.groups)
+	for i < j {
+		m := int(uint(i+j) >> 1)
+		if f.groups[m].actors.hi <= lo {
+			i = m + 1
+		} else {
+			j = m
+		}
+	}
+	for g := i; g < len(f.groups) && f.groups[g].actors.lo < hi; g++ {
+		f.placeGroup(int32(g), lo, hi, scratch)
+	}
+}
+
+// deferPlaceChunks is the fewest chunks for which a tick on the pool
+// leaves the placing of actors to Move's units (Frame.deferPlace): in a
+// world of thousands of chunks, a tenth of a millisecond on the tick
+// goroutine.
+const deferPlaceChunks = 1024
 
 // maxCellsPerSide caps the cell grid of a chunk (8 x 8).
 const maxCellsPerSide = 8
@@ -105,83 +163,77 @@ func cellsPerSide(n int) int {
 	return k
 }
 
-// placeGroup lays out the n actors of one chunk (its views) from index at:
-// sorted by cell of a k x k grid over the chunk, by their position at the
-// start of the tick, and records the chunk's occupied cells. Cells let the
-// relay treat a whole block of senders at once; sorting by them makes each
-// block contiguous.
-func (f *Frame) placeGroup(views []int32, at int32, n int, chunkSize float32) {
-	key := f.views[views[0]].Key
-	g := int32(len(f.groups))
-	for _, v := range views {
-		f.viewGroup[v] = g
-	}
-	k := cellsPerSide(n)
-	f.groups = append(f.groups, group{key: key, actors: span{at, at + int32(n)}, cellsLo: int32(len(f.cells)), side: uint8(k)})
-	if f.sets > 1 && (k > 1 || f.tables > 1) {
-		f.placeBySet(views, at, n, k, chunkSize, g)
+// countGroup sorts the actors of group g (a chunk) into the cells of its
+// k x k grid, by their position at the start of the tick: the cell of
+// each in f.cellOf (in the order of its views' rows, from its first
+// actor's index), and the count of its occupied cells in cellsHi, until
+// groupChunks numbers them. With more than one kind of sender, and a grid or tables to
+// split (Frame.sets), by cell and kind (bucketBySet). A sparse chunk of
+// one kind is one cell, unsorted. Cells let the relay treat a whole
+// block of senders at once; sorting by them makes each block contiguous.
+//
+// counts is the part's scratch.
+func (f *Frame) countGroup(gi int32, chunkSize float32, counts *[]int32) {
+	g := &f.groups[gi]
+	k := int(g.side)
+	g.mixed = 0
+	if f.bySet(g) {
+		g.cellsHi = f.bucketBySet(g, chunkSize, counts)
 		return
 	}
-	if k == 1 { // a sparse chunk is one cell: no sorting
-		// Of one table, it may hold kinds of every rank: mixed while any
-		// kind is ranked (placeBySet), without reading a class here.
-		only := int32(len(f.cells))
-		f.cells = append(f.cells, cell{actors: span{at, at + int32(n)}, mixed: f.anyRanked})
-		a := at
-		for _, v := range views {
-			for r := range f.views[v].Len() {
-				f.cellIdx[a] = only
-				f.place(a, v, r, g)
-				a++
-			}
-		}
-		f.groups[g].cellsHi = int32(len(f.cells))
+	if k == 1 {
+		g.cellsHi = 1
 		return
 	}
-	var counts [maxCellsPerSide*maxCellsPerSide + 1]int32
-	f.cellOf = resizeSlice(f.cellOf, n)
-	ox, oy := float32(key.X)*chunkSize, float32(key.Y)*chunkSize
+	var seen [maxCellsPerSide * maxCellsPerSide]bool
+	cellOf := f.cellOf[g.actors.lo:g.actors.hi]
+	ox, oy := float32(g.key.X)*chunkSize, float32(g.key.Y)*chunkSize
 	scale := float32(k) / chunkSize
 	i := 0
-	for _, v := range views {
+	for _, v := range f.members[g.viewsLo:g.viewsHi] {
 		for _, t := range f.views[v].Transforms {
 			cx := min(max(int((t.X-ox)*scale), 0), k-1)
 			cy := min(max(int((t.Y-oy)*scale), 0), k-1)
 			c := uint16(cy*k + cx)
-			f.cellOf[i] = c
-			counts[c+1]++
+			cellOf[i] = c
+			seen[c] = true
 			i++
 		}
 	}
-	f.placeSorted(views, at, g, counts[:k*k+1], 1, nil)
+	g.cellsHi = 0
+	for _, in := range seen {
+		g.cellsHi += int32(b2i(in))
+	}
 }
 
-// placeBySet is placeGroup's layout where classes follow tier tables of
-// their own, or ranks under the budget (Frame.sets > 1): the actors are
-// sorted by cell, then by their kind (Frame.classSet), so that every cell
-// holds the senders of one kind and the relay decides a cell by its table
-// and rank alone. A chunk of one cell (a sparse one) is split by table
-// only: its kinds of one table share the cell (cell.mixed), whose few
+// bySet reports whether group g's actors are sorted by kind as well as by
+// cell (bucketBySet).
+func (f *Frame) bySet(g *group) bool { return f.sets > 1 && (g.side > 1 || f.tables > 1) }
+
+// bucketBySet is countGroup's sort where classes follow tier tables of
+// their own, or ranks under the budget (Frame.sets > 1): by cell, then by
+// kind (Frame.classSet), so that every cell holds the senders of one kind
+// and the relay decides a cell by its table and rank alone. A chunk of one
+// cell (a sparse one) is split by table only: its kinds of one table share
+// the cell (cell.mixed, the group's mixed bits by table), whose few
 // senders the relay decides one by one where ranks matter (rankedPairs),
 // so that ranks, which act only on recipients over their budget, do not
-// double a sparse world's cells. A chunk of a single kind is laid out as
-// placeGroup would.
-func (f *Frame) placeBySet(views []int32, at int32, n, k int, chunkSize float32, g int32) {
-	key := f.groups[g].key
-	sets := f.sets
-	f.counts = resizeSlice(f.counts, k*k*sets+1)
-	counts := f.counts
-	clear(counts)
-	f.cellOf = resizeSlice(f.cellOf, n)
-	ox, oy := float32(key.X)*chunkSize, float32(key.Y)*chunkSize
+// double a sparse world's cells. It returns the group's occupied buckets;
+// counts is scratch.
+func (f *Frame) bucketBySet(g *group, chunkSize float32, counts *[]int32) int32 {
+	k, sets := int(g.side), f.sets
+	*counts = resizeSlice(*counts, k*k*sets)
+	seen := *counts
+	clear(seen)
+	cellOf := f.cellOf[g.actors.lo:g.actors.hi]
+	ox, oy := float32(g.key.X)*chunkSize, float32(g.key.Y)*chunkSize
 	scale := float32(k) / chunkSize
 	var kinds [components.MaxClasses]int8 // k == 1: each bucket's first kind
-	var mixed [components.MaxClasses]bool // and whether it holds another
 	for b := range kinds {
 		kinds[b] = -1
 	}
 	i := 0
-	for _, v := range views {
+	for _, v := range f.members[g.viewsLo:g.viewsHi] {
 		view := &f.views[v]
 		for r := range view.Clients {
 			kind := f.classSet[view.Clients[r].Class%components.MaxClasses]
@@ -190,10 +242,10 @@ func (f *Frame) placeBySet(views []int32, at int32, n, k int, chunkSize float32,
 				if kinds[bucket] < 0 {
 					kinds[bucket] = int8(kind)
 				} else if kinds[bucket] != int8(kind) {
-					mixed[bucket] = true
+					g.mixed |= 1 << bucket
 				}
-				f.cellOf[i] = uint16(bucket)
-				counts[bucket+1]++
+				cellOf[i] = uint16(bucket)
+				seen[bucket] = 1
 				i++
 				continue
 			}
@@ -201,40 +253,83 @@ func (f *Frame) placeBySet(views []int32, at int32, n, k int, chunkSize float32,
 			cx := min(max(int((t.X-ox)*scale), 0), k-1)
 			cy := min(max(int((t.Y-oy)*scale), 0), k-1)
 			c := uint16((cy*k+cx)*sets + int(kind))
-			f.cellOf[i] = c
-			counts[c+1]++
+			cellOf[i] = c
+			seen[c] = 1
 			i++
 		}
 	}
-	f.placeSorted(views, at, g, counts, sets, &mixed)
+	n := int32(0)
+	for _, in := range seen {
+		n += in
+	}
+	return n
 }
 
-// placeSorted ends a counting sort of group g's actors (from at, in the
-// order of views) by the buckets in f.cellOf, whose sizes counts[1:]
-// holds: each bucket that has actors is a cell, of kind bucket mod sets
-// (mixed as mixed says, when given), and each actor is placed in its own.
-func (f *Frame) placeSorted(views []int32, at int32, g int32, counts []int32, sets int, mixed *[components.MaxClasses]bool) {
-	for c := 1; c < len(counts); c++ {
-		if counts[c] > 0 {
-			lo := at + counts[c-1]
-			for a := lo; a < lo+counts[c]; a++ {
-				f.cellIdx[a] = int32(len(f.cells))
+// placeGroup puts those of group g's actors whose index is from lo to
+// hi-1 in their cells (countGroup's), and, when its first actor is one
+// of them, writes the group's cells from its first on (groupChunks): the
+// end of a counting sort, each actor placed in its own. scratch is the
+// caller's.
+func (f *Frame) placeGroup(gi, lo, hi int32, scratch *[]int32) {
+	g := &f.groups[gi]
+	at, k := g.actors.lo, int(g.side)
+	views := f.members[g.viewsLo:g.viewsHi]
+	first := lo <= at && at < hi
+	if !f.bySet(g) && k == 1 { // a sparse chunk is one cell: no sorting
+		if first {
+			// Of one table, it may hold kinds of every rank: mixed while
+			// any kind is ranked (bucketBySet), without reading a class
+			// here.
+			f.cells[g.cellsLo] = cell{actors: g.actors, mixed: f.anyRanked}
+		}
+		a := at
+		for _, v := range views {
+			n := int32(f.views[v].Len())
+			for r := max(lo-a, 0); r < min(hi-a, n); r++ {
+				f.cellIdx[a+r] = g.cellsLo
+				f.place(a+r, v, int(r), gi)
 			}
-			set := (c - 1) % sets
-			f.cells = append(f.cells, cell{actors: span{lo, lo + counts[c]}, kind: uint8(set), mixed: mixed != nil && mixed[set]})
+			a += n
+		}
+		return
+	}
+	sets := 1
+	if f.bySet(g) {
+		sets = f.sets
+	}
+	*scratch = resizeSlice(*scratch, k*k*sets+1)
+	counts := *scratch
+	clear(counts)
+	cellOf := f.cellOf[g.actors.lo:g.actors.hi]
+	for _, c := range cellOf {
+		counts[c+1]++
+	}
+	next := g.cellsLo
+	for c := 1; c <= k*k*sets; c++ {
+		if counts[c] > 0 {
+			cl := at + counts[c-1]
+			for a := max(cl, lo); a < min(cl+counts[c], hi); a++ {
+				f.cellIdx[a] = next
+			}
+			if first {
+				set := (c - 1) % sets
+				f.cells[next] = cell{actors: span{cl, cl + counts[c]}, kind: uint8(set), mixed: g.mixed>>set&1 != 0}
+			}
+			next++
 		}
 		counts[c] += counts[c-1]
 	}
 	i := 0
 	for _, v := range views {
 		for r := range f.views[v].Len() {
-			a := at + counts[f.cellOf[i]]
-			counts[f.cellOf[i]]++
+			a := at + counts[cellOf[i]]
+			counts[cellOf[i]]++
 			i++
-			f.place(a, v, r, g)
+			if lo <= a && a < hi {
+				f.place(a, v, r, gi)
+			}
 		}
 	}
-	f.groups[g].cellsHi = int32(len(f.cells))
 }
 
 // place puts row r of view v at canonical index a, in group g. The rest of

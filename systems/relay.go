@@ -397,6 +397,7 @@ func (sc *relayScratch) growSel(n int) {
 // recipient cell it last saw; recipients of one cell are consecutive, so
 // each cell is classified once per unit.
 type relayScratch struct {
+	layout  []int32 // the layout's counting sort's, for Move's unit (Frame.placeRange)
 	cell    int32
 	classes []cellClass
 	boxes   cellBoxes   // the classes' boxes and edges, for pointBands

@@ -105,7 +105,7 @@ func (r *rig) step() {
 	} else {
 		p.ingest(r.tick)
 	}
-	p.prepare(r.tick)
+	p.prepare(&scheduler.Tick{Number: r.tick})
 	p.world.Guard()
 	p.parallelAt = time.Now()
 	for i := range p.frame.shards {
