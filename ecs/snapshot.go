@@ -50,9 +50,9 @@ func (v *ChunkView) Len() int { return len(v.Entities) }
 // observers count them) copies the last one's views instead of querying
 // every table again: they are still exact; a caller that kept that one
 // may use it instead, when SnapshotGen says so (the pipeline's prepare
-// takes its join's). One taken
-// after changes that Applies alone made queries again only the tables of
-// the chunks they touched (see requery); after a raw Ark change to an
+// takes its join's). One taken after changes that Applies alone made
+// queries again only the tables of the chunks they touched, and merges
+// them into the order it kept (see requery); after a raw Ark change to an
 // actor, every table. Ark's World.Reset emits no events: do not call it on
 // a World's Ark world.
 func (w *World) Snapshot(dst []ChunkView) []ChunkView {
@@ -102,7 +102,9 @@ func (w *World) refresh(full bool) {
 func (w *World) query() {
 	clear(w.views) // no stale column buffers kept past their tables
 	w.views = w.views[:0]
+	w.viewChunk = w.viewChunk[:0]
 	w.appendViews(w.filter.Query())
+	w.orderViews()
 	w.shot()
 }
 
@@ -117,23 +119,45 @@ const requeryShare = 4
 // its relation target, and keeps every other view as it is: in a roaming
 // world a few dozen actors change chunk a tick out of thousands of chunks,
 // and querying every table again would make the snapshot grow with the
-// map instead of with the change. The order is the same as a full query's:
-// orderViews does not depend on the order of w.views.
+// map instead of with the change. The key order is kept too: the views
+// kept stay in the order they had (their chunks' ranks keep their order),
+// and the new ones are merged in (mergeOrder), where sorting every view
+// again cost as much as the rest of the snapshot.
 func (w *World) requery() {
 	// Drop the touched chunks' views, each by moving the last view into
-	// its place: orderViews does not depend on the views' order, and a
-	// view is 168 bytes.
+	// its place: a view is 168 bytes. at[p] is the index in the last
+	// order of the view now at p, and pos its inverse (-1: dropped). The
+	// walk reads the views' chunks from viewChunk, not from the views
+	// (whose memory is a megabyte in a world of thousands of chunks).
 	views, n := w.views, len(w.views)
+	at := slices.Grow(w.viewAt[:0], n)[:n]
+	pos := slices.Grow(w.viewPos[:0], n)[:n]
+	for i := range at {
+		at[i], pos[i] = int32(i), int32(i)
+	}
+	ids := w.viewChunk
 	for i := 0; i < n; {
-		if w.marked(views[i].Chunk) {
+		if w.chunkSlots[ids[i]].mark == w.touchGen {
 			n--
-			views[i] = views[n]
+			pos[at[i]] = -1
+			if i < n {
+				views[i], ids[i], at[i] = views[n], ids[n], at[n]
+				pos[at[i]] = int32(i)
+			}
 			continue
 		}
 		i++
 	}
 	clear(views[n:]) // no stale column buffers kept past their tables
-	w.views = views[:n]
+	w.views, w.viewChunk = views[:n], ids[:n]
+	w.viewAt, w.viewPos = at, pos
+	// The views kept, in the last order.
+	kept := w.order[:0]
+	for _, o := range w.order {
+		if p := pos[o]; p >= 0 {
+			kept = append(kept, p)
+		}
+	}
 	// A touched ID stands for whichever chunk holds it now: the one
 	// touched may have been let go since, and its entity (or, removed,
 	// its ID) given to a new chunk, over Applies with no Snapshot between
@@ -144,18 +168,62 @@ func (w *World) requery() {
 			w.appendViews(w.chunkActors(c).Query())
 		}
 	}
+	w.mergeOrder(kept, n)
 	w.shot()
 }
 
-// marked reports whether the tables of chunk (or of a chunk since given
-// its ID) were touched since the last query.
-func (w *World) marked(chunk ecs.Entity) bool { return w.chunkSlots[chunk.ID()].mark == w.touchGen }
+// mergeOrder puts in w.order the views of kept (in key order) and the
+// views from index added on (the chunks queried again, none of kept's):
+// those sorted by rank, then by the ActorID in their first row, and each
+// put where a binary search by rank in kept places it.
+func (w *World) mergeOrder(kept []int32, added int) {
+	fresh := w.viewFresh[:0]
+	for i := added; i < len(w.views); i++ {
+		fresh = append(fresh, int32(i))
+	}
+	for k := 1; k < len(fresh); k++ { // a few dozen: insertion sort
+		for j := k; j > 0 && w.viewBefore(fresh[j], fresh[j-1]); j-- {
+			fresh[j-1], fresh[j] = fresh[j], fresh[j-1]
+		}
+	}
+	out := slices.Grow(w.orderNext[:0], len(kept)+len(fresh))
+	from := 0
+	for _, v := range fresh {
+		r := w.rankOf[w.viewChunk[v]]
+		lo, hi := from, len(kept)
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if w.rankOf[w.viewChunk[kept[m]]] < r {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		out = append(out, kept[from:lo]...)
+		out = append(out, v)
+		from = lo
+	}
+	out = append(out, kept[from:]...)
+	w.orderNext, w.order = w.order, out
+	w.viewFresh = fresh
+}
+
+// viewBefore reports whether view a goes before view b in key order: by
+// its chunk's rank, then by the ActorID in its first row.
+func (w *World) viewBefore(a, b int32) bool {
+	ra, rb := w.rankOf[w.viewChunk[a]], w.rankOf[w.viewChunk[b]]
+	if ra != rb {
+		return ra < rb
+	}
+	return w.views[a].IDs[0].ID < w.views[b].IDs[0].ID
+}
 
 // appendViews appends a view per table of q, and closes it.
 func (w *World) appendViews(q ecs.Query6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk]) {
 	for q.NextTable() {
 		ids, transforms, inputs, animations, clients, _ := q.GetColumns()
 		chunk := q.GetRelation(inChunkIndex)
+		w.viewChunk = append(w.viewChunk, chunk.ID())
 		w.views = append(w.views, ChunkView{
 			Key:        w.ranked[w.rankOf[chunk.ID()]].key,
 			Chunk:      chunk,
@@ -169,9 +237,8 @@ func (w *World) appendViews(q ecs.Query6[components.ActorID, components.Transfor
 	}
 }
 
-// shot orders the views and starts counting changes afresh.
+// shot starts counting changes afresh, the views ordered.
 func (w *World) shot() {
-	w.orderViews()
 	w.shotAt = w.shape
 	w.foreign = false
 	w.touched = w.touched[:0]

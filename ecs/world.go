@@ -121,10 +121,17 @@ type World struct {
 	// and no views: its count and shotAt are both 0, and that is exact
 	// too.) Between queries, views keeps alive the column buffers it
 	// aliases, as the callers' views do.
-	shape  uint64
-	order  []int32
-	shotAt uint64
-	shots  uint64 // the views' generation: refreshes so far (SnapshotGen)
+	shape uint64
+	order []int32
+	// Per view, its chunk's entity ID (viewChunk), and requery's scratch:
+	// the order it builds (orderNext, swapped with order), the views'
+	// moves (viewAt, viewPos) and the views queried again (viewFresh).
+	viewChunk       []uint32
+	orderNext       []int32
+	viewAt, viewPos []int32
+	viewFresh       []int32
+	shotAt          uint64
+	shots           uint64 // the views' generation: refreshes so far (SnapshotGen)
 
 	// What changed since the last query, for the next Snapshot to bring
 	// the views up to date table by table instead of querying every table
