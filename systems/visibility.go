@@ -263,14 +263,14 @@ func (p *Pipeline) pair(i, j int32, id uint32, view *ecs.ChunkView, row int) {
 	if j >= 0 {
 		b = v.changed[j]
 	} else {
-		b = changedActor{
-			id: id, session: view.Clients[row].Session,
-			old: view.Key, new: view.Key, hasOld: true, hasNew: true,
-			appear: appearAt(view, row),
-		}
+		b = changedActor{id: id, old: view.Key, new: view.Key, hasOld: true, hasNew: true}
 	}
 	before := a.hasOld && b.hasOld && grid.Visible(a.old, b.old)
 	after := a.hasNew && b.hasNew && grid.Visible(a.new, b.new)
+	if before != after && j < 0 { // an unchanged actor's row, read only for a message
+		b.session = view.Clients[row].Session
+		b.appear = appearAt(view, row)
+	}
 	switch {
 	case after && !before:
 		p.queueAppear(b.session, a.appear)
