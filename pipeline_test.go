@@ -268,9 +268,24 @@ func TestTenThousandInASquareGetTheSameBytesOnEveryWorkerCount(t *testing.T) {
 	if raceEnabled || testing.Short() {
 		t.Skip("ten thousand players: seconds a run without the race detector, too long with it or under -short")
 	}
+	defaults := modeNamed("parallel+interest+budget")
+	want := sameDigestsOnThePool(t, "square", defaults)
+	for i, w := range want {
+		require.Positive(t, w.Datagrams, "client %d was sent no datagram", i)
+		require.Greater(t, w.Frames, uint64(9_000), "client %d was not told of the crowd", i)
+	}
+}
+
+// sameDigestsOnThePool ticks scenario's ten thousand players 30 times in
+// mode m inline, then on 2 workers with 16 shards and on 4 with the
+// default shards, fails unless every client was sent the same bytes each
+// time (the mem transport's checksums), and returns what the clients
+// were sent inline.
+func sameDigestsOnThePool(t *testing.T, scenario string, m tickMode) []mem.ClientStats {
+	t.Helper()
 	run := func(m tickMode) []mem.ClientStats {
 		m.digest = true
-		c := newBenchCrowd(t, "square", 10_000, m)
+		c := newBenchCrowd(t, scenario, 10_000, m)
 		for range 30 {
 			c.tick()
 		}
@@ -281,24 +296,20 @@ func TestTenThousandInASquareGetTheSameBytesOnEveryWorkerCount(t *testing.T) {
 		c.srv.Close()
 		return got
 	}
-	defaults := modeNamed("parallel+interest+budget")
-	one := defaults
+	one := m
 	one.parallel = false
 	want := run(one)
-	for i, w := range want {
-		require.Positive(t, w.Datagrams, "client %d was sent no datagram", i)
-		require.Greater(t, w.Frames, uint64(9_000), "client %d was not told of the crowd", i)
-	}
-	for _, m := range []struct{ workers, shards int }{{2, 16}, {4, 0}} {
-		pooled := defaults
-		pooled.workers, pooled.shards = m.workers, m.shards
+	for _, ws := range []struct{ workers, shards int }{{2, 16}, {4, 0}} {
+		pooled := m
+		pooled.workers, pooled.shards = ws.workers, ws.shards
 		got := run(pooled)
 		for i := range want {
 			if want[i] != got[i] {
-				t.Fatalf("workers=%d shards=%d: client %d was sent %+v, inline %+v", m.workers, m.shards, i, got[i], want[i])
+				t.Fatalf("%s, %s, workers=%d shards=%d: client %d was sent %+v, inline %+v", scenario, m.name, ws.workers, ws.shards, i, got[i], want[i])
 			}
 		}
 	}
+	return want
 }
 
 // TestAWorldOfTenThousandGetsTheSameBytesOnEveryWorkerCount: the world
@@ -311,39 +322,12 @@ func TestAWorldOfTenThousandGetsTheSameBytesOnEveryWorkerCount(t *testing.T) {
 	if raceEnabled || testing.Short() {
 		t.Skip("ten thousand players: seconds a run without the race detector, too long with it or under -short")
 	}
-	run := func(m tickMode) []mem.ClientStats {
-		m.digest = true
-		c := newBenchCrowd(t, "world", 10_000, m)
-		for range 30 {
-			c.tick()
-		}
-		got := make([]mem.ClientStats, len(c.clients))
-		for i, client := range c.clients {
-			got[i] = client.Received()
-		}
-		c.srv.Close()
-		return got
-	}
 	for _, mode := range []string{"parallel+interest", "parallel+interest+budget"} {
-		m := modeNamed(mode)
-		one := m
-		one.parallel = false
-		want := run(one)
 		frames := uint64(0)
-		for _, w := range want {
+		for _, w := range sameDigestsOnThePool(t, "world", modeNamed(mode)) {
 			frames += w.Frames
 		}
 		require.Greater(t, frames, uint64(100_000), "%s: the players were not told of each other", mode)
-		for _, ws := range []struct{ workers, shards int }{{2, 16}, {4, 0}} {
-			pooled := m
-			pooled.workers, pooled.shards = ws.workers, ws.shards
-			got := run(pooled)
-			for i := range want {
-				if want[i] != got[i] {
-					t.Fatalf("%s, workers=%d shards=%d: client %d was sent %+v, inline %+v", mode, ws.workers, ws.shards, i, got[i], want[i])
-				}
-			}
-		}
 	}
 }
 
