@@ -6,16 +6,23 @@
 //	        for big    crowd of thousands the Move frames go to buckets by
 //	        crowds)    session, applied on the pool
 //	Prepare (serial)   snapshot chunk views, partition clusters, lay actors
-//	                   out in canonical order, cut shards; guard the world
+//	                   out in canonical order (in a big world on the pool,
+//	                   the cells counted here, the actors placed in them
+//	                   by Move's units), cut shards; guard the world
 //	Move    (parallel) per shard of senders: validate, write own rows,
-//	                   encode the movement record once
-//	Relay   (parallel) on the tick goroutine first: corrections, cell
-//	                   boxes and the due lists (the senders of each cell
-//	                   due this tick, per period and phase residue); then
-//	                   per shard of recipients: 3x3 stencil cell by cell,
-//	                   a cell in one interest band as one block copy from
-//	                   its due list, cells across two bands as bit sets,
-//	                   the rest pair by pair; the per-connection budget;
+//	                   encode the movement record once; in a big world,
+//	                   parts of the chunks' stencil links beside them
+//	Relay   (parallel) first: corrections, cell boxes (on the pool in a
+//	                   big world) and the due lists (the senders of each
+//	                   cell due this tick, per period and phase residue,
+//	                   a period a unit on the pool); then
+//	                   per shard of recipients: most by the dense walk
+//	                   (every pair of the 3x3 stencil by the sender's due
+//	                   key, the records packed as decided), the others
+//	                   cell by cell, a cell in one interest band as one
+//	                   block copy from its due list, cells across two
+//	                   bands as bit sets, the rest pair by pair; the
+//	                   per-connection budget;
 //	                   each unit writes its recipients' batches in one
 //	                   buffer and hands their datagrams to the transport
 //	Join    (serial)   release the guard, chunk moves, ecs.World.Apply,

@@ -49,7 +49,7 @@ type cell struct {
 	min, max [3]float32
 	fresh    bool
 	kind     uint8 // its senders' kind (Pipeline.tierSets, kindRank, kindReach)
-	mixed    bool  // it holds kinds of its table other than kind, of other ranks (placeBySet)
+	mixed    bool  // it holds kinds of its table other than kind, of other ranks (bucketBySet)
 }
 
 // Shard is one work unit of Move and Relay: a contiguous range of the
@@ -137,7 +137,7 @@ type Frame struct {
 	deferPlace bool
 	// sets is the number of kinds of sender (Pipeline.tierSets), and
 	// classSet each class's kind: with more than one, cells are split by
-	// kind (placeBySet). class is each actor's Client.Class, which Move
+	// kind (bucketBySet). class is each actor's Client.Class, which Move
 	// fills.
 	sets     int
 	classSet [components.MaxClasses]uint8

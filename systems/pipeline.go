@@ -347,7 +347,7 @@ func (p *Pipeline) configureClasses() error {
 		return fmt.Errorf("systems: %d classes, at most components.MaxClasses (%d)", len(p.cfg.Classes), components.MaxClasses)
 	}
 	// A kind's table is its tier table and its radius: the kinds of one
-	// table share a sparse chunk's cell (placeBySet).
+	// table share a sparse chunk's cell (bucketBySet).
 	type table struct {
 		tiers  interest.Tiers
 		reach2 float32 // the radius squared; +Inf for none

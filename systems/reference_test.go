@@ -175,7 +175,7 @@ func TestBigCellsUnderASpreadFollowThePlainRule(t *testing.T) {
 // every update), some with a radius, crowded in two chunks with walkers
 // around, are each sent exactly what visit calls due by their senders'
 // classes, with and without throttling: the relay splits cells by table
-// (placeBySet) and decides each by its own, none past its radius.
+// (bucketBySet) and decides each by its own, none past its radius.
 func TestClassesFollowTheirOwnTiers(t *testing.T) {
 	near, err := interest.NewTiers([]interest.Step{{BeyondUnits: 800, Period: 2}, {BeyondUnits: 1600, Period: 5}, {BeyondUnits: 4000, Period: 8}}, 8)
 	require.NoError(t, err)
