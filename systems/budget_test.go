@@ -65,12 +65,15 @@ func TestBudgetedClassesGetExactlyTheirDuePairs(t *testing.T) {
 	// Sparse chunks (one cell each) share a cell between kinds of one
 	// table (cell.mixed), decided one by one under a spread.
 	ranked := []Class{components.ClassNPC: {Rank: 1}, 3: {Rank: 2, Radius: 3000}, 4: {OwnTiers: true, Tiers: near}}
+	// Kinds of one table alone: a sparse chunk is one cell, unsorted,
+	// whose kinds differ in rank only (cell.mixed while any is ranked).
+	oneTable := []Class{components.ClassNPC: {Rank: 1}, 3: {Rank: 2}}
 	for _, tc := range []struct {
 		name    string
 		sparse  bool
 		classes []Class
 		budget  int
-	}{{"crowd", false, classes, 24}, {"sparse", true, ranked, 6}} {
+	}{{"crowd", false, classes, 24}, {"sparse", true, ranked, 6}, {"sparse, one table", true, oneTable, 6}} {
 		for _, listed := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/listed=%v", tc.name, listed), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(9, 10))

@@ -298,7 +298,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	var held int64 // pairs throttling alone kept back
 	switch {
 	case level == 0 && p.denseAt(spread):
-		p.gatherDense(&w, r, spread, sc)
+		p.gatherDense(&w, r, spread, cells, sc)
 	case sc.small && spread == 1 && level == 0:
 		p.gatherSmall(&w, r, cells, sc)
 	case due.based[spread] && level == 0:

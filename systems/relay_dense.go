@@ -277,8 +277,9 @@ func (p *Pipeline) denseAt(spread uint8) bool {
 // gatherDense writes the senders due to recipient r, at spread (denseAt)
 // and level 0, run by run of its stencil (sc.stencilRuns: consecutive
 // actors of one table), each run by writeDense: by the due keys, spread
-// 1's (Frame.dueKey) or the spread's (spreadKeys).
-func (p *Pipeline) gatherDense(w *batchOut, r int32, spread uint8, sc *relayScratch) {
+// 1's (Frame.dueKey) or the spread's (spreadKeys). cells is r's stencil,
+// whose cells the runs are.
+func (p *Pipeline) gatherDense(w *batchOut, r int32, spread uint8, cells []int32, sc *relayScratch) {
 	f := &p.frame
 	rhalf := interest.RecipientHalf(f.key[r])
 	layout, keys, due := &p.dense, f.dueKey, &p.denseDue
@@ -294,7 +295,13 @@ func (p *Pipeline) gatherDense(w *batchOut, r int32, spread uint8, sc *relayScra
 	k := &sc.dense
 	k.rx, k.ry, k.rz = f.x[r], f.y[r], f.z[r]
 	k.lut = &widenLUT
-	aimed := -1
+	// At a spread above 1 a ranked kind's periods are stretched further
+	// (rankedSpread), which the spread's keys do not know: its cells, and
+	// the sparse cells that may hold one (cell.mixed), are decided pair
+	// by pair (rankedPairs), the run's other cells by their keys.
+	ranks := spread > 1 && p.maxRank > 0
+	var want interest.Residues
+	aimed, wanted, ci := -1, false, 0
 	for j := 0; j+2 < len(sc.stencilRuns); j += 3 {
 		lo, hi, kind := sc.stencilRuns[j], sc.stencilRuns[j+1], int(sc.stencilRuns[j+2])
 		if kind != aimed {
@@ -305,12 +312,29 @@ func (p *Pipeline) gatherDense(w *batchOut, r int32, spread uint8, sc *relayScra
 			k.bands, k.cut, k.limits = b, p.kindReach[kind], int64(p.kindLimits[kind])
 			aimed = kind
 		}
-		p.denseRun(w, k, keys, lo, hi, r, sc)
+		if !ranks {
+			p.denseRun(w, k, keys, lo, hi, r, sc)
+			continue
+		}
+		from := lo
+		for at := lo; at < hi; ci++ { // the run's cells, in the stencil's order
+			c := &f.cells[cells[ci]]
+			at = c.actors.hi
+			if p.ranked(cells[ci], spread) {
+				p.denseRun(w, k, keys, from, c.actors.lo, r, sc)
+				if !wanted {
+					want, wanted = p.clock.Want(f.key[r]), true
+				}
+				p.rankedPairs(w, r, cells[ci], spread, cellClass{}, &want, rhalf)
+				from = c.actors.hi
+			}
+		}
+		p.denseRun(w, k, keys, from, hi, r, sc)
 	}
 }
 
-// denseRun writes the senders of actors lo to hi-1 due to recipient r by
-// their keys, k aimed at r and their table (writeDense).
+// denseRun writes the senders of actors lo to hi-1 (if any) due to
+// recipient r by their keys, k aimed at r and their table (writeDense).
 func (p *Pipeline) denseRun(w *batchOut, k *denseKernel, keys []uint32, lo, hi, r int32, sc *relayScratch) {
 	f := &p.frame
 	sc.denseMask = w.writeDense(k, f.x[lo:hi], f.y[lo:hi], f.z[lo:hi], keys[lo:hi], lo, r, sc.denseMask, bestDensePass)
