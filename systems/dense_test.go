@@ -18,8 +18,8 @@ import (
 // bytes, datagram headers included, as the records of the pairs the tier
 // table and the due keys say are due, one at a time: over runs that
 // start a batch or continue one at any fill, cross datagram boundaries,
-// hold the recipient or not, tables of one to eight bands (the kernels
-// take up to four, the rest go by bit sets), senders on a band's exact
+// hold the recipient or not, tables of one to eight bands (denseCopy16
+// takes up to four, denseCopy8 any), senders on a band's exact
 // limit and at positions that are not numbers or are infinite. It also
 // holds the bit sets (denseDue, and its Go loop) to the same pairs.
 func TestDenseWritesLikeThePairs(t *testing.T) {

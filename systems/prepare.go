@@ -93,10 +93,10 @@ func (f *Frame) groupChunks(chunkSize float32) {
 	f.cellOf = resizeSlice(f.cellOf, int(at))
 	var cells int32
 	for gi := range f.groups {
-		f.countGroup(int32(gi), chunkSize, &f.layoutCounts)
+		n := f.countGroup(int32(gi), chunkSize, &f.layoutCounts)
 		g := &f.groups[gi]
 		g.cellsLo = cells
-		cells += g.cellsHi
+		cells += n
 		g.cellsHi = cells
 	}
 	f.cells = resizeSlice(f.cells, int(cells))
@@ -166,24 +166,21 @@ func cellsPerSide(n int) int {
 // countGroup sorts the actors of group g (a chunk) into the cells of its
 // k x k grid, by their position at the start of the tick: the cell of
 // each in f.cellOf (in the order of its views' rows, from its first
-// actor's index), and the count of its occupied cells in cellsHi, until
-// groupChunks numbers them. With more than one kind of sender, and a grid or tables to
-// split (Frame.sets), by cell and kind (bucketBySet). A sparse chunk of
-// one kind is one cell, unsorted. Cells let the relay treat a whole
-// block of senders at once; sorting by them makes each block contiguous.
-//
-// counts is the part's scratch.
-func (f *Frame) countGroup(gi int32, chunkSize float32, counts *[]int32) {
+// actor's index), and returns how many of its cells are occupied. With
+// more than one kind of sender, and a grid or tables to split
+// (Frame.sets), by cell and kind (bucketBySet). A sparse chunk of one kind
+// is one cell, unsorted. Cells let the relay treat a whole block of
+// senders at once; sorting by them makes each block contiguous. counts is
+// scratch.
+func (f *Frame) countGroup(gi int32, chunkSize float32, counts *[]int32) int32 {
 	g := &f.groups[gi]
 	k := int(g.side)
 	g.mixed = 0
 	if f.bySet(g) {
-		g.cellsHi = f.bucketBySet(g, chunkSize, counts)
-		return
+		return f.bucketBySet(g, chunkSize, counts)
 	}
 	if k == 1 {
-		g.cellsHi = 1
-		return
+		return 1
 	}
 	var seen [maxCellsPerSide * maxCellsPerSide]bool
 	cellOf := f.cellOf[g.actors.lo:g.actors.hi]
@@ -200,10 +197,11 @@ func (f *Frame) countGroup(gi int32, chunkSize float32, counts *[]int32) {
 			i++
 		}
 	}
-	g.cellsHi = 0
+	n := int32(0)
 	for _, in := range seen {
-		g.cellsHi += int32(b2i(in))
+		n += int32(b2i(in))
 	}
+	return n
 }
 
 // bySet reports whether group g's actors are sorted by kind as well as by
