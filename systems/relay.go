@@ -295,6 +295,10 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	}
 	due := &f.due
 	w := newBatchOut(reserve(sc.batch, senders), f.records, tick)
+	if thin > 0 { // past the longest spread: the fast path writes only the share thinning keeps
+		sc.thin.aim(f, r, keepOf(thin), nearing, sc.near)
+		w.thin = &sc.thin
+	}
 	var held int64 // pairs throttling alone kept back
 	switch {
 	case level == 0 && p.denseAt(spread):
@@ -309,12 +313,8 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		p.classifyCell(cells, level, sc)
 		held = p.gatherCells(&w, r, level, spread, due.listed(spread) && !due.based[spread], cells, sc)
 	}
-	fast := w.count // the senders due at the spread, in canonical order
-	if thin > 0 {   // past the longest spread: keep the share of them thinning keeps
-		sc.batch = w.finish()
-		w = p.thinBatch(r, fast, keepOf(thin), nearing, sc)
-		fast = w.count
-	}
+	fast := w.count // the senders due at the spread (thinned), in canonical order
+	w.thin = nil
 	if nearing {
 		w.write(sc.nearExtra) // and the nearest due at their tier period only
 	}
@@ -454,9 +454,8 @@ type relayScratch struct {
 	nearTmp                   []nearCand // kthNearest's and selectNearest's working memory
 	nearBits                  []uint64   // inFrameOrder's bit set
 	nearH                     float32
-	// thinBatch's working memory: the nearest's ids and the records kept.
-	nearIDs  []uint32
-	thinRecs []byte
+	// thin is the recipient's thinning, when it thins (batchOut.thin).
+	thin thinFilter
 	// batch is the current recipient's datagrams, back to back. One buffer
 	// per unit, written and handed to the transport recipient after
 	// recipient, stays in the core's cache, where a buffer per recipient

@@ -18,6 +18,10 @@ type batchOut struct {
 	left    int   // room in the current datagram
 	count   int32 // records written
 	tick    uint32
+	// thin, when set, drops the records a thinning recipient does not
+	// keep (thinFilter) from every write: the records it keeps are
+	// written, in order, as though they were all that was written.
+	thin *thinFilter
 }
 
 // newBatchOut starts writing into buf, whose capacity Frame.reserve made
@@ -26,8 +30,7 @@ func newBatchOut(buf, records []byte, tick uint64) batchOut {
 	return batchOut{buf: buf[:cap(buf)], records: records, tick: uint32(tick)}
 }
 
-// open starts a new datagram once the current one is full. It is outlined
-// so that one stays small enough to inline.
+// open starts a new datagram once the current one is full.
 func (w *batchOut) open() {
 	if w.count > 0 {
 		wire.SetBatchCount(w.buf[w.head:], wire.MaxRecordsPerBatch)
@@ -41,6 +44,12 @@ func (w *batchOut) open() {
 // write appends the records of the chosen senders (with AVX2 one 32-byte
 // move a record where there is room: roomFor32).
 func (w *batchOut) write(sel []int32) {
+	if w.thin != nil {
+		for _, a := range sel {
+			w.thinOne(a)
+		}
+		return
+	}
 	for len(sel) > 0 {
 		if w.left == 0 {
 			w.open()
@@ -104,6 +113,12 @@ func (w *batchOut) wrote(k int) {
 // ascending: with AVX2 one 32-byte move a record where there is room
 // (roomFor32).
 func (w *batchOut) writeSet(set uint64, lo int32) {
+	if w.thin != nil {
+		for ; set != 0; set &= set - 1 {
+			w.thinOne(lo + int32(bits.TrailingZeros64(set)))
+		}
+		return
+	}
 	for set != 0 {
 		if w.left == 0 {
 			w.open()
@@ -126,6 +141,10 @@ func (w *batchOut) writeSet(set uint64, lo int32) {
 
 // one appends sender a's record.
 func (w *batchOut) one(a int32) {
+	if w.thin != nil {
+		w.thinOne(a)
+		return
+	}
 	if w.left == 0 {
 		w.open()
 	}
@@ -145,6 +164,10 @@ func (w *batchOut) block(packed []byte, lo, hi int32) {
 
 // run appends records packed back to back, a datagram at a time.
 func (w *batchOut) run(recs []byte) {
+	if w.thin != nil {
+		w.thinRun(recs)
+		return
+	}
 	for len(recs) > 0 {
 		if w.left == 0 {
 			w.open()
@@ -156,6 +179,51 @@ func (w *batchOut) run(recs []byte) {
 		w.count += int32(k)
 		recs = recs[n:]
 	}
+}
+
+// thinOne appends sender a's record if w.thin keeps it.
+func (w *batchOut) thinOne(a int32) {
+	o := int(a) * wire.RecordSize
+	w.thinRun(w.records[o : o+wire.RecordSize])
+}
+
+// thinRun appends the records packed back to back in recs that w.thin
+// keeps. Each is copied, and the end moved past it only if kept: which
+// are kept is a coin toss a branch would mispredict; only a record that
+// would open the next datagram waits to be known kept. A record is read
+// as three words, its sender's id the low half of the first (read apart,
+// the id's bytes would have two uses, and the compiler then loads every
+// byte of the record on its own).
+func (w *batchOut) thinRun(recs []byte) {
+	t := w.thin
+	th, mark, buf := t.th, t.mark, w.buf
+	n, left, count := w.n, w.left, w.count // in registers: w's fields would be stored and loaded again each record
+	for ; len(recs) >= wire.RecordSize; recs = recs[wire.RecordSize:] {
+		a, b := binary.LittleEndian.Uint64(recs), binary.LittleEndian.Uint64(recs[8:])
+		c := binary.LittleEndian.Uint32(recs[16:])
+		sid := uint32(a)
+		kept := th.kept(sid)
+		if mark.may(sid) && !kept {
+			kept = containsID(t.near, sid)
+		}
+		if left == 0 {
+			if !kept {
+				continue
+			}
+			w.n, w.count = n, count
+			w.open()
+			n, left = w.n, w.left
+		}
+		out := buf[n : n+wire.RecordSize]
+		binary.LittleEndian.PutUint64(out, a)
+		binary.LittleEndian.PutUint64(out[8:], b)
+		binary.LittleEndian.PutUint32(out[16:], c)
+		k := b2i(kept)
+		n += wire.RecordSize * k
+		left -= k
+		count += int32(k)
+	}
+	w.n, w.left, w.count = n, left, count
 }
 
 // copyRecord copies one record as three register moves. A copy of a

@@ -344,7 +344,9 @@ func (p *Pipeline) denseRun(w *batchOut, k *denseKernel, keys []uint32, lo, hi, 
 // columns xs, ys, zs (positions) and keys (due keys), that are due to
 // recipient r (k aimed at it) and not r itself, as pass says where the
 // table (for denseCopy16, at most three finite limits) and the room allow
-// (roomForDense); else decided into bit sets and copied by writeSet.
+// (roomForDense) and the batch is not thinning (a thinned batch keeps
+// some of the due records, record by record: batchOut.thin); else decided
+// into bit sets and copied by writeSet.
 // masks is the bit sets' memory, which it returns.
 func (w *batchOut) writeDense(k *denseKernel, xs, ys, zs []float32, keys []uint32, lo, r int32, masks []byte, pass densePass) []byte {
 	n := len(xs)
@@ -353,7 +355,7 @@ func (w *batchOut) writeDense(k *denseKernel, xs, ys, zs []float32, keys []uint3
 	}
 	// denseCopy16 decides, and takes tables of up to three finite limits;
 	// denseCopy8 packs what denseDue decided, by any table.
-	if up := (n + 15) &^ 15; (pass == densePass8 || pass == densePass16 && k.limits <= 3) && w.roomForDense(n, int(lo)+n) && cap(xs) >= up && cap(ys) >= up && cap(zs) >= up && cap(keys) >= up {
+	if up := (n + 15) &^ 15; (pass == densePass8 || pass == densePass16 && k.limits <= 3) && w.thin == nil && w.roomForDense(n, int(lo)+n) && cap(xs) >= up && cap(ys) >= up && cap(zs) >= up && cap(keys) >= up {
 		k.recs, k.n, k.header = &w.records[int(lo)*wire.RecordSize], int64(n), w.fullHeader()
 		base := uintptr(unsafe.Pointer(&w.buf[0]))
 		k.dst, k.end = base+uintptr(w.n), base+uintptr(w.n+w.left*wire.RecordSize)

@@ -1,11 +1,5 @@
 package systems
 
-import (
-	"encoding/binary"
-
-	"github.com/throng-go/throng/net/wire"
-)
-
 // Thinning: past the longest spread.
 //
 // A spread stretches no period past 255 ticks, so a recipient that sees
@@ -87,60 +81,32 @@ func (s *session) adjustThin(due, budget int) {
 	s.thin = uint8(256 - keep)
 }
 
-// thinBatch drops from the first count records of sc.batch (the fast
-// path's, in canonical order) those a recipient thinning at keep does not
-// keep this tick, and returns the batch writer holding the rest, in
-// order. The nearest (sc.near, when nearing) are kept.
-func (p *Pipeline) thinBatch(r int32, count int32, keep int, nearing bool, sc *relayScratch) batchOut {
-	f := &p.frame
-	rid, tick := f.id[r], f.Tick
-	sc.nearIDs = sc.nearIDs[:0]
-	var mark idMark // the nearest's ids: most senders are told apart from them by one bit
-	if nearing {
-		for _, a := range sc.near {
-			sc.nearIDs = append(sc.nearIDs, f.id[a])
-			mark.add(f.id[a])
-		}
-	}
-	// Every record is copied and the end moved past it only if kept: which
-	// are kept is a coin toss a branch would mispredict half the time.
-	th := newThinner(rid, tick, keep)
-	recs := resizeSlice(sc.thinRecs, int(count)*wire.RecordSize)
-	n := 0
-	for d := int32(0); d*wire.MaxRecordsPerBatch < count; d++ { // datagram by datagram
-		k := min(count-d*wire.MaxRecordsPerBatch, wire.MaxRecordsPerBatch)
-		at := int(d)*datagramSize + wire.BatchHeaderSize
-		n = thinRecords(recs, n, sc.batch[at:at+int(k)*wire.RecordSize], th, &mark, sc.nearIDs)
-	}
-	sc.thinRecs = recs[:n]
-	w := newBatchOut(reserve(sc.batch, f.stencilSenders(&f.groups[f.group[r]])), f.records, tick)
-	w.run(sc.thinRecs)
-	return w
+// thinFilter is what a recipient thinning this tick keeps of its due
+// records (thinner), and the ids of its nearest (near, marked in mark),
+// which it keeps whatever the rotation says. The relay's batch writer
+// applies it to every record the fast path writes (batchOut.thin,
+// thinRun), so a due record is read once, from where the fast path reads
+// it, and written only if kept: thinning the written batch after the fast
+// path wrote every due record, read each back and wrote the kept ones
+// twice more.
+type thinFilter struct {
+	th   thinner
+	mark idMark // the nearest's ids: most senders are told apart from them by one bit
+	near []uint32
 }
 
-// thinRecords copies to recs from byte n on the records of src (back to
-// back) that th keeps, and those of the ids in near (marked in mark), and
-// returns where the last one copied ends. Each record is read as words,
-// its sender's id the low half of the first: read again for the id, its
-// bytes were loaded one at a time (the compiler combines byte loads into a
-// word only where each byte has one use), which made the loop four times
-// as slow.
-func thinRecords(recs []byte, n int, src []byte, th thinner, mark *idMark, near []uint32) int {
-	for ; len(src) >= wire.RecordSize; src = src[wire.RecordSize:] {
-		a, b := binary.LittleEndian.Uint64(src), binary.LittleEndian.Uint64(src[8:])
-		c := binary.LittleEndian.Uint32(src[16:])
-		out := recs[n : n+wire.RecordSize]
-		binary.LittleEndian.PutUint64(out, a)
-		binary.LittleEndian.PutUint64(out[8:], b)
-		binary.LittleEndian.PutUint32(out[16:], c)
-		sid := uint32(a)
-		kept := th.kept(sid)
-		if mark.may(sid) && !kept {
-			kept = containsID(near, sid)
+// aim sets the filter for recipient r at keep (keepOf), with r's nearest
+// (near) when nearing.
+func (t *thinFilter) aim(f *Frame, r int32, keep int, nearing bool, near []int32) {
+	t.th = newThinner(f.id[r], f.Tick, keep)
+	t.mark = idMark{}
+	t.near = t.near[:0]
+	if nearing {
+		for _, a := range near {
+			t.near = append(t.near, f.id[a])
+			t.mark.add(f.id[a])
 		}
-		n += wire.RecordSize * b2i(kept)
 	}
-	return n
 }
 
 // idMark is a set of a few ids, as 256 bits: one per hash of an id. may
