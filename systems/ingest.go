@@ -61,17 +61,25 @@ type sessionIngest struct {
 	cmds    int
 }
 
-// sessionRelay is what the relay writes.
+// sessionRelay is what the relay writes. What it reads of every
+// recipient each tick (the spread, the thinning, how many records it
+// owes: the backlog's first field) comes first, within relayHot bytes,
+// which the relay asks for a few recipients ahead (relayAhead).
 type sessionRelay struct {
-	backlog interest.Backlog // records owed under the per-connection budget
-	spread  uint8            // period multiplier that keeps its due records near the budget
-	calm    int              // ticks in a row its spread could have been lower
+	spread uint8 // period multiplier that keeps its due records near the budget
 	// thin is the share of due ticks, in 256ths, that a recipient at the
 	// longest spread drops (relay_thin.go); thinCalm counts its calm
 	// ticks as calm counts the spread's.
 	thin     uint8
-	thinCalm int
+	calm     int              // ticks in a row its spread could have been lower
+	thinCalm int              // ticks in a row its thinning could have been less
+	backlog  interest.Backlog // records owed under the per-connection budget
 }
+
+// relayHot is how many bytes from the start of a sessionRelay the relay
+// reads of every recipient: its fields before the backlog, and the
+// backlog's first (its owed records, whose count Backlog.Owed reads).
+const relayHot = unsafe.Offsetof(sessionRelay{}.backlog) + unsafe.Sizeof([]byte(nil))
 
 // linePair is what the L2 fetches at once: two cache lines.
 const linePair = 128

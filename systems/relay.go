@@ -6,8 +6,10 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/throng-go/throng/interest"
+	"github.com/throng-go/throng/internal/cacheline"
 	"github.com/throng-go/throng/net/wire"
 )
 
@@ -76,6 +78,10 @@ import (
 //   - stencil position: a cell's index in the recipient cell's stencil,
 //     by which the classes, runs and boxes are kept (relayScratch).
 
+// relayAhead is how many recipients ahead the relay asks for a session's
+// lines: a recipient's walk outlasts a miss, so one or two suffice.
+const relayAhead = 2
+
 // datagramSize is the size of a full movement datagram.
 const datagramSize = wire.BatchHeaderSize + wire.MaxRecordsPerBatch*wire.RecordSize
 
@@ -102,6 +108,14 @@ func (j *relayJob) RunUnit(i int) {
 		defer p.lanes.give(lane) // given back by a unit that panics, too
 	}
 	for a := sh.Lo; a < sh.Hi; a++ {
+		// The session relayAhead recipients on, asked for now: sessions
+		// lie where they were allocated, each a miss the CPU cannot
+		// predict, and its spread is read first thing.
+		if pa := a + relayAhead; cacheline.Claiming && pa < sh.Hi {
+			if s := f.sess[pa]; s != nil {
+				cacheline.Claim(unsafe.Slice((*byte)(unsafe.Pointer(&s.sessionRelay)), relayHot))
+			}
+		}
 		if f.session[a] == 0 {
 			f.relays[a] = 0
 			continue
