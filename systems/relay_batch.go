@@ -119,17 +119,27 @@ func (w *batchOut) writeSet(set uint64, lo int32) {
 		}
 		return
 	}
+	if set != 0 {
+		w.writeRecs(set, w.records[int(lo)*wire.RecordSize:])
+	}
+}
+
+// writeRecs appends the records of recs (packed back to back) at the set
+// bits of set, ascending: with AVX2 one 32-byte move a record where there
+// is room (recs readable 12 bytes past the end, as the frame's records
+// are: see roomFor32).
+func (w *batchOut) writeRecs(set uint64, recs []byte) {
 	for set != 0 {
 		if w.left == 0 {
 			w.open()
 		}
 		k := min(bits.OnesCount64(set), w.left)
-		if w.roomFor32(k) {
-			set = copyRecords(&w.buf[w.n], &w.records[0], set, int(lo), k)
+		if useAVX2 && cap(w.buf) >= w.n+k*wire.RecordSize+recordOverrun && cap(recs) >= len(recs)+recordOverrun {
+			set = copyRecords(&w.buf[w.n], &recs[0], set, 0, k)
 		} else {
-			n, buf, recs := w.n, w.buf, w.records
+			n, buf := w.n, w.buf
 			for range k {
-				o := (int(lo) + bits.TrailingZeros64(set)) * wire.RecordSize
+				o := bits.TrailingZeros64(set) * wire.RecordSize
 				copyRecord(buf[n:n+wire.RecordSize], recs[o:o+wire.RecordSize])
 				n += wire.RecordSize
 				set &= set - 1
@@ -188,42 +198,31 @@ func (w *batchOut) thinOne(a int32) {
 }
 
 // thinRun appends the records packed back to back in recs that w.thin
-// keeps. Each is copied, and the end moved past it only if kept: which
-// are kept is a coin toss a branch would mispredict; only a record that
-// would open the next datagram waits to be known kept. A record is read
-// as three words, its sender's id the low half of the first (read apart,
-// the id's bytes would have two uses, and the compiler then loads every
-// byte of the record on its own).
+// keeps, up to 64 a round: which are kept, as a bit set (the rotation's
+// hash of each sender's id, the nearest then looked for among those it
+// drops), then the kept ones copied as writeSet copies a set. Deciding
+// and copying record by record, each record's place waited for the
+// decision of the one before, and a third of the time went in it.
 func (w *batchOut) thinRun(recs []byte) {
 	t := w.thin
-	th, mark, buf := t.th, t.mark, w.buf
-	n, left, count := w.n, w.left, w.count // in registers: w's fields would be stored and loaded again each record
-	for ; len(recs) >= wire.RecordSize; recs = recs[wire.RecordSize:] {
-		a, b := binary.LittleEndian.Uint64(recs), binary.LittleEndian.Uint64(recs[8:])
-		c := binary.LittleEndian.Uint32(recs[16:])
-		sid := uint32(a)
-		kept := th.kept(sid)
-		if mark.may(sid) && !kept {
-			kept = containsID(t.near, sid)
+	th, mark := t.th, t.mark
+	for len(recs) >= wire.RecordSize {
+		k := min(len(recs)/wire.RecordSize, 64)
+		var set uint64
+		for i := range k {
+			set |= uint64(b2i(th.kept(binary.LittleEndian.Uint32(recs[i*wire.RecordSize:])))) << i
 		}
-		if left == 0 {
-			if !kept {
-				continue
+		if len(t.near) > 0 { // the nearest among those dropped
+			for drop := ^set & (1<<k - 1); drop != 0; drop &= drop - 1 {
+				i := bits.TrailingZeros64(drop)
+				if sid := binary.LittleEndian.Uint32(recs[i*wire.RecordSize:]); mark.may(sid) && containsID(t.near, sid) {
+					set |= 1 << i
+				}
 			}
-			w.n, w.count = n, count
-			w.open()
-			n, left = w.n, w.left
 		}
-		out := buf[n : n+wire.RecordSize]
-		binary.LittleEndian.PutUint64(out, a)
-		binary.LittleEndian.PutUint64(out[8:], b)
-		binary.LittleEndian.PutUint32(out[16:], c)
-		k := b2i(kept)
-		n += wire.RecordSize * k
-		left -= k
-		count += int32(k)
+		w.writeRecs(set, recs)
+		recs = recs[k*wire.RecordSize:]
 	}
-	w.n, w.left, w.count = n, left, count
 }
 
 // copyRecord copies one record as three register moves. A copy of a

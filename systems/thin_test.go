@@ -149,3 +149,35 @@ func TestEveryWriterThinsAlike(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkThinning thins blocks of due records as a recipient at ten
+// thousand in a square does each tick: 39 records from the due lists (of
+// 10,000), kept at 210/256, with twenty nearest.
+//
+//	go test -run '^$' -bench BenchmarkThinning ./systems
+func BenchmarkThinning(b *testing.B) {
+	const n, block = 10_000, 39
+	rng := rand.New(rand.NewPCG(5, 6))
+	records := make([]byte, n*wire.RecordSize, n*wire.RecordSize+recordOverrun)
+	for a := range n {
+		binary.LittleEndian.PutUint32(records[a*wire.RecordSize:], rng.Uint32())
+	}
+	var th thinFilter
+	th.th = newThinner(12345, 7_000, 210)
+	for range 20 {
+		id := binary.LittleEndian.Uint32(records[rng.IntN(n)*wire.RecordSize:])
+		th.near = append(th.near, id)
+		th.mark.add(id)
+	}
+	buf := make([]byte, 0, 2*datagramSize)
+	at, kept := 0, 0
+	for b.Loop() {
+		at = (at + 7919) % (n - block) // another recipient's residue: another block
+		w := newBatchOut(buf, records, 7_000)
+		w.thin = &th
+		w.run(records[at*wire.RecordSize : (at+block)*wire.RecordSize])
+		kept += int(w.count)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/block, "ns/record")
+	b.ReportMetric(float64(kept)/float64(b.N), "kept")
+}
