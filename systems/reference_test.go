@@ -22,8 +22,11 @@ import (
 // TestUnlistedSpreadsAreDecidedPairByPairAlike,
 // TestBigCellsUnderASpreadFollowThePlainRule and, for a tick without
 // lists, TestSmallStencilsGoWithoutListsAlike, under the budget and pressure
-// by TestPressedTicksFollowThePlainRule, and under throttling without a
-// budget by TestThrottledTicksFollowThePlainRule. The digest tests
+// by TestPressedTicksFollowThePlainRule, past the longest spread by
+// TestThinnedRecipientsGetExactlyTheirDuePairs (and every way of writing
+// records thinned alike by TestEveryWriterThinsAlike), and under
+// throttling without a budget by TestThrottledTicksFollowThePlainRule.
+// The digest tests
 // (TestOutboundBytesAreUnchanged, TestCrowdOutboundBytesAreUnchanged) hold
 // the bytes.
 

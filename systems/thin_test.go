@@ -17,10 +17,10 @@ import (
 // TestEveryWriterThinsAlike: a batch writer thinning (batchOut.thin) keeps
 // the same records, in the same datagrams, whichever of its writes is
 // given the senders (a block of records, a list of senders, bit sets, one
-// at a time, the dense walk): the bytes of a writer that was given only the kept records,
-// unthinned. The nearest are kept whatever the rotation says; a batch
-// whose last kept record fills a datagram, followed by dropped ones, opens
-// no empty one.
+// at a time, the dense walk): the bytes of a writer given only the kept
+// records, unthinned. The nearest are kept whatever the rotation says; a
+// batch whose last kept record fills a datagram, followed by dropped
+// ones, opens no empty one.
 func TestEveryWriterThinsAlike(t *testing.T) {
 	const n, tick = 400, 7_000
 	rng := rand.New(rand.NewPCG(5, 6))
