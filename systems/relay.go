@@ -107,11 +107,12 @@ func (j *relayJob) RunUnit(i int) {
 		lane = p.lanes.take()
 		defer p.lanes.give(lane) // given back by a unit that panics, too
 	}
+	// With a budget, each recipient's session is read first thing (its
+	// spread): sessions lie where they were allocated, each a miss the CPU
+	// cannot predict, so the one relayAhead recipients on is asked for now.
+	claim := cacheline.Claiming && p.cfg.MaxRecordsPerTick > 0
 	for a := sh.Lo; a < sh.Hi; a++ {
-		// The session relayAhead recipients on, asked for now: sessions
-		// lie where they were allocated, each a miss the CPU cannot
-		// predict, and its spread is read first thing.
-		if pa := a + relayAhead; cacheline.Claiming && pa < sh.Hi {
+		if pa := a + relayAhead; claim && pa < sh.Hi {
 			if s := f.sess[pa]; s != nil {
 				cacheline.Claim(unsafe.Slice((*byte)(unsafe.Pointer(&s.sessionRelay)), relayHot))
 			}

@@ -46,7 +46,7 @@ func (w *batchOut) open() {
 func (w *batchOut) write(sel []int32) {
 	if w.thin != nil {
 		for _, a := range sel {
-			w.thinOne(a)
+			w.writeSet(1, a)
 		}
 		return
 	}
@@ -113,14 +113,12 @@ func (w *batchOut) wrote(k int) {
 // ascending: with AVX2 one 32-byte move a record where there is room
 // (roomFor32).
 func (w *batchOut) writeSet(set uint64, lo int32) {
+	recs := w.records[int(lo)*wire.RecordSize:]
 	if w.thin != nil {
-		for ; set != 0; set &= set - 1 {
-			w.thinOne(lo + int32(bits.TrailingZeros64(set)))
-		}
-		return
+		set = w.thin.keep(set, recs)
 	}
 	if set != 0 {
-		w.writeRecs(set, w.records[int(lo)*wire.RecordSize:])
+		w.writeRecs(set, recs)
 	}
 }
 
@@ -152,7 +150,7 @@ func (w *batchOut) writeRecs(set uint64, recs []byte) {
 // one appends sender a's record.
 func (w *batchOut) one(a int32) {
 	if w.thin != nil {
-		w.thinOne(a)
+		w.writeSet(1, a)
 		return
 	}
 	if w.left == 0 {
@@ -191,36 +189,13 @@ func (w *batchOut) run(recs []byte) {
 	}
 }
 
-// thinOne appends sender a's record if w.thin keeps it.
-func (w *batchOut) thinOne(a int32) {
-	o := int(a) * wire.RecordSize
-	w.thinRun(w.records[o : o+wire.RecordSize])
-}
-
 // thinRun appends the records packed back to back in recs that w.thin
-// keeps, up to 64 a round: which are kept, as a bit set (the rotation's
-// hash of each sender's id, the nearest then looked for among those it
-// drops), then the kept ones copied as writeSet copies a set. Decided and
-// copied record by record, the nearest looked for at every record, the
-// loop took a third longer (BenchmarkThinning).
+// keeps, 64 a round (thinFilter.keep), each round's kept copied as
+// writeSet copies a set.
 func (w *batchOut) thinRun(recs []byte) {
-	t := w.thin
-	th, mark := t.th, t.mark
 	for len(recs) >= wire.RecordSize {
 		k := min(len(recs)/wire.RecordSize, 64)
-		var set uint64
-		for i := range k {
-			set |= uint64(b2i(th.kept(binary.LittleEndian.Uint32(recs[i*wire.RecordSize:])))) << i
-		}
-		if len(t.near) > 0 { // the nearest among those dropped
-			for drop := ^set & (1<<k - 1); drop != 0; drop &= drop - 1 {
-				i := bits.TrailingZeros64(drop)
-				if sid := binary.LittleEndian.Uint32(recs[i*wire.RecordSize:]); mark.may(sid) && containsID(t.near, sid) {
-					set |= 1 << i
-				}
-			}
-		}
-		w.writeRecs(set, recs)
+		w.writeRecs(w.thin.keep(1<<k-1, recs), recs)
 		recs = recs[k*wire.RecordSize:]
 	}
 }

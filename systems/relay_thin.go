@@ -1,5 +1,12 @@
 package systems
 
+import (
+	"encoding/binary"
+	"math/bits"
+
+	"github.com/throng-go/throng/net/wire"
+)
+
 // Thinning: past the longest spread.
 //
 // A spread stretches no period past 255 ticks, so a recipient that sees
@@ -85,7 +92,7 @@ func (s *session) adjustThin(due, budget int) {
 // records (thinner), and the ids of its nearest (near, marked in mark),
 // which it keeps whatever the rotation says. The relay's batch writer
 // applies it to every record the fast path writes (batchOut.thin,
-// thinRun), so a due record is read once, from where the fast path reads
+// keep), so a due record is read once, from where the fast path reads
 // it, and written only if kept: thinning the written batch after the fast
 // path wrote every due record, read each back and wrote the kept ones
 // twice more.
@@ -107,6 +114,32 @@ func (t *thinFilter) aim(f *Frame, r int32, keep int, nearing bool, near []int32
 			t.mark.add(f.id[a])
 		}
 	}
+}
+
+// keep returns the bits i of set whose records (recs from byte
+// 20i, i below 64) the filter keeps: the rotation's hash of each sender's
+// id, then the nearest looked for among those it drops. Deciding a round
+// of records before copying any, the nearest looked for only among the
+// dropped, thinning took a third less than record by record
+// (BenchmarkThinning).
+func (t *thinFilter) keep(set uint64, recs []byte) uint64 {
+	if set == 0 {
+		return 0
+	}
+	th := t.th
+	var kept uint64
+	for i := range 64 - bits.LeadingZeros64(set) { // every record to the last of set: no branch on set
+		kept |= uint64(b2i(th.kept(binary.LittleEndian.Uint32(recs[i*wire.RecordSize:])))) << i
+	}
+	if len(t.near) > 0 {
+		for drop := set &^ kept; drop != 0; drop &= drop - 1 {
+			i := bits.TrailingZeros64(drop)
+			if sid := binary.LittleEndian.Uint32(recs[i*wire.RecordSize:]); t.mark.may(sid) && containsID(t.near, sid) {
+				kept |= 1 << i
+			}
+		}
+	}
+	return kept & set
 }
 
 // idMark is a set of a few ids, as 256 bits: one per hash of an id. may
