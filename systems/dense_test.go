@@ -182,3 +182,70 @@ func benchmarkDenseWrite(b *testing.B, n int) {
 		})
 	}
 }
+
+// TestStencilColumnsWriteLikeTheirRuns: a stencil of short runs decided
+// as one run of columns (stencilCols, writeCols) writes the bytes its
+// runs write one by one (writeDense, which TestDenseWritesLikeThePairs
+// holds to the pairs): runs of one sender to more than the 56 a bit set
+// takes, the recipient in one of them or in none, into a batch already
+// part full, across datagrams.
+func TestStencilColumnsWriteLikeTheirRuns(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	const senders = 600
+	records := make([]byte, senders*wire.RecordSize, senders*wire.RecordSize+denseOverrun)
+	for i := range records {
+		records[i] = byte(r.Uint32())
+	}
+	xs, ys, zs := padded([]float32(nil), senders), padded([]float32(nil), senders), padded([]float32(nil), senders)
+	keys := padded([]uint32(nil), senders)
+	for i := range senders {
+		xs[i], ys[i], zs[i] = r.Float32()*8192-2048, r.Float32()*8192-2048, r.Float32()*100
+		keys[i] = r.Uint32() & 0x3FF
+	}
+	tiers, err := interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
+	require.NoError(t, err)
+	bands := bandsOf(&tiers)
+	var cols stencilCols
+	var runs []int32
+	var masks []byte
+	for it := range 2000 {
+		k := denseKernel{bands: &bands, limits: int64(finiteLimits(&bands)), cut: float32(math.Inf(1)), lut: &widenLUT}
+		for b := range k.want {
+			k.want[b] = 1 << r.IntN(10)
+		}
+		k.rx, k.ry, k.rz = r.Float32()*4096, r.Float32()*4096, r.Float32()*50
+		// Two to nine runs, ascending, apart or touching, of 1 to 70
+		// senders, at most maxColsStencil in all.
+		runs = runs[:0]
+		n, at := 0, int32(r.IntN(50))
+		for range 2 + r.IntN(8) {
+			size := int32(1 + r.IntN(70))
+			if r.IntN(3) > 0 {
+				size = int32(1 + r.IntN(10))
+			}
+			if n+int(size) > maxColsStencil || int(at+size) > senders {
+				break
+			}
+			runs = append(runs, at, at+size, 0)
+			n += int(size)
+			at += size + int32(r.IntN(3)*r.IntN(40))
+		}
+		rcp := int32(r.IntN(int(at) + 1)) // in a run, between two, or past them
+		cols.fill(runs, n, xs, ys, zs, keys)
+		before := r.IntN(150)
+		room := (before+senders)/wire.MaxRecordsPerBatch*datagramSize + 2*datagramSize + denseOverrun
+		a := newBatchOut(make([]byte, 0, room), records, uint64(it))
+		b := newBatchOut(make([]byte, 0, room), records, uint64(it))
+		for i := range before {
+			a.one(int32(i % senders))
+			b.one(int32(i % senders))
+		}
+		masks = a.writeCols(&k, &cols, runs, rcp, masks)
+		for j := 0; j+2 < len(runs); j += 3 {
+			lo, hi := runs[j], runs[j+1]
+			b.writeDense(&k, xs[lo:hi], ys[lo:hi], zs[lo:hi], keys[lo:hi], lo, rcp, nil, bestDensePass)
+		}
+		require.Equal(t, b.count, a.count, "case %d: runs %v, recipient %d", it, runs, rcp)
+		require.True(t, bytes.Equal(b.finish(), a.finish()), "case %d: runs %v, recipient %d, %d before", it, runs, rcp, before)
+	}
+}

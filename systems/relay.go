@@ -306,6 +306,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	if rc := f.cellIdx[r]; sc.cell != rc {
 		sc.small, sc.stencilRuns = p.stencilRuns(cells, senders, sc.stencilRuns)
 		sc.classified, sc.ranked = false, false
+		sc.cols.state = colsUnbuilt
 		sc.cell = rc
 	}
 	due := &f.due
@@ -440,6 +441,7 @@ type relayScratch struct {
 	// senders' masks.
 	dense     denseKernel
 	denseMask []byte
+	cols      stencilCols // the current cell's stencil as one run (stencilCols), when it is a few short runs
 	// rankedAt: per stencil position, whether its senders are decided by
 	// rankedPairs under a spread (see Pipeline.ranked)
 	rankedAt []bool

@@ -18,6 +18,7 @@ type batchOut struct {
 	left    int   // room in the current datagram
 	count   int32 // records written
 	tick    uint32
+	header  uint64 // fullHeader, once a vector pass has needed it (0 before)
 	// thin, when set, drops the records a thinning recipient does not
 	// keep (thinFilter) from every write: the records it keeps are
 	// written, in order, as though they were all that was written.

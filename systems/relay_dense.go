@@ -287,7 +287,7 @@ func (p *Pipeline) gatherDense(w *batchOut, r int32, spread uint8, cells []int32
 		k := &p.spreadKeys[p.keyed[spread]-1]
 		layout, keys, due = &k.layout, k.keys, &k.tickDue
 	}
-	var bit [interest.FastPeriods]uint32 // the recipient's bit at each tier period
+	var bit periodBits
 	for _, tp := range f.due.tierPeriods {
 		q := tp * spread // below FastPeriods: the layout has it
 		bit[tp] = 1 << (layout.off[q] + uint8(f.due.wantResidue(q, due[q], rhalf)))
@@ -302,14 +302,17 @@ func (p *Pipeline) gatherDense(w *batchOut, r int32, spread uint8, cells []int32
 	ranks := spread > 1 && p.maxRank > 0
 	var want interest.Residues
 	aimed, wanted, ci := -1, false, 0
+	if spread == 1 && len(sc.stencilRuns) > 3 {
+		if cols := p.stencilCols(sc); cols.state == colsBuilt {
+			p.aimDense(k, int(sc.stencilRuns[2]), &bit)
+			sc.denseMask = w.writeCols(k, cols, sc.stencilRuns, r, sc.denseMask)
+			return
+		}
+	}
 	for j := 0; j+2 < len(sc.stencilRuns); j += 3 {
 		lo, hi, kind := sc.stencilRuns[j], sc.stencilRuns[j+1], int(sc.stencilRuns[j+2])
 		if kind != aimed {
-			b := &p.kindBands[kind]
-			for band, tp := range b.period {
-				k.want[band] = bit[tp%interest.FastPeriods]
-			}
-			k.bands, k.cut, k.limits = b, p.kindReach[kind], int64(p.kindLimits[kind])
+			p.aimDense(k, kind, &bit)
 			aimed = kind
 		}
 		if !ranks {
@@ -333,6 +336,118 @@ func (p *Pipeline) gatherDense(w *batchOut, r int32, spread uint8, cells []int32
 	}
 }
 
+// periodBits is a recipient's bit in the due keys at each tier period,
+// by period (all below interest.FastPeriods, so five bits index it
+// without a division).
+type periodBits [32]uint32
+
+// aimDense aims k, aimed at the recipient, at the senders of kind, with
+// bit the recipient's bit at each tier period.
+func (p *Pipeline) aimDense(k *denseKernel, kind int, bit *periodBits) {
+	b := &p.kindBands[kind]
+	for band, tp := range b.period {
+		k.want[band] = bit[tp&31] // tp < FastPeriods
+	}
+	k.bands, k.cut, k.limits = b, p.kindReach[kind], int64(p.kindLimits[kind])
+}
+
+// stencilCols is the unit's current recipient cell's stencil as one run:
+// its senders' positions and due keys at spread 1, run after run. A
+// sparse world's stencil is a few short runs of actors (a row of chunks
+// each, a few senders a chunk), and a pass of the dense walk has a cost
+// of its own (its setup, a group partly filled, a dependency chain no
+// other group overlaps) that there outweighs its pairs: three runs of
+// eight cost more than twice one run of twenty-four. So the unit copies
+// the columns once for the cell, and each of its recipients decides the
+// whole stencil in one pass (writeCols).
+type stencilCols struct {
+	state      uint8 // colsUnbuilt for the unit's current cell, colsNone or colsBuilt
+	xs, ys, zs []float32
+	keys       []uint32
+}
+
+// stencilCols' states.
+const (
+	colsUnbuilt uint8 = iota // not yet looked at for the current cell
+	colsNone                 // the stencil is one run, of more than one kind, or large
+	colsBuilt
+)
+
+// maxColsStencil is the most senders a stencil copied into columns may
+// hold: beyond a few groups a run, a run's cost is its pairs.
+const maxColsStencil = 128
+
+// stencilCols returns the unit's columns of its current cell's stencil
+// (sc.stencilRuns), built on the cell's first call: colsBuilt where the
+// stencil is more than one run, every run of one kind, and at most
+// maxColsStencil senders.
+func (p *Pipeline) stencilCols(sc *relayScratch) *stencilCols {
+	c := &sc.cols
+	if c.state != colsUnbuilt {
+		return c
+	}
+	c.state = colsNone
+	runs := sc.stencilRuns
+	n := 0
+	for j := 0; j+2 < len(runs); j += 3 {
+		if runs[j+2] != runs[2] {
+			return c
+		}
+		n += int(runs[j+1] - runs[j])
+	}
+	if len(runs) <= 3 || n > maxColsStencil {
+		return c
+	}
+	f := &p.frame
+	c.fill(runs, n, f.x, f.y, f.z, f.dueKey)
+	return c
+}
+
+// fill copies into the columns the positions xs, ys, zs and due keys of
+// the n actors of runs (Pipeline.stencilRuns), run after run.
+func (c *stencilCols) fill(runs []int32, n int, xs, ys, zs []float32, keys []uint32) {
+	c.xs, c.ys, c.zs, c.keys = padded(c.xs, n), padded(c.ys, n), padded(c.zs, n), padded(c.keys, n)
+	at := 0
+	for j := 0; j+2 < len(runs); j += 3 {
+		lo, hi := runs[j], runs[j+1]
+		copy(c.xs[at:], xs[lo:hi])
+		copy(c.ys[at:], ys[lo:hi])
+		copy(c.zs[at:], zs[lo:hi])
+		copy(c.keys[at:], keys[lo:hi])
+		at += int(hi - lo)
+	}
+	c.state = colsBuilt
+}
+
+// writeCols writes the senders of runs (lo, hi, kind: a stencil's runs,
+// in canonical order) due to recipient r, not r itself, k aimed at r and
+// the runs' kind, cols holding the runs' columns: decided in one pass
+// into bit sets (masks' memory, which it returns), whose records are
+// copied run by run from the frame's (writeSet), at most 56 senders a
+// set.
+func (w *batchOut) writeCols(k *denseKernel, cols *stencilCols, runs []int32, r int32, masks []byte) []byte {
+	self, at := -1, 0
+	for j := 0; j+2 < len(runs); j += 3 {
+		if lo, hi := runs[j], runs[j+1]; lo <= r && r < hi {
+			self = at + int(r-lo)
+		}
+		at += int(runs[j+1] - runs[j])
+	}
+	masks = w.denseMasks(k, cols.xs, cols.ys, cols.zs, cols.keys, self, masks)
+	at = 0
+	for j := 0; j+2 < len(runs); j += 3 {
+		for a, hi := runs[j], runs[j+1]; a < hi; a += 56 {
+			m := min(56, int(hi-a))
+			set := binary.LittleEndian.Uint64(masks[at/8:]) >> (at % 8) & (1<<m - 1)
+			if set != 0 {
+				w.writeSet(set, a)
+			}
+			at += m
+		}
+	}
+	return masks
+}
+
 // denseRun writes the senders of actors lo to hi-1 (if any) due to
 // recipient r by their keys, k aimed at r and their table (writeDense).
 func (p *Pipeline) denseRun(w *batchOut, k *denseKernel, keys []uint32, lo, hi, r int32, sc *relayScratch) {
@@ -353,44 +468,14 @@ func (w *batchOut) writeDense(k *denseKernel, xs, ys, zs []float32, keys []uint3
 	if n == 0 {
 		return masks
 	}
-	// denseCopy16 decides, and takes tables of up to three finite limits;
-	// denseCopy8 packs what denseDue decided, by any table.
-	if up := (n + 15) &^ 15; (pass == densePass8 || pass == densePass16 && k.limits <= 3) && w.thin == nil && w.roomForDense(n, int(lo)+n) && cap(xs) >= up && cap(ys) >= up && cap(zs) >= up && cap(keys) >= up {
-		k.recs, k.n, k.header = &w.records[int(lo)*wire.RecordSize], int64(n), w.fullHeader()
-		base := uintptr(unsafe.Pointer(&w.buf[0]))
-		k.dst, k.end = base+uintptr(w.n), base+uintptr(w.n+w.left*wire.RecordSize)
-		end := k.end
-		if pass == densePass8 {
-			masks = w.denseMasks(k, xs, ys, zs, keys, lo, r, masks)
-			k.masks, k.clut, k.low = &masks[0], &compressLUT, &lowLUT
-			denseCopy8(k)
-		} else {
-			k.xs, k.ys, k.zs, k.keys = &xs[0], &ys[0], &zs[0], &keys[0]
-			k.selfAt, k.tailAt = -1, -1
-			if lo <= r && int(r) < int(lo)+n {
-				self := int64(r - lo)
-				k.selfAt, k.selfDrop = self&^15, ^uint32(1<<(self&15))
-			}
-			if n%16 != 0 {
-				k.tailAt, k.tailDrop = int64(n&^15), 1<<(n%16)-1
-			}
-			k.aimSteps()
-			denseCopy16(k)
-		}
-		opened := int((k.end - end) / datagramSize)
-		written := (int(k.dst-base) - w.n - opened*wire.BatchHeaderSize) / wire.RecordSize
-		if opened > 0 {
-			if w.count > 0 { // the datagram it filled (see open)
-				wire.SetBatchCount(w.buf[w.head:], wire.MaxRecordsPerBatch)
-			}
-			w.head = int(k.end-base) - datagramSize
-		}
-		w.n = int(k.dst - base)
-		w.left = int(k.end-k.dst) / wire.RecordSize
-		w.count += int32(written)
-		return masks
+	self := -1
+	if lo <= r && int(r) < int(lo)+n {
+		self = int(r - lo)
 	}
-	masks = w.denseMasks(k, xs, ys, zs, keys, lo, r, masks)
+	if w.passes(k, pass) && w.roomForDense(n, int(lo)+n) && colsRoom(xs, ys, zs, keys) {
+		return w.densePass(k, xs, ys, zs, keys, w.records[int(lo)*wire.RecordSize:], self, masks, pass)
+	}
+	masks = w.denseMasks(k, xs, ys, zs, keys, self, masks)
 	for i := 0; i < n; i += 64 {
 		if set := binary.LittleEndian.Uint64(masks[i/8:]); set != 0 {
 			w.writeSet(set, lo+int32(i))
@@ -399,14 +484,75 @@ func (w *batchOut) writeDense(k *denseKernel, xs, ys, zs []float32, keys []uint3
 	return masks
 }
 
-// denseMasks decides the senders lo+i of xs, ys, zs and keys into bit
-// sets (denseDue) in masks' memory, which it returns, without recipient r.
-func (w *batchOut) denseMasks(k *denseKernel, xs, ys, zs []float32, keys []uint32, lo, r int32, masks []byte) []byte {
+// passes reports whether pass may write a run for k's table into this
+// batch: a vector pass (denseCopy16 takes tables of up to three finite
+// limits; denseCopy8 packs what denseDue decided, by any table) into a
+// batch that is not thinning.
+func (w *batchOut) passes(k *denseKernel, pass densePass) bool {
+	return (pass == densePass8 || pass == densePass16 && k.limits <= 3) && w.thin == nil
+}
+
+// colsRoom reports whether the columns may be read a group of sixteen
+// past their last sender, as the vector passes read them.
+func colsRoom(xs, ys, zs []float32, keys []uint32) bool {
+	up := (len(xs) + 15) &^ 15
+	return cap(xs) >= up && cap(ys) >= up && cap(zs) >= up && cap(keys) >= up
+}
+
+// densePass writes, by pass (a vector pass: passes), the senders of the
+// columns xs, ys, zs and keys due to k's recipient, but for the one at
+// self (-1: none), from recs on, the first sender's record. The batch,
+// the columns and the records have room for the pass's reads and writes
+// past the last sender (roomForDense, colsRoom). It returns masks, the
+// bit sets' memory of denseCopy8.
+func (w *batchOut) densePass(k *denseKernel, xs, ys, zs []float32, keys []uint32, recs []byte, self int, masks []byte, pass densePass) []byte {
+	n := len(xs)
+	if w.header == 0 {
+		w.header = w.fullHeader()
+	}
+	k.recs, k.n, k.header = &recs[0], int64(n), w.header
+	base := uintptr(unsafe.Pointer(&w.buf[0]))
+	k.dst, k.end = base+uintptr(w.n), base+uintptr(w.n+w.left*wire.RecordSize)
+	end := k.end
+	if pass == densePass8 {
+		masks = w.denseMasks(k, xs, ys, zs, keys, self, masks)
+		k.masks, k.clut, k.low = &masks[0], &compressLUT, &lowLUT
+		denseCopy8(k)
+	} else {
+		k.xs, k.ys, k.zs, k.keys = &xs[0], &ys[0], &zs[0], &keys[0]
+		k.selfAt, k.tailAt = -1, -1
+		if self >= 0 {
+			k.selfAt, k.selfDrop = int64(self)&^15, ^uint32(1<<(self&15))
+		}
+		if n%16 != 0 {
+			k.tailAt, k.tailDrop = int64(n&^15), 1<<(n%16)-1
+		}
+		k.aimSteps()
+		denseCopy16(k)
+	}
+	opened := int((k.end - end) / datagramSize)
+	written := (int(k.dst-base) - w.n - opened*wire.BatchHeaderSize) / wire.RecordSize
+	if opened > 0 {
+		if w.count > 0 { // the datagram it filled (see open)
+			wire.SetBatchCount(w.buf[w.head:], wire.MaxRecordsPerBatch)
+		}
+		w.head = int(k.end-base) - datagramSize
+	}
+	w.n = int(k.dst - base)
+	w.left = int(k.end-k.dst) / wire.RecordSize
+	w.count += int32(written)
+	return masks
+}
+
+// denseMasks decides the senders of xs, ys, zs and keys into bit sets
+// (denseDue) in masks' memory, which it returns, without the one at self
+// (-1: none).
+func (w *batchOut) denseMasks(k *denseKernel, xs, ys, zs []float32, keys []uint32, self int, masks []byte) []byte {
 	n := len(xs)
 	masks = resizeSlice(masks, (n+63)/64*8+8)
 	denseDue(masks, xs, ys, zs, keys, k)
-	if lo <= r && int(r) < int(lo)+n {
-		masks[(r-lo)/8] &^= 1 << ((r - lo) % 8)
+	if self >= 0 {
+		masks[self/8] &^= 1 << (self % 8)
 	}
 	return masks
 }
