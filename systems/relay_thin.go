@@ -126,11 +126,18 @@ func (t *thinFilter) keep(set uint64, recs []byte) uint64 {
 	if set == 0 {
 		return 0
 	}
-	th := t.th
+	// Every record to the last of set, no branch on set: each record's
+	// bit enters kept from the top (no shift by a count, which would take
+	// the register the loop needs), the rotation's terms in registers.
+	n := 64 - bits.LeadingZeros64(set)
+	ids := recs[:(n-1)*wire.RecordSize+4]
+	base, roff, keep := t.th.base, t.th.roff, t.th.keep
 	var kept uint64
-	for i := range 64 - bits.LeadingZeros64(set) { // every record to the last of set: no branch on set
-		kept |= uint64(b2i(th.kept(binary.LittleEndian.Uint32(recs[i*wire.RecordSize:])))) << i
+	for o := 0; o+4 <= len(ids); o += wire.RecordSize {
+		offset := (uint64(binary.LittleEndian.Uint32(ids[o:o+4]))*0x9e3779b97f4a7c15 ^ roff) >> 56
+		kept = kept>>1 | uint64(b2i((base+offset)&255 < keep))<<63
 	}
+	kept >>= 64 - n
 	if len(t.near) > 0 {
 		for drop := set &^ kept; drop != 0; drop &= drop - 1 {
 			i := bits.TrailingZeros64(drop)
