@@ -16,7 +16,8 @@ import (
 // The relay's fast paths are held to its plain rule in every mode: without
 // a budget by TestRelayMatchesBruteForce (the root package) and
 // TestWideStencilsFollowThePlainRule (the dense walk, where the CPU has
-// AVX2; its kernels pair by pair by TestDenseWritesLikeThePairs), under
+// AVX2; its kernels pair by pair by TestDenseWritesLikeThePairs, a
+// stencil of short runs as one run by TestStencilColumnsWriteLikeTheirRuns), under
 // the per-connection budget by
 // TestBudgetedRecipientsGetExactlyTheirDuePairs,
 // TestUnlistedSpreadsAreDecidedPairByPairAlike,
