@@ -87,13 +87,7 @@ func TestDenseWritesLikeThePairs(t *testing.T) {
 		lo := int32(r.IntN(senders))
 		hi := lo + int32(r.IntN(int(senders-lo)+1))
 		rcp := lo + int32(r.IntN(int(hi-lo)+1)) - 1 // in the run, or just before it
-		room := (before+senders)/wire.MaxRecordsPerBatch*datagramSize + 2*datagramSize + denseOverrun
-		a := newBatchOut(make([]byte, 0, room), records, uint64(it))
-		b := newBatchOut(make([]byte, 0, room), records, uint64(it))
-		for i := range before {
-			a.one(int32(i % senders))
-			b.one(int32(i % senders))
-		}
+		a, b := batchPair(records, senders, before, uint64(it))
 		for i := lo; i < hi; i++ {
 			dx, dy, dz := xs[i]-k.rx, ys[i]-k.ry, zs[i]-k.rz
 			d := dx*dx + dy*dy + dz*dz
@@ -192,10 +186,7 @@ func benchmarkDenseWrite(b *testing.B, n int) {
 func TestStencilColumnsWriteLikeTheirRuns(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	const senders = 600
-	records := make([]byte, senders*wire.RecordSize, senders*wire.RecordSize+denseOverrun)
-	for i := range records {
-		records[i] = byte(r.Uint32())
-	}
+	records := randomRecords(r, senders, denseOverrun)
 	xs, ys, zs := padded([]float32(nil), senders), padded([]float32(nil), senders), padded([]float32(nil), senders)
 	keys := padded([]uint32(nil), senders)
 	for i := range senders {
@@ -233,13 +224,7 @@ func TestStencilColumnsWriteLikeTheirRuns(t *testing.T) {
 		rcp := int32(r.IntN(int(at) + 1)) // in a run, between two, or past them
 		cols.fill(runs, n, xs, ys, zs, keys)
 		before := r.IntN(150)
-		room := (before+senders)/wire.MaxRecordsPerBatch*datagramSize + 2*datagramSize + denseOverrun
-		a := newBatchOut(make([]byte, 0, room), records, uint64(it))
-		b := newBatchOut(make([]byte, 0, room), records, uint64(it))
-		for i := range before {
-			a.one(int32(i % senders))
-			b.one(int32(i % senders))
-		}
+		a, b := batchPair(records, senders, before, uint64(it))
 		masks = a.writeCols(&k, &cols, runs, rcp, masks)
 		for j := 0; j+2 < len(runs); j += 3 {
 			lo, hi := runs[j], runs[j+1]
@@ -248,4 +233,28 @@ func TestStencilColumnsWriteLikeTheirRuns(t *testing.T) {
 		require.Equal(t, b.count, a.count, "case %d: runs %v, recipient %d", it, runs, rcp)
 		require.True(t, bytes.Equal(b.finish(), a.finish()), "case %d: runs %v, recipient %d, %d before", it, runs, rcp, before)
 	}
+}
+
+// randomRecords returns n records of random bytes, with overrun bytes of
+// room past them for the kernels' reads.
+func randomRecords(r *rand.Rand, n, overrun int) []byte {
+	records := make([]byte, n*wire.RecordSize, n*wire.RecordSize+overrun)
+	for i := range records {
+		records[i] = byte(r.Uint32())
+	}
+	return records
+}
+
+// batchPair returns two batches of records, each with the same first
+// before records (of senders) in it and room for senders more: one for
+// the writer under test, one for the way it is held to.
+func batchPair(records []byte, senders, before int, tick uint64) (a, b batchOut) {
+	room := (before+senders)/wire.MaxRecordsPerBatch*datagramSize + 2*datagramSize + denseOverrun
+	a = newBatchOut(make([]byte, 0, room), records, tick)
+	b = newBatchOut(make([]byte, 0, room), records, tick)
+	for i := range before {
+		a.one(int32(i % senders))
+		b.one(int32(i % senders))
+	}
+	return a, b
 }

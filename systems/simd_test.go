@@ -159,10 +159,7 @@ func TestPointBandsDecideLikePointPeriod(t *testing.T) {
 func TestWriteSetWritesLikeOneByOne(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	const senders = 300
-	records := make([]byte, senders*wire.RecordSize, senders*wire.RecordSize+recordOverrun)
-	for i := range records {
-		records[i] = byte(r.Uint32())
-	}
+	records := randomRecords(r, senders, recordOverrun)
 	for it := range 2000 {
 		var sets []uint64
 		var los []int32
