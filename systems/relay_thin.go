@@ -131,11 +131,10 @@ func (t *thinFilter) keep(set uint64, recs []byte) uint64 {
 	// the register the loop needs), the rotation's terms in registers.
 	n := 64 - bits.LeadingZeros64(set)
 	ids := recs[:(n-1)*wire.RecordSize+4]
-	base, roff, keep := t.th.base, t.th.roff, t.th.keep
+	th := t.th
 	var kept uint64
 	for o := 0; o+4 <= len(ids); o += wire.RecordSize {
-		offset := (uint64(binary.LittleEndian.Uint32(ids[o:o+4]))*0x9e3779b97f4a7c15 ^ roff) >> 56
-		kept = kept>>1 | uint64(b2i((base+offset)&255 < keep))<<63
+		kept = kept>>1 | uint64(b2i(th.kept(binary.LittleEndian.Uint32(ids[o:o+4]))))<<63
 	}
 	kept >>= 64 - n
 	if len(t.near) > 0 {
