@@ -70,15 +70,20 @@ func TestBudgetedClassesGetExactlyTheirDuePairs(t *testing.T) {
 	oneTable := []Class{components.ClassNPC: {Rank: 1}, 3: {Rank: 2}}
 	for _, tc := range []struct {
 		name    string
-		sparse  bool
+		layout  string // crowd: one chunk of 160; sparse, apart: 4 x 4 chunks of 12
 		classes []Class
 		budget  int
-	}{{"crowd", false, classes, 24}, {"sparse", true, ranked, 6}, {"sparse, one table", true, oneTable, 6}} {
+	}{
+		{"crowd", "crowd", classes, 24}, {"sparse", "sparse", ranked, 6}, {"sparse, one table", "sparse", oneTable, 6},
+		// A sparse chunk of NPCs alone: its one cell is of the players'
+		// table and kind, and mixed, so that its senders keep their rank.
+		{"sparse, NPCs apart", "apart", ranked, 6},
+	} {
 		for _, listed := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/listed=%v", tc.name, listed), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(9, 10))
 				spawns := oneChunkCrowd(rng, 160)
-				if tc.sparse {
+				if tc.layout != "crowd" {
 					spawns = spawns[:0]
 					for k := range 16 { // 4 x 4 chunks of 12
 						for range 12 {
@@ -89,6 +94,9 @@ func TestBudgetedClassesGetExactlyTheirDuePairs(t *testing.T) {
 				of := make([]uint8, len(spawns))
 				for i := range of {
 					of[i] = []uint8{components.ClassPlayer, components.ClassNPC, 3, 4}[rng.IntN(4)]
+					if tc.layout == "apart" { // players in every other chunk, NPCs in the rest
+						of[i] = []uint8{components.ClassPlayer, components.ClassNPC}[i/12%2]
+					}
 				}
 				slotBudget := 0
 				if !listed {

@@ -226,20 +226,17 @@ func (f *Frame) bucketBySet(g *group, chunkSize float32, counts *[]int32) int32 
 	cellOf := f.cellOf[g.actors.lo:g.actors.hi]
 	ox, oy := float32(g.key.X)*chunkSize, float32(g.key.Y)*chunkSize
 	scale := float32(k) / chunkSize
-	var kinds [components.MaxClasses]int8 // k == 1: each bucket's first kind
-	for b := range kinds {
-		kinds[b] = -1
-	}
 	i := 0
 	for _, v := range f.members[g.viewsLo:g.viewsHi] {
 		view := &f.views[v]
 		for r := range view.Clients {
 			kind := f.classSet[view.Clients[r].Class%components.MaxClasses]
 			if k == 1 { // one cell, by table (see above): no position needed
+				// The cell's kind is its table's first (placeGroup): a
+				// sender of any other kind makes it mixed, even where
+				// the cell holds no sender of its own kind.
 				bucket := f.tableKind[kind]
-				if kinds[bucket] < 0 {
-					kinds[bucket] = int8(kind)
-				} else if kinds[bucket] != int8(kind) {
+				if kind != bucket {
 					g.mixed |= 1 << bucket
 				}
 				cellOf[i] = uint16(bucket)
