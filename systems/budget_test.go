@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -68,24 +69,35 @@ func TestBudgetedClassesGetExactlyTheirDuePairs(t *testing.T) {
 	// Kinds of one table alone: a sparse chunk is one cell, unsorted,
 	// whose kinds differ in rank only (cell.mixed while any is ranked).
 	oneTable := []Class{components.ClassNPC: {Rank: 1}, 3: {Rank: 2}}
+	// Ranks 0 and 1 alone, every table of at most four bands: recipients
+	// whose stencils are mostly cells of one sparse chunk each take the due
+	// bytes (relay_bytes.go, a sender's rank its own), those in a crowd
+	// the due keys of bits or the lists, as the relay plans them.
+	crowdBytes := []Class{components.ClassNPC: {OwnTiers: true, Tiers: near, Rank: 1}, 3: {Radius: 1200}}
+	sparseBytes := []Class{components.ClassNPC: {Rank: 1}, 3: {Rank: 1, Radius: 3000}, 4: {OwnTiers: true, Tiers: near}}
 	for _, tc := range []struct {
 		name    string
-		layout  string // crowd: one chunk of 160; sparse, apart: 4 x 4 chunks of 12
+		layout  string // crowd: one chunk of 160; sparse, apart: 4 x 4 chunks of 12; both: the crowd and the chunks beside it
 		classes []Class
 		budget  int
+		planned bool // not listed: at the default slot budget (else at 1: lists for nothing but the tier periods)
 	}{
-		{"crowd", "crowd", classes, 24}, {"sparse", "sparse", ranked, 6}, {"sparse, one table", "sparse", oneTable, 6},
+		{"crowd", "crowd", classes, 24, false}, {"sparse", "sparse", ranked, 6, false}, {"sparse, one table", "sparse", oneTable, 6, false},
+		{"crowd, ranks 0 and 1", "crowd", crowdBytes, 24, true}, {"sparse, ranks 0 and 1", "sparse", sparseBytes, 6, true},
+		{"both, ranks 0 and 1", "both", sparseBytes, 12, true},
 		// A sparse chunk of NPCs alone: its one cell is of the players'
 		// table and kind, and mixed, so that its senders keep their rank.
-		{"sparse, NPCs apart", "apart", ranked, 6},
+		{"sparse, NPCs apart", "apart", ranked, 6, false},
 	} {
 		for _, listed := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/listed=%v", tc.name, listed), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(9, 10))
 				spawns := oneChunkCrowd(rng, 160)
-				if tc.layout != "crowd" {
+				if tc.layout == "sparse" || tc.layout == "apart" {
 					spawns = spawns[:0]
-					for k := range 16 { // 4 x 4 chunks of 12
+				}
+				if tc.layout != "crowd" {
+					for k := range 16 { // 4 x 4 chunks of 12, the crowd's among them
 						for range 12 {
 							spawns = append(spawns, components.Transform{X: float32(k%4)*4096 + rng.Float32()*4096, Y: float32(k/4)*4096 + rng.Float32()*4096})
 						}
@@ -99,10 +111,13 @@ func TestBudgetedClassesGetExactlyTheirDuePairs(t *testing.T) {
 					}
 				}
 				slotBudget := 0
-				if !listed {
+				if !listed && !tc.planned {
 					slotBudget = 1
 				}
-				checkBudgetedRecipients(t, spawns, tc.classes, of, tc.budget, slotBudget, listed)
+				_, _, byted := checkBudgetedTicks(t, spawns, tc.classes, of, tc.budget, slotBudget, listed)
+				if !listed && tc.layout != "crowd" && useAVX2 && slices.Equal(tc.classes, sparseBytes) {
+					require.Positive(t, byted, "recipients checked at spreads with due bytes")
+				}
 			})
 		}
 	}
@@ -115,14 +130,14 @@ func TestBudgetedClassesGetExactlyTheirDuePairs(t *testing.T) {
 // relay plans them: a keyed spread (spreadKeys) has none, and some
 // recipients must be checked at one where the CPU has the dense walk.
 func checkBudgetedRecipients(t *testing.T, spawns []components.Transform, classes []Class, of []uint8, budget, slotBudget int, listed bool, setup ...func(*rig)) (thinned int) {
-	thinned, _ = checkBudgetedTicks(t, spawns, classes, of, budget, slotBudget, listed, setup...)
+	thinned, _, _ = checkBudgetedTicks(t, spawns, classes, of, budget, slotBudget, listed, setup...)
 	return thinned
 }
 
 // checkBudgetedTicks is checkBudgetedRecipients, which it runs, and also
 // returns how many ticks went without any lists (dueLists.idle). Each of
 // setup changes the rig before the first tick.
-func checkBudgetedTicks(t *testing.T, spawns []components.Transform, classes []Class, of []uint8, budget, slotBudget int, listed bool, setup ...func(*rig)) (thinned, idle int) {
+func checkBudgetedTicks(t *testing.T, spawns []components.Transform, classes []Class, of []uint8, budget, slotBudget int, listed bool, setup ...func(*rig)) (thinned, idle, byted int) {
 	cfg := Config{MaxRecordsPerTick: budget, NearestSenders: budget / 3, Tiers: defaultTiers(t), Classes: classes}
 	r := newClassRig(t, cfg, spawns, of)
 	for _, s := range setup {
@@ -152,7 +167,7 @@ func checkBudgetedTicks(t *testing.T, spawns []components.Transform, classes []C
 				// Spread 1 has lists where the dense walk does not take it.
 				wantListed := (listed || spread == 1 && !p.dense.ok) && !p.frame.due.idle
 				if planned {
-					wantListed = !p.frame.due.idle && (spread == 1 && !p.dense.ok || spread > 1 && p.keyed[spread] == 0)
+					wantListed = !p.frame.due.idle && (spread == 1 && !p.dense.ok || spread > 1 && p.keyed[spread] == 0 && p.byted[spread] == 0)
 				}
 				require.Equal(t, wantListed, p.frame.due.listed(spread), "spread %d", spread)
 				if s.thin > 0 {
@@ -169,6 +184,7 @@ func checkBudgetedTicks(t *testing.T, spawns []components.Transform, classes []C
 					before[s] = spread
 					spreads[spread]++
 					keyed += b2i(spread > 1 && p.keyed[spread] > 0)
+					byted += b2i(spread > 1 && p.byted[spread] > 0)
 				}
 			}
 		}
@@ -201,10 +217,10 @@ func checkBudgetedTicks(t *testing.T, spawns []components.Transform, classes []C
 	}
 	require.Greater(t, stretched, 1000, "recipients checked at a spread above 1: %v", spreads)
 	if planned && idle < 150 && len(p.spreadKeys) > 0 {
-		require.Positive(t, keyed, "recipients checked at a keyed spread")
+		require.Positive(t, keyed+byted, "recipients checked at a keyed spread, or one with due bytes")
 	}
-	t.Logf("%d recipient-ticks checked; by spread: %v; %d at keyed spreads; %d thinning; %d ticks without lists", checked, spreads, keyed, thinned, idle)
-	return thinned, idle
+	t.Logf("%d recipient-ticks checked; by spread: %v; %d at keyed spreads, %d at spreads with due bytes; %d thinning; %d ticks without lists", checked, spreads, keyed, byted, thinned, idle)
+	return thinned, idle, byted
 }
 
 // TestSmallStencilsGoWithoutListsAlike: a sparse world, 6 x 6 chunks of 8
@@ -220,7 +236,7 @@ func TestSmallStencilsGoWithoutListsAlike(t *testing.T) {
 			spawns = append(spawns, components.Transform{X: float32(k%6)*4096 + rng.Float32()*4096, Y: float32(k/6)*4096 + rng.Float32()*4096})
 		}
 	}
-	_, idle := checkBudgetedTicks(t, spawns, nil, nil, 4, 0, false)
+	_, idle, _ := checkBudgetedTicks(t, spawns, nil, nil, 4, 0, false)
 	require.Equal(t, 150, idle, "no tick built lists")
 }
 

@@ -202,7 +202,13 @@ type Pipeline struct {
 	// is 1 plus the index of spread s's, when they are built this tick.
 	spreadKeys []spreadKeys
 	keyed      [256]uint8
-	maxRank    uint8 // the highest of kindRank
+	// byteKeys are the due bytes of the other spreads above 1 the dense
+	// walk takes (relay_bytes.go), where bytesOK; byted[s] is 1 plus the
+	// index of spread s's, when they are built this tick.
+	byteKeys []byteKeys
+	byted    [256]uint8
+	bytesOK  bool
+	maxRank  uint8 // the highest of kindRank
 	// throttleEveryReach is a test hook: the relay works at every level of
 	// pressure (relayLevel), and classify marks every class the throttle
 	// distance reaches, even those whose periods it cannot lengthen at the
@@ -334,6 +340,7 @@ func New(cfg Config, world *ecs.World, transport wire.Transport) (*Pipeline, err
 		p.kindBands = append(p.kindBands, bandsOf(&p.tierSets[i]))
 		p.kindLimits = append(p.kindLimits, finiteLimits(&p.kindBands[i]))
 	}
+	p.bytesOK = p.bytesLayout()
 	p.pressedSpread = pressedSpread(p.longestTier())
 	p.sight.configure(cfg.PropRadius, cfg.PropSlack, cfg.Classes)
 	return p, nil

@@ -25,6 +25,9 @@ import (
 //     and those at the short spreads whose keys fit (spreadKeys), take:
 //     every sender of the stencil decided by its due key, a group of pairs
 //     an instruction, with no cells or lists;
+//   - relay_bytes.go: due bytes, the dense walk's keys at any spread
+//     above 1, where sparse chunks and ranked kinds would leave the
+//     stencil to be decided cell by cell and pair by pair;
 //   - relay_cells.go: cells, their boxes, classes and runs;
 //   - relay_walk.go: one recipient's walk over its stencil, cell by cell,
 //     and the strategy for each kind of cell (gatherCells), or, for a
@@ -126,7 +129,12 @@ func (j *relayJob) RunUnit(i int) {
 		}
 		n := p.gather(a, level, &throttled, sc)
 		if s := f.sess[a]; s != nil && p.cfg.MaxRecordsPerTick > 0 {
-			sc.spreads[max(s.spread, 1)]++  // for the next tick's lists (BeginRelay)
+			sc.spreads[max(s.spread, 1)]++ // for the next tick's lists and keys (BeginRelay)
+			// And of them, those due bytes fit (gather leaves the unit's
+			// scratch at the recipient's cell, but for one that owed).
+			if g := &f.groups[f.group[a]]; p.bytesOK && s.spread > 1 && sc.cell == f.cellIdx[a] && p.bytesFit(f.stencilCells(g), f.stencilSenders(g), sc) {
+				sc.fitSpreads[s.spread]++
+			}
 			owed += int32(s.backlog.Owed()) // for the join, which would pull the line back
 		}
 		if p.watch != 0 && f.id[a] == p.watch {
@@ -305,7 +313,7 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 	senders := f.stencilSenders(g)
 	if rc := f.cellIdx[r]; sc.cell != rc {
 		sc.small, sc.stencilRuns = p.stencilRuns(cells, senders, sc.stencilRuns)
-		sc.classified, sc.ranked = false, false
+		sc.classified, sc.ranked, sc.fit = false, false, fitUnknown
 		sc.cols.state = colsUnbuilt
 		sc.cell = rc
 	}
@@ -316,9 +324,13 @@ func (p *Pipeline) gather(r int32, level uint8, throttled *int64, sc *relayScrat
 		w.thin = &sc.thin
 	}
 	var held int64 // pairs throttling alone kept back
+	with := keysNone
+	if level == 0 {
+		with = p.denseWith(spread, cells, senders, sc)
+	}
 	switch {
-	case level == 0 && p.denseAt(spread):
-		p.gatherDense(&w, r, spread, cells, sc)
+	case with != keysNone:
+		p.gatherDense(&w, r, spread, cells, with, sc)
 	case sc.small && spread == 1 && level == 0:
 		p.gatherSmall(&w, r, cells, sc)
 	case due.based[spread] && level == 0:
@@ -416,15 +428,18 @@ type relayScratch struct {
 	layout  []int32 // the layout's counting sort's, for Move's unit (Frame.placeRange)
 	cell    int32
 	classes []cellClass
-	boxes   cellBoxes   // the classes' boxes and edges, for pointBands
-	sel     []int32     // senders chosen in one cell
-	pick    picker      // the current recipient, for choosing in two-band cells
-	rslot   [256]int32  // per tier period: the due list slot of the current recipient
-	spreads [256]int32  // this tick's recipients by spread (under the budget), for the next tick's lists
-	bwant   [256]uint8  // per tier period: the residue gatherBase wants at its stretched period
-	bdue    [256]uint64 // per tier period: the base lists' quotients due at its stretched period (dueLists.quot)
-	baseK   baseKernel  // what chooseBased8 and chooseBased16 read
-	runs    []int32     // per stencil position of the recipient cell: see uniformRuns
+	boxes   cellBoxes  // the classes' boxes and edges, for pointBands
+	sel     []int32    // senders chosen in one cell
+	pick    picker     // the current recipient, for choosing in two-band cells
+	rslot   [256]int32 // per tier period: the due list slot of the current recipient
+	spreads [256]int32 // this tick's recipients by spread (under the budget), for the next tick's lists
+	// fitSpreads: of them, those whose stencil the due bytes fit
+	// (bytesFit), where the pipeline has them (Pipeline.bytesOK).
+	fitSpreads [256]int32
+	bwant      [256]uint8  // per tier period: the residue gatherBase wants at its stretched period
+	bdue       [256]uint64 // per tier period: the base lists' quotients due at its stretched period (dueLists.quot)
+	baseK      baseKernel  // what chooseBased8 and chooseBased16 read
+	runs       []int32     // per stencil position of the recipient cell: see uniformRuns
 	// classified: classes, runs and rankedAt are the current cell's
 	// (classifyCell); ranked: rankedAt and baseRuns are (rankCell).
 	// small: its stencil is small (gatherSmall).
@@ -442,6 +457,7 @@ type relayScratch struct {
 	dense     denseKernel
 	denseMask []byte
 	cols      stencilCols // the current cell's stencil as one run (stencilCols), when it is a few short runs
+	fit       uint8       // bytesFit's answer for the current cell, once asked (fitUnknown before)
 	// rankedAt: per stencil position, whether its senders are decided by
 	// rankedPairs under a spread (see Pipeline.ranked)
 	rankedAt []bool

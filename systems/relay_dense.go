@@ -3,6 +3,7 @@ package systems
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"slices"
 	"unsafe"
 
@@ -189,6 +190,12 @@ type denseKernel struct {
 	header             uint64 // a full datagram's header
 	//lint:ignore U1000 written and read by denseCopy16 alone (simd_amd64.s)
 	saved int64 // denseCopy16's spill of its group index
+	// Due bytes (relay_bytes.go): bytes says the keys are due bytes, bwant
+	// is the recipient's residue in each band's byte, by rank and band
+	// (rank*byteBands + band), and ranks the run's senders' ranks.
+	bytes bool
+	bwant [8]uint32
+	ranks []uint8
 }
 
 // denseStep is one of denseKernel.steps: from limit on, the bit want.
@@ -264,24 +271,50 @@ var lowLUT = func() (t [256][8]uint8) {
 	return t
 }()
 
-// denseAt reports whether a recipient at spread takes the dense walk at
-// level 0: spread 1 where the walk is laid out, a keyed spread where this
-// tick has its keys.
-func (p *Pipeline) denseAt(spread uint8) bool {
+// denseWith returns the keys a recipient at spread, whose stencil is
+// cells holding senders, takes the dense walk by at level 0, or keysNone
+// for the cell walk: at spread 1 the due keys where the walk is laid out;
+// above it the spread's due bytes where they fit the stencil (bytesFit),
+// its due keys of bits where this tick has them, and its due bytes where
+// it has neither those nor lists (the walk costs less than pairs decided
+// one by one).
+func (p *Pipeline) denseWith(spread uint8, cells []int32, senders int, sc *relayScratch) uint8 {
 	if spread == 1 {
-		return p.dense.ok
+		if p.dense.ok {
+			return keysBits
+		}
+		return keysNone
 	}
-	return p.keyed[spread] > 0
+	byted, keyed := p.byted[spread] > 0, p.keyed[spread] > 0
+	switch {
+	case byted && (!keyed && !p.frame.due.listed(spread) || p.bytesFit(cells, senders, sc)):
+		return keysBytes
+	case keyed:
+		return keysBits
+	}
+	return keysNone
 }
 
-// gatherDense writes the senders due to recipient r, at spread (denseAt)
-// and level 0, run by run of its stencil (sc.stencilRuns: consecutive
-// actors of one table), each run by writeDense: by the due keys, spread
-// 1's (Frame.dueKey) or the spread's (spreadKeys). cells is r's stencil,
-// whose cells the runs are.
-func (p *Pipeline) gatherDense(w *batchOut, r int32, spread uint8, cells []int32, sc *relayScratch) {
+// denseWith's answers.
+const (
+	keysNone uint8 = iota
+	keysBits
+	keysBytes
+)
+
+// gatherDense writes the senders due to recipient r, at spread and level
+// 0, by the keys with says (denseWith), run by run of its stencil
+// (sc.stencilRuns: consecutive actors of one table), each run by
+// writeDense: by the due keys, spread 1's (Frame.dueKey) or the spread's
+// (spreadKeys), or by the spread's due bytes (gatherBytes). cells is r's
+// stencil, whose cells the runs are.
+func (p *Pipeline) gatherDense(w *batchOut, r int32, spread uint8, cells []int32, with uint8, sc *relayScratch) {
 	f := &p.frame
 	rhalf := interest.RecipientHalf(f.key[r])
+	if with == keysBytes {
+		p.gatherBytes(w, r, &p.byteKeys[p.byted[spread]-1], rhalf, sc)
+		return
+	}
 	layout, keys, due := &p.dense, f.dueKey, &p.denseDue
 	if spread > 1 {
 		k := &p.spreadKeys[p.keyed[spread]-1]
@@ -472,10 +505,23 @@ func (w *batchOut) writeDense(k *denseKernel, xs, ys, zs []float32, keys []uint3
 	if lo <= r && int(r) < int(lo)+n {
 		self = int(r - lo)
 	}
-	if w.passes(k, pass) && w.roomForDense(n, int(lo)+n) && colsRoom(xs, ys, zs, keys) {
-		return w.densePass(k, xs, ys, zs, keys, w.records[int(lo)*wire.RecordSize:], self, masks, pass)
+	if k.bytes && pass == densePass16 {
+		pass = densePass8 // denseCopy16 decides by due keys of bits only
 	}
-	masks = w.denseMasks(k, xs, ys, zs, keys, self, masks)
+	decided := false
+	if w.passes(k, pass) && w.roomForDense(n, int(lo)+n) && colsRoom(xs, ys, zs, keys) {
+		if pass != densePass8 {
+			return w.densePass(k, xs, ys, zs, keys, w.records[int(lo)*wire.RecordSize:], self, masks, pass)
+		}
+		masks = w.denseMasks(k, xs, ys, zs, keys, self, masks)
+		if !sparseMasks(masks, n) {
+			return w.densePass(k, xs, ys, zs, keys, w.records[int(lo)*wire.RecordSize:], self, masks, pass)
+		}
+		decided = true
+	}
+	if !decided {
+		masks = w.denseMasks(k, xs, ys, zs, keys, self, masks)
+	}
 	for i := 0; i < n; i += 64 {
 		if set := binary.LittleEndian.Uint64(masks[i/8:]); set != 0 {
 			w.writeSet(set, lo+int32(i))
@@ -514,8 +560,7 @@ func (w *batchOut) densePass(k *denseKernel, xs, ys, zs []float32, keys []uint32
 	base := uintptr(unsafe.Pointer(&w.buf[0]))
 	k.dst, k.end = base+uintptr(w.n), base+uintptr(w.n+w.left*wire.RecordSize)
 	end := k.end
-	if pass == densePass8 {
-		masks = w.denseMasks(k, xs, ys, zs, keys, self, masks)
+	if pass == densePass8 { // masks decided (writeDense)
 		k.masks, k.clut, k.low = &masks[0], &compressLUT, &lowLUT
 		denseCopy8(k)
 	} else {
@@ -544,13 +589,30 @@ func (w *batchOut) densePass(k *denseKernel, xs, ys, zs []float32, keys []uint32
 	return masks
 }
 
+// sparseMasks reports whether fewer than one in four of the n senders of
+// masks (denseMasks') are due: then their records are copied by their set
+// bits (writeSet), a word of 64 senders at a time, where denseCopy8 would
+// branch on every group of eight, most of them empty or of one sender,
+// as unpredictably as a coin.
+func sparseMasks(masks []byte, n int) bool {
+	due := 0
+	for i := 0; i < n; i += 64 {
+		due += bits.OnesCount64(binary.LittleEndian.Uint64(masks[i/8:]))
+	}
+	return due*4 < n
+}
+
 // denseMasks decides the senders of xs, ys, zs and keys into bit sets
 // (denseDue) in masks' memory, which it returns, without the one at self
 // (-1: none).
 func (w *batchOut) denseMasks(k *denseKernel, xs, ys, zs []float32, keys []uint32, self int, masks []byte) []byte {
 	n := len(xs)
 	masks = resizeSlice(masks, (n+63)/64*8+8)
-	denseDue(masks, xs, ys, zs, keys, k)
+	if k.bytes {
+		denseDueBytes(masks, xs, ys, zs, keys, k)
+	} else {
+		denseDue(masks, xs, ys, zs, keys, k)
+	}
 	if self >= 0 {
 		masks[self/8] &^= 1 << (self % 8)
 	}

@@ -12,8 +12,9 @@ import (
 // beginRelay prepares the Relay phase once Move is done, on the tick
 // goroutine: it sends this tick's corrections (so a corrected client reads
 // its correction before the tick's movement), then computes each cell's
-// box around its actors' new positions and builds the due lists: a unit a
-// set (dueJob), run with t.Parallel (on the pool, when the relay system's
+// box around its actors' new positions and builds the due lists and the
+// keyed spreads' keys (keySpreads): a unit a set or a spread (dueJob), run
+// with t.Parallel (on the pool, when the relay system's
 // Plan calls it) when there is enough to build and the tick is not run
 // inline.
 func (p *Pipeline) beginRelay(t *scheduler.Tick) {
@@ -26,12 +27,16 @@ func (p *Pipeline) beginRelay(t *scheduler.Tick) {
 	// the tick goroutine, pulled each session's line from the core that
 	// relays to it, and back. A spread counted for a client gone since
 	// only lists what nobody reads.
-	var spreads [256]int32
+	var spreads, fit [256]int32
 	for i := range p.scratch {
 		for s, n := range p.scratch[i].spreads {
 			spreads[s] += n
 		}
+		for s, n := range p.scratch[i].fitSpreads {
+			fit[s] += n
+		}
 		clear(p.scratch[i].spreads[:])
+		clear(p.scratch[i].fitSpreads[:])
 	}
 	f := &p.frame
 	f.indexed = false
@@ -48,17 +53,18 @@ func (p *Pipeline) beginRelay(t *scheduler.Tick) {
 	}
 	d := &f.due
 	clear(p.keyed[:])
-	p.dueBuild.keys = p.dueBuild.keys[:0]
-	if !p.alwaysList && (p.listsIdle() || p.denseTick()) {
+	clear(p.byted[:])
+	p.dueBuild.keys, p.dueBuild.bytes = p.dueBuild.keys[:0], p.dueBuild.bytes[:0]
+	idle := !p.alwaysList && (p.listsIdle() || p.denseTick())
+	p.keySpreads(&spreads, &fit)
+	if idle {
 		d.none()
-		p.bound(t) // the boxes, for recipients that classify cells after all
-		return
+	} else {
+		d.plan(f.Tick, &spreads, len(f.cells), f.Len(), p.dense.ok && !p.alwaysList)
 	}
-	p.keySpreads(&spreads)
-	d.plan(f.Tick, &spreads, len(f.cells), f.Len(), p.dense.ok && !p.alwaysList)
 	d.beginBuild(f)
-	units := len(d.sets) + len(p.dueBuild.keys)
-	if units == 0 { // no set's unit to bound the cells
+	units := len(d.sets) + len(p.dueBuild.keys) + len(p.dueBuild.bytes)
+	if units == 0 { // no set's unit to bound the cells: the boxes, for recipients that classify cells after all
 		p.bound(t)
 		return
 	}
@@ -74,6 +80,9 @@ func (p *Pipeline) beginRelay(t *scheduler.Tick) {
 	}
 	for _, k := range p.dueBuild.keys {
 		p.dueUnits = append(p.dueUnits, scheduler.Unit{Key: dueKeySalt ^ (1<<20 | uint64(k.spread)), Cost: float64(f.Len())})
+	}
+	for _, k := range p.dueBuild.bytes {
+		p.dueUnits = append(p.dueUnits, scheduler.Unit{Key: dueKeySalt ^ (2<<20 | uint64(k.spread)), Cost: float64(f.Len())})
 	}
 	t.Parallel(&p.dueBuild, p.dueUnits)
 }
@@ -121,15 +130,22 @@ func (j *boundJob) RunUnit(u int) {
 	j.f.boundCells(n*u/j.parts, n*(u+1)/j.parts)
 }
 
-// keySpreads chooses this tick's keyed spreads: those in use (spreads,
-// the last tick's census) whose keys are laid out, when no shard is under
-// pressure the relay acts on. Their recipients take the dense walk, so
-// their spreads are taken out of spreads, which plans the due lists: the
-// keys are built instead (dueJob), one pass over the actors a spread. A
-// tick under pressure lists them, as the recipients under it walk cells.
-func (p *Pipeline) keySpreads(spreads *[256]int32) {
-	if p.alwaysList || len(p.spreadKeys) == 0 || p.pressed() {
+// keySpreads chooses this tick's keyed spreads, among those in use
+// (spreads, the last tick's census: fit counts the recipients whose
+// stencils the due bytes fit, bytesFit), when no shard is under pressure
+// the relay acts on: due keys of bits for the spreads laid out
+// (spreadKeys) where some recipient's stencil the bytes do not fit, due
+// bytes for every spread from 2 to 254 where some recipient's they do.
+// Those recipients take the dense walk, so spreads keeps for the due
+// lists only the recipients that will read them: the keys are built
+// instead (dueJob), one pass over the actors a spread. A tick under
+// pressure lists them, as the recipients under it walk cells.
+func (p *Pipeline) keySpreads(spreads, fit *[256]int32) {
+	if p.alwaysList || p.pressed() {
 		return
+	}
+	for s := range spreads {
+		spreads[s] -= fit[s] // the recipients the bytes do not fit
 	}
 	for i := range p.spreadKeys {
 		k := &p.spreadKeys[i]
@@ -143,13 +159,29 @@ func (p *Pipeline) keySpreads(spreads *[256]int32) {
 		}
 		p.dueBuild.keys = append(p.dueBuild.keys, k)
 	}
+	n := 0
+	for s := 2; s < 255; s++ {
+		if fit[s] == 0 {
+			continue
+		}
+		if n == len(p.byteKeys) {
+			p.byteKeys = append(p.byteKeys, byteKeys{})
+		}
+		p.byteKeys[n].lay(p, uint8(s), p.frame.Tick)
+		n++
+		p.byted[s] = uint8(n)
+	}
+	for i := range n { // once p.byteKeys has stopped growing
+		p.dueBuild.bytes = append(p.dueBuild.bytes, &p.byteKeys[i])
+	}
 }
 
 // listsIdle reports whether no recipient of the frame would read a due
 // list: every group's stencil is small (maxSmallStencil) and every tier
 // table's periods short, so that gatherSmall takes every recipient at
-// spread 1, as in a sparse world. A recipient at a longer spread, or at a
-// pressure level above 0, then decides its cells without lists
+// spread 1, as in a sparse world. A recipient at a longer spread takes
+// its spread's keys where the tick has them (keySpreads); else, or at a
+// pressure level above 0, it decides its cells without lists
 // (gatherCells), as a spread without lists does: the same senders.
 func (p *Pipeline) listsIdle() bool {
 	for i := range p.tierSets {
@@ -197,20 +229,25 @@ const dueKeySalt = 0x3c6ef372fe94f82b
 
 // dueJob builds the due lists and the keyed spreads' keys: unit j builds
 // set j's lists (dueLists.buildSet), or past the sets the keys of keys[j
-// less the sets], and bounds the j-th slice of the cells.
+// less the sets], or past those the due bytes of bytes[j less both], and
+// bounds the j-th slice of the cells.
 type dueJob struct {
-	f    *Frame
-	keys []*spreadKeys
+	f     *Frame
+	keys  []*spreadKeys
+	bytes []*byteKeys
 }
 
 func (j *dueJob) RunUnit(u int) {
 	f := j.f
 	sets := len(f.due.sets)
-	n := sets + len(j.keys)
+	n := sets + len(j.keys) + len(j.bytes)
 	f.boundCells(len(f.cells)*u/n, len(f.cells)*(u+1)/n)
-	if u < sets {
+	switch {
+	case u < sets:
 		f.due.buildSet(f, u)
-		return
+	case u < sets+len(j.keys):
+		j.keys[u-sets].build(f)
+	default:
+		j.bytes[u-sets-len(j.keys)].build(f)
 	}
-	j.keys[u-sets].build(f)
 }

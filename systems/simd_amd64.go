@@ -79,6 +79,13 @@ func chooseBased8(sel *int32, k *baseKernel, n int) int
 //go:noescape
 func denseDue8(masks *byte, xs, ys, zs *float32, keys *uint32, n int, k *denseKernel)
 
+// denseDueBytes8 is denseDueBytes for senders 0 to n-1 (n a multiple of
+// eight), eight at a time with AVX2, a byte of masks a group: the same
+// float32 steps and comparisons as the Go loop, so the same senders.
+//
+//go:noescape
+func denseDueBytes8(masks *byte, xs, ys, zs *float32, keys *uint32, ranks *uint8, n int, k *denseKernel)
+
 // denseCopy8 packs the records of the run k holds into its batch by the
 // bit sets denseDue wrote (k.masks), a group of eight senders at a time,
 // with AVX2 (see simd_amd64.s).

@@ -615,6 +615,54 @@ denseDone:
 	VZEROUPPER
 	RET
 
+// func denseDueBytes8(masks *byte, xs, ys, zs *float32, keys *uint32, ranks *uint8, n int, k *denseKernel)
+//
+// denseDue for due bytes (relay_bytes.go), senders 0 to n-1 (n a multiple
+// of eight), a byte of masks a group: per lane, as the Go loop, the
+// squared distance, the band by the three limits (DENSE_LIMITS3), the
+// recipient's residue for the lane's rank and band (k.bwant, by a permute
+// of rank*4 + band) XORed with the sender's key and masked to the band's
+// byte (byteMasks, by a permute of the band), zero, and the distance
+// below the cut.
+TEXT ·denseDueBytes8(SB), NOSPLIT, $0-64
+	MOVQ masks+0(FP), DI
+	MOVQ xs+8(FP), SI
+	MOVQ ys+16(FP), R9
+	MOVQ zs+24(FP), R10
+	MOVQ keys+32(FP), R11
+	MOVQ ranks+40(FP), R8
+	MOVQ n+48(FP), DX
+	MOVQ k+56(FP), R13
+	DENSE_LOAD
+	VMOVDQU denseKernel_bwant(R13), Y3
+	VMOVDQU ·byteMasks(SB), Y11
+	XORQ    CX, CX
+
+bytesGroup:
+	CMPQ CX, DX
+	JGE  bytesDone
+	SQUARED_DISTANCE(SI, R9, R10, Y12, Y13)
+	DENSE_LIMITS3
+	VPMOVZXBD (R8)(CX*1), Y9
+	VPSLLD    $2, Y9, Y9
+	VPADDD    Y14, Y9, Y9
+	VPERMD    Y3, Y9, Y8
+	VPXOR     (R11)(CX*4), Y8, Y8
+	VPERMD    Y11, Y14, Y9
+	VPAND     Y9, Y8, Y8
+	VPCMPEQD  Y15, Y8, Y8
+	VCMPPS    $0x01, Y4, Y12, Y13
+	VPAND     Y13, Y8, Y8
+	VMOVMSKPS Y8, BX
+	MOVB      BX, (DI)
+	INCQ      DI
+	ADDQ      $8, CX
+	JMP       bytesGroup
+
+bytesDone:
+	VZEROUPPER
+	RET
+
 // COMPRESS8 stores, from DI on, the dwords of the 32-byte block at
 // R14+OFF whose bits are set in AL, packed to the front by the permute
 // compressLUT (at BX) gives those bits, all eight dwords, and moves DI on

@@ -39,6 +39,10 @@ func denseDue8(masks *byte, xs, ys, zs *float32, keys *uint32, n int, k *denseKe
 	panic("systems: denseDue8 without AVX2")
 }
 
+func denseDueBytes8(masks *byte, xs, ys, zs *float32, keys *uint32, ranks *uint8, n int, k *denseKernel) {
+	panic("systems: denseDueBytes8 without AVX2")
+}
+
 // useAVX512 is false: the relay's Go loops do the work.
 const useAVX512 = false
 
