@@ -21,8 +21,11 @@ import (
 // the per-connection budget by
 // TestBudgetedRecipientsGetExactlyTheirDuePairs,
 // TestUnlistedSpreadsAreDecidedPairByPairAlike,
-// TestBigCellsUnderASpreadFollowThePlainRule and, for a tick without
-// lists, TestSmallStencilsGoWithoutListsAlike, under the budget and pressure
+// TestBigCellsUnderASpreadFollowThePlainRule, with classes and ranks by
+// TestBudgetedClassesGetExactlyTheirDuePairs (the due bytes among them,
+// whose kernel TestDueBytesWriteLikeThePairs holds pair by pair) and, for
+// a tick without lists, TestSmallStencilsGoWithoutListsAlike, under the
+// budget and pressure
 // by TestPressedTicksFollowThePlainRule, past the longest spread by
 // TestThinnedRecipientsGetExactlyTheirDuePairs (and every way of writing
 // records thinned alike by TestEveryWriterThinsAlike), and under
