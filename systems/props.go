@@ -69,8 +69,14 @@ type propSight struct {
 	// news are this tick's prop changes as told, looks the sessions whose
 	// sight is taken again (lookAt: each slot's look, -1 for none), and
 	// tellers the pool units that tell them (tellJob).
-	news      []propNews
-	newsKeys  []newsKey // with many news: each news by the chunks it touches, sorted (spatialNews)
+	news     []propNews
+	newsKeys []newsKey // with many news: each news by the chunks it touches, sorted (spatialNews)
+	// newsRuns are newsKeys' chunks, one a run of equal keys; a chunk of
+	// many news has its bit set over them in newsBits, newsWords words
+	// from bits (markNear ORs it where it would set each of its bits).
+	newsRuns  []newsRun
+	newsBits  []uint64
+	newsWords int
 	looks     []look
 	lookAt    []int32
 	tellUnits []scheduler.Unit
@@ -82,6 +88,14 @@ type propSight struct {
 type newsKey struct {
 	key grid.AreaKey
 	at  int32 // index in propSight.news
+}
+
+// newsRun is one chunk's news in propSight.newsKeys, from lo to hi: with
+// bits >= 0 where they are many, their bit set's offset in newsBits.
+type newsRun struct {
+	key    grid.AreaKey
+	lo, hi int32
+	bits   int32
 }
 
 // spatialNews is how many news a tick needs for each session to find
@@ -274,6 +288,35 @@ func (p *Pipeline) gatherNews() {
 	slices.SortFunc(ps.newsKeys, func(a, b newsKey) int {
 		return cmp.Or(grid.Compare(a.key, b.key), cmp.Compare(a.at, b.at))
 	})
+	ps.fileNewsRuns()
+}
+
+// fileNewsRuns cuts newsKeys into its chunks' runs, and gives each run of
+// more news than a quarter of a bit set's words a bit set of its own: a
+// session near it ORs the words, where it would set a bit a news (a
+// plaza's chunks hold tens of news each; a world's spawn of a thousand
+// props, a few each).
+func (ps *propSight) fileNewsRuns() {
+	keys := ps.newsKeys
+	ps.newsWords = (len(ps.news) + 63) / 64
+	ps.newsRuns, ps.newsBits = ps.newsRuns[:0], ps.newsBits[:0]
+	for lo := 0; lo < len(keys); {
+		hi := lo + 1
+		for hi < len(keys) && keys[hi].key == keys[lo].key {
+			hi++
+		}
+		run := newsRun{key: keys[lo].key, lo: int32(lo), hi: int32(hi), bits: -1}
+		if 4*(hi-lo) > ps.newsWords {
+			run.bits = int32(len(ps.newsBits))
+			ps.newsBits = append(ps.newsBits, make([]uint64, ps.newsWords)...)
+			bits := ps.newsBits[run.bits:]
+			for _, k := range keys[lo:hi] {
+				bits[k.at/64] |= 1 << (k.at % 64)
+			}
+		}
+		ps.newsRuns = append(ps.newsRuns, run)
+		lo = hi
+	}
 }
 
 // lookFrom queues a look for the player of slot from where it stands now,

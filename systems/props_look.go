@@ -142,15 +142,26 @@ func (tl *teller) tellNews(p *Pipeline, n *propNews, before *sightPoint, rhalf u
 // or after. Walking the set bits then visits them once each, in the news'
 // order, without sorting.
 func (tl *teller) markNear(p *Pipeline, pt *sightPoint) {
-	keys := p.sight.newsKeys
-	tl.near = resizeSlice(tl.near, (len(p.sight.news)+63)/64)
-	clear(tl.near)
+	ps := &p.sight
+	keys, runs := ps.newsKeys, ps.newsRuns
+	tl.near = resizeSlice(tl.near, ps.newsWords)
+	near := tl.near
+	clear(near)
 	lo, hi := p.sightChunks(*pt)
 	for y := lo.Y; y <= hi.Y; y++ {
 		first := grid.AreaKey{WorldOrCell: lo.WorldOrCell, X: lo.X, Y: y}
-		i, _ := slices.BinarySearchFunc(keys, first, func(k newsKey, key grid.AreaKey) int { return grid.Compare(k.key, key) })
-		for ; i < len(keys) && keys[i].key.WorldOrCell == lo.WorldOrCell && keys[i].key.Y == y && keys[i].key.X <= hi.X; i++ {
-			tl.near[keys[i].at/64] |= 1 << (keys[i].at % 64)
+		i, _ := slices.BinarySearchFunc(runs, first, func(r newsRun, key grid.AreaKey) int { return grid.Compare(r.key, key) })
+		for ; i < len(runs) && runs[i].key.WorldOrCell == lo.WorldOrCell && runs[i].key.Y == y && runs[i].key.X <= hi.X; i++ {
+			if r := &runs[i]; r.bits >= 0 {
+				bits := ps.newsBits[r.bits:][:len(near)]
+				for w := range near {
+					near[w] |= bits[w]
+				}
+			} else {
+				for _, k := range keys[r.lo:r.hi] {
+					near[k.at/64] |= 1 << (k.at % 64)
+				}
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package systems
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -295,4 +296,59 @@ func TestANudgedPropReachesFarViewersLessOften(t *testing.T) {
 		assert.Equal(t, float32(1200+10*slides), last.X, "player %d knows where the crate came to rest", i)
 	}
 	assert.Len(t, heard[1], 1+far+1, "the far player is told the rest")
+}
+
+// TestNearNewsAreMarkedByChunk: the news a session looks at (markNear)
+// are exactly those filed under a chunk of its sight's square, whether a
+// chunk's news are marked one by one or ORed as its bit set (many news in
+// a few chunks, and a few news in many, as a plaza's pushes and a world's
+// spawns): filed at random in a world of 40 x 40 chunks and two of
+// others, and held to every news checked for every point.
+func TestNearNewsAreMarkedByChunk(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	p := &Pipeline{}
+	p.cfg.ChunkSize = 4096
+	p.sight.reachHi = DefaultPropRadiusUnits + DefaultPropSlackUnits
+	var tl teller
+	for _, n := range []int{64, 300, 3000} {
+		for _, spread := range []float32{3, 40} { // chunks a side the news fall in
+			ps := &p.sight
+			ps.news = make([]propNews, n)
+			ps.newsKeys = ps.newsKeys[:0]
+			for i := range n {
+				world := uint32(rng.IntN(3))
+				x := rng.Float32() * spread * 4096
+				y := rng.Float32() * spread * 4096
+				ps.newsKeys = append(ps.newsKeys, newsKey{grid.KeyOf(world, x, y, 4096), int32(i)})
+				if rng.IntN(3) == 0 { // moved: filed under its chunk before too
+					ps.newsKeys = append(ps.newsKeys, newsKey{grid.KeyOf(world, x+rng.Float32()*8000-4000, y, 4096), int32(i)})
+				}
+			}
+			slices.SortFunc(ps.newsKeys, func(a, b newsKey) int {
+				return cmp.Or(grid.Compare(a.key, b.key), cmp.Compare(a.at, b.at))
+			})
+			ps.fileNewsRuns()
+			bitSets, oneByOne := 0, 0
+			for _, r := range ps.newsRuns {
+				if r.bits >= 0 {
+					bitSets++
+				} else {
+					oneByOne++
+				}
+			}
+			for range 200 {
+				pt := sightPoint{actor: 1, x: rng.Float32() * spread * 4096, y: rng.Float32() * spread * 4096, world: uint32(rng.IntN(3))}
+				tl.markNear(p, &pt)
+				lo, hi := p.sightChunks(pt)
+				want := make([]uint64, (n+63)/64)
+				for _, k := range ps.newsKeys {
+					if k.key.WorldOrCell == pt.world && k.key.X >= lo.X && k.key.X <= hi.X && k.key.Y >= lo.Y && k.key.Y <= hi.Y {
+						want[k.at/64] |= 1 << (k.at % 64)
+					}
+				}
+				require.Equal(t, want, tl.near[:len(want)], "%d news over %g chunks a side, point %+v", n, spread, pt)
+			}
+			t.Logf("%d news over %g chunks a side: %d chunks by bit set, %d one by one", n, spread, bitSets, oneByOne)
+		}
+	}
 }
