@@ -46,26 +46,11 @@ func TestDueBytesWriteLikeThePairs(t *testing.T) {
 			}
 		}
 		k.rx, k.ry, k.rz = r.Float32()*4096, r.Float32()*4096, r.Float32()*50
-		nan, inf := float32(math.NaN()), float32(math.Inf(1))
 		if it%50 == 7 {
-			k.rx = inf
+			k.rx = float32(math.Inf(1))
 		}
 		for i := range cap(xs) {
-			x, y, z := r.Float32()*8192-2048, r.Float32()*8192-2048, r.Float32()*100
-			switch r.IntN(40) {
-			case 0:
-				x = nan
-			case 1:
-				y = -inf
-			case 3:
-				x = inf
-			case 2: // on a limit exactly
-				x, y, z = k.rx, k.ry, k.rz
-				if l := k.limits; l > 0 {
-					x += float32(math.Sqrt(float64(bands.limSq[r.IntN(int(l))][0])))
-				}
-			}
-			xs[:cap(xs)][i], ys[:cap(ys)][i], zs[:cap(zs)][i] = x, y, z
+			xs[:cap(xs)][i], ys[:cap(ys)][i], zs[:cap(zs)][i] = randomSender(r, &k, 40)
 			ranks[:cap(ranks)][i] = uint8(r.IntN(2))
 			var key uint32
 			for b := range byteBands {
@@ -77,18 +62,10 @@ func TestDueBytesWriteLikeThePairs(t *testing.T) {
 			}
 			keys[:cap(keys)][i] = key
 		}
-		before := r.IntN(200)
-		lo := int32(r.IntN(senders))
-		hi := lo + int32(r.IntN(int(senders-lo)+1))
-		rcp := lo + int32(r.IntN(int(hi-lo)+1)) - 1 // in the run, or just before it
+		before, lo, hi, rcp := randomRun(r, senders)
 		a, b := batchPair(records, senders, before, uint64(it))
 		for i := lo; i < hi; i++ {
-			dx, dy, dz := xs[i]-k.rx, ys[i]-k.ry, zs[i]-k.rz
-			d := dx*dx + dy*dy + dz*dz
-			band := 0
-			for _, l := range lim[1:] {
-				band += b2i(d >= l)
-			}
+			d, band := plainBand(&k, lim[1:], xs[i], ys[i], zs[i])
 			band = min(band, byteBands-1)
 			got, want := byte(keys[i]>>(8*band)), byte(k.bwant[int(ranks[i])*byteBands+band]>>(8*band))
 			if i != rcp && got == want && d < k.cut {

@@ -52,7 +52,7 @@ func TestDenseWritesLikeThePairs(t *testing.T) {
 			k.want[b] = 1 << r.IntN(10)
 		}
 		k.rx, k.ry, k.rz = r.Float32()*4096, r.Float32()*4096, r.Float32()*50
-		nan, inf := float32(math.NaN()), float32(math.Inf(1))
+		inf := float32(math.Inf(1))
 		if it%50 == 7 { // a recipient at infinity: infinity less infinity is the CPU's own NaN, negative
 			k.rx = inf
 		}
@@ -63,38 +63,16 @@ func TestDenseWritesLikeThePairs(t *testing.T) {
 			odds, k.cut = 800, inf
 		}
 		for i := range cap(xs) {
-			x, y, z := r.Float32()*8192-2048, r.Float32()*8192-2048, r.Float32()*100
-			switch r.IntN(odds) {
-			case 0:
-				x = nan
-			case 1:
-				y = -inf
-			case 3:
-				x = inf
-			case 2: // on a limit exactly, where a strict comparison would show
-				x, y, z = k.rx, k.ry, k.rz
-				if l := k.limits; l > 0 {
-					x += float32(math.Sqrt(float64(bands.limSq[r.IntN(int(l))][0])))
-				}
-			}
-			xs[:cap(xs)][i], ys[:cap(ys)][i], zs[:cap(zs)][i] = x, y, z
+			xs[:cap(xs)][i], ys[:cap(ys)][i], zs[:cap(zs)][i] = randomSender(r, &k, odds)
 			keys[:cap(keys)][i] = r.Uint32() & r.Uint32() & 0x3FF
 			if whole {
 				keys[:cap(keys)][i] = 0x3FF
 			}
 		}
-		before := r.IntN(200) // records already in the batch
-		lo := int32(r.IntN(senders))
-		hi := lo + int32(r.IntN(int(senders-lo)+1))
-		rcp := lo + int32(r.IntN(int(hi-lo)+1)) - 1 // in the run, or just before it
+		before, lo, hi, rcp := randomRun(r, senders)
 		a, b := batchPair(records, senders, before, uint64(it))
 		for i := lo; i < hi; i++ {
-			dx, dy, dz := xs[i]-k.rx, ys[i]-k.ry, zs[i]-k.rz
-			d := dx*dx + dy*dy + dz*dz
-			band := 0
-			for _, l := range lim[1:] {
-				band += b2i(d >= l)
-			}
+			d, band := plainBand(&k, lim[1:], xs[i], ys[i], zs[i])
 			if i != rcp && keys[i]&k.want[band] != 0 && d < k.cut {
 				b.one(i)
 			}
@@ -243,6 +221,51 @@ func randomRecords(r *rand.Rand, n, overrun int) []byte {
 		records[i] = byte(r.Uint32())
 	}
 	return records
+}
+
+// randomSender returns a sender's position around k's recipient: at
+// random, or, about one in odds each, not a number, at an infinity, or
+// on one of k's band limits exactly (where a strict comparison would
+// show).
+func randomSender(r *rand.Rand, k *denseKernel, odds int) (x, y, z float32) {
+	x, y, z = r.Float32()*8192-2048, r.Float32()*8192-2048, r.Float32()*100
+	switch r.IntN(odds) {
+	case 0:
+		x = float32(math.NaN())
+	case 1:
+		y = float32(math.Inf(-1))
+	case 3:
+		x = float32(math.Inf(1))
+	case 2:
+		x, y, z = k.rx, k.ry, k.rz
+		if l := k.limits; l > 0 {
+			x += float32(math.Sqrt(float64(k.bands.limSq[r.IntN(int(l))][0])))
+		}
+	}
+	return x, y, z
+}
+
+// plainBand returns the squared distance of a sender at x, y, z from k's
+// recipient, and its band: the limits (of a table's, from the first band's
+// end on) it has reached, counted one by one.
+func plainBand(k *denseKernel, limits []float32, x, y, z float32) (d float32, band int) {
+	dx, dy, dz := x-k.rx, y-k.ry, z-k.rz
+	d = dx*dx + dy*dy + dz*dz
+	for _, l := range limits {
+		band += b2i(d >= l)
+	}
+	return d, band
+}
+
+// randomRun returns a run of senders (lo to hi, of senders) to write after
+// before records already in the batch, and its recipient: in the run, or
+// just before it.
+func randomRun(r *rand.Rand, senders int) (before int, lo, hi, rcp int32) {
+	before = r.IntN(200)
+	lo = int32(r.IntN(senders))
+	hi = lo + int32(r.IntN(int(senders-int(lo))+1))
+	rcp = lo + int32(r.IntN(int(hi-lo)+1)) - 1
+	return before, lo, hi, rcp
 }
 
 // batchPair returns two batches of records, each with the same first

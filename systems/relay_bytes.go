@@ -203,25 +203,16 @@ func denseDueBytes(masks []byte, xs, ys, zs []float32, keys []uint32, k *denseKe
 	ys, zs, keys = ys[:n], zs[:n], keys[:n]
 	ranks := k.ranks[:n]
 	i := 0
-	if up := (n + 7) &^ 7; useAVX2 && n > 0 {
-		if cap(xs) < up || cap(ys) < up || cap(zs) < up || cap(keys) < up || cap(ranks) < up {
-			up = n &^ 7
-		}
-		if up > 0 {
-			denseDueBytes8(&masks[0], &xs[0], &ys[0], &zs[0], &keys[0], &ranks[0], up, k)
-		}
+	if up := denseGroups(n, cap(xs), cap(ys), cap(zs), cap(keys), cap(ranks)); up > 0 {
+		denseDueBytes8(&masks[0], &xs[0], &ys[0], &zs[0], &keys[0], &ranks[0], up, k)
 		i = min(up, n)
 	}
-	end := (n + 63) / 64 * 8
-	clear(masks[(i+7)/8 : end])
-	if i%8 != 0 { // the group past the last sender: its lanes dropped
-		masks[i/8] &= 1<<(i%8) - 1
-	}
+	clearPast(masks, i, n)
 	for ; i < n; i++ {
 		dx, dy, dz := xs[i]-k.rx, ys[i]-k.ry, zs[i]-k.rz
 		d := dx*dx + dy*dy + dz*dz
 		b := min(k.bands.bandOf(d), byteBands-1)
-		due := (keys[i]^k.bwant[int(ranks[i]&1)*byteBands+b])&byteMasks[b] == 0 && d < k.cut
+		due := (keys[i]^k.bwant[b])&byteMasks[b] == 0 && d < k.cut
 		masks[i/8] |= byte(b2i(due)) << (i % 8)
 	}
 }

@@ -628,25 +628,42 @@ func denseDue(masks []byte, xs, ys, zs []float32, keys []uint32, k *denseKernel)
 	n := len(xs)
 	ys, zs, keys = ys[:n], zs[:n], keys[:n]
 	i := 0
-	if up := (n + 7) &^ 7; useAVX2 && n > 0 {
-		if cap(xs) < up || cap(ys) < up || cap(zs) < up || cap(keys) < up {
-			up = n &^ 7
-		}
-		if up > 0 {
-			denseDue8(&masks[0], &xs[0], &ys[0], &zs[0], &keys[0], up, k)
-		}
+	if up := denseGroups(n, cap(xs), cap(ys), cap(zs), cap(keys)); up > 0 {
+		denseDue8(&masks[0], &xs[0], &ys[0], &zs[0], &keys[0], up, k)
 		i = min(up, n)
 	}
-	end := (n + 63) / 64 * 8
-	clear(masks[(i+7)/8 : end])
-	if i%8 != 0 { // the group past the last sender: its lanes dropped
-		masks[i/8] &= 1<<(i%8) - 1
-	}
+	clearPast(masks, i, n)
 	for ; i < n; i++ {
 		dx, dy, dz := xs[i]-k.rx, ys[i]-k.ry, zs[i]-k.rz
 		d := dx*dx + dy*dy + dz*dz
 		due := keys[i]&k.want[k.bands.bandOf(d)] != 0 && d < k.cut
 		masks[i/8] |= byte(b2i(due)) << (i % 8)
+	}
+}
+
+// denseGroups returns how many of n senders a vector kernel decides (a
+// multiple of eight): with AVX2, n rounded up to whole groups where every
+// column's capacity (caps) holds them, else down; without, none.
+func denseGroups(n int, caps ...int) int {
+	if !useAVX2 || n == 0 {
+		return 0
+	}
+	up := (n + 7) &^ 7
+	for _, c := range caps {
+		if c < up {
+			return n &^ 7
+		}
+	}
+	return up
+}
+
+// clearPast clears the bits of masks (a bit a sender) from sender i, the
+// first a vector kernel did not decide (i of n: its whole group's lanes
+// past n dropped), to the end of the eight bytes past n's last word.
+func clearPast(masks []byte, i, n int) {
+	clear(masks[(i+7)/8 : (n+63)/64*8])
+	if i%8 != 0 {
+		masks[i/8] &= 1<<(i%8) - 1
 	}
 }
 
