@@ -212,7 +212,7 @@ func denseDueBytes(masks []byte, xs, ys, zs []float32, keys []uint32, k *denseKe
 		dx, dy, dz := xs[i]-k.rx, ys[i]-k.ry, zs[i]-k.rz
 		d := dx*dx + dy*dy + dz*dz
 		b := min(k.bands.bandOf(d), byteBands-1)
-		due := (keys[i]^k.bwant[b])&byteMasks[b] == 0 && d < k.cut
+		due := (keys[i]^k.bwant[int(ranks[i]&1)*byteBands+b])&byteMasks[b] == 0 && d < k.cut
 		masks[i/8] |= byte(b2i(due)) << (i % 8)
 	}
 }

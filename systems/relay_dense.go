@@ -493,9 +493,11 @@ func (p *Pipeline) denseRun(w *batchOut, k *denseKernel, keys []uint32, lo, hi, 
 // recipient r (k aimed at it) and not r itself, as pass says where the
 // table (for denseCopy16, at most three finite limits) and the room allow
 // (roomForDense) and the batch is not thinning (a thinned batch keeps
-// some of the due records, record by record: batchOut.thin); else decided
-// into bit sets and copied by writeSet.
-// masks is the bit sets' memory, which it returns.
+// some of the due records, record by record: batchOut.thin), and, for
+// denseCopy8, where the bit sets it packs by are not sparse (sparseMasks);
+// else decided into bit sets and copied by writeSet. Due bytes (k.bytes)
+// take denseCopy8 where pass is denseCopy16. masks is the bit sets'
+// memory, which it returns.
 func (w *batchOut) writeDense(k *denseKernel, xs, ys, zs []float32, keys []uint32, lo, r int32, masks []byte, pass densePass) []byte {
 	n := len(xs)
 	if n == 0 {
@@ -508,19 +510,13 @@ func (w *batchOut) writeDense(k *denseKernel, xs, ys, zs []float32, keys []uint3
 	if k.bytes && pass == densePass16 {
 		pass = densePass8 // denseCopy16 decides by due keys of bits only
 	}
-	decided := false
-	if w.passes(k, pass) && w.roomForDense(n, int(lo)+n) && colsRoom(xs, ys, zs, keys) {
-		if pass != densePass8 {
-			return w.densePass(k, xs, ys, zs, keys, w.records[int(lo)*wire.RecordSize:], self, masks, pass)
-		}
-		masks = w.denseMasks(k, xs, ys, zs, keys, self, masks)
-		if !sparseMasks(masks, n) {
-			return w.densePass(k, xs, ys, zs, keys, w.records[int(lo)*wire.RecordSize:], self, masks, pass)
-		}
-		decided = true
+	vector := w.passes(k, pass) && w.roomForDense(n, int(lo)+n) && colsRoom(xs, ys, zs, keys)
+	if vector && pass == densePass16 { // decided and packed in one pass
+		return w.densePass(k, xs, ys, zs, keys, w.records[int(lo)*wire.RecordSize:], self, masks, pass)
 	}
-	if !decided {
-		masks = w.denseMasks(k, xs, ys, zs, keys, self, masks)
+	masks = w.denseMasks(k, xs, ys, zs, keys, self, masks)
+	if vector && !sparseMasks(masks, n) { // packed by the bit sets
+		return w.densePass(k, xs, ys, zs, keys, w.records[int(lo)*wire.RecordSize:], self, masks, pass)
 	}
 	for i := 0; i < n; i += 64 {
 		if set := binary.LittleEndian.Uint64(masks[i/8:]); set != 0 {
@@ -547,10 +543,10 @@ func colsRoom(xs, ys, zs []float32, keys []uint32) bool {
 
 // densePass writes, by pass (a vector pass: passes), the senders of the
 // columns xs, ys, zs and keys due to k's recipient, but for the one at
-// self (-1: none), from recs on, the first sender's record. The batch,
-// the columns and the records have room for the pass's reads and writes
-// past the last sender (roomForDense, colsRoom). It returns masks, the
-// bit sets' memory of denseCopy8.
+// self (-1: none), from recs on, the first sender's record; for
+// denseCopy8, decided into masks already (denseMasks). The batch, the
+// columns and the records have room for the pass's reads and writes past
+// the last sender (roomForDense, colsRoom). It returns masks.
 func (w *batchOut) densePass(k *denseKernel, xs, ys, zs []float32, keys []uint32, recs []byte, self int, masks []byte, pass densePass) []byte {
 	n := len(xs)
 	if w.header == 0 {
