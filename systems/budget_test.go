@@ -85,6 +85,8 @@ func TestBudgetedClassesGetExactlyTheirDuePairs(t *testing.T) {
 		{"crowd", "crowd", classes, 24, false}, {"sparse", "sparse", ranked, 6, false}, {"sparse, one table", "sparse", oneTable, 6, false},
 		{"crowd, ranks 0 and 1", "crowd", crowdBytes, 24, true}, {"sparse, ranks 0 and 1", "sparse", sparseBytes, 6, true},
 		{"both, ranks 0 and 1", "both", sparseBytes, 12, true},
+		// At a budget of one record, past the longest spread: it keeps its lists.
+		{"sparse, ranks 0 and 1, thinning", "sparse", sparseBytes, 1, true},
 		// A sparse chunk of NPCs alone: its one cell is of the players'
 		// table and kind, and mixed, so that its senders keep their rank.
 		{"sparse, NPCs apart", "apart", ranked, 6, false},

@@ -132,7 +132,7 @@ func (j *relayJob) RunUnit(i int) {
 			sc.spreads[max(s.spread, 1)]++ // for the next tick's lists and keys (BeginRelay)
 			// And of them, those due bytes fit (gather leaves the unit's
 			// scratch at the recipient's cell, but for one that owed).
-			if g := &f.groups[f.group[a]]; p.bytesOK && s.spread > 1 && sc.cell == f.cellIdx[a] && p.bytesFit(f.stencilCells(g), f.stencilSenders(g), sc) {
+			if g := &f.groups[f.group[a]]; p.bytesOK && byteSpread(s.spread) && sc.cell == f.cellIdx[a] && p.bytesFit(f.stencilCells(g), f.stencilSenders(g), sc) {
 				sc.fitSpreads[s.spread]++
 			}
 			owed += int32(s.backlog.Owed()) // for the join, which would pull the line back

@@ -62,6 +62,12 @@ func (p *Pipeline) bytesFit(cells []int32, senders int, sc *relayScratch) bool {
 	return sc.fit == fitYes
 }
 
+// byteSpread reports whether spread s takes due bytes where they fit: 2
+// to 254. The longest spread (255) thins, and its base lists hand a
+// recipient one sender in 255; the census of fits counts none there, so
+// that its recipients keep their lists.
+func byteSpread(s uint8) bool { return s > 1 && s < 255 }
+
 // bytesFit's answers, kept in relayScratch.fit.
 const (
 	fitUnknown uint8 = iota

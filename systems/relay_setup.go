@@ -135,7 +135,8 @@ func (j *boundJob) RunUnit(u int) {
 // stencils the due bytes fit, bytesFit), when no shard is under pressure
 // the relay acts on: due keys of bits for the spreads laid out
 // (spreadKeys) where some recipient's stencil the bytes do not fit, due
-// bytes for every spread from 2 to 254 where some recipient's they do.
+// bytes for every spread they take (byteSpread) where some recipient's
+// they do.
 // Those recipients take the dense walk, so spreads keeps for the due
 // lists only the recipients that will read them: the keys are built
 // instead (dueJob), one pass over the actors a spread. A tick under
@@ -160,8 +161,8 @@ func (p *Pipeline) keySpreads(spreads, fit *[256]int32) {
 		p.dueBuild.keys = append(p.dueBuild.keys, k)
 	}
 	n := 0
-	for s := 2; s < 255; s++ {
-		if fit[s] == 0 {
+	for s := range len(fit) {
+		if fit[s] == 0 { // none, or not a byteSpread (the census counts none there)
 			continue
 		}
 		if n == len(p.byteKeys) {
