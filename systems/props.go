@@ -71,17 +71,23 @@ type propSight struct {
 	// tellers the pool units that tell them (tellJob).
 	news     []propNews
 	newsKeys []newsKey // with many news: each news by the chunks it touches, sorted (spatialNews)
-	// newsRuns are newsKeys' chunks, one a run of equal keys; a chunk of
-	// many news has its bit set over them in newsBits, newsWords words
-	// from bits (markNear ORs it where it would set each of its bits).
-	newsRuns  []newsRun
-	newsBits  []uint64
-	newsWords int
-	looks     []look
-	lookAt    []int32
-	tellUnits []scheduler.Unit
-	tellers   []teller
-	job       tellJob
+	newsRuns []newsRun // newsKeys' chunks, one a run of equal keys, as groups of entries
+	// groups are the news as the tellers decide them (props_news.go),
+	// kinds the kinds' tier tables, nudgeKinds the kinds of this tick's
+	// nudges (a bit each), limits and lims the vector kernel's table of
+	// their limits, and toldFrames and lostFrames each news' frames.
+	groups                 []newsGroup
+	kinds                  []newsKinds
+	nudgeKinds             uint64
+	limits                 int64
+	lims                   [interest.MaxSteps][8]float32
+	entries                int // of the last group, while they are laid out
+	toldFrames, lostFrames []byte
+	looks                  []look
+	lookAt                 []int32
+	tellUnits              []scheduler.Unit
+	tellers                []teller
+	job                    tellJob
 }
 
 // newsKey files a news by a chunk it touches (its place before or now).
@@ -90,12 +96,11 @@ type newsKey struct {
 	at  int32 // index in propSight.news
 }
 
-// newsRun is one chunk's news in propSight.newsKeys, from lo to hi: with
-// bits >= 0 where they are many, their bit set's offset in newsBits.
+// newsRun is one chunk's news: their entries are the groups lo to hi of
+// propSight.groups.
 type newsRun struct {
 	key    grid.AreaKey
 	lo, hi int32
-	bits   int32
 }
 
 // spatialNews is how many news a tick needs for each session to find
@@ -269,8 +274,15 @@ func (p *Pipeline) gatherNews() {
 			ps.news = append(ps.news, n)
 		}
 	}
+	ps.fileNews(p)
+}
+
+// fileNews files the news by the chunks they touch when they are many
+// (newsKeys, newsRuns), and lays them out for the tellers (layNews).
+func (ps *propSight) fileNews(p *Pipeline) {
 	ps.newsKeys = ps.newsKeys[:0]
 	if len(ps.news) < spatialNews {
+		ps.layNews(p)
 		return
 	}
 	size := p.cfg.ChunkSize
@@ -288,35 +300,7 @@ func (p *Pipeline) gatherNews() {
 	slices.SortFunc(ps.newsKeys, func(a, b newsKey) int {
 		return cmp.Or(grid.Compare(a.key, b.key), cmp.Compare(a.at, b.at))
 	})
-	ps.fileNewsRuns()
-}
-
-// fileNewsRuns cuts newsKeys into its chunks' runs, and gives each run of
-// more news than a quarter of a bit set's words a bit set of its own: a
-// session near it ORs the words, where it would set a bit a news (a
-// plaza's chunks hold tens of news each; a world's spawn of a thousand
-// props, a few each).
-func (ps *propSight) fileNewsRuns() {
-	keys := ps.newsKeys
-	ps.newsWords = (len(ps.news) + 63) / 64
-	ps.newsRuns, ps.newsBits = ps.newsRuns[:0], ps.newsBits[:0]
-	for lo := 0; lo < len(keys); {
-		hi := lo + 1
-		for hi < len(keys) && keys[hi].key == keys[lo].key {
-			hi++
-		}
-		run := newsRun{key: keys[lo].key, lo: int32(lo), hi: int32(hi), bits: -1}
-		if 4*(hi-lo) > ps.newsWords {
-			run.bits = int32(len(ps.newsBits))
-			ps.newsBits = append(ps.newsBits, make([]uint64, ps.newsWords)...)
-			bits := ps.newsBits[run.bits:]
-			for _, k := range keys[lo:hi] {
-				bits[k.at/64] |= 1 << (k.at % 64)
-			}
-		}
-		ps.newsRuns = append(ps.newsRuns, run)
-		lo = hi
-	}
+	ps.layNews(p)
 }
 
 // lookFrom queues a look for the player of slot from where it stands now,

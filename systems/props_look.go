@@ -2,8 +2,6 @@ package systems
 
 import (
 	"math"
-	mathbits "math/bits"
-	"slices"
 
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/grid"
@@ -75,8 +73,13 @@ func (j *tellJob) RunUnit(u int) {
 // teller is one unit's state: the frames of the session it is telling,
 // each behind its stream length prefix, and what it sent.
 type teller struct {
-	out               []byte
-	near              []uint64 // markNear's bit set over the news
+	out []byte
+	// kernel is the session being told as the news are decided for it,
+	// masks the decisions of a run, told and lost the bit sets over the
+	// news it is told and loses (props_news.go).
+	kernel            newsKernel
+	masks             []byte
+	told, lost        []uint64
 	props, disappears int
 }
 
@@ -97,21 +100,7 @@ func (tl *teller) tell(p *Pipeline, slot int) {
 	}
 	tl.out = tl.out[:0]
 	if before.actor == s.actor.ID && len(ps.news) > 0 {
-		rhalf := interest.RecipientHalf(components.PhaseKey(s.actor, *p.clients.Get(s.entity))) // for nudges' phases
-		if len(ps.newsKeys) == 0 {
-			for i := range ps.news {
-				tl.tellNews(p, &ps.news[i], &before, rhalf)
-			}
-		} else {
-			tl.markNear(p, &before)
-			for w, bits := range tl.near {
-				for bits != 0 {
-					i := w*64 + mathbits.TrailingZeros64(bits)
-					bits &= bits - 1
-					tl.tellNews(p, &ps.news[i], &before, rhalf)
-				}
-			}
-		}
+		tl.tellNews(p, &before, interest.RecipientHalf(components.PhaseKey(s.actor, *p.clients.Get(s.entity))))
 	}
 	if l != nil {
 		tl.look(p, l)
@@ -119,65 +108,6 @@ func (tl *teller) tell(p *Pipeline, slot int) {
 	if len(tl.out) > 0 {
 		sendFrames(p.transport, s.id, tl.out)
 	}
-}
-
-// tellNews adds to the session's frames what news n changes in the sight
-// of the point before: the prop's state if it sees the prop now (a nudge
-// only when due), a Disappear if it saw it and does not now.
-func (tl *teller) tellNews(p *Pipeline, n *propNews, before *sightPoint, rhalf uint32) {
-	reach := n.reach
-	seen := n.hadWas && before.sees(&n.was, reach)
-	switch {
-	case n.hasNow && before.sees(&n.now, reach):
-		if !n.nudge || !seen || p.nudgeDue(n, before, rhalf) {
-			tl.appendProp(&n.now)
-		}
-	case seen:
-		tl.appendDisappear(n.was.Actor)
-	}
-}
-
-// markNear marks, in a bit set over the news (tl.near), those filed under
-// the chunks the point pt's reach touches: the only ones it can see before
-// or after. Walking the set bits then visits them once each, in the news'
-// order, without sorting.
-func (tl *teller) markNear(p *Pipeline, pt *sightPoint) {
-	ps := &p.sight
-	keys, runs := ps.newsKeys, ps.newsRuns
-	tl.near = resizeSlice(tl.near, ps.newsWords)
-	near := tl.near
-	clear(near)
-	lo, hi := p.sightChunks(*pt)
-	for y := lo.Y; y <= hi.Y; y++ {
-		first := grid.AreaKey{WorldOrCell: lo.WorldOrCell, X: lo.X, Y: y}
-		i, _ := slices.BinarySearchFunc(runs, first, func(r newsRun, key grid.AreaKey) int { return grid.Compare(r.key, key) })
-		for ; i < len(runs) && runs[i].key.WorldOrCell == lo.WorldOrCell && runs[i].key.Y == y && runs[i].key.X <= hi.X; i++ {
-			if r := &runs[i]; r.bits >= 0 {
-				bits := ps.newsBits[r.bits:][:len(near)]
-				for w := range near {
-					near[w] |= bits[w]
-				}
-			} else {
-				for _, k := range keys[r.lo:r.hi] {
-					near[k.at/64] |= 1 << (k.at % 64)
-				}
-			}
-		}
-	}
-}
-
-// nudgeDue reports whether nudge n is told this tick to the viewer whose
-// sight point is pt, who knows the prop: as the relay sends a moving
-// actor's update, at the interest tiers' period for their distance (from
-// the sight point, within the slack of the viewer) and the pair's phase
-// (interest.Phase, from the prop's sender half and the viewer's recipient
-// half rhalf), so that far viewers hear a sliding prop less often and
-// every one of them at least once a period. The prop's next Update tells
-// everyone.
-func (p *Pipeline) nudgeDue(n *propNews, pt *sightPoint, rhalf uint32) bool {
-	dx, dy := n.now.X-pt.x, n.now.Y-pt.y
-	period := uint32(p.tierSets[n.kind].PeriodSq(dx*dx + dy*dy))
-	return period <= 1 || (n.half+rhalf+uint32(p.frame.Tick))%period == 0
 }
 
 // appendProp adds q's Prop frame behind its length prefix.

@@ -1,8 +1,8 @@
 package systems
 
 import (
-	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -13,6 +13,7 @@ import (
 	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/grid"
+	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/net/wire"
 )
 
@@ -298,57 +299,129 @@ func TestANudgedPropReachesFarViewersLessOften(t *testing.T) {
 	assert.Len(t, heard[1], 1+far+1, "the far player is told the rest")
 }
 
-// TestNearNewsAreMarkedByChunk: the news a session looks at (markNear)
-// are exactly those filed under a chunk of its sight's square, whether a
-// chunk's news are marked one by one or ORed as its bit set (many news in
-// a few chunks, and a few news in many, as a plaza's pushes and a world's
-// spawns): filed at random in a world of 40 x 40 chunks and two of
-// others, and held to every news checked for every point.
-func TestNearNewsAreMarkedByChunk(t *testing.T) {
+// TestNewsAreToldAsThePlainRule: the frames a session is told of the
+// tick's news (tellNews: the news filed by chunk when they are many, laid
+// out as columns, decided into bit sets, written in order) are those of
+// the rule taken news by news over every news (plainNews): few news and
+// many, in a few chunks and spread over many, in three worlds; spawns,
+// moves, despawns and nudges of two kinds of tier table (one with periods
+// past the residue tables' 16); places on the reach's edge, NaN and
+// infinite ones; ticks near 0 and near the tick counter's wrap, where the
+// nudges' phases are taken as written.
+func TestNewsAreToldAsThePlainRule(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
+	steps := []interest.Step{{BeyondUnits: 1000, Period: 3}, {BeyondUnits: 2500, Period: 17}, {BeyondUnits: 4000, Period: 40}, {BeyondUnits: 5000, Period: 255}}
+	long, err := interest.NewTiers(steps, 255)
+	require.NoError(t, err)
+	var edges []float32 // the bands' limits of both tables
+	for _, s := range append(steps, interest.DefaultSteps(2048, 4)...) {
+		edges = append(edges, s.BeyondUnits)
+	}
 	p := &Pipeline{}
 	p.cfg.ChunkSize = 4096
-	p.sight.reachHi = DefaultPropRadiusUnits + DefaultPropSlackUnits
+	p.tierSets = []interest.Tiers{defaultTiers(t), long}
+	reaches := []float32{2000, 4500, DefaultPropRadiusUnits + DefaultPropSlackUnits}
+	p.sight.reachHi = reaches[2]
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
 	var tl teller
-	for _, n := range []int{64, 300, 3000} {
+	var seen newsSeen
+	for _, n := range []int{5, 63, 64, 300, 3000} {
 		for _, spread := range []float32{3, 40} { // chunks a side the news fall in
 			ps := &p.sight
 			ps.news = make([]propNews, n)
-			ps.newsKeys = ps.newsKeys[:0]
-			for i := range n {
-				world := uint32(rng.IntN(3))
-				x := rng.Float32() * spread * 4096
-				y := rng.Float32() * spread * 4096
-				ps.newsKeys = append(ps.newsKeys, newsKey{grid.KeyOf(world, x, y, 4096), int32(i)})
-				if rng.IntN(3) == 0 { // moved: filed under its chunk before too
-					ps.newsKeys = append(ps.newsKeys, newsKey{grid.KeyOf(world, x+rng.Float32()*8000-4000, y, 4096), int32(i)})
+			place := func() wire.Prop {
+				// Whole units, so that a point a reach or a limit away is
+				// exactly on it.
+				q := wire.Prop{Actor: rng.Uint32(), WorldOrCell: uint32(rng.IntN(3)), X: float32(rng.IntN(int(spread * 4096))), Y: float32(rng.IntN(int(spread * 4096))), Flags: uint16(rng.Uint32())}
+				switch rng.IntN(40) {
+				case 0:
+					q.X = nan
+				case 1:
+					q.Y = -inf
+				}
+				return q
+			}
+			for i := range ps.news {
+				nw := &ps.news[i]
+				nw.hadWas, nw.hasNow = rng.IntN(4) != 0, true
+				if nw.hadWas && rng.IntN(4) == 0 {
+					nw.hasNow = false
+				}
+				nw.was, nw.now = place(), place()
+				if rng.IntN(2) == 0 { // a push: near where it was
+					nw.now.WorldOrCell, nw.now.X, nw.now.Y = nw.was.WorldOrCell, nw.was.X+float32(rng.IntN(600)-300), nw.was.Y+float32(rng.IntN(600)-300)
+				}
+				nw.now.Actor = nw.was.Actor
+				nw.reach, nw.kind = reaches[rng.IntN(len(reaches))], uint8(rng.IntN(2))
+				if nw.nudge = nw.hadWas && nw.hasNow && rng.IntN(3) != 0; nw.nudge {
+					nw.half = interest.SenderHalf(nw.was.Actor)
 				}
 			}
-			slices.SortFunc(ps.newsKeys, func(a, b newsKey) int {
-				return cmp.Or(grid.Compare(a.key, b.key), cmp.Compare(a.at, b.at))
-			})
-			ps.fileNewsRuns()
-			bitSets, oneByOne := 0, 0
-			for _, r := range ps.newsRuns {
-				if r.bits >= 0 {
-					bitSets++
-				} else {
-					oneByOne++
-				}
-			}
-			for range 200 {
-				pt := sightPoint{actor: 1, x: rng.Float32() * spread * 4096, y: rng.Float32() * spread * 4096, world: uint32(rng.IntN(3))}
-				tl.markNear(p, &pt)
-				lo, hi := p.sightChunks(pt)
-				want := make([]uint64, (n+63)/64)
-				for _, k := range ps.newsKeys {
-					if k.key.WorldOrCell == pt.world && k.key.X >= lo.X && k.key.X <= hi.X && k.key.Y >= lo.Y && k.key.Y <= hi.Y {
-						want[k.at/64] |= 1 << (k.at % 64)
+			for _, tick := range []uint64{0, uint64(rng.Uint32()), math.MaxUint32 - 2*interest.PhaseModulus, math.MaxUint32 - 2*interest.PhaseModulus + 1, math.MaxUint32 - uint64(rng.IntN(interest.PhaseModulus)), 1<<32 + 5} {
+				p.frame.Tick = tick
+				ps.fileNews(p)
+				for range 100 {
+					pt := sightPoint{actor: 1, world: uint32(rng.IntN(3)), x: rng.Float32() * spread * 4096, y: rng.Float32() * spread * 4096}
+					if at := ps.news[rng.IntN(n)]; rng.IntN(2) == 0 { // on a news' reach or a band's limit, or near it
+						pt.world, pt.x, pt.y = at.now.WorldOrCell, at.now.X+at.reach, at.now.Y
+						switch rng.IntN(4) {
+						case 0:
+							pt.x, pt.y = at.was.X+rng.Float32()*1000, at.was.Y
+						case 1:
+							pt.world, pt.x, pt.y = at.was.WorldOrCell, at.was.X-at.reach, at.was.Y
+						case 2:
+							pt.x = at.now.X + edges[rng.IntN(len(edges))]
+						}
 					}
+					rhalf := interest.RecipientHalf(rng.Uint32())
+					tl.out = tl.out[:0]
+					tl.tellNews(p, &pt, rhalf)
+					want := plainNews(p, &pt, rhalf, &seen)
+					require.Equal(t, want, append([]byte{}, tl.out...), "%d news over %g chunks a side, tick %d, point %+v", n, spread, tick, pt)
 				}
-				require.Equal(t, want, tl.near[:len(want)], "%d news over %g chunks a side, point %+v", n, spread, pt)
 			}
-			t.Logf("%d news over %g chunks a side: %d chunks by bit set, %d one by one", n, spread, bitSets, oneByOne)
 		}
 	}
+	t.Logf("%+v", seen)
+	require.True(t, seen.told > 0 && seen.lost > 0 && seen.nudged > 0 && seen.withheld > 0 && seen.wrapped > 0, "%+v", seen)
+}
+
+// newsSeen counts what plainNews decided: props told, Disappears,
+// nudges told and withheld, and nudges decided at ticks near the wrap.
+type newsSeen struct{ told, lost, nudged, withheld, wrapped int }
+
+// plainNews is the frames of the tick's news for a session whose sight
+// point was pt, news by news over every news, as the rule says: a prop's
+// state to a viewer who sees it now, unless it is a nudge, the viewer saw
+// it before, and the pair is not due at the tier period of its distance
+// now; a Disappear to one who saw it and does not now.
+func plainNews(p *Pipeline, pt *sightPoint, rhalf uint32, count *newsSeen) []byte {
+	out := []byte{}
+	for _, n := range p.sight.news {
+		seen := n.hadWas && pt.sees(&n.was, n.reach)
+		switch {
+		case n.hasNow && pt.sees(&n.now, n.reach):
+			dx, dy := n.now.X-pt.x, n.now.Y-pt.y
+			period := uint32(p.tierSets[n.kind].PeriodSq(dx*dx + dy*dy))
+			due := period <= 1 || (n.half+rhalf+uint32(p.frame.Tick))%period == 0
+			if n.nudge && seen {
+				count.nudged++
+				if !newsFast(uint32(p.frame.Tick)) {
+					count.wrapped++
+				}
+			}
+			if !n.nudge || !seen || due {
+				out = append(out, wire.PropSize, 0)
+				out = wire.AppendProp(out, n.now)
+				count.told++
+			} else {
+				count.withheld++
+			}
+		case seen:
+			out = append(out, wire.DisappearSize, 0)
+			out = wire.AppendDisappear(out, wire.Disappear{Actor: n.was.Actor})
+			count.lost++
+		}
+	}
+	return out
 }

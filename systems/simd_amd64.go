@@ -112,3 +112,10 @@ func denseCopy16(k *denseKernel)
 //
 //go:noescape
 func chooseBased16(sel *int32, k *baseKernel, n int) int
+
+// newsDue8 is decideNews for the n groups from groups (n at least 1),
+// eight entries an instruction with AVX2, for a kernel whose nudges'
+// phases are decided by residues (k.fast) and whose kinds are below eight.
+//
+//go:noescape
+func newsDue8(masks *byte, groups *newsGroup, n int, k *newsKernel)

@@ -1082,3 +1082,103 @@ base16Done:
 	SHRQ $2, DI
 	MOVQ DI, ret+24(FP)
 	RET
+
+// func newsDue8(masks *byte, groups *newsGroup, n int, k *newsKernel)
+//
+// decideNews for n groups of eight entries, two bytes of masks a group
+// (told, then lost). Per lane, as the Go loop: the squared distances of
+// the place before and the place now from the viewer (differences,
+// squares, x plus y; no fused multiply-add) within their reach squared
+// (-1 for a place the news has not) and in the viewer's world: seen and
+// sees; the band of the distance now by counting the limits it reached
+// (k.lims, a row a limit, permuted by the lane's kind; the first
+// k.limits rows); due where the news' residue of the band (resLo for
+// bands 0 to 3, resHi for 4 to 7, the band's byte) equals the viewer's
+// want for the kind and band (wantLo, wantHi, permuted by kind). Told:
+// sees, and always, due or not seen; lost: seen and not sees.
+TEXT ·newsDue8(SB), NOSPLIT, $0-32
+	MOVQ masks+0(FP), DI
+	MOVQ groups+8(FP), SI
+	MOVQ n+16(FP), DX
+	MOVQ k+24(FP), R13
+	VBROADCASTSS newsKernel_x(R13), Y0
+	VBROADCASTSS newsKernel_y(R13), Y1
+	VPBROADCASTD newsKernel_world(R13), Y2
+	VPCMPEQD     Y15, Y15, Y15
+	VPSRLD       $30, Y15, Y14 // 3
+	VPSRLD       $24, Y15, Y15 // 0xFF
+	VPXOR        Y11, Y11, Y11
+	MOVQ         newsKernel_lims(R13), R8
+	MOVQ         newsKernel_limits(R13), R9
+
+newsGroup:
+	// Seen (Y3).
+	VMOVUPS  newsGroup_wasX(SI), Y3
+	VSUBPS   Y0, Y3, Y3
+	VMOVUPS  newsGroup_wasY(SI), Y4
+	VSUBPS   Y1, Y4, Y4
+	VMULPS   Y3, Y3, Y3
+	VMULPS   Y4, Y4, Y4
+	VADDPS   Y4, Y3, Y3
+	VCMPPS   $0x02, newsGroup_wasR2(SI), Y3, Y3
+	VPCMPEQD newsGroup_wasW(SI), Y2, Y4
+	VPAND    Y4, Y3, Y3
+
+	// The squared distance now (Y5), sees (Y6).
+	VMOVUPS  newsGroup_nowX(SI), Y5
+	VSUBPS   Y0, Y5, Y5
+	VMOVUPS  newsGroup_nowY(SI), Y4
+	VSUBPS   Y1, Y4, Y4
+	VMULPS   Y5, Y5, Y5
+	VMULPS   Y4, Y4, Y4
+	VADDPS   Y4, Y5, Y5
+	VCMPPS   $0x02, newsGroup_nowR2(SI), Y5, Y6
+	VPCMPEQD newsGroup_nowW(SI), Y2, Y4
+	VPAND    Y4, Y6, Y6
+
+	// The band (Y7): the limits reached, by the lane's kind (Y8).
+	VMOVDQU newsGroup_kind(SI), Y8
+	VPXOR   Y7, Y7, Y7
+	MOVQ    R8, AX
+	MOVQ    R9, BX
+
+newsLimit:
+	TESTQ   BX, BX
+	JZ      newsBanded
+	VPERMPS (AX), Y8, Y9
+	VCMPPS  $0x0D, Y9, Y5, Y9
+	VPSUBD  Y9, Y7, Y7
+	ADDQ    $32, AX
+	DECQ    BX
+	JMP     newsLimit
+
+newsBanded:
+	// Due (Y9): the band's byte of the residues XOR the wants, zero.
+	VPERMD    newsKernel_wantLo(R13), Y8, Y9
+	VPXOR     newsGroup_resLo(SI), Y9, Y9
+	VPERMD    newsKernel_wantHi(R13), Y8, Y10
+	VPXOR     newsGroup_resHi(SI), Y10, Y10
+	VPCMPGTD  Y14, Y7, Y4
+	VPBLENDVB Y4, Y10, Y9, Y9
+	VPAND     Y14, Y7, Y4
+	VPSLLD    $3, Y4, Y4
+	VPSRLVD   Y4, Y9, Y9
+	VPAND     Y15, Y9, Y9
+	VPCMPEQD  Y11, Y9, Y9
+
+	// Told (Y9): sees and not (seen and not (always or due)); lost (Y4):
+	// seen and not sees.
+	VPOR      newsGroup_always(SI), Y9, Y9
+	VPANDN    Y3, Y9, Y9
+	VPANDN    Y6, Y9, Y9
+	VPANDN    Y3, Y6, Y4
+	VMOVMSKPS Y9, AX
+	VMOVMSKPS Y4, BX
+	MOVB      AX, (DI)
+	MOVB      BX, 1(DI)
+	ADDQ      $2, DI
+	ADDQ      $newsGroup__size, SI
+	DECQ      DX
+	JNZ       newsGroup
+	VZEROUPPER
+	RET

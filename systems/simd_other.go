@@ -57,3 +57,7 @@ func denseCopy16(k *denseKernel) {
 func chooseBased16(sel *int32, k *baseKernel, n int) int {
 	panic("systems: chooseBased16 without AVX-512")
 }
+
+func newsDue8(masks *byte, groups *newsGroup, n int, k *newsKernel) {
+	panic("systems: newsDue8 without AVX2")
+}
