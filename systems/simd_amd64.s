@@ -1083,6 +1083,26 @@ base16Done:
 	MOVQ DI, ret+24(FP)
 	RET
 
+// NEWS_SQUARED sets D to the squared distance of the group's places at
+// the fields FX and FY (of the group at SI) from the viewer (Y0, Y1):
+// differences, squares, x plus y. Y4 is scratch.
+#define NEWS_SQUARED(FX, FY, D) \
+	VMOVUPS FX(SI), D; \
+	VSUBPS  Y0, D, D; \
+	VMOVUPS FY(SI), Y4; \
+	VSUBPS  Y1, Y4, Y4; \
+	VMULPS  D, D, D; \
+	VMULPS  Y4, Y4, Y4; \
+	VADDPS  Y4, D, D
+
+// NEWS_WITHIN sets OUT where the squared distance D is within the reach
+// squared at field R2 and the world at field W is the viewer's (Y2). Y4
+// is scratch.
+#define NEWS_WITHIN(R2, W, D, OUT) \
+	VCMPPS   $0x02, R2(SI), D, OUT; \
+	VPCMPEQD W(SI), Y2, Y4; \
+	VPAND    Y4, OUT, OUT
+
 // func newsDue8(masks *byte, groups *newsGroup, n int, k *newsKernel)
 //
 // decideNews for n groups of eight entries, two bytes of masks a group
@@ -1112,29 +1132,11 @@ TEXT ·newsDue8(SB), NOSPLIT, $0-32
 	MOVQ         newsKernel_limits(R13), R9
 
 newsGroup:
-	// Seen (Y3).
-	VMOVUPS  newsGroup_wasX(SI), Y3
-	VSUBPS   Y0, Y3, Y3
-	VMOVUPS  newsGroup_wasY(SI), Y4
-	VSUBPS   Y1, Y4, Y4
-	VMULPS   Y3, Y3, Y3
-	VMULPS   Y4, Y4, Y4
-	VADDPS   Y4, Y3, Y3
-	VCMPPS   $0x02, newsGroup_wasR2(SI), Y3, Y3
-	VPCMPEQD newsGroup_wasW(SI), Y2, Y4
-	VPAND    Y4, Y3, Y3
-
-	// The squared distance now (Y5), sees (Y6).
-	VMOVUPS  newsGroup_nowX(SI), Y5
-	VSUBPS   Y0, Y5, Y5
-	VMOVUPS  newsGroup_nowY(SI), Y4
-	VSUBPS   Y1, Y4, Y4
-	VMULPS   Y5, Y5, Y5
-	VMULPS   Y4, Y4, Y4
-	VADDPS   Y4, Y5, Y5
-	VCMPPS   $0x02, newsGroup_nowR2(SI), Y5, Y6
-	VPCMPEQD newsGroup_nowW(SI), Y2, Y4
-	VPAND    Y4, Y6, Y6
+	// Seen (Y3); the squared distance now (Y5), sees (Y6).
+	NEWS_SQUARED(newsGroup_wasX, newsGroup_wasY, Y3)
+	NEWS_WITHIN(newsGroup_wasR2, newsGroup_wasW, Y3, Y3)
+	NEWS_SQUARED(newsGroup_nowX, newsGroup_nowY, Y5)
+	NEWS_WITHIN(newsGroup_nowR2, newsGroup_nowW, Y5, Y6)
 
 	// The band (Y7): the limits reached, by the lane's kind (Y8).
 	VMOVDQU newsGroup_kind(SI), Y8
