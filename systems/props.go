@@ -116,7 +116,7 @@ const spatialNews = 64
 type propNews struct {
 	was, now       wire.Prop
 	hadWas, hasNow bool
-	nudge          bool    // World.Nudge: a viewer who saw it and sees it may hear it later (Pipeline.nudgeDue)
+	nudge          bool    // World.Nudge: a viewer who saw it and sees it may hear it later (props_news.go)
 	half           uint32  // the prop's sender half of the pair phase (interest.SenderHalf), for nudges
 	reach          float32 // its class's R+d
 	kind           uint8   // its class's kind (Pipeline.tierSets), for nudges
