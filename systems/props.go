@@ -143,14 +143,6 @@ type look struct {
 	old, next sightPoint
 }
 
-func (s sightPoint) sees(q *wire.Prop, reach float32) bool {
-	if s.actor == 0 || s.world != q.WorldOrCell {
-		return false
-	}
-	dx, dy := q.X-s.x, q.Y-s.y
-	return dx*dx+dy*dy <= reach*reach
-}
-
 // configure fills in the prop sight's radii, by class (a class's own
 // Radius, else radius), and its slack.
 func (ps *propSight) configure(radius, slack float32, classes []Class) {

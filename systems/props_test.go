@@ -386,6 +386,16 @@ func TestNewsAreToldAsThePlainRule(t *testing.T) {
 	require.True(t, seen.told > 0 && seen.lost > 0 && seen.nudged > 0 && seen.withheld > 0 && seen.wrapped > 0, "%+v", seen)
 }
 
+// sees is the rule's sight: a point sees a place in its world within
+// reach.
+func (s sightPoint) sees(q *wire.Prop, reach float32) bool {
+	if s.actor == 0 || s.world != q.WorldOrCell {
+		return false
+	}
+	dx, dy := q.X-s.x, q.Y-s.y
+	return dx*dx+dy*dy <= reach*reach
+}
+
 // newsSeen counts what plainNews decided: props told, Disappears,
 // nudges told and withheld, and nudges decided at ticks near the wrap.
 type newsSeen struct{ told, lost, nudged, withheld, wrapped int }
