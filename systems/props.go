@@ -81,7 +81,6 @@ type propSight struct {
 	nudgeKinds             uint64
 	limits                 int64
 	lims                   [interest.MaxSteps][8]float32
-	entries                int // of the last group, while they are laid out
 	toldFrames, lostFrames []byte
 	looks                  []look
 	lookAt                 []int32

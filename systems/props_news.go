@@ -86,21 +86,18 @@ func (ps *propSight) layNews(p *Pipeline) {
 	ps.nudgeKinds = 0
 	ps.groups, ps.newsRuns = ps.groups[:0], ps.newsRuns[:0]
 	if len(ps.newsKeys) == 0 {
-		ps.newsRuns = append(ps.newsRuns, newsRun{})
 		for i := range ps.news {
-			ps.addEntry(i, tick)
+			ps.addEntry(i, i%8, tick)
 		}
-		ps.newsRuns[0].hi = int32(len(ps.groups))
+		ps.newsRuns = append(ps.newsRuns, newsRun{hi: int32(len(ps.groups))})
 	}
 	for lo := 0; lo < len(ps.newsKeys); {
 		key, run := ps.newsKeys[lo].key, int32(len(ps.groups))
-		for ; lo < len(ps.newsKeys) && ps.newsKeys[lo].key == key; lo++ {
-			ps.addEntry(int(ps.newsKeys[lo].at), tick)
+		for e := 0; lo < len(ps.newsKeys) && ps.newsKeys[lo].key == key; lo, e = lo+1, e+1 {
+			ps.addEntry(int(ps.newsKeys[lo].at), e%8, tick) // a run starts a group of its own
 		}
 		ps.newsRuns = append(ps.newsRuns, newsRun{key: key, lo: run, hi: int32(len(ps.groups))})
-		ps.entries = 0 // the next run starts a group of its own
 	}
-	ps.entries = 0
 	// The vector kernel's limits: each kind's by lane, as many as the
 	// nudges' kinds have (the bands of other news are not asked).
 	ps.limits = 0
@@ -136,14 +133,13 @@ var emptyGroup = func() (g newsGroup) {
 	return g
 }()
 
-// addEntry adds news i as the next entry of the run being laid out
-// (ps.entries of its last group are taken).
-func (ps *propSight) addEntry(i int, tick uint32) {
-	if ps.entries == 0 {
+// addEntry lays out news i as entry e of the last group, a new one when e
+// is 0.
+func (ps *propSight) addEntry(i, e int, tick uint32) {
+	if e == 0 {
 		ps.groups = append(ps.groups, emptyGroup)
 	}
-	g, e := &ps.groups[len(ps.groups)-1], ps.entries
-	ps.entries = (ps.entries + 1) % 8
+	g := &ps.groups[len(ps.groups)-1]
 	nw := &ps.news[i]
 	g.at[e] = int32(i)
 	r2 := nw.reach * nw.reach
