@@ -247,6 +247,11 @@ func (c *benchCrowd) tick() {
 // busy-us/tick the time summed inside Move and Relay units, which exceeds
 // the inline figure by what running them on several cores costs (data
 // written on one core and read on another, waits at the phases' ends).
+// goroutine-us/tick is the tick goroutine's own part (each system's
+// SystemTime.Serial: ingest's routing, Prepare, the relay's setup, the
+// join with the passes it hands the pool), which serial-us/tick counts
+// together with ingest's units: more cores shorten little of it, so the
+// inline tick over it bounds the speedup they can give.
 // Before each tick the benchmark wakes the pool's workers, as Server.Run
 // does (Server.WakeWorkers): they poll through the bots' sends and the
 // tick's serial start instead of sleeping, which they did between ticks
@@ -321,6 +326,7 @@ func measureTicks(b *testing.B, c *benchCrowd) {
 	var (
 		ticks                  int
 		inTick, parallel, busy time.Duration
+		alone                  time.Duration // the tick goroutine's own steps (SystemTime.Serial)
 		relays, out            int64
 	)
 	sched, err := c.srv.Schedule()
@@ -341,6 +347,7 @@ func measureTicks(b *testing.B, c *benchCrowd) {
 		times = sched.Times(times[:0])
 		for i, t := range times {
 			bySystem[i] += t.Serial + t.Units
+			alone += t.Serial
 		}
 	}
 	perTick := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / float64(ticks) }
@@ -348,6 +355,7 @@ func measureTicks(b *testing.B, c *benchCrowd) {
 	b.ReportMetric(perTick(inTick-parallel), "serial-us/tick")
 	b.ReportMetric(perTick(parallel), "parallel-us/tick")
 	b.ReportMetric(perTick(busy), "busy-us/tick")
+	b.ReportMetric(perTick(alone), "goroutine-us/tick")
 	b.ReportMetric(float64(relays)/float64(ticks), "relays/tick")
 	b.ReportMetric(float64(out)/float64(ticks), "bytes/tick")
 	for i, t := range times {

@@ -9,7 +9,9 @@
 # It writes one benchstat-ready file per benchmark to the output folder and
 # prints a table of us/tick, the speedup against 1 core and, for square/2000
 # and world/10000, against the same scenario run inline (the issue's "at
-# least 10 times faster than inline on 16 cores"). Ticks run back to back
+# least 10 times faster than inline on 16 cores"), with the tick
+# goroutine's own part beside it (goroutine-us/tick, which more cores
+# barely shorten: inline over it bounds the speedup). Ticks run back to back
 # (BenchmarkTick) and paced as a running server paces them
 # (BenchmarkPacedTick, wake-ahead on).
 set -euo pipefail
@@ -30,9 +32,14 @@ CPUS=1 run world10000-inline 'BenchmarkTick/scenario=world/players=10000/mode=in
 # us/tick by benchmark and core count (the -N suffix), median of the runs,
 # and the speedup against the 1-core figure.
 awk '/^Benchmark/ {
-	for (i = 1; i <= NF; i++) if ($(i+1) == "us/tick") v = $i
+	g = ""
+	for (i = 1; i <= NF; i++) {
+		if ($(i+1) == "us/tick") v = $i
+		if ($(i+1) == "goroutine-us/tick") g = $i
+	}
 	name = $1; n = 1; if (match(name, /-[0-9]+$/)) { n = substr(name, RSTART+1); name = substr(name, 1, RSTART-1) }
 	k = name SUBSEP n; vals[k] = vals[k] " " v; names[name] = 1; ns[n] = 1
+	if (g != "") own[k] = own[k] " " g
 }
 # The inline run of a scenario, by the name of its interest mode run on the
 # pool: mode=inline+interest stands for mode=parallel+interest.
@@ -51,6 +58,12 @@ END {
 		for (n = 1; n <= 64; n++) if ((name, n) in vals) {
 			m = median(vals[name, n]); printf "  %2d cores  %10.1f us/tick  %5.2fx", n, m, (base > 0 ? base / m : 0)
 			if (name in inl) printf "  %5.2fx inline", inl[name] / m
+			# The tick goroutine: its own part, and the most cores could
+			# give against inline were everything else free.
+			if ((name, n) in own) {
+				g = median(own[name, n]); printf "  goroutine %.1f us", g
+				if (name in inl && g > 0) printf " (inline over it %.1fx)", inl[name] / g
+			}
 			printf "\n"
 		}
 	}
