@@ -19,16 +19,18 @@ bin=${1:?usage: scripts/scaling.sh path/to/bench.test [output folder]}
 out=${2:-out}
 cpus=${CPUS:-1,2,4,8,16}
 mkdir -p "$out"
+# Each level of a pattern is anchored: Go matches a level's pattern
+# anywhere in its name, so scenario=world would also run world-life.
 run() { # name, bench pattern, benchtime (CPUS overrides the core counts)
 	"$bin" -test.run '^$' -test.bench "$2" -test.benchtime "$3" -test.cpu "${CPUS:-$cpus}" -test.count "${COUNT:-3}" | tee "$out/$1.txt"
 }
-run square1000 'BenchmarkTick/scenario=square/players=1000/mode=parallel\+interest$' 40x
-run square2000 'BenchmarkTick/scenario=square/players=2000/mode=parallel\+interest$' 30x
-run world10000 'BenchmarkTick/scenario=world/players=10000/mode=parallel\+interest$' 30x
+run square1000 'BenchmarkTick/scenario=square$/players=1000$/mode=parallel\+interest$' 40x
+run square2000 'BenchmarkTick/scenario=square$/players=2000$/mode=parallel\+interest$' 30x
+run world10000 'BenchmarkTick/scenario=world$/players=10000$/mode=parallel\+interest$' 30x
 run paced 'BenchmarkPacedTick/scenario=/players=/wake=true$' 60x
 # Inline takes one core whatever -test.cpu says: its figure is the baseline.
-CPUS=1 run square2000-inline 'BenchmarkTick/scenario=square/players=2000/mode=inline\+interest$' 30x
-CPUS=1 run world10000-inline 'BenchmarkTick/scenario=world/players=10000/mode=inline\+interest$' 30x
+CPUS=1 run square2000-inline 'BenchmarkTick/scenario=square$/players=2000$/mode=inline\+interest$' 30x
+CPUS=1 run world10000-inline 'BenchmarkTick/scenario=world$/players=10000$/mode=inline\+interest$' 30x
 # us/tick by benchmark and core count (the -N suffix), median of the runs,
 # and the speedup against the 1-core figure.
 awk '/^Benchmark/ {
