@@ -326,7 +326,7 @@ func measureTicks(b *testing.B, c *benchCrowd) {
 	var (
 		ticks                  int
 		inTick, parallel, busy time.Duration
-		alone                  time.Duration // the tick goroutine's own steps (SystemTime.Serial)
+		own                    time.Duration // the tick goroutine's own steps (SystemTime.Serial)
 		relays, out            int64
 	)
 	sched, err := c.srv.Schedule()
@@ -347,7 +347,7 @@ func measureTicks(b *testing.B, c *benchCrowd) {
 		times = sched.Times(times[:0])
 		for i, t := range times {
 			bySystem[i] += t.Serial + t.Units
-			alone += t.Serial
+			own += t.Serial
 		}
 	}
 	perTick := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / float64(ticks) }
@@ -355,7 +355,7 @@ func measureTicks(b *testing.B, c *benchCrowd) {
 	b.ReportMetric(perTick(inTick-parallel), "serial-us/tick")
 	b.ReportMetric(perTick(parallel), "parallel-us/tick")
 	b.ReportMetric(perTick(busy), "busy-us/tick")
-	b.ReportMetric(perTick(alone), "goroutine-us/tick")
+	b.ReportMetric(perTick(own), "goroutine-us/tick")
 	b.ReportMetric(float64(relays)/float64(ticks), "relays/tick")
 	b.ReportMetric(float64(out)/float64(ticks), "bytes/tick")
 	for i, t := range times {

@@ -213,7 +213,7 @@ func plainServerRead(stream []byte, size int) readOutcome {
 				out.messages = append(out.messages, message)
 				message = nil
 			}
-		case 9: // ping: a pong with its payload, unless a close went first
+		case 9: // ping: a pong with its payload (a close ends the reading, so none went first)
 			out.written = append(out.written, 0x80|10, byte(length))
 			out.written = append(out.written, payload...)
 		case 10: // pong
