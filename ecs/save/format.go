@@ -56,6 +56,12 @@ const (
 	blockHeadFixed  = 4 + 4 + 4 + 4 + 2 + 8
 	builtinPrefix   = "throng."
 	maxBlockColumns = 1 << 12
+	// minBlockBytes is the least a block takes: its header with Throng's
+	// three columns, and its checksum.
+	minBlockBytes = blockHeadFixed + 2*builtinColumns + 4
+	// minRowBytes is the least an actor takes: its ID, Transform and
+	// Animation (every version since the first).
+	minRowBytes = 4 + 20 + 2
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -535,7 +535,7 @@ func (f *File) Restore(w *ecs.World, types []Type) error {
 		return err
 	}
 	r := f.restoring(w, game)
-	w.Reserve(int(f.header.actors), len(f.blocks))
+	f.reserve(w)
 	var d decoded
 	for bi := range f.blocks {
 		b := &f.blocks[bi]
@@ -562,6 +562,16 @@ func (f *File) fits(w *ecs.World, types []Type) ([]*Type, error) {
 		return nil, fmt.Errorf("save: %s was saved with chunks of %v units, this world's are %v", f.path, f.header.chunkSize, w.ChunkSize())
 	}
 	return f.gameTypes(types)
+}
+
+// reserve makes room in w for the file's actors and chunks, as many as
+// its header says, but no more than its bytes can hold: Load reserves
+// before it reads the blocks that back the header's counts, and a header's
+// checksum says it is as written, not that its writer told the truth. A
+// count past that is refused once the blocks are read.
+func (f *File) reserve(w *ecs.World) {
+	body := uint64(max(f.size-headerSize-trailerSize, 0))
+	w.Reserve(int(min(f.header.actors, body/minRowBytes)), int(min(uint64(f.header.blocks), body/minBlockBytes)))
 }
 
 // restoring is a Restore under way: the world, the game's types by file
@@ -605,9 +615,13 @@ func (f *File) decode(b *block, d *decoded) {
 }
 
 // place restores the decoded block d: its actors, then their components
-// of the game's.
+// of the game's. A block of no rows places nothing (Throng writes none,
+// but the format allows it).
 func (f *File) place(r *restoring, d *decoded) error {
 	b := &d.b
+	if b.rows == 0 {
+		return nil
+	}
 	first := f.gameColumn(b)
 	prop := f.props(b)
 	r.extra = r.extra[:0]

@@ -220,6 +220,12 @@ func TestDamagedFilesAreRefusedNamingThePart(t *testing.T) {
 		{"a newer version", func(b []byte) []byte { b[8] = save.Version + 1; return b }, fmt.Sprintf("format version %d; this build reads versions 1 to %d", save.Version+1, save.Version)},
 		{"not a save", func(b []byte) []byte { copy(b, "NOTASAVE"); return b }, "not a Throng save"},
 		{"bytes after the end", func(b []byte) []byte { return append(b, 0) }, "trailer"},
+		// A header whose checksum is right but whose counts are not: Load
+		// makes room in the world before it reads the blocks.
+		{"more actors than the file holds", func(b []byte) []byte { binary.LittleEndian.PutUint64(b[36:], 1<<40); return reseal(b) },
+			"header: says 1099511627776 actors, the blocks hold 299"},
+		{"more blocks than the file holds", func(b []byte) []byte { binary.LittleEndian.PutUint32(b[32:], 1<<31); return reseal(b) },
+			"truncated"},
 		// Load has placed the blocks before it when it finds this one.
 		{"a bit flipped in the last block", func(b []byte) []byte { b[len(b)-26] ^= 4; return b }, "checksum mismatch"},
 	}

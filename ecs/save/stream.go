@@ -49,7 +49,7 @@ func Load(path string, w *ecs.World, types []Type) (*File, error) {
 		return nil, err
 	}
 	r := f.restoring(w, game)
-	w.Reserve(int(f.header.actors), int(f.header.blocks))
+	f.reserve(w)
 	for d := range l.ready {
 		if err := f.place(r, d); err != nil {
 			return nil, err
