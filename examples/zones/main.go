@@ -88,7 +88,10 @@
 //
 //	hz, p95_ms        each zone's achieved tick rate and 95th percentile of
 //	                  its tick's work, over the last second (zone 1 first)
-//	players           players connected to the zone servers
+//	players           players connected to the zone servers, each server's
+//	                  count at the end of its second: a player in a hand-off
+//	                  is open at both servers for a moment (its shadow), so
+//	                  the sum may pass the bots by the hand-offs under way
 //	zone_players      of them, each zone's (zone 1 first)
 //	ghosts            ghosts the zone servers hold (actors lent by neighbours)
 //	handoff_records   hand-offs the zone servers remember, to answer late
