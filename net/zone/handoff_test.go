@@ -382,6 +382,10 @@ func TestHandoffRequestsRoundTripAndRefuseBadValues(t *testing.T) {
 	bad[74] = 2
 	_, err = zone.DecodeHandoffRequest(bad)
 	assert.ErrorIs(t, err, zone.ErrHandoffValue, "a client flag that is neither 0 nor 1")
+	bad = slices.Clone(b)
+	bad[72] = 2
+	_, err = zone.DecodeHandoffRequest(bad)
+	assert.ErrorIs(t, err, zone.ErrHandoffValue, "a pending flag that is neither 0 nor 1")
 	for cut := range len(b) {
 		_, err = zone.DecodeHandoffRequest(b[:cut])
 		assert.ErrorIs(t, err, zone.ErrHandoffMalformed, "cut at %d", cut)

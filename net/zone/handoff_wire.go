@@ -79,7 +79,7 @@ const handoffAnswerSize = 28
 // Reasons a hand-off message is refused by its decoder.
 var (
 	ErrHandoffMalformed = errors.New("zone: hand-off message of the wrong size, version or kind")
-	ErrHandoffValue     = errors.New("zone: hand-off message with zone 0, actor 0, a place that is not finite, a class past components.MaxClasses or a client flag other than 0 and 1")
+	ErrHandoffValue     = errors.New("zone: hand-off message with zone 0, actor 0, a place that is not finite, a class past components.MaxClasses or a pending or client flag other than 0 and 1")
 )
 
 // HandoffRequest is a Prepare or Commit: the actor's id with its owner
@@ -191,9 +191,10 @@ func finite(fs ...float32) bool {
 // DecodeHandoffRequest decodes a request strictly: this version, a known
 // kind, a player name and a carried list that end exactly where the
 // message does, zone and actor not 0, a finite place, a class below
-// components.MaxClasses, a client flag of 0 or 1. A request that breaks a
-// rule is dropped unanswered, as garbage is. The carried list's values
-// are checked when the receiver gives them (ecs/save.GiveCarried).
+// components.MaxClasses, pending and client flags of 0 or 1 (so that a
+// request has one encoding). A request that breaks a rule is dropped
+// unanswered, as garbage is. The carried list's values are checked when
+// the receiver gives them (ecs/save.GiveCarried).
 func DecodeHandoffRequest(b []byte) (HandoffRequest, error) {
 	if len(b) < handoffRequestSize+3 || b[0] != HandoffVersion || (b[1] != Prepare && b[1] != Commit) {
 		return HandoffRequest{}, ErrHandoffMalformed
@@ -217,7 +218,7 @@ func DecodeHandoffRequest(b []byte) (HandoffRequest, error) {
 		Class: b[73], Client: b[74] == 1, Phase: le.Uint32(b[75:]), Applied: le.Uint32(b[79:]), LetGoAt: int64(le.Uint64(b[83:])), Player: string(rest[2 : 2+nameLen]), Carried: carried,
 	}
 	t, in := r.Transform, r.Input
-	if r.Zone == 0 || r.Actor == 0 || !finite(t.X, t.Y, t.Z, t.Yaw, in.X, in.Y, in.Z, in.Yaw) || r.Class >= components.MaxClasses || b[74] > 1 {
+	if r.Zone == 0 || r.Actor == 0 || !finite(t.X, t.Y, t.Z, t.Yaw, in.X, in.Y, in.Z, in.Yaw) || r.Class >= components.MaxClasses || b[72] > 1 || b[74] > 1 {
 		return HandoffRequest{}, ErrHandoffValue
 	}
 	return r, nil

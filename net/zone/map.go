@@ -3,8 +3,8 @@ package zone
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/throng-go/throng/grid"
@@ -66,7 +66,8 @@ type Map struct {
 }
 
 // DecodeMap decodes a map from JSON strictly (an unknown key is an error
-// that names it) and validates it.
+// that names it, and so is anything but spaces after the map) and
+// validates it.
 func DecodeMap(data []byte) (Map, error) {
 	var m Map
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -74,8 +75,11 @@ func DecodeMap(data []byte) (Map, error) {
 	if err := dec.Decode(&m); err != nil {
 		return Map{}, fmt.Errorf("zone: map: %w", err)
 	}
-	if dec.More() {
-		return Map{}, errors.New("zone: map: more than one JSON value")
+	// More would miss a stray ']' or '}' after the map: only the end of
+	// the input may follow it.
+	end := dec.InputOffset()
+	if _, err := dec.Token(); err != io.EOF {
+		return Map{}, fmt.Errorf("zone: map: bytes after the JSON value, which takes the first %d", end)
 	}
 	return m, m.Validate()
 }

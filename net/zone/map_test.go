@@ -85,6 +85,10 @@ func TestMapSettingsAreDecodedStrictly(t *testing.T) {
 	assert.ErrorContains(t, err, `unknown field "chunk"`)
 	_, err = zone.DecodeMap([]byte(`{"zones": [{"id": 1, "owner": "a"}, {"id": 2, "owner": "b"}]}`))
 	assert.EqualError(t, err, "zone: map: zones 1 and 2 overlap in worldOrCell 0")
+	for _, after := range []string{"]", "}", " {}"} {
+		_, err = zone.DecodeMap([]byte(`{"zones": []}` + after))
+		assert.EqualError(t, err, "zone: map: bytes after the JSON value, which takes the first 13", "%q after the map", after)
+	}
 }
 
 // TestAMapWatchFollowsTheMapInForce: a program that routes by the map
