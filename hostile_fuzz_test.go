@@ -14,12 +14,13 @@ import (
 // FuzzAHostileClientLeavesTheTickWhole lets one player's client send
 // whatever it likes, tick after tick: frames of any type and content, in
 // any order, as many as it likes (the fuzzer's bytes, split into frames
-// and ticks by hostileScript). Six honest players walk beside it. The
-// server must keep ticking, the honest players must keep hearing each
-// other, and every player, the hostile one too, must receive the same
-// bytes inline and on four workers with sixteen shards: what a client
-// sends is an input like any other, and the tick's output is a function
-// of its inputs alone.
+// and ticks by hostileScript). Six honest players walk beside it, in a
+// crowd big enough that Move frames are routed by session and applied on
+// the pool. The server must keep ticking, the honest players must keep
+// hearing each other, and every player, the hostile one too, must receive
+// the same bytes inline and on four workers with sixteen shards: what a
+// client sends is an input like any other, and the tick's output is a
+// function of its inputs alone.
 func FuzzAHostileClientLeavesTheTickWhole(f *testing.F) {
 	move := func(seq uint32, x, y float32) []byte {
 		return wire.AppendMove(nil, wire.Move{Seq: seq, X: x, Y: y})
@@ -42,6 +43,13 @@ func FuzzAHostileClientLeavesTheTickWhole(f *testing.F) {
 	}
 	spawns := []components.Transform{{X: 100, Y: 100}, {X: 200, Y: 100}, {X: 300, Y: 150}, {X: 120, Y: 300},
 		{X: 4200, Y: 100}, {X: 4300, Y: 4200}, {X: 250, Y: 4200}}
+	// With enough players the server routes Move frames to buckets by
+	// session and applies them on the pool (inline, one bucket after
+	// another): the rest of a crowd of 2,048, each alone in a chunk far
+	// off, so that the hostile frames take that path too.
+	for i := len(spawns); i < 2048; i++ {
+		spawns = append(spawns, components.Transform{X: float32(40_000 + i%64*9000), Y: float32(40_000 + i/64*9000)})
+	}
 	const hostile = 3
 	play := func(t *testing.T, opts throng.Options, script [][][]byte) (*stage, int) {
 		st := newStage(t, opts, spawns)

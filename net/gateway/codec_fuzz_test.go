@@ -4,31 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/throng-go/throng/net/internal/nettest"
 	"github.com/throng-go/throng/net/wire"
 )
-
-// allocated returns the bytes of heap fn allocates: the least of three
-// runs, since the runtime's count is the whole process's, and a goroutine
-// another test left behind may allocate during one of them. It reads the
-// runtime's memory statistics, which stops the world, because the cheaper
-// runtime/metrics counts small objects by the span and at times reports
-// hundreds of kilobytes for a call that took a few.
-func allocated(fn func()) uint64 {
-	least := uint64(math.MaxUint64)
-	for range 3 {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		fn()
-		runtime.ReadMemStats(&after)
-		least = min(least, after.TotalAlloc-before.TotalAlloc)
-	}
-	return least
-}
 
 // FuzzDecodeMessage: no input panics decode or makes it allocate more
 // than the input accounts for (an entry's length of 2^32-1 must fail
@@ -76,7 +58,7 @@ func FuzzDecodeMessage(f *testing.F) {
 		var name string
 		var entries []byte
 		var err error
-		if n := allocated(func() { name, entries, err = decode(b) }); n > 64<<10+16*uint64(len(b)) {
+		if n := nettest.HeapAllocated(func() { name, entries, err = decode(b) }); n > 64<<10+16*uint64(len(b)) {
 			t.Fatalf("decoding %d bytes allocated %d bytes", len(b), n)
 		}
 		if err != nil {

@@ -355,15 +355,7 @@ func TestAnActorAlreadyLentIsTakenWithinTwoTicksOfTheOffer(t *testing.T) {
 // past components.MaxClasses, a request cut anywhere or with a byte more,
 // or one of another version, is refused.
 func TestHandoffRequestsRoundTripAndRefuseBadValues(t *testing.T) {
-	world := ark.NewWorld()
-	e := world.NewEntity()
-	ark.NewMap[Purse](world).Add(e, &Purse{Gold: 3})
-	ark.NewMap[Title](world).Add(e, &Title{Text: "smith"})
-	r := zone.HandoffRequest{Kind: zone.Commit, Zone: 2, Revision: 7, Seq: 3, Actor: 11,
-		Transform: components.Transform{X: 8100, Y: 5, Yaw: 1}, Animation: components.Animation{Flags: 9},
-		Input: components.MoveInput{Seq: 4, X: 8100, Y: 5, Flags: 9, Pending: true}, Class: 5, Phase: 0x5eed1e55, Client: true,
-		Applied: 4, LetGoAt: 1_700_000_000_123_456_789,
-		Player: "ann", Carried: save.AppendCarried(nil, world, e, gameTypes)}
+	r := sampleCommit()
 	b := zone.AppendHandoffRequest(nil, r)
 	got, err := zone.DecodeHandoffRequest(b)
 	require.NoError(t, err)
@@ -481,4 +473,18 @@ func TestAZoneAnActorPassesThroughForgetsItsHandoff(t *testing.T) {
 	require.Len(t, w.npcs(3), 1, "zone 3 still owns it")
 	assert.True(t, shown(), "and zone 1 still shows it")
 	assert.Zero(t, a.Stats().Handoffs.Records, "zone 1 forgot the hand-off it passed on")
+}
+
+// sampleCommit is a Commit with every field set, a player's name and the
+// game's components carried.
+func sampleCommit() zone.HandoffRequest {
+	world := ark.NewWorld()
+	e := world.NewEntity()
+	ark.NewMap[Purse](world).Add(e, &Purse{Gold: 3})
+	ark.NewMap[Title](world).Add(e, &Title{Text: "smith"})
+	return zone.HandoffRequest{Kind: zone.Commit, Zone: 2, Revision: 7, Seq: 3, Actor: 11,
+		Transform: components.Transform{X: 8100, Y: 5, Yaw: 1}, Animation: components.Animation{Flags: 9},
+		Input: components.MoveInput{Seq: 4, X: 8100, Y: 5, Flags: 9, Pending: true}, Class: 5, Phase: 0x5eed1e55, Client: true,
+		Applied: 4, LetGoAt: 1_700_000_000_123_456_789,
+		Player: "ann", Carried: save.AppendCarried(nil, world, e, gameTypes)}
 }

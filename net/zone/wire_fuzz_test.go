@@ -6,16 +6,13 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	ark "github.com/mlange-42/ark/ecs"
-
 	"github.com/throng-go/throng/components"
-	"github.com/throng-go/throng/ecs/save"
+	"github.com/throng-go/throng/net/internal/nettest"
 	"github.com/throng-go/throng/net/zone"
 )
 
@@ -30,28 +27,10 @@ import (
 // small values.
 func allocBudget(n int) uint64 { return 64<<10 + 16*uint64(n) }
 
-// allocated returns the bytes of heap fn allocates: the least of three
-// runs, since the runtime's count is the whole process's, and a goroutine
-// another test left behind may allocate during one of them. It reads the
-// runtime's memory statistics, which stops the world, because the cheaper
-// runtime/metrics counts small objects by the span and at times reports
-// hundreds of kilobytes for a decode that took eight.
-func allocated(fn func()) uint64 {
-	least := uint64(math.MaxUint64)
-	for range 3 {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		fn()
-		runtime.ReadMemStats(&after)
-		least = min(least, after.TotalAlloc-before.TotalAlloc)
-	}
-	return least
-}
-
 // checkAllocated fails t when decoding b took more heap than b accounts for.
 func checkAllocated(t *testing.T, b []byte, decode func()) {
 	t.Helper()
-	if n := allocated(decode); n > allocBudget(len(b)) {
+	if n := nettest.HeapAllocated(decode); n > allocBudget(len(b)) {
 		t.Fatalf("decoding %d bytes allocated %d bytes", len(b), n)
 	}
 }
@@ -68,16 +47,7 @@ func withByte(b []byte, i int, v byte) []byte {
 // encodes back to the same bytes. Bytes can be compared: a place that is
 // not finite, NaN's many encodings among them, is refused.
 func FuzzDecodeHandoffRequest(f *testing.F) {
-	world := ark.NewWorld()
-	e := world.NewEntity()
-	ark.NewMap[Purse](world).Add(e, &Purse{Gold: 3})
-	ark.NewMap[Title](world).Add(e, &Title{Text: "smith"})
-	commit := zone.HandoffRequest{Kind: zone.Commit, Zone: 2, Revision: 7, Seq: 3, Actor: 11,
-		Transform: components.Transform{X: 8100, Y: 5, Yaw: 1}, Animation: components.Animation{Flags: 9},
-		Input: components.MoveInput{Seq: 4, X: 8100, Y: 5, Flags: 9, Pending: true}, Class: 5, Phase: 0x5eed1e55, Client: true,
-		Applied: 4, LetGoAt: 1_700_000_000_123_456_789,
-		Player: "ann", Carried: save.AppendCarried(nil, world, e, gameTypes)}
-	good := zone.AppendHandoffRequest(nil, commit)
+	good := zone.AppendHandoffRequest(nil, sampleCommit())
 	f.Add(good)
 	f.Add(zone.AppendHandoffRequest(nil, zone.HandoffRequest{Kind: zone.Prepare, Zone: 1, Actor: 1}))
 	edge := zone.HandoffRequest{Kind: zone.Commit, Zone: math.MaxUint16, Revision: math.MaxUint64, Seq: math.MaxUint64, Actor: math.MaxUint32,

@@ -1,12 +1,14 @@
 // Package nettest holds what the network packages' tests share: a pump
-// that plays the tick for a transport, clients dialled and welcomed, and
-// frames rendered as text to compare.
+// that plays the tick for a transport, clients dialled and welcomed,
+// frames rendered as text to compare, and the heap a decoder takes.
 package nettest
 
 import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -219,4 +221,22 @@ func ReliableOf(tr wire.Transport) Reliable {
 // Minus returns what r counts beyond earlier.
 func (r Reliable) Minus(earlier Reliable) Reliable {
 	return Reliable{r.Out - earlier.Out, r.Bytes - earlier.Bytes, r.Dropped - earlier.Dropped}
+}
+
+// HeapAllocated returns the bytes of heap fn allocates: the least of three
+// runs, since the runtime's count is the whole process's, and a goroutine
+// another test left behind may allocate during one of them. It reads the
+// runtime's memory statistics, which stops the world, because the cheaper
+// runtime/metrics counts small objects by the span and at times reports
+// hundreds of kilobytes for a call that took a few.
+func HeapAllocated(fn func()) uint64 {
+	least := uint64(math.MaxUint64)
+	for range 3 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		fn()
+		runtime.ReadMemStats(&after)
+		least = min(least, after.TotalAlloc-before.TotalAlloc)
+	}
+	return least
 }
