@@ -81,7 +81,9 @@ func FuzzSaveFilesAreKeptOrRefused(f *testing.F) {
 	})
 }
 
+// mustSaver returns a Saver of w with the game's types.
 func mustSaver(t *testing.T, w *ecs.World) *save.Saver {
+	t.Helper()
 	s, err := save.NewSaver(w, gameTypes())
 	require.NoError(t, err)
 	return s
