@@ -127,14 +127,16 @@ func (z *Server) receiveCommand(msg *nats.Msg) {
 		z.stats.cmdDropped.Add(1)
 		return
 	}
-	z.stats.cmdArrived.Add(1)
 	box := &z.cmds
 	box.mu.Lock()
-	defer box.mu.Unlock()
 	if !box.closed {
 		// msg.Data is ours to keep: the payload may alias it.
 		box.received = append(box.received, c)
 	}
+	box.mu.Unlock()
+	// Counted once it is where the next tick takes it from, so that a
+	// count seen says the command is there.
+	z.stats.cmdArrived.Add(1)
 }
 
 // Forward sends a command of the game's for actor id of this world,

@@ -87,6 +87,9 @@ func TestCommandsToAGhostReachItsOwner(t *testing.T) {
 		return s.Arrived == 4 && s.Dropped == 1
 	}, 5*time.Second, time.Millisecond)
 	w.round() // zone 2 passes it on
+	// It crosses NATS on its own time: zone 1 reads it in the first tick
+	// after it arrived.
+	require.Eventually(t, func() bool { return z1.Stats().Commands.Arrived == 1 }, 5*time.Second, time.Millisecond)
 	w.round() // zone 1 reads it
 	require.Len(t, z1.Commands(), 1)
 	c = z1.Commands()[0]
