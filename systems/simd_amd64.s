@@ -799,6 +799,32 @@ copy8Done:
 	KMOVQ   BX, K1; \
 	VMOVDQU8 Z, K1, 8(A)
 
+// DUE16 leaves in K the lanes due of the sixteen senders from index CX
+// plus OFF/4 (OFF 0 or 64): their squared distances from the recipient
+// (Z0, Z1, Z2) as SQUARED_DISTANCE16 computes them, the recipient's bit
+// for the band each falls in (the first band's, Z3, replaced by each next
+// step's, Z9 to Z12, where the distance has reached its limit, Z5, Z6, Z7
+// and Z4), ANDed with the senders' due keys (R11). Z16 to Z18 and K1 are
+// scratch.
+#define DUE16(OFF, K) \
+	VSUBPS  OFF(SI)(CX*4), Z0, Z16; \
+	VMULPS  Z16, Z16, Z16; \
+	VSUBPS  OFF(R9)(CX*4), Z1, Z17; \
+	VMULPS  Z17, Z17, Z17; \
+	VADDPS  Z17, Z16, Z16; \
+	VSUBPS  OFF(R10)(CX*4), Z2, Z17; \
+	VMULPS  Z17, Z17, Z17; \
+	VADDPS  Z17, Z16, Z16; \
+	VPCMPUD $5, Z5, Z16, K1; \
+	VPBLENDMD Z9, Z3, K1, Z18; \
+	VPCMPUD $5, Z6, Z16, K1; \
+	VPBLENDMD Z10, Z18, K1, Z18; \
+	VPCMPUD $5, Z7, Z16, K1; \
+	VPBLENDMD Z11, Z18, K1, Z18; \
+	VPCMPUD $5, Z4, Z16, K1; \
+	VPBLENDMD Z12, Z18, K1, Z18; \
+	VPTESTMD OFF(R11)(CX*4), Z18, K
+
 // func denseCopy16(k *denseKernel)
 //
 // denseDue and the copy of the due senders' records in one pass, sixteen
@@ -818,6 +844,12 @@ copy8Done:
 // eight bytes and a full datagram's header (k.header) goes in between;
 // the next datagram's records end 57 records on. Reads whole groups past
 // k.n, and writes up to 320 bytes past the last record.
+//
+// Each group's lanes are decided three groups ahead of its copy (K0, K2
+// and K3 carry them): the branches on a group's mask (none due, all due,
+// the datagram's end) then wait on a decision made turns before, and one
+// the CPU mispredicts throws away a copy, not the distances of the groups
+// after it, which the copy's branches used to wait for.
 TEXT ·denseCopy16(SB), NOSPLIT, $0-8
 	MOVQ k+0(FP), R13
 	VBROADCASTSS denseKernel_rx(R13), Z0
@@ -840,21 +872,29 @@ TEXT ·denseCopy16(SB), NOSPLIT, $0-8
 	MOVQ denseKernel_dst(R13), DI
 	MOVQ denseKernel_end(R13), R8
 	XORQ CX, CX
-
-copyGroup:
+	// The first three groups' lanes due: K3, K2 and K0, where there are.
 	CMPQ CX, denseKernel_n(R13)
 	JGE  copyDone
-	SQUARED_DISTANCE16(SI, R9, R10, Z16, Z17)
-	VPCMPUD $5, Z5, Z16, K1
-	VPBLENDMD Z9, Z3, K1, Z18
-	VPCMPUD $5, Z6, Z16, K1
-	VPBLENDMD Z10, Z18, K1, Z18
-	VPCMPUD $5, Z7, Z16, K1
-	VPBLENDMD Z11, Z18, K1, Z18
-	VPCMPUD $5, Z4, Z16, K1
-	VPBLENDMD Z12, Z18, K1, Z18
-	VPTESTMD (R11)(CX*4), Z18, K2
-	KMOVW   K2, BX
+	DUE16(0, K3)
+	CMPQ    denseKernel_n(R13), $16
+	JLE     copyGroup
+	DUE16(64, K2)
+	CMPQ    denseKernel_n(R13), $32
+	JLE     copyGroup
+	DUE16(128, K0)
+
+copyGroup:
+	// BX takes the lanes due of the group from CX (K3), the next two move
+	// up, and the group three on is decided into K0.
+	KMOVW   K3, BX
+	KMOVW   K2, K3
+	KMOVW   K0, K2
+	LEAQ    48(CX), AX
+	CMPQ    AX, denseKernel_n(R13)
+	JGE     lastGroup
+	DUE16(192, K0)
+
+lastGroup:
 	CMPQ    CX, denseKernel_selfAt(R13)
 	JEQ     dropSelf
 	CMPQ    CX, denseKernel_tailAt(R13)
@@ -949,7 +989,9 @@ groupStored:
 
 nextGroup:
 	ADDQ    $16, CX
-	JMP     copyGroup
+	CMPQ    CX, denseKernel_n(R13)
+	JLT     copyGroup
+	JMP     copyDone
 
 wholeGroup:
 	// Every sender of the group due: its records as they are, and the
