@@ -64,16 +64,17 @@
 	VMULPS  T, T, T; \
 	VADDPS  T, D, D
 
-// SQUARED_DISTANCE16 is SQUARED_DISTANCE for sixteen senders, the
-// recipient in Z0, Z1 and Z2, with the subtrahends read from memory: the
-// recipient less the sender, whose square is the same.
-#define SQUARED_DISTANCE16(XS, YS, ZS, D, T) \
-	VSUBPS (XS)(CX*4), Z0, D; \
+// SQUARED_DISTANCE16 is SQUARED_DISTANCE for the sixteen senders from
+// index CX plus OFF/4 (OFF in bytes), the recipient in Z0, Z1 and Z2, with
+// the subtrahends read from memory: the recipient less the sender, whose
+// square is the same.
+#define SQUARED_DISTANCE16(OFF, XS, YS, ZS, D, T) \
+	VSUBPS OFF(XS)(CX*4), Z0, D; \
 	VMULPS D, D, D; \
-	VSUBPS (YS)(CX*4), Z1, T; \
+	VSUBPS OFF(YS)(CX*4), Z1, T; \
 	VMULPS T, T, T; \
 	VADDPS T, D, D; \
-	VSUBPS (ZS)(CX*4), Z2, T; \
+	VSUBPS OFF(ZS)(CX*4), Z2, T; \
 	VMULPS T, T, T; \
 	VADDPS T, D, D
 
@@ -800,21 +801,14 @@ copy8Done:
 	VMOVDQU8 Z, K1, 8(A)
 
 // DUE16 leaves in K the lanes due of the sixteen senders from index CX
-// plus OFF/4 (OFF 0 or 64): their squared distances from the recipient
-// (Z0, Z1, Z2) as SQUARED_DISTANCE16 computes them, the recipient's bit
-// for the band each falls in (the first band's, Z3, replaced by each next
-// step's, Z9 to Z12, where the distance has reached its limit, Z5, Z6, Z7
-// and Z4), ANDed with the senders' due keys (R11). Z16 to Z18 and K1 are
-// scratch.
+// plus OFF/4 (OFF in bytes: 64 a group on): their squared distances from
+// the recipient (SQUARED_DISTANCE16 of the columns at SI, R9 and R10), the
+// recipient's bit for the band each falls in (the first band's, Z3,
+// replaced by each next step's, Z9 to Z12, where the distance has reached
+// its limit, Z5, Z6, Z7 and Z4), ANDed with the senders' due keys (R11).
+// Z16 to Z18 and K1 are scratch.
 #define DUE16(OFF, K) \
-	VSUBPS  OFF(SI)(CX*4), Z0, Z16; \
-	VMULPS  Z16, Z16, Z16; \
-	VSUBPS  OFF(R9)(CX*4), Z1, Z17; \
-	VMULPS  Z17, Z17, Z17; \
-	VADDPS  Z17, Z16, Z16; \
-	VSUBPS  OFF(R10)(CX*4), Z2, Z17; \
-	VMULPS  Z17, Z17, Z17; \
-	VADDPS  Z17, Z16, Z16; \
+	SQUARED_DISTANCE16(OFF, SI, R9, R10, Z16, Z17); \
 	VPCMPUD $5, Z5, Z16, K1; \
 	VPBLENDMD Z9, Z3, K1, Z18; \
 	VPCMPUD $5, Z6, Z16, K1; \
@@ -1077,7 +1071,7 @@ TEXT ·chooseBased16(SB), NOSPLIT, $0-32
 base16Group:
 	CMPQ CX, DX
 	JGE  base16Done
-	SQUARED_DISTANCE16(SI, R9, R10, Z18, Z19)
+	SQUARED_DISTANCE16(0, SI, R9, R10, Z18, Z19)
 	// Z21: the band's quotients due, Z22: its stretched period.
 	VPCMPUD   $5, Z6, Z18, K1
 	VPBLENDMD Z7, Z4, K1, Z21
