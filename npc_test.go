@@ -1,6 +1,7 @@
 package throng_test
 
 import (
+	"math"
 	"testing"
 
 	ark "github.com/mlange-42/ark/ecs"
@@ -38,24 +39,20 @@ func (d *npcDriver) RunSerial(*scheduler.Tick) {
 	}
 }
 
-// TestNPCsMovedByASystemReachThePlayers: an actor without a client moves
-// when a server system writes its Transform or Animation; the players
-// near it get its record in the tick it moved, nothing while it stands,
-// and it changes chunks like any actor.
-func TestNPCsMovedByASystemReachThePlayers(t *testing.T) {
+// npcServer returns a server whose players spawn at (3900, 100), with an
+// NPC at (4000, 100), closed when t ends.
+func npcServer(t *testing.T) (*throng.Server, components.ActorID) {
 	srv, err := throng.New(throng.Options{Admit: func(wire.Hello) (throng.Entry, error) {
 		return throng.Entry{Spawn: components.Transform{X: 3900, Y: 100}}, nil
 	}})
 	require.NoError(t, err)
-	defer srv.Close()
-	world := srv.World()
-	npc := world.Spawn(ecs.ActorSpec{Transform: components.Transform{X: 4000, Y: 100}})
-	drive := &npcDriver{
-		world: world, npc: npc,
-		transforms: ark.NewMap[components.Transform](world.Ark()),
-		animations: ark.NewMap[components.Animation](world.Ark()),
-	}
-	require.NoError(t, srv.AddSystem(drive, scheduler.Before(systems.MoveName)))
+	t.Cleanup(func() { srv.Close() })
+	return srv, srv.World().Spawn(ecs.ActorSpec{Transform: components.Transform{X: 4000, Y: 100}})
+}
+
+// watchNPC joins a player on the in-memory transport and returns a func
+// that ticks the server once and returns the NPC's records the player got.
+func watchNPC(t *testing.T, srv *throng.Server, npc components.ActorID) func() []wire.Record {
 	player := srv.Mem().Dial()
 	hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte("p")})
 	require.NoError(t, err)
@@ -63,9 +60,7 @@ func TestNPCsMovedByASystemReachThePlayers(t *testing.T) {
 	srv.Tick()
 	srv.Tick()
 	player.DrainDatagrams(func([]byte) {})
-
-	// records returns the NPC's records the player got in one tick.
-	records := func() []wire.Record {
+	return func() []wire.Record {
 		srv.Tick()
 		var got []wire.Record
 		player.DrainDatagrams(func(d []byte) {
@@ -79,6 +74,22 @@ func TestNPCsMovedByASystemReachThePlayers(t *testing.T) {
 		})
 		return got
 	}
+}
+
+// TestNPCsMovedByASystemReachThePlayers: an actor without a client moves
+// when a server system writes its Transform or Animation; the players
+// near it get its record in the tick it moved, nothing while it stands,
+// and it changes chunks like any actor.
+func TestNPCsMovedByASystemReachThePlayers(t *testing.T) {
+	srv, npc := npcServer(t)
+	world := srv.World()
+	drive := &npcDriver{
+		world: world, npc: npc,
+		transforms: ark.NewMap[components.Transform](world.Ark()),
+		animations: ark.NewMap[components.Animation](world.Ark()),
+	}
+	require.NoError(t, srv.AddSystem(drive, scheduler.Before(systems.MoveName)))
+	records := watchNPC(t, srv, npc)
 	assert.Empty(t, records(), "an NPC standing where it spawned is not relayed")
 
 	drive.step = 50
@@ -99,4 +110,60 @@ func TestNPCsMovedByASystemReachThePlayers(t *testing.T) {
 	assert.Equal(t, uint16(3), got[0].Flags)
 	assert.Equal(t, float32(4250), got[0].X)
 	assert.Empty(t, records())
+}
+
+// lateWriter is a user's system after the relay that writes an NPC's
+// Transform once.
+type lateWriter struct {
+	world      *ecs.World
+	transforms *ark.Map[components.Transform]
+	npc        components.ActorID
+	write      *components.Transform
+}
+
+func (l *lateWriter) Name() string { return "late-writer" }
+func (l *lateWriter) Access() scheduler.Access {
+	return scheduler.Uses(scheduler.Write[components.Transform]())
+}
+func (l *lateWriter) RunSerial(*scheduler.Tick) {
+	if e, ok := l.world.Entity(l.npc); ok && l.write != nil {
+		*l.transforms.Get(e) = *l.write
+		l.write = nil
+	}
+}
+
+// TestAnNPCSentToNoPlaceStaysWhereItWas: a system that writes NaN or an
+// infinity into an NPC's Transform, before Move or after the relay, does
+// not make the NPC vanish: the players get no record of a place that is
+// no place, the NPC goes on from where it was last relayed, and the
+// server counts each (Stats.NonFinite).
+func TestAnNPCSentToNoPlaceStaysWhereItWas(t *testing.T) {
+	srv, npc := npcServer(t)
+	world := srv.World()
+	transforms := ark.NewMap[components.Transform](world.Ark())
+	before := &npcDriver{world: world, npc: npc, transforms: transforms, animations: ark.NewMap[components.Animation](world.Ark())}
+	require.NoError(t, srv.AddSystem(before, scheduler.Before(systems.MoveName)))
+	late := &lateWriter{world: world, transforms: transforms, npc: npc}
+	require.NoError(t, srv.AddSystem(late, scheduler.After(systems.RelayName), scheduler.Before(systems.JoinName)))
+	records := watchNPC(t, srv, npc)
+
+	before.step = float32(math.NaN())
+	assert.Empty(t, records(), "nothing relayed of a place that is no place")
+	assert.Equal(t, uint64(1), srv.Stats().NonFinite)
+	before.step = 50
+	got := records()
+	require.Len(t, got, 1)
+	assert.Equal(t, float32(4050), got[0].X, "the NPC goes on from where it was")
+
+	before.step = 0
+	late.write = &components.Transform{X: float32(math.Inf(1)), Y: 100}
+	assert.Empty(t, records(), "written after the relay")
+	assert.Empty(t, records())
+	assert.Equal(t, uint64(2), srv.Stats().NonFinite, "the next Move put back what a system wrote after the relay")
+	before.step = 50
+	got = records()
+	require.Len(t, got, 1)
+	assert.Equal(t, float32(4100), got[0].X)
+	key, _ := world.Key(npc)
+	assert.Equal(t, grid.KeyOf(0, 4100, 100, world.ChunkSize()), key, "still in its chunk")
 }

@@ -66,6 +66,7 @@ var metrics = []metric{
 	{"kicked_total", "Clients disconnected for flooding.", "counter", func(st Stats) float64 { return float64(st.Kicked) }},
 	{"malformed_frames_total", "Frames that could not be decoded.", "counter", func(st Stats) float64 { return float64(st.Malformed) }},
 	{"rejected_updates_total", "Updates rejected by validation.", "counter", func(st Stats) float64 { return float64(st.Rejected) }},
+	{"nonfinite_transforms_total", "Transforms the game's systems left not finite (NaN, infinite), put back where the actor was last relayed.", "counter", func(st Stats) float64 { return float64(st.NonFinite) }},
 	{"corrections_total", "Corrections sent to clients.", "counter", func(st Stats) float64 { return float64(st.CorrectionsSent) }},
 	{"commands_total", "Commands of the game's own handed to its systems.", "counter", func(st Stats) float64 { return float64(st.Commands) }},
 	{"events_sent_total", "Events of the game's own sent to clients.", "counter", func(st Stats) float64 { return float64(st.EventsSent) }},

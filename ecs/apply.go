@@ -125,6 +125,11 @@ type ApplyReport struct {
 	// Ignored counts queued operations on actors that were never spawned
 	// or were despawned before the operation's turn.
 	Ignored int
+	// NonFinite counts actors whose Transform a system left not finite
+	// ([Finite]) when a Relocate, Update or Nudge came to them: a prop or
+	// a client-less actor was put back where it was last relayed or told,
+	// a player's actor left in its chunk.
+	NonFinite int
 	// ChunksCreated counts chunks made for actors entering chunks that had
 	// none (with a new entity or a parked one); ChunksRemoved counts empty
 	// chunks let go under the rule of [EmptyChunkReserve] (their entities
@@ -153,7 +158,7 @@ func (w *World) Apply(report *ApplyReport) {
 		report = &r
 	}
 	report.Changes = report.Changes[:0]
-	report.Ignored = w.pendingIgnored
+	report.Ignored, report.NonFinite = w.pendingIgnored, 0
 	report.ChunksCreated, report.ChunksRemoved = 0, 0
 	w.pendingIgnored = 0
 	w.applies++
@@ -193,13 +198,24 @@ func (w *World) applyMove(op *moveOp, report *ApplyReport) {
 	if op.teleport {
 		*t = op.transform
 	}
+	client := *w.clients.Get(rec.entity) // a copy: the row moves below
+	if !Finite(*t) {
+		// A system wrote a place that is no place. A prop or a client-less
+		// actor goes back where it was last relayed (its MoveInput); a
+		// player's actor stays in its chunk until its next accepted move.
+		report.NonFinite++
+		if client.Session != 0 {
+			return
+		}
+		in := w.inputs.Get(rec.entity)
+		t.X, t.Y, t.Z, t.Yaw, t.WorldOrCell = in.X, in.Y, in.Z, in.Yaw, in.WorldOrCell
+	}
 	if rec.prop {
 		w.applyUpdate(op.id, rec, op.nudge, report)
 		return
 	}
 	to := w.KeyOf(*t)
 	from := rec.key
-	client := *w.clients.Get(rec.entity) // a copy: the row moves below
 	if to != from {
 		target := w.enterChunk(to, report)
 		w.entered(target, false, client.Class)

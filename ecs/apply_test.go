@@ -619,3 +619,58 @@ func TestAChunkKnowsWhenItsActorsAreAllOfOneClass(t *testing.T) {
 	assert.True(t, one)
 	assert.Equal(t, components.ClassNPC, class, "nothing of the chunk that had the entity before")
 }
+
+// TestAPlaceThatIsNoPlaceIsRefused: Spawn and Teleport refuse a Transform
+// with a NaN or infinite number, naming it, and queue nothing; a Transform
+// a game wrote into a row itself is put back at the Relocate or Update
+// that follows (a prop or an NPC where it was last told, a player's actor
+// left in its chunk), counted, and nothing moves to the chunk NaN would
+// floor to.
+func TestAPlaceThatIsNoPlaceIsRefused(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	w := ecs.NewWorld(100)
+	for _, bad := range []components.Transform{
+		{X: nan, Y: 1}, {X: 1, Y: inf}, {X: 1, Y: 1, Z: -inf}, {X: 1, Y: 1, Yaw: nan},
+	} {
+		assert.Panics(t, func() { w.Spawn(ecs.ActorSpec{Transform: bad}) }, "Spawn at %+v", bad)
+	}
+	assert.PanicsWithValue(t, "ecs: Spawn: Transform {X:NaN Y:1 Z:0 Yaw:0} is not finite; an actor must stand at a place",
+		func() { w.Spawn(ecs.ActorSpec{Transform: components.Transform{X: nan, Y: 1}}) })
+	assert.Zero(t, w.Pending(), "a refused Spawn queues nothing")
+
+	npc := w.Spawn(ecs.ActorSpec{Transform: at(250, 250, 0)})
+	prop := w.Spawn(ecs.ActorSpec{Transform: at(260, 250, 0), Prop: true})
+	player := w.Spawn(ecs.ActorSpec{Transform: at(270, 250, 0), Client: components.Client{Session: 5}})
+	var r ecs.ApplyReport
+	w.Apply(&r)
+	require.Len(t, r.Changes, 3)
+	assert.PanicsWithValue(t, "ecs: Teleport: Transform {X:1 Y:+Inf Z:0 Yaw:0} is not finite; an actor must stand at a place",
+		func() { w.Teleport(npc, components.Transform{X: 1, Y: inf}) })
+	assert.Zero(t, w.Pending(), "a refused Teleport queues nothing")
+
+	transforms := ark.NewMap[components.Transform](w.Ark())
+	for _, id := range []components.ActorID{npc, prop, player} {
+		e, ok := w.Entity(id)
+		require.True(t, ok)
+		transforms.Get(e).X = nan
+	}
+	w.Relocate(npc)
+	w.Update(prop)
+	w.Relocate(player)
+	w.Apply(&r)
+	assert.Equal(t, 3, r.NonFinite, "each actor whose place was no place is counted")
+	assert.Empty(t, r.Changes, "nobody moved: the prop and the NPC are back where they were told, the player's actor stays")
+	for id, want := range map[components.ActorID]float32{npc: 250, prop: 260} {
+		e, _ := w.Entity(id)
+		assert.Equal(t, at(want, 250, 0), *transforms.Get(e), "actor %d is back where it was last relayed", id.ID)
+		k, _ := w.Key(id)
+		assert.Equal(t, key(0, 2, 2), k)
+	}
+	k, _ := w.Key(player)
+	assert.Equal(t, key(0, 2, 2), k, "the player's actor is still in its chunk")
+	_, ok := w.ChunkEntity(key(0, 0, 0))
+	assert.False(t, ok, "nothing went to chunk 0/0, where NaN floors")
+
+	w.Apply(&r)
+	assert.Zero(t, r.NonFinite, "each Apply counts its own")
+}

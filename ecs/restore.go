@@ -71,6 +71,9 @@ func (w *World) restore(key grid.AreaKey, actors []SavedActor, extra []ecs.ID, p
 		if a.ID.ID == 0 {
 			return nil, fmt.Errorf("ecs: restore: actor ID 0 is never issued")
 		}
+		if !Finite(a.Transform) {
+			return nil, fmt.Errorf("ecs: restore: actor %d stands at a place that is not finite (%v, %v, %v, yaw %v)", a.ID.ID, a.Transform.X, a.Transform.Y, a.Transform.Z, a.Transform.Yaw)
+		}
 		if k := w.KeyOf(a.Transform); k != key {
 			return nil, fmt.Errorf("ecs: restore: actor %d stands in chunk %v, not in its block's chunk %v", a.ID.ID, k, key)
 		}

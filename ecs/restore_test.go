@@ -1,6 +1,7 @@
 package ecs_test
 
 import (
+	"math"
 	"testing"
 
 	ark "github.com/mlange-42/ark/ecs"
@@ -103,4 +104,15 @@ func TestActorIndexAcrossPages(t *testing.T) {
 	assert.Equal(t, live, w.Len())
 	_, ok := w.Entity(components.ActorID{ID: 1 << 30})
 	assert.False(t, ok, "an ID never issued")
+}
+
+// TestRestoreRefusesAPlaceThatIsNoPlace: a saved actor at NaN is refused,
+// naming it, and nothing of its block is placed.
+func TestRestoreRefusesAPlaceThatIsNoPlace(t *testing.T) {
+	w := ecs.NewWorld(100)
+	bad := saved(2, 1, 1)
+	bad.Transform.Z = float32(math.NaN())
+	_, err := w.RestoreBlock(key(0, 0, 0), []ecs.SavedActor{saved(1, 1, 1), bad}, nil)
+	assert.EqualError(t, err, "ecs: restore: actor 2 stands at a place that is not finite (1, 1, NaN, yaw 0)")
+	assert.Zero(t, w.Len())
 }

@@ -54,6 +54,7 @@ type World struct {
 
 	actorMap   *ecs.Map6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk]
 	transforms *ecs.Map[components.Transform]
+	inputs     *ecs.Map[components.MoveInput]
 	clients    *ecs.Map[components.Client]
 	inChunk    *ecs.Map[components.InChunk]
 	chunkMap   *ecs.Map[components.Chunk]
@@ -263,6 +264,7 @@ func NewWorld(chunkSize float32) *World {
 		chunkSize:    chunkSize,
 		actorMap:     ecs.NewMap6[components.ActorID, components.Transform, components.MoveInput, components.Animation, components.Client, components.InChunk](w),
 		transforms:   ecs.NewMap[components.Transform](w),
+		inputs:       ecs.NewMap[components.MoveInput](w),
 		clients:      ecs.NewMap[components.Client](w),
 		inChunk:      ecs.NewMap[components.InChunk](w),
 		chunkMap:     ecs.NewMap[components.Chunk](w),
@@ -431,9 +433,11 @@ func clientlessClass(class uint8, prop bool) uint8 {
 // from 1 in call order and are never reused. The actor exists in the Ark
 // world (and [World.Entity] finds it) only after the next [World.Apply].
 //
-// It panics under the guard, and after 2^32-1 spawns.
+// It panics under the guard, after 2^32-1 spawns, and for a Transform
+// that is not finite (see [Finite]).
 func (w *World) Spawn(spec ActorSpec) components.ActorID {
 	w.checkUnguarded("Spawn")
+	mustBeFinite("Spawn", spec.Transform)
 	if spec.Prop && spec.Client.Session != 0 {
 		panic("ecs: a prop cannot have a client (ActorSpec.Prop with Client.Session set)")
 	}
@@ -517,10 +521,30 @@ func (w *World) Nudge(id components.ActorID) {
 // reports only the spawn. Unknown or despawned actors are ignored and
 // counted.
 //
-// It panics under the guard.
+// It panics under the guard, and for a Transform that is not finite (see
+// [Finite]).
 func (w *World) Teleport(id components.ActorID, t components.Transform) {
 	w.checkUnguarded("Teleport")
+	mustBeFinite("Teleport", t)
 	w.queueMove(moveOp{id: id, teleport: true, transform: t})
+}
+
+// Finite reports whether t's position and yaw are all finite numbers. An
+// actor must stand somewhere: a NaN coordinate lies in no chunk and at no
+// distance from anyone, so nobody would see the actor and no error would
+// say why. Spawn and Teleport refuse such a Transform; Apply puts back a
+// prop or client-less actor whose row a system made so (see
+// [ApplyReport.Refused]); Move does the same for the actors it relays.
+func Finite(t components.Transform) bool {
+	return finite(t.X) && finite(t.Y) && finite(t.Z) && finite(t.Yaw)
+}
+
+func finite(v float32) bool { return v-v == 0 } // NaN and ±Inf give NaN
+
+func mustBeFinite(op string, t components.Transform) {
+	if !Finite(t) {
+		panic(fmt.Sprintf("ecs: %s: Transform {X:%v Y:%v Z:%v Yaw:%v} is not finite; an actor must stand at a place", op, t.X, t.Y, t.Z, t.Yaw))
+	}
 }
 
 func (w *World) queueMove(op moveOp) {

@@ -48,6 +48,7 @@ func (p *Pipeline) join(t *scheduler.Tick) {
 		}
 	}
 	p.world.Apply(&p.report)
+	st.NonFinite += uint64(p.report.NonFinite)
 	for _, slot := range p.closedSlots { // their actors are gone now
 		p.slots[slot] = nil
 		p.freeSlots = append(p.freeSlots, slot)
@@ -61,11 +62,16 @@ func (p *Pipeline) join(t *scheduler.Tick) {
 
 // sendCorrections tells every client whose update was rejected this tick
 // (by Ingest, then by Move in canonical order) where the server has its
-// actor. Each session gets at most one correction per tick.
+// actor. Each session gets at most one correction per tick. It counts the
+// client-less actors Move put back from a Transform that was not finite.
 func (p *Pipeline) sendCorrections() {
 	f := &p.frame
 	for a, v := range f.verdict {
-		if v < RejectNotFinite || f.session[a] == 0 {
+		if v < RejectNotFinite {
+			continue
+		}
+		if f.session[a] == 0 {
+			p.stats.NonFinite++ // RejectNotFinite is the only verdict Move gives them
 			continue
 		}
 		p.stats.Rejected++

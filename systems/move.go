@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs"
 	"github.com/throng-go/throng/interest"
 	"github.com/throng-go/throng/internal/cacheline"
 	"github.com/throng-go/throng/net/wire"
@@ -109,9 +110,18 @@ func (p *Pipeline) moveActor(a int32) {
 		// An actor without a client (an NPC, a prop) moves when a server
 		// system writes its Transform or Animation: its MoveInput holds
 		// what it had when it was last relayed, and a difference is this
-		// tick's update, relayed as an accepted move is.
-		in.X, in.Y, in.Z, in.Yaw, in.WorldOrCell, in.Flags = t.X, t.Y, t.Z, t.Yaw, t.WorldOrCell, anim.Flags
-		in.ChangedTick = f.Tick
+		// tick's update, relayed as an accepted move is. A Transform the
+		// system left not finite goes back to that place, and is counted
+		// (Stats.NonFinite): relayed, it would lie at no distance from
+		// anyone, and the actor would vanish without a word.
+		if !ecs.Finite(*t) {
+			t.X, t.Y, t.Z, t.Yaw, t.WorldOrCell = in.X, in.Y, in.Z, in.Yaw, in.WorldOrCell
+			v = RejectNotFinite
+		}
+		if moved(t, anim, in) {
+			in.X, in.Y, in.Z, in.Yaw, in.WorldOrCell, in.Flags = t.X, t.Y, t.Z, t.Yaw, t.WorldOrCell, anim.Flags
+			in.ChangedTick = f.Tick
+		}
 	}
 	setIfChanged(&f.verdict[a], v)
 	f.x[a], f.y[a], f.z[a] = t.X, t.Y, t.Z

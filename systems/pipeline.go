@@ -162,6 +162,7 @@ type TickStats struct {
 	Kicked          uint64
 	Rejected        uint64
 	Refused         uint64
+	NonFinite       uint64 // Transforms a game's system left not finite, put back (ecs.Finite)
 	BusyRejections  uint64
 	CorrectionsSent uint64
 	Commands        uint64 // the game's commands handed to its systems (Pipeline.Commands)

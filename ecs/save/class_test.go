@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -152,6 +152,52 @@ func TestEveryActorsClassIsSavedAndLoaded(t *testing.T) {
 // the file's made good again, fails the read, naming that block and its
 // chunk and the actor, and nothing of the file is loaded.
 func TestAClassPastMaxClassesIsRefusedNamingTheBlock(t *testing.T) {
+	refusedNamingTheBlock(t, func(spoilt []byte, b spoiltBlock) string {
+		// The class column follows the ActorIDs, Transforms and
+		// Animations, and in a players' block the names.
+		class := b.payload + b.rows*(4+20+2)
+		if b.kind == "players" {
+			for range b.rows {
+				class += 4 + int(binary.LittleEndian.Uint32(spoilt[class:]))
+			}
+		}
+		require.Contains(t, b.cols, uint16(classType))
+		spoilt[class+b.row] = 200
+		return "has class 200; classes are below components.MaxClasses (16)"
+	})
+}
+
+// TestAPlaceThatIsNoPlaceIsRefusedNamingTheBlock: a NaN written over an
+// actor's X in each kind of block, the checksums made good again, fails
+// the read in the same way.
+func TestAPlaceThatIsNoPlaceIsRefusedNamingTheBlock(t *testing.T) {
+	refusedNamingTheBlock(t, func(spoilt []byte, b spoiltBlock) string {
+		binary.LittleEndian.PutUint32(spoilt[b.payload+4*b.rows+20*b.row:], math.Float32bits(float32(math.NaN())))
+		return "stands at a place that is not finite"
+	})
+}
+
+// The type table's throng.Player, throng.Prop and throng.Class.
+const (
+	playerType = 3
+	propType   = 4
+	classType  = 5
+)
+
+// spoiltBlock is the last row of a block refusedNamingTheBlock spoils.
+type spoiltBlock struct {
+	kind          string
+	cols          []uint16
+	payload, rows int // where its payload starts in the file, its rows
+	row           int
+}
+
+// refusedNamingTheBlock saves classWorld, and for an actors', a props' and
+// a players' block spoils the last row by spoil (which returns what the
+// error says of the row), makes the checksums good again and reads the
+// file: the read fails, naming the block, its chunk and the actor, and
+// nothing of the file is loaded.
+func refusedNamingTheBlock(t *testing.T, spoil func(spoilt []byte, b spoiltBlock) string) {
 	w, names, _ := classWorld(t)
 	s, err := save.NewSaver(w, gameTypes())
 	require.NoError(t, err)
@@ -159,11 +205,6 @@ func TestAClassPastMaxClassesIsRefusedNamingTheBlock(t *testing.T) {
 	data, err := os.ReadFile(res.Path)
 	require.NoError(t, err)
 	starts, columns := blockOffsets(t, data)
-	const (
-		playerType = 3 // the type table's throng.Player, throng.Prop and throng.Class
-		propType   = 4
-		classType  = 5
-	)
 	le := binary.LittleEndian
 	for _, kind := range []struct {
 		name string
@@ -181,29 +222,14 @@ func TestAClassPastMaxClassesIsRefusedNamingTheBlock(t *testing.T) {
 				}
 			}
 			require.GreaterOrEqual(t, block, 0)
-			cols := columns[block]
 			at := starts[block]
-			rows := int(le.Uint32(data[at+12:]))
-			head := 18 + 2*len(cols) + 8
-			payload := at + head
-			// The class column follows the ActorIDs, Transforms and
-			// Animations, and in a players' block the names.
-			class := payload + rows*(4+20+2)
-			if kind.name == "players" {
-				for range rows {
-					class += 4 + int(le.Uint32(data[class:]))
-				}
-			}
-			require.Contains(t, cols, uint16(classType))
-			row := rows - 1
-			id := le.Uint32(data[payload+4*row:])
+			b := spoiltBlock{kind: kind.name, cols: columns[block], rows: int(le.Uint32(data[at+12:]))}
+			b.payload, b.row = at+18+2*len(b.cols)+8, b.rows-1
+			id := le.Uint32(data[b.payload+4*b.row:])
 			spoilt := bytes.Clone(data)
-			spoilt[class+row] = 200
-			end := payload + int(le.Uint64(data[at+head-8:]))
-			le.PutUint32(spoilt[end:], crc32.Checksum(spoilt[at:end], crc32.MakeTable(crc32.Castagnoli)))
-			le.PutUint32(spoilt[len(spoilt)-4:], crc32.Checksum(spoilt[:len(spoilt)-4], crc32.MakeTable(crc32.Castagnoli)))
+			says := spoil(spoilt, b)
 			path := filepath.Join(t.TempDir(), filepath.Base(res.Path))
-			require.NoError(t, os.WriteFile(path, spoilt, 0o644))
+			require.NoError(t, os.WriteFile(path, reseal(spoilt), 0o644))
 
 			f, err := save.Read(path)
 			assert.Nil(t, f, "nothing of the file is loaded")
@@ -211,8 +237,7 @@ func TestAClassPastMaxClassesIsRefusedNamingTheBlock(t *testing.T) {
 			require.ErrorAs(t, err, &fe)
 			chunk := grid.AreaKey{WorldOrCell: le.Uint32(data[at:]), X: int32(le.Uint32(data[at+4:])), Y: int32(le.Uint32(data[at+8:]))}
 			assert.Equal(t, fmt.Sprintf("block %d (chunk %d/%d/%d)", block, chunk.WorldOrCell, chunk.X, chunk.Y), fe.Part)
-			assert.Contains(t, err.Error(), fmt.Sprintf("actor %d (row %d) has class 200", id, row))
-			assert.Contains(t, err.Error(), "components.MaxClasses (16)")
+			assert.Contains(t, err.Error(), fmt.Sprintf("actor %d (row %d) %s", id, b.row, says))
 			assert.Contains(t, err.Error(), path)
 		})
 	}
@@ -223,13 +248,30 @@ func TestAClassPastMaxClassesIsRefusedNamingTheBlock(t *testing.T) {
 // refused it) fails the save, naming the actor, rather than write a file
 // no load would take; the manifest still names the save before.
 func TestASaveOfAClassPastMaxClassesFails(t *testing.T) {
+	saveFailsNaming(t, func(w *ecs.World, e ark.Entity) {
+		ark.NewMap[components.Client](w.Ark()).Get(e).Class = components.MaxClasses
+	}, "actor 7 has class 16, past components.MaxClasses (16)")
+}
+
+// TestASaveOfAPlaceThatIsNoPlaceFails: so does an actor whose Transform
+// the game made infinite through Ark.
+func TestASaveOfAPlaceThatIsNoPlaceFails(t *testing.T) {
+	saveFailsNaming(t, func(w *ecs.World, e ark.Entity) {
+		ark.NewMap[components.Transform](w.Ark()).Get(e).Yaw = float32(math.Inf(-1))
+	}, "actor 7 (row 0) stands at a place that is not finite")
+}
+
+// saveFailsNaming saves classWorld, spoils actor 7 (a prop) by spoil and
+// saves again: the second save fails saying want, leaves no temporary
+// file, and the manifest still names the first.
+func saveFailsNaming(t *testing.T, spoil func(w *ecs.World, e ark.Entity), want string) {
 	w, _, _ := classWorld(t)
 	s, err := save.NewSaver(w, gameTypes())
 	require.NoError(t, err)
 	dir := t.TempDir()
 	saveTo(t, s, dir, 1)
-	e, _ := w.Entity(components.ActorID{ID: 7}) // a prop
-	ark.NewMap[components.Client](w.Ark()).Get(e).Class = components.MaxClasses
+	e, _ := w.Entity(components.ActorID{ID: 7})
+	spoil(w, e)
 
 	units, err := s.Begin(2, save.Players{})
 	require.NoError(t, err)
@@ -237,7 +279,7 @@ func TestASaveOfAClassPastMaxClassesFails(t *testing.T) {
 		s.CopyUnit(i)
 	}
 	_, err = s.Write(dir, 2).Wait()
-	require.ErrorContains(t, err, "actor 7 has class 16, past components.MaxClasses (16)")
+	require.ErrorContains(t, err, want)
 	f, err := save.Read(dir)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), f.Tick())

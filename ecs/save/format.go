@@ -177,3 +177,26 @@ type FormatError struct {
 func (e *FormatError) Error() string {
 	return fmt.Sprintf("save: %s: %s: %s", e.Path, e.Part, e.What)
 }
+
+// nonFinite returns the first row of a block whose Transform is not finite
+// (its position or yaw NaN or infinite: ecs.Finite), or -1. payload is
+// the block's: rows ActorIDs, then rows Transforms of 20 bytes, X, Y, Z
+// and Yaw first.
+func nonFinite(payload []byte, rows int) int {
+	ts := payload[4*rows : 24*rows]
+	for r := range rows {
+		for k := 0; k < 16; k += 4 {
+			v := math.Float32frombits(binary.LittleEndian.Uint32(ts[20*r+k:]))
+			if v-v != 0 {
+				return r
+			}
+		}
+	}
+	return -1
+}
+
+// nonFiniteError says which actor of a block stands at no place.
+func nonFiniteError(payload []byte, row int) string {
+	return fmt.Sprintf("actor %d (row %d) stands at a place that is not finite",
+		binary.LittleEndian.Uint32(payload[4*row:]), row)
+}

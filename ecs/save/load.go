@@ -278,8 +278,8 @@ func (p *parser) tail() error {
 // (a player's name or the prop marker fourth in a players' or a props'
 // block, then the class column where the file has one), then the game's
 // in the order of the type table, that its payload holds exactly its
-// rows, and that every class is below components.MaxClasses; it returns
-// what is wrong.
+// rows, that every Transform is finite and every class below
+// components.MaxClasses; it returns what is wrong.
 func (f *File) checkBlock(b *block) string {
 	if len(b.columns) < builtinColumns {
 		return fmt.Sprintf("%d columns, fewer than Throng's own %d", len(b.columns), builtinColumns)
@@ -314,6 +314,11 @@ func (f *File) checkBlock(b *block) string {
 			need = b.rows * size
 			if len(data) < need {
 				return fmt.Sprintf("column %d (%s) is cut short", c, f.types[typ].name)
+			}
+			if c == colTransform {
+				if r := nonFinite(b.payload, b.rows); r >= 0 { // the ActorIDs before them are whole
+					return nonFiniteError(b.payload, r)
+				}
 			}
 			if c == classAt {
 				for r, class := range data[:need] {

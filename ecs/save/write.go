@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"math"
@@ -289,15 +290,19 @@ func (s *Saver) writeBlock(fw *fileWriter, t *tablePic, players bool, head, scra
 			ncols++
 		}
 	}
-	fw.checkClasses(scratch, classAt, rows)
+	fw.checkRows(scratch, classAt, rows)
 	return writeBlockBytes(fw, t.key, rows, types[:ncols], head, scratch)
 }
 
-// checkClasses fails the write if a row of a block has a class at or past
-// components.MaxClasses (one the game wrote into a Client itself): Read
-// would refuse the file. payload is the block's, which starts with its
-// ActorIDs; its class column starts at classAt.
-func (f *fileWriter) checkClasses(payload []byte, classAt, rows int) {
+// checkRows fails the write if a row of a block has a Transform that is
+// not finite or a class at or past components.MaxClasses (what the game
+// wrote into a row itself): Read would refuse the file. payload is the
+// block's, which starts with its ActorIDs and Transforms; its class
+// column starts at classAt.
+func (f *fileWriter) checkRows(payload []byte, classAt, rows int) {
+	if r := nonFinite(payload, rows); r >= 0 && f.err == nil {
+		f.err = errors.New(nonFiniteError(payload, r))
+	}
 	for r, c := range payload[classAt : classAt+rows] {
 		if c >= components.MaxClasses && f.err == nil {
 			f.err = fmt.Errorf("actor %d has class %d, past components.MaxClasses (%d)",
@@ -432,7 +437,7 @@ func (s *Saver) writeKept(fw *fileWriter, g keptGroup, head, scratch []byte) ([]
 	for _, r := range g.kept {
 		scratch = append(scratch, r.k.Class)
 	}
-	fw.checkClasses(scratch, classAt, len(g.kept))
+	fw.checkRows(scratch, classAt, len(g.kept))
 	types := append([]int{colID, colTransform, colAnimation, playerType, classType}, g.types...)
 	for c := range g.types {
 		coded := s.types[g.types[c]-firstGame].coded()
