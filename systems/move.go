@@ -173,12 +173,19 @@ func setIfChanged[T comparable](dst *T, v T) {
 // number finite, the same worldOrCell (only the server moves actors between
 // them, with Teleport), and a step shorter than one chunk, which is what
 // keeps an actor's reach within 2 chunks per tick and the clusters safe.
+// An actor whose own Transform a system left not finite has no place to
+// step from: its client's update, finite and in its worldOrCell, gives it
+// one (until then the join leaves it in its chunk, ecs.ApplyReport's
+// NonFinite).
 func validate(t *components.Transform, in *components.MoveInput, chunkSize float32) Verdict {
 	if !finite(in.X) || !finite(in.Y) || !finite(in.Z) || !finite(in.Yaw) {
 		return RejectNotFinite
 	}
 	if in.WorldOrCell != t.WorldOrCell {
 		return RejectWorldChange
+	}
+	if !ecs.Finite(*t) {
+		return Accepted
 	}
 	dx := float64(in.X) - float64(t.X)
 	dy := float64(in.Y) - float64(t.Y)
@@ -190,9 +197,7 @@ func validate(t *components.Transform, in *components.MoveInput, chunkSize float
 	return Accepted
 }
 
-func finite(v float32) bool {
-	return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0)
-}
+func finite(v float32) bool { return v-v == 0 } // NaN and ±Inf give NaN
 
 // moveAhead is how many actors ahead Move asks for rows: enough for the
 // misses to overlap, few enough that the lines are still there.

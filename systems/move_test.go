@@ -1,12 +1,15 @@
 package systems
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/throng-go/throng/components"
 	"github.com/throng-go/throng/net/wire"
 	"github.com/throng-go/throng/scheduler"
 )
@@ -53,4 +56,19 @@ func BenchmarkMove(b *testing.B) {
 	}
 	b.ReportMetric(float64(moving.Nanoseconds())/1e3/float64(ticks), "us/move")
 	b.ReportMetric(float64(moving.Nanoseconds())/float64(ticks)/float64(len(spawns)), "ns/actor")
+}
+
+// TestValidateTakesAClientsPlaceWhereTheServerLostIt: an update with a
+// number that is not finite, or into another worldOrCell, is refused; a
+// step of a chunk is refused from a place, but an actor whose Transform a
+// system left not finite takes its client's finite update as its place.
+func TestValidateTakesAClientsPlaceWhereTheServerLostIt(t *testing.T) {
+	nan := float32(math.NaN())
+	at := components.Transform{X: 100, Y: 100}
+	lost := components.Transform{X: nan, Y: 100}
+	far := components.MoveInput{X: 100 + 5000, Y: 100}
+	assert.Equal(t, RejectTooFar, validate(&at, &far, 4096))
+	assert.Equal(t, Accepted, validate(&lost, &far, 4096), "no place to step from: the client's is taken")
+	assert.Equal(t, RejectNotFinite, validate(&lost, &components.MoveInput{X: nan, Y: 100}, 4096))
+	assert.Equal(t, RejectWorldChange, validate(&lost, &components.MoveInput{X: 1, Y: 1, WorldOrCell: 2}, 4096))
 }
