@@ -534,7 +534,7 @@ func (w *World) Teleport(id components.ActorID, t components.Transform) {
 // distance from anyone, so nobody would see the actor and no error would
 // say why. Spawn and Teleport refuse such a Transform; Apply puts back a
 // prop or client-less actor whose row a system made so (see
-// [ApplyReport.Refused]); Move does the same for the actors it relays.
+// [ApplyReport.NonFinite]); Move does the same for the actors it relays.
 func Finite(t components.Transform) bool {
 	return finite(t.X) && finite(t.Y) && finite(t.Z) && finite(t.Yaw)
 }
