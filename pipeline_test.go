@@ -433,6 +433,48 @@ func TestRejectedUpdatesAreCorrectedAndHarmNoOne(t *testing.T) {
 	assert.Equal(t, float32(150), recs[0].X)
 }
 
+// TestAnAdmitThatGivesNoPlaceIsRefusedWithAReason: a game's Admit that
+// gives a spawn place with a NaN or an infinity (computed, say, from what
+// the client asked for) or a class past components.MaxClasses refuses
+// that client with a reason; the others join and the server ticks on.
+func TestAnAdmitThatGivesNoPlaceIsRefusedWithAReason(t *testing.T) {
+	srv, err := throng.New(throng.Options{Admit: func(h wire.Hello) (throng.Entry, error) {
+		switch string(h.Token) {
+		case "nan":
+			return throng.Entry{Spawn: components.Transform{X: float32(math.NaN()), Y: 1}}, nil
+		case "inf":
+			return throng.Entry{Spawn: components.Transform{X: 1, Y: 1, Yaw: float32(math.Inf(-1))}}, nil
+		case "class":
+			return throng.Entry{Spawn: components.Transform{X: 1, Y: 1}, Class: 200}, nil
+		}
+		return throng.Entry{Spawn: components.Transform{X: 1, Y: 1}}, nil
+	}})
+	require.NoError(t, err)
+	defer srv.Close()
+	reasons := map[string]string{}
+	clients := map[string]*mem.Client{}
+	for _, token := range []string{"nan", "ok", "inf", "class"} {
+		c := srv.Mem().Dial()
+		hello, err := wire.AppendHello(nil, wire.Hello{Token: []byte(token)})
+		require.NoError(t, err)
+		require.NoError(t, c.Send(hello))
+		clients[token] = c
+	}
+	srv.Tick()
+	srv.Tick()
+	for token, c := range clients {
+		if reason, closed := c.CloseReason(); closed {
+			reasons[token] = reason
+		}
+	}
+	assert.Len(t, reasons, 3, "every client but ok refused: %v", reasons)
+	assert.Contains(t, reasons["nan"], "admit gave a spawn place that is not finite (NaN, 1, 0, yaw 0)")
+	assert.Contains(t, reasons["inf"], "not finite")
+	assert.Contains(t, reasons["class"], "admit gave class 200")
+	assert.Equal(t, 1, srv.World().Len(), "ok joined")
+	assert.EqualValues(t, 3, srv.Stats().Refused)
+}
+
 func TestMalformedFramesAreCountedAndTheTickGoesOn(t *testing.T) {
 	spawns := []components.Transform{{X: 100, Y: 100}, {X: 200, Y: 100}}
 	st := newStage(t, parallel(2, 4, false), spawns)

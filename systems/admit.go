@@ -45,6 +45,13 @@ func (p *Pipeline) hello(id wire.SessionID, s *session, frame []byte) {
 		p.refuse(id, wire.RefuseUnspecified, fmt.Sprintf("admit gave class %d, past the %d classes", adm.Class, components.MaxClasses))
 		return
 	}
+	if !ecs.Finite(adm.Spawn) {
+		// A spawn a game computed from what the client said (a chosen
+		// spawn point, say) must not take the server down: Spawn panics.
+		t := adm.Spawn
+		p.refuse(id, wire.RefuseUnspecified, fmt.Sprintf("admit gave a spawn place that is not finite (%v, %v, %v, yaw %v)", t.X, t.Y, t.Z, t.Yaw))
+		return
+	}
 	spawn := adm.Spawn
 	s.class = adm.Class
 	if s.player = adm.Player; s.player != "" {
