@@ -167,3 +167,22 @@ func TestAnNPCSentToNoPlaceStaysWhereItWas(t *testing.T) {
 	key, _ := world.Key(npc)
 	assert.Equal(t, grid.KeyOf(0, 4100, 100, world.ChunkSize()), key, "still in its chunk")
 }
+
+// TestAnNPCWhoseInitGaveNoPlaceStandsWhereItSpawned: an ActorSpec.Init
+// that writes NaN into the new NPC's Transform, after Spawn's check, is
+// met by Move as a system's write: the NPC stands where it was spawned,
+// and the server counts it.
+func TestAnNPCWhoseInitGaveNoPlaceStandsWhereItSpawned(t *testing.T) {
+	srv, _ := npcServer(t)
+	world := srv.World()
+	transforms := ark.NewMap[components.Transform](world.Ark())
+	npc := world.Spawn(ecs.ActorSpec{Transform: components.Transform{X: 4020, Y: 100}, Init: func(_ *ark.World, e ark.Entity) {
+		transforms.Get(e).X = float32(math.NaN())
+	}})
+	records := watchNPC(t, srv, npc)
+	assert.Empty(t, records())
+	e, ok := world.Entity(npc)
+	require.True(t, ok)
+	assert.Equal(t, components.Transform{X: 4020, Y: 100}, *transforms.Get(e))
+	assert.Equal(t, uint64(1), srv.Stats().NonFinite)
+}
