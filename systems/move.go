@@ -178,7 +178,7 @@ func setIfChanged[T comparable](dst *T, v T) {
 // one (until then the join leaves it in its chunk, ecs.ApplyReport's
 // NonFinite).
 func validate(t *components.Transform, in *components.MoveInput, chunkSize float32) Verdict {
-	if !finite(in.X) || !finite(in.Y) || !finite(in.Z) || !finite(in.Yaw) {
+	if !ecs.Finite(components.Transform{X: in.X, Y: in.Y, Z: in.Z, Yaw: in.Yaw}) {
 		return RejectNotFinite
 	}
 	if in.WorldOrCell != t.WorldOrCell {
@@ -196,8 +196,6 @@ func validate(t *components.Transform, in *components.MoveInput, chunkSize float
 	}
 	return Accepted
 }
-
-func finite(v float32) bool { return v-v == 0 } // NaN and ±Inf give NaN
 
 // moveAhead is how many actors ahead Move asks for rows: enough for the
 // misses to overlap, few enough that the lines are still there.

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+
+	"github.com/throng-go/throng/components"
+	"github.com/throng-go/throng/ecs"
 )
 
 // The file format, version 4. Every number is little endian.
@@ -184,12 +187,10 @@ func (e *FormatError) Error() string {
 // and Yaw first.
 func nonFinite(payload []byte, rows int) int {
 	ts := payload[4*rows : 24*rows]
+	f := func(at int) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(ts[at:])) }
 	for r := range rows {
-		for k := 0; k < 16; k += 4 {
-			v := math.Float32frombits(binary.LittleEndian.Uint32(ts[20*r+k:]))
-			if v-v != 0 {
-				return r
-			}
+		if at := 20 * r; !ecs.Finite(components.Transform{X: f(at), Y: f(at + 4), Z: f(at + 8), Yaw: f(at + 12)}) {
+			return r
 		}
 	}
 	return -1
