@@ -309,6 +309,63 @@ func BenchmarkTick(b *testing.B) {
 	}
 }
 
+// BenchmarkTickRatios runs the square's crowd in five modes in one
+// process, each on a server of its own, taking turns a block of
+// ratioBlock ticks at a time, and reports each mode's us/tick and the
+// ratios issue 26 asks of them: interest over no interest, inline and in
+// parallel, and the shipped defaults over parallel+interest. On a VM whose
+// speed wanders by a third within the hour, runs of one mode after another
+// (BenchmarkTick) compare ticks of different hours; turns of fifty ticks
+// keep each server's caches and the pool's cost model warm, and give every
+// mode the same share of the host's good and bad minutes. One op is one
+// tick of one mode; -benchtime should be a multiple of 250, so that each
+// mode ticks a fifth of the ops.
+//
+//	go test -run '^$' -bench 'BenchmarkTickRatios/players=1000' -benchtime 3000x -count 6 . | tee ratios.txt
+func BenchmarkTickRatios(b *testing.B) {
+	modes := []string{"inline", "inline+interest", "parallel", "parallel+interest", "parallel+interest+budget"}
+	for _, n := range []int{400, 1000} {
+		b.Run(fmt.Sprintf("players=%d", n), func(b *testing.B) {
+			crowds := make([]*benchCrowd, len(modes))
+			for i, m := range modes {
+				crowds[i] = newBenchCrowd(b, "square", n, modeNamed(m))
+			}
+			in := make([]time.Duration, len(modes))
+			ticks := make([]int, len(modes))
+			op := 0
+			for b.Loop() {
+				i := op / ratioBlock % len(modes)
+				op++
+				c := crowds[i]
+				c.srv.WakeWorkers()
+				c.send()
+				start := time.Now()
+				c.srv.Tick()
+				in[i] += time.Since(start)
+				ticks[i]++
+			}
+			us := make([]float64, len(modes))
+			for i, m := range modes {
+				if ticks[i] > 0 { // a -benchtime below ratioBlock*5 leaves the last modes out
+					us[i] = float64(in[i]) / float64(time.Microsecond) / float64(ticks[i])
+					b.ReportMetric(us[i], m+"-us/tick")
+				}
+			}
+			for _, r := range []struct {
+				over, under int
+				name        string
+			}{{1, 0, "inline+interest/inline"}, {3, 2, "parallel+interest/parallel"}, {4, 3, "defaults/parallel+interest"}} {
+				if us[r.over] > 0 && us[r.under] > 0 {
+					b.ReportMetric(us[r.over]/us[r.under], r.name)
+				}
+			}
+		})
+	}
+}
+
+// ratioBlock is how many ticks in a row BenchmarkTickRatios gives a mode.
+const ratioBlock = 50
+
 func benchmarkTick(b *testing.B, name string, n int, m tickMode) {
 	switch name {
 	case "world-life":
