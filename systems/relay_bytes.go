@@ -24,7 +24,9 @@ import (
 // period == 0); so a pair is due when the byte of its band equals the
 // recipient's residue for its band and the sender's rank: a XOR and a
 // mask by band, eight pairs an instruction with AVX2 (denseDueBytes8),
-// the rank of each sender from a byte beside its key. Tables of up to
+// and with AVX-512 sixteen, decided and packed in one pass as the due keys
+// of bits are (denseBytes16), the rank of each sender from a byte beside
+// its key. Tables of up to
 // four bands (three finite limits) and ranks 0 and 1 fit; the default
 // tables and classes do.
 

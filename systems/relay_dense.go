@@ -507,8 +507,8 @@ func (w *batchOut) writeDense(k *denseKernel, xs, ys, zs []float32, keys []uint3
 	if lo <= r && int(r) < int(lo)+n {
 		self = int(r - lo)
 	}
-	if k.bytes && pass == densePass16 {
-		pass = densePass8 // denseCopy16 decides by due keys of bits only
+	if k.bytes && pass == densePass16 && cap(k.ranks) < (n+15)&^15 {
+		pass = densePass8 // denseBytes16 reads the ranks a whole group past the run
 	}
 	vector := w.passes(k, pass) && w.roomForDense(n, int(lo)+n) && colsRoom(xs, ys, zs, keys)
 	if vector && pass == densePass16 { // decided and packed in one pass
@@ -569,7 +569,11 @@ func (w *batchOut) densePass(k *denseKernel, xs, ys, zs []float32, keys []uint32
 			k.tailAt, k.tailDrop = int64(n&^15), 1<<(n%16)-1
 		}
 		k.aimSteps()
-		denseCopy16(k)
+		if k.bytes {
+			denseBytes16(k)
+		} else {
+			denseCopy16(k)
+		}
 	}
 	opened := int((k.end - end) / datagramSize)
 	written := (int(k.dst-base) - w.n - opened*wire.BatchHeaderSize) / wire.RecordSize

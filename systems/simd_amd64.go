@@ -103,6 +103,12 @@ var useAVX512 = useAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.
 //go:noescape
 func denseCopy16(k *denseKernel)
 
+// denseBytes16 is denseCopy16 for due bytes (k.bytes): each lane due as
+// denseDueBytes decides it, by the sender's key, rank and band.
+//
+//go:noescape
+func denseBytes16(k *denseKernel)
+
 // chooseBased16 is the base-list candidates of a run of one table due to
 // k's recipient (chooseBased), sixteen a group with AVX-512, each pair's
 // tier period from its distance by k.steps (baseKernel.aimTable): the same

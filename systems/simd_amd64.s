@@ -844,183 +844,231 @@ copy8Done:
 // the datagram's end) then wait on a decision made turns before, and one
 // the CPU mispredicts throws away a copy, not the distances of the groups
 // after it, which the copy's branches used to wait for.
-TEXT ·denseCopy16(SB), NOSPLIT, $0-8
-	MOVQ k+0(FP), R13
-	VBROADCASTSS denseKernel_rx(R13), Z0
-	VBROADCASTSS denseKernel_ry(R13), Z1
-	VBROADCASTSS denseKernel_rz(R13), Z2
-	VPBROADCASTD (denseKernel_steps+4)(R13), Z3
-	VBROADCASTSS (denseKernel_steps+8)(R13), Z5
-	VPBROADCASTD (denseKernel_steps+12)(R13), Z9
-	VBROADCASTSS (denseKernel_steps+16)(R13), Z6
-	VPBROADCASTD (denseKernel_steps+20)(R13), Z10
-	VBROADCASTSS (denseKernel_steps+24)(R13), Z7
-	VPBROADCASTD (denseKernel_steps+28)(R13), Z11
-	VBROADCASTSS (denseKernel_steps+32)(R13), Z4
-	VPBROADCASTD (denseKernel_steps+36)(R13), Z12
-	MOVQ denseKernel_xs(R13), SI
-	MOVQ denseKernel_ys(R13), R9
-	MOVQ denseKernel_zs(R13), R10
-	MOVQ denseKernel_keys(R13), R11
-	MOVQ denseKernel_recs(R13), R12
-	MOVQ denseKernel_dst(R13), DI
-	MOVQ denseKernel_end(R13), R8
-	XORQ CX, CX
-	// The first three groups' lanes due: K3, K2 and K0, where there are.
-	CMPQ CX, denseKernel_n(R13)
-	JGE  copyDone
-	DUE16(0, K3)
-	CMPQ    denseKernel_n(R13), $16
-	JLE     copyGroup
-	DUE16(64, K2)
-	CMPQ    denseKernel_n(R13), $32
-	JLE     copyGroup
-	DUE16(128, K0)
-
-copyGroup:
-	// BX takes the lanes due of the group from CX (K3), the next two move
-	// up, and the group three on is decided into K0.
-	KMOVW   K3, BX
-	KMOVW   K2, K3
-	KMOVW   K0, K2
-	LEAQ    48(CX), AX
-	CMPQ    AX, denseKernel_n(R13)
-	JGE     lastGroup
-	DUE16(192, K0)
-
-lastGroup:
-	CMPQ    CX, denseKernel_selfAt(R13)
-	JEQ     dropSelf
-	CMPQ    CX, denseKernel_tailAt(R13)
-	JEQ     dropTail
-
-kept:
-	TESTL   BX, BX
-	JZ      nextGroup
-	CMPL    BX, $0xFFFF
-	JEQ     wholeGroup
-	// The group's mask a bit to five dwords: R14 bits 0 to 63, AX 64 to 79.
-	MOVQ    denseKernel_lut(R13), DX
-	MOVBLZX BL, AX
-	MOVQ    (DX)(AX*8), R14
-	SHRL    $8, BX
-	MOVQ    (DX)(BX*8), AX
-	MOVQ    AX, DX
-	SHLQ    $40, DX
-	ORQ     DX, R14
-	SHRQ    $24, AX
-	// The group's records from DX = R12 + CX*20, sixteen dwords at a time,
-	// each stored after the dwords kept before it.
-	LEAQ    (CX)(CX*4), DX
-	LEAQ    (R12)(DX*4), DX
-	KMOVQ   R14, K4
-	VMOVDQU32 0(DX), Z20
-	VPCOMPRESSD Z20, K4, Z20
-	VMOVDQU32 Z20, (DI)
-	KSHIFTRQ $16, K4, K5
-	VMOVDQU32 64(DX), Z21
-	VPCOMPRESSD Z21, K5, Z21
-	MOVWQZX R14, BX
-	POPCNTQ BX, BX
-	VMOVDQU32 Z21, (DI)(BX*4)
-	KSHIFTRQ $32, K4, K6
-	VMOVDQU32 128(DX), Z22
-	VPCOMPRESSD Z22, K6, Z22
-	MOVL    R14, BX
-	POPCNTQ BX, BX
-	VMOVDQU32 Z22, (DI)(BX*4)
-	KSHIFTRQ $48, K4, K7
-	VMOVDQU32 192(DX), Z23
-	VPCOMPRESSD Z23, K7, Z23
-	MOVQ    R14, BX
-	SHLQ    $16, BX
-	POPCNTQ BX, BX
-	VMOVDQU32 Z23, (DI)(BX*4)
-	KMOVW   AX, K1
-	VMOVDQU32 256(DX), Z24
-	VPCOMPRESSD Z24, K1, Z24
-	POPCNTQ R14, BX
-	VMOVDQU32 Z24, (DI)(BX*4)
-	POPCNTQ AX, AX
-	ADDQ    AX, BX
-	LEAQ    (DI)(BX*4), DI
-
-groupStored:
-	// Past the datagram's end: open the next one. The group's blocks
-	// are stored again eight bytes on, each without its bytes before the
-	// end (which stay where they are), and the header goes between: from
-	// the registers, as reading back what was just stored would wait for
-	// the stores.
-	CMPQ    DI, R8
-	JLS     nextGroup
-	MOVQ    CX, denseKernel_saved(R13)
-	MOVQ    DI, DX
-	SHLQ    $2, BX
-	SUBQ    BX, DX
-	MOVQ    DX, CX
-	SHIFTED_AT(Z20, CX)
-	MOVWQZX R14, BX
-	POPCNTQ BX, BX
-	LEAQ    (DX)(BX*4), CX
-	SHIFTED_AT(Z21, CX)
-	MOVL    R14, BX
-	POPCNTQ BX, BX
-	LEAQ    (DX)(BX*4), CX
-	SHIFTED_AT(Z22, CX)
-	MOVQ    R14, BX
-	SHLQ    $16, BX
-	POPCNTQ BX, BX
-	LEAQ    (DX)(BX*4), CX
-	SHIFTED_AT(Z23, CX)
-	POPCNTQ R14, BX
-	LEAQ    (DX)(BX*4), CX
-	SHIFTED_AT(Z24, CX)
-	MOVQ    denseKernel_saved(R13), CX
-	MOVQ    denseKernel_header(R13), BX
-	MOVQ    BX, (R8)
-	ADDQ    $8, DI
-	ADDQ    $const_datagramSize, R8
-
-nextGroup:
-	ADDQ    $16, CX
-	CMPQ    CX, denseKernel_n(R13)
-	JLT     copyGroup
-	JMP     copyDone
-
-wholeGroup:
-	// Every sender of the group due: its records as they are, and the
-	// masks and count the end's check reads.
-	LEAQ      (CX)(CX*4), DX
-	LEAQ      (R12)(DX*4), DX
-	VMOVDQU32 0(DX), Z20
-	VMOVDQU32 64(DX), Z21
-	VMOVDQU32 128(DX), Z22
-	VMOVDQU32 192(DX), Z23
-	VMOVDQU32 256(DX), Z24
-	VMOVDQU32 Z20, (DI)
-	VMOVDQU32 Z21, 64(DI)
-	VMOVDQU32 Z22, 128(DI)
-	VMOVDQU32 Z23, 192(DI)
-	VMOVDQU32 Z24, 256(DI)
-	MOVQ      $-1, R14
-	MOVQ      $80, BX
-	ADDQ      $320, DI
-	JMP       groupStored
-
-dropSelf:
-	ANDL    denseKernel_selfDrop(R13), BX
-	CMPQ    CX, denseKernel_tailAt(R13)
-	JNE     kept
-
-dropTail:
-	ANDL    denseKernel_tailDrop(R13), BX
-	JMP     kept
-
-copyDone:
-	MOVQ    DI, denseKernel_dst(R13)
-	MOVQ    R8, denseKernel_end(R13)
-	VZEROUPPER
+//
+// DENSE_COPY16 is the function's body, with the decision of a group's
+// lanes (DUE16) and what it loads past the steps (NO_LOAD) as parameters:
+// denseBytes16 is the same body deciding by due bytes (DUE16B, BYTES_LOAD).
+#define DENSE_COPY16(DUE, LOAD) \
+	MOVQ k+0(FP), R13; \
+	VBROADCASTSS denseKernel_rx(R13), Z0; \
+	VBROADCASTSS denseKernel_ry(R13), Z1; \
+	VBROADCASTSS denseKernel_rz(R13), Z2; \
+	VPBROADCASTD (denseKernel_steps+4)(R13), Z3; \
+	VBROADCASTSS (denseKernel_steps+8)(R13), Z5; \
+	VPBROADCASTD (denseKernel_steps+12)(R13), Z9; \
+	VBROADCASTSS (denseKernel_steps+16)(R13), Z6; \
+	VPBROADCASTD (denseKernel_steps+20)(R13), Z10; \
+	VBROADCASTSS (denseKernel_steps+24)(R13), Z7; \
+	VPBROADCASTD (denseKernel_steps+28)(R13), Z11; \
+	VBROADCASTSS (denseKernel_steps+32)(R13), Z4; \
+	VPBROADCASTD (denseKernel_steps+36)(R13), Z12; \
+	MOVQ denseKernel_xs(R13), SI; \
+	MOVQ denseKernel_ys(R13), R9; \
+	MOVQ denseKernel_zs(R13), R10; \
+	MOVQ denseKernel_keys(R13), R11; \
+	MOVQ denseKernel_recs(R13), R12; \
+	MOVQ denseKernel_dst(R13), DI; \
+	MOVQ denseKernel_end(R13), R8; \
+	LOAD; \
+	XORQ CX, CX; \
+	/* The first three groups' lanes due: K3, K2 and K0, where there are. */ \
+	CMPQ CX, denseKernel_n(R13); \
+	JGE  copyDone; \
+	DUE(0, K3); \
+	CMPQ    denseKernel_n(R13), $16; \
+	JLE     copyGroup; \
+	DUE(64, K2); \
+	CMPQ    denseKernel_n(R13), $32; \
+	JLE     copyGroup; \
+	DUE(128, K0); \
+copyGroup: \
+	/* BX takes the lanes due of the group from CX (K3), the next two move */ \
+	/* up, and the group three on is decided into K0. */ \
+	KMOVW   K3, BX; \
+	KMOVW   K2, K3; \
+	KMOVW   K0, K2; \
+	LEAQ    48(CX), AX; \
+	CMPQ    AX, denseKernel_n(R13); \
+	JGE     lastGroup; \
+	DUE(192, K0); \
+lastGroup: \
+	CMPQ    CX, denseKernel_selfAt(R13); \
+	JEQ     dropSelf; \
+	CMPQ    CX, denseKernel_tailAt(R13); \
+	JEQ     dropTail; \
+kept: \
+	TESTL   BX, BX; \
+	JZ      nextGroup; \
+	CMPL    BX, $0xFFFF; \
+	JEQ     wholeGroup; \
+	/* The group's mask a bit to five dwords: R14 bits 0 to 63, AX 64 to 79. */ \
+	MOVQ    denseKernel_lut(R13), DX; \
+	MOVBLZX BL, AX; \
+	MOVQ    (DX)(AX*8), R14; \
+	SHRL    $8, BX; \
+	MOVQ    (DX)(BX*8), AX; \
+	MOVQ    AX, DX; \
+	SHLQ    $40, DX; \
+	ORQ     DX, R14; \
+	SHRQ    $24, AX; \
+	/* The group's records from DX = R12 + CX*20, sixteen dwords at a time, */ \
+	/* each stored after the dwords kept before it. */ \
+	LEAQ    (CX)(CX*4), DX; \
+	LEAQ    (R12)(DX*4), DX; \
+	KMOVQ   R14, K4; \
+	VMOVDQU32 0(DX), Z20; \
+	VPCOMPRESSD Z20, K4, Z20; \
+	VMOVDQU32 Z20, (DI); \
+	KSHIFTRQ $16, K4, K5; \
+	VMOVDQU32 64(DX), Z21; \
+	VPCOMPRESSD Z21, K5, Z21; \
+	MOVWQZX R14, BX; \
+	POPCNTQ BX, BX; \
+	VMOVDQU32 Z21, (DI)(BX*4); \
+	KSHIFTRQ $32, K4, K6; \
+	VMOVDQU32 128(DX), Z22; \
+	VPCOMPRESSD Z22, K6, Z22; \
+	MOVL    R14, BX; \
+	POPCNTQ BX, BX; \
+	VMOVDQU32 Z22, (DI)(BX*4); \
+	KSHIFTRQ $48, K4, K7; \
+	VMOVDQU32 192(DX), Z23; \
+	VPCOMPRESSD Z23, K7, Z23; \
+	MOVQ    R14, BX; \
+	SHLQ    $16, BX; \
+	POPCNTQ BX, BX; \
+	VMOVDQU32 Z23, (DI)(BX*4); \
+	KMOVW   AX, K1; \
+	VMOVDQU32 256(DX), Z24; \
+	VPCOMPRESSD Z24, K1, Z24; \
+	POPCNTQ R14, BX; \
+	VMOVDQU32 Z24, (DI)(BX*4); \
+	POPCNTQ AX, AX; \
+	ADDQ    AX, BX; \
+	LEAQ    (DI)(BX*4), DI; \
+groupStored: \
+	/* Past the datagram's end: open the next one. The group's blocks */ \
+	/* are stored again eight bytes on, each without its bytes before the */ \
+	/* end (which stay where they are), and the header goes between: from */ \
+	/* the registers, as reading back what was just stored would wait for */ \
+	/* the stores. */ \
+	CMPQ    DI, R8; \
+	JLS     nextGroup; \
+	MOVQ    CX, denseKernel_saved(R13); \
+	MOVQ    DI, DX; \
+	SHLQ    $2, BX; \
+	SUBQ    BX, DX; \
+	MOVQ    DX, CX; \
+	SHIFTED_AT(Z20, CX); \
+	MOVWQZX R14, BX; \
+	POPCNTQ BX, BX; \
+	LEAQ    (DX)(BX*4), CX; \
+	SHIFTED_AT(Z21, CX); \
+	MOVL    R14, BX; \
+	POPCNTQ BX, BX; \
+	LEAQ    (DX)(BX*4), CX; \
+	SHIFTED_AT(Z22, CX); \
+	MOVQ    R14, BX; \
+	SHLQ    $16, BX; \
+	POPCNTQ BX, BX; \
+	LEAQ    (DX)(BX*4), CX; \
+	SHIFTED_AT(Z23, CX); \
+	POPCNTQ R14, BX; \
+	LEAQ    (DX)(BX*4), CX; \
+	SHIFTED_AT(Z24, CX); \
+	MOVQ    denseKernel_saved(R13), CX; \
+	MOVQ    denseKernel_header(R13), BX; \
+	MOVQ    BX, (R8); \
+	ADDQ    $8, DI; \
+	ADDQ    $const_datagramSize, R8; \
+nextGroup: \
+	ADDQ    $16, CX; \
+	CMPQ    CX, denseKernel_n(R13); \
+	JLT     copyGroup; \
+	JMP     copyDone; \
+wholeGroup: \
+	/* Every sender of the group due: its records as they are, and the */ \
+	/* masks and count the end's check reads. */ \
+	LEAQ      (CX)(CX*4), DX; \
+	LEAQ      (R12)(DX*4), DX; \
+	VMOVDQU32 0(DX), Z20; \
+	VMOVDQU32 64(DX), Z21; \
+	VMOVDQU32 128(DX), Z22; \
+	VMOVDQU32 192(DX), Z23; \
+	VMOVDQU32 256(DX), Z24; \
+	VMOVDQU32 Z20, (DI); \
+	VMOVDQU32 Z21, 64(DI); \
+	VMOVDQU32 Z22, 128(DI); \
+	VMOVDQU32 Z23, 192(DI); \
+	VMOVDQU32 Z24, 256(DI); \
+	MOVQ      $-1, R14; \
+	MOVQ      $80, BX; \
+	ADDQ      $320, DI; \
+	JMP       groupStored; \
+dropSelf: \
+	ANDL    denseKernel_selfDrop(R13), BX; \
+	CMPQ    CX, denseKernel_tailAt(R13); \
+	JNE     kept; \
+dropTail: \
+	ANDL    denseKernel_tailDrop(R13), BX; \
+	JMP     kept; \
+copyDone: \
+	MOVQ    DI, denseKernel_dst(R13); \
+	MOVQ    R8, denseKernel_end(R13); \
+	VZEROUPPER; \
 	RET
+
+// NO_LOAD: denseCopy16 needs nothing past the steps.
+#define NO_LOAD
+
+TEXT ·denseCopy16(SB), NOSPLIT, $0-8
+	DENSE_COPY16(DUE16, NO_LOAD)
+
+// DUE16B is DUE16 for due bytes (relay_bytes.go), as denseDueBytes8 decides
+// them, sixteen lanes: the band counted from the limits (Z5 to Z7, unsigned
+// compares of the bits as DUE16's; a distance that is not a number reaches
+// band 3, and the cut drops it), the recipient's residue for the lane's
+// rank (its byte, ANDed with 1) and band (k.bwant by a permute of rank*4 +
+// band, in Z25) XORed with the sender's key and masked to the band's byte
+// (byteMasks by a permute of the band, in Z26), zero; and the distance
+// below the cut (Z4). Z27 holds ones; DX is scratch.
+#define DUE16B(OFF, K) \
+	SQUARED_DISTANCE16(OFF, SI, R9, R10, Z16, Z17); \
+	VPXORD    Z18, Z18, Z18; \
+	VPCMPUD   $5, Z5, Z16, K1; \
+	VPADDD    Z27, Z18, K1, Z18; \
+	VPCMPUD   $5, Z6, Z16, K1; \
+	VPADDD    Z27, Z18, K1, Z18; \
+	VPCMPUD   $5, Z7, Z16, K1; \
+	VPADDD    Z27, Z18, K1, Z18; \
+	MOVQ      denseKernel_ranks(R13), DX; \
+	VPMOVZXBD (OFF/4)(DX)(CX*1), Z19; \
+	VPANDD    Z27, Z19, Z19; \
+	VPSLLD    $2, Z19, Z19; \
+	VPADDD    Z18, Z19, Z19; \
+	VPERMD    Z25, Z19, Z19; \
+	VPXORD    OFF(R11)(CX*4), Z19, Z19; \
+	VPERMD    Z26, Z18, Z18; \
+	VPTESTNMD Z18, Z19, K; \
+	VPCMPUD   $1, Z4, Z16, K1; \
+	KANDW     K1, K, K
+
+// BYTES_LOAD loads what DUE16B reads past the steps: the recipient's
+// residues (Z25, the upper eight lanes zero), the bands' byte masks (Z26)
+// and ones (Z27).
+#define BYTES_LOAD \
+	VMOVDQU32  denseKernel_bwant(R13), Y25; \
+	VMOVDQU32  ·byteMasks(SB), Y26; \
+	VPTERNLOGD $0xff, Z27, Z27, Z27; \
+	VPSRLD     $31, Z27, Z27
+
+// func denseBytes16(k *denseKernel)
+//
+// denseCopy16 for due bytes (k.bytes): the lanes decided by DUE16B, the
+// records packed and stored as denseCopy16 packs and stores them. Reads
+// the ranks (k.ranks) a whole group past k.n too.
+TEXT ·denseBytes16(SB), NOSPLIT, $0-8
+	DENSE_COPY16(DUE16B, BYTES_LOAD)
 
 // func chooseBased16(sel *int32, k *baseKernel, n int) int
 //

@@ -54,6 +54,10 @@ func denseCopy16(k *denseKernel) {
 	panic("systems: denseCopy16 without AVX-512")
 }
 
+func denseBytes16(k *denseKernel) {
+	panic("systems: denseBytes16 without AVX-512")
+}
+
 func chooseBased16(sel *int32, k *baseKernel, n int) int {
 	panic("systems: chooseBased16 without AVX-512")
 }
