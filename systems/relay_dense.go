@@ -496,8 +496,9 @@ func (p *Pipeline) denseRun(w *batchOut, k *denseKernel, keys []uint32, lo, hi, 
 // some of the due records, record by record: batchOut.thin), and, for
 // denseCopy8, where the bit sets it packs by are not sparse (sparseMasks);
 // else decided into bit sets and copied by writeSet. Due bytes (k.bytes)
-// take denseCopy8 where pass is denseCopy16. masks is the bit sets'
-// memory, which it returns.
+// take denseBytes16 where pass is denseCopy16, and denseCopy8 where their
+// ranks (k.ranks) cannot be read a whole group past the run. masks is the
+// bit sets' memory, which it returns.
 func (w *batchOut) writeDense(k *denseKernel, xs, ys, zs []float32, keys []uint32, lo, r int32, masks []byte, pass densePass) []byte {
 	n := len(xs)
 	if n == 0 {
