@@ -312,14 +312,14 @@ func BenchmarkTick(b *testing.B) {
 // BenchmarkTickRatios runs the square's crowd in five modes in one
 // process, each on a server of its own, taking turns a block of
 // ratioBlock ticks at a time, and reports each mode's us/tick and the
-// ratios issue 26 asks of them: interest over no interest, inline and in
-// parallel, and the shipped defaults over parallel+interest. On a VM whose
-// speed wanders by a third within the hour, runs of one mode after another
-// (BenchmarkTick) compare ticks of different hours; turns of fifty ticks
-// keep each server's caches and the pool's cost model warm, and give every
-// mode the same share of the host's good and bad minutes. One op is one
-// tick of one mode; -benchtime should be a multiple of 250, so that each
-// mode ticks a fifth of the ops.
+// ratios interest management is held to (docs/performance.md): interest
+// over no interest, inline and in parallel, and the shipped defaults over
+// parallel+interest. On a shared VM, whose speed wanders, runs of one mode
+// after another (BenchmarkTick) compare ticks of different minutes; turns
+// of fifty ticks keep each server's caches and the pool's cost model warm,
+// and give every mode the same share of the host's good and bad minutes.
+// One op is one tick of one mode; -benchtime should be a multiple of 250,
+// so that each mode ticks a fifth of the ops.
 //
 //	go test -run '^$' -bench 'BenchmarkTickRatios/players=1000' -benchtime 3000x -count 6 . | tee ratios.txt
 func BenchmarkTickRatios(b *testing.B) {

@@ -159,9 +159,8 @@ const ingestAhead = 8
 // their actors' chunks, in no order the frames come in, and Move last
 // wrote each on whichever core had its shard: found and asked for as each
 // frame is handled, every row is a miss waited for in turn; asked for
-// frames ahead, the misses overlap. (The frame's own bytes, asked for the
-// same way, gained nothing measurable.) Nothing moves a row during ingest,
-// and a frame that is not a Move frame only costs the lookup.
+// frames ahead, the misses overlap. Nothing moves a row during ingest, and
+// a frame that is not a Move frame only costs the lookup.
 func (p *Pipeline) askAhead(in *wire.Inbound) {
 	if in.Kind != wire.FrameReceived {
 		return

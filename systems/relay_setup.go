@@ -245,8 +245,7 @@ const dueKeySalt = 0x3c6ef372fe94f82b
 // past all of them bounds a part of the cells, one of bounds. The boxes
 // are units of their own: shared out among the lists' units, a crowd's
 // three sets made three equal units, which two cores ran in two rounds,
-// the second on one core alone (on the square of 1,000, the pass took 39
-// us where the four units take 35).
+// the second on one core alone.
 type dueJob struct {
 	f      *Frame
 	keys   []*spreadKeys
