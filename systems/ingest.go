@@ -169,9 +169,18 @@ func (p *Pipeline) askAhead(in *wire.Inbound) {
 	if slot == 0 {
 		return
 	}
-	if s := p.slots[slot-1]; s.state == playing && !s.kicked {
-		cacheline.Claim(unsafe.Slice(p.inputs.Get(s.entity), 1))
+	p.claimInput(p.slots[slot-1])
+}
+
+// claimInput returns the MoveInput row of session s's actor, asked for in
+// exclusive state (moveFrame writes it), or nil where s does not play.
+func (p *Pipeline) claimInput(s *session) *components.MoveInput {
+	if s.state != playing || s.kicked {
+		return nil
 	}
+	in := p.inputs.Get(s.entity)
+	cacheline.Claim(unsafe.Slice(in, 1))
+	return in
 }
 
 // applyInputs keeps the updates of the Move frames in input bucket b (see
@@ -191,12 +200,7 @@ func (p *Pipeline) applyInputs(b int) {
 	bk := &p.buckets[b]
 	rows := bk.rows[:0]
 	for i := range bk.moves {
-		var in *components.MoveInput
-		if s := bk.moves[i].s; s.state == playing && !s.kicked {
-			in = p.inputs.Get(s.entity)
-			cacheline.Claim(unsafe.Slice(in, 1)) // moveFrame writes it
-		}
-		rows = append(rows, in)
+		rows = append(rows, p.claimInput(bk.moves[i].s))
 	}
 	for i := range bk.moves {
 		m := &bk.moves[i]

@@ -26,9 +26,8 @@ import (
 // mask by band, eight pairs an instruction with AVX2 (denseDueBytes8),
 // and with AVX-512 sixteen, decided and packed in one pass as the due keys
 // of bits are (denseBytes16), the rank of each sender from a byte beside
-// its key. Tables of up to
-// four bands (three finite limits) and ranks 0 and 1 fit; the default
-// tables and classes do.
+// its key. Tables of up to four bands (three finite limits) and ranks 0
+// and 1 fit; the default tables and classes do.
 
 // maxByteStencil is the biggest stencil, in senders, whose recipients
 // take the due bytes (bytesFit).

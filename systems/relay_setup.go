@@ -243,9 +243,9 @@ const dueKeySalt = 0x3c6ef372fe94f82b
 // set j's lists (dueLists.buildSet), or past the sets the keys of keys[j
 // less the sets], or past those the due bytes of bytes[j less both], or
 // past all of them bounds a part of the cells, one of bounds. The boxes
-// are units of their own: shared out among the lists' units, a crowd's
-// three sets made three equal units, which two cores ran in two rounds,
-// the second on one core alone.
+// are units of their own, so that the pool can balance them against the
+// lists: a crowd's three sets and its boxes make four units of about one
+// cost, which two cores share evenly.
 type dueJob struct {
 	f      *Frame
 	keys   []*spreadKeys
