@@ -48,6 +48,21 @@ func TestBudgetedRecipientsGetExactlyTheirDuePairs(t *testing.T) {
 	})
 }
 
+// TestCappedSpreadsGetExactlyTheirDuePairs: 600 players in one chunk at
+// a budget of 12 records a tick take spreads of 40 to 255, most of them
+// from 64 to 254, which stretch the far bands' periods past the cap of
+// 255: their recipients read the base lists for the bands below it and
+// the capped lists for those at it, and each that owed nothing and
+// fitted its budget gets exactly what visit calls due. A quarter of the
+// players move once in 120 ticks, so that senders' ages reach past the
+// shorter stretched periods.
+func TestCappedSpreadsGetExactlyTheirDuePairs(t *testing.T) {
+	c := checkBudgetedTicks(t, oneChunkCrowd(rand.New(rand.NewPCG(43, 44)), 600), nil, nil, 12, 0, true, func(r *rig) {
+		r.quiet = func(i int) bool { return i%4 == 0 && (int(r.tick)+i)%120 != 0 }
+	})
+	require.Greater(t, c.capped, 10000, "recipient-ticks checked at spreads with capped lists")
+}
+
 // TestUnlistedSpreadsAreDecidedPairByPairAlike: when the lists may not
 // grow for a spread (here: no room for any), its recipients are decided
 // pair by pair, with the same result.
@@ -116,7 +131,7 @@ func TestBudgetedClassesGetExactlyTheirDuePairs(t *testing.T) {
 				if !listed && !tc.planned {
 					slotBudget = 1
 				}
-				_, _, byted := checkBudgetedTicks(t, spawns, tc.classes, of, tc.budget, slotBudget, listed)
+				byted := checkBudgetedTicks(t, spawns, tc.classes, of, tc.budget, slotBudget, listed).byted
 				if !listed && tc.layout != "crowd" && useAVX2 && slices.Equal(tc.classes, sparseBytes) {
 					require.Positive(t, byted, "recipients checked at spreads with due bytes")
 				}
@@ -132,15 +147,21 @@ func TestBudgetedClassesGetExactlyTheirDuePairs(t *testing.T) {
 // relay plans them: a keyed spread (spreadKeys) has none, and some
 // recipients must be checked at one where the CPU has the dense walk.
 func checkBudgetedRecipients(t *testing.T, spawns []components.Transform, classes []Class, of []uint8, budget, slotBudget int, listed bool, setup ...func(*rig)) (thinned int) {
-	thinned, _, _ = checkBudgetedTicks(t, spawns, classes, of, budget, slotBudget, listed, setup...)
-	return thinned
+	return checkBudgetedTicks(t, spawns, classes, of, budget, slotBudget, listed, setup...).thinned
 }
 
-// checkBudgetedTicks is checkBudgetedRecipients, which it runs, and also
-// returns how many ticks went without any lists (dueLists.idle). Each of
-// setup changes the rig before the first tick.
-func checkBudgetedTicks(t *testing.T, spawns []components.Transform, classes []Class, of []uint8, budget, slotBudget int, listed bool, setup ...func(*rig)) (thinned, idle, byted int) {
+// budgetCheck is what checkBudgetedTicks counted: recipient-ticks checked
+// while thinning, at a spread with due bytes, and at a spread with base
+// lists that stretches a band's period past the cap (capped lists), and
+// ticks without any lists (dueLists.idle).
+type budgetCheck struct{ thinned, byted, capped, idle int }
+
+// checkBudgetedTicks is checkBudgetedRecipients, which it runs, and
+// returns what it counted. Each of setup changes the rig before the first
+// tick.
+func checkBudgetedTicks(t *testing.T, spawns []components.Transform, classes []Class, of []uint8, budget, slotBudget int, listed bool, setup ...func(*rig)) (c budgetCheck) {
 	cfg := Config{MaxRecordsPerTick: budget, NearestSenders: budget / 3, Tiers: defaultTiers(t), Classes: classes}
+	var thinned, idle, byted int
 	r := newClassRig(t, cfg, spawns, of)
 	for _, s := range setup {
 		s(r)
@@ -187,6 +208,8 @@ func checkBudgetedTicks(t *testing.T, spawns []components.Transform, classes []C
 					spreads[spread]++
 					keyed += b2i(spread > 1 && p.keyed[spread] > 0)
 					byted += b2i(spread > 1 && p.byted[spread] > 0)
+					tps := f.due.tierPeriods
+					c.capped += b2i(f.due.based[spread] && int(spread)*int(tps[len(tps)-1]) > 255)
 				}
 			}
 		}
@@ -221,8 +244,9 @@ func checkBudgetedTicks(t *testing.T, spawns []components.Transform, classes []C
 	if planned && idle < 150 && len(p.spreadKeys) > 0 {
 		require.Positive(t, keyed+byted, "recipients checked at a keyed spread, or one with due bytes")
 	}
-	t.Logf("%d recipient-ticks checked; by spread: %v; %d at keyed spreads, %d at spreads with due bytes; %d thinning; %d ticks without lists", checked, spreads, keyed, byted, thinned, idle)
-	return thinned, idle, byted
+	t.Logf("%d recipient-ticks checked; by spread: %v; %d at keyed spreads, %d at spreads with due bytes, %d with capped lists; %d thinning; %d ticks without lists", checked, spreads, keyed, byted, c.capped, thinned, idle)
+	c.thinned, c.idle, c.byted = thinned, idle, byted
+	return c
 }
 
 // TestSmallStencilsGoWithoutListsAlike: a sparse world, 6 x 6 chunks of 8
@@ -238,7 +262,7 @@ func TestSmallStencilsGoWithoutListsAlike(t *testing.T) {
 			spawns = append(spawns, components.Transform{X: float32(k%6)*4096 + rng.Float32()*4096, Y: float32(k/6)*4096 + rng.Float32()*4096})
 		}
 	}
-	_, idle, _ := checkBudgetedTicks(t, spawns, nil, nil, 4, 0, false)
+	idle := checkBudgetedTicks(t, spawns, nil, nil, 4, 0, false).idle
 	require.Equal(t, 150, idle, "no tick built lists")
 }
 
@@ -414,4 +438,38 @@ func checkOwingPicks(t *testing.T, nearest int) {
 	require.Greater(t, picked, 60, "ticks on which owing recipients picked through the index")
 	require.Greater(t, owed, 100, "records owed over the run")
 	t.Logf("%d ticks picked through the index; %d records owed", picked, owed)
+}
+
+// TestMergeAscendingKeepsCanonicalOrder: the senders chosen from the base
+// lists and from the capped lists, each ascending and none in both, come
+// out as one ascending list holding them all, whichever is empty or
+// wholly before the other.
+func TestMergeAscendingKeepsCanonicalOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(45, 46))
+	for it := range 2000 {
+		n := rng.IntN(80)
+		perm := rng.Perm(200)[:n]
+		split := rng.IntN(n + 1)
+		a, b := make([]int32, 0, n+16), make([]int32, 0, n)
+		for i, v := range perm {
+			if i < split {
+				a = append(a, int32(v))
+			} else {
+				b = append(b, int32(v))
+			}
+		}
+		if it%10 == 0 { // b wholly after a
+			for i := range b {
+				b[i] += 1000
+			}
+		}
+		slices.Sort(a)
+		slices.Sort(b)
+		want := append(slices.Clone(a), b...)
+		slices.Sort(want)
+		m := len(a)
+		a = a[:cap(a)]
+		got := mergeAscending(a, m, b)
+		require.Equal(t, want, a[:got], "case %d", it)
+	}
 }

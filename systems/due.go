@@ -26,14 +26,17 @@ import (
 // The periods are those of the interest table and, for clients over their
 // per-connection budget, the same stretched by each client's spread (the
 // spreads of a crowd are few distinct values), so a budgeted crowd takes
-// the same block copies. A spread beyond the longest tier period whose
-// stretched periods stay below 256 gets one set of lists instead, modulo
-// the spread (base lists; the relay checks each of their senders at its
-// pair's stretched period, see gatherBase): its stretched periods hold a
-// sender or two per list, and listing each of them cost ten times the
-// slots (2,000 budgeted players: 87,000 list offsets a tick, most of the
-// relay's serial setup). Residues come from each sender's phase half
-// (interest.SenderHalf), by multiplication, for any period.
+// the same block copies. A spread beyond the longest tier period, below
+// 255, gets one set of lists instead, modulo the spread (base lists; the
+// relay checks each of their senders at its pair's stretched period, see
+// gatherBase): its stretched periods hold a sender or two per list, and
+// listing each of them cost ten times the slots (2,000 budgeted players:
+// 87,000 list offsets a tick, most of the relay's serial setup). Where it
+// stretches a band's period past 255, the period stops at 255, which the
+// spread does not divide: that band's senders come from one more set,
+// modulo 255 (the capped lists), shared by every such spread. Residues
+// come from each sender's phase half (interest.SenderHalf), by
+// multiplication, for any period.
 type dueLists struct {
 	tierPeriods []uint8 // the interest table's periods, ascending, 1 first
 	// This tick's periods: the tier periods, and each stretched by every
@@ -45,17 +48,23 @@ type dueLists struct {
 	tickDue [256]uint32 // per listed period p: (p - tick mod p) mod p
 	// listedSpread[s]: recipients with spread s have lists this tick.
 	listedSpread [256]bool
-	// Spreads above the longest tier period whose stretched periods are
-	// not capped get one set of lists instead of one per tier period: by
-	// residue modulo the spread itself (base lists), holding every sender
-	// that changed within the longest stretched period. A recipient reads
-	// its one base list of each cell and checks each sender in it at the
-	// pair's own stretched period (gatherBase); a few bases cost a tenth
-	// of the slots their stretched periods would. based[s]: spread s has
-	// base lists this tick, from slot baseSlot[s].
+	// Spreads above the longest tier period, below 255, get one set of
+	// lists instead of one per tier period: by residue modulo the spread
+	// itself (base lists), holding every sender that changed within the
+	// longest stretched period (255 at most). A recipient reads its one base list of each cell and checks
+	// each sender in it at the pair's own stretched period (gatherBase); a
+	// few bases cost a tenth of the slots their stretched periods would.
+	// based[s]: spread s has base lists this tick, from slot baseSlot[s].
 	bases    []uint8
 	based    [256]bool
 	baseSlot [256]int32
+	// capSlot is the first slot of the capped lists (-1: none this tick):
+	// base lists modulo 255 of the senders that changed within 255 ticks,
+	// for the bands whose periods a based spread stretches past 255, which
+	// stop there (stretch) and so are no multiples of the spread. A
+	// recipient at such a spread reads its base list for the bands below
+	// the cap and its capped list for those at it (gatherBase).
+	capSlot int32
 	// sets are this tick's lists to build, periods then bases: modulus,
 	// window (a sender is in while changed within it) and first slot.
 	sets []listSet
@@ -219,6 +228,7 @@ func (d *dueLists) plan(tick uint64, spreads *[256]int32, ncells, actors int, un
 	d.bases = d.bases[:0]
 	d.listedSpread[1] = !unlistedOne
 	longest := d.tierPeriods[len(d.tierPeriods)-1]
+	capped := false // a based spread needs the capped lists
 	for {
 		// The most used spread not yet considered (ties: the smaller).
 		best := 0
@@ -231,12 +241,18 @@ func (d *dueLists) plan(tick uint64, spreads *[256]int32, ncells, actors int, un
 			break
 		}
 		spreads[best] = 0 // considered
-		if best > int(longest) && best*int(longest) <= 255 {
-			// Base lists: one set, modulo the spread.
-			if nslots+best > budget || (nperiods+1)*actors > maxListPicks {
+		if best > int(longest) && best < 255 {
+			// Base lists: one set, modulo the spread, and the capped
+			// lists where a band's stretched period stops at 255.
+			addSlots, addPeriods := best, 1
+			if best*int(longest) > 255 && !capped {
+				addSlots, addPeriods = addSlots+255, addPeriods+1
+			}
+			if nslots+addSlots > budget || (nperiods+addPeriods)*actors > maxListPicks {
 				continue
 			}
-			nslots, nperiods = nslots+best, nperiods+1
+			nslots, nperiods = nslots+addSlots, nperiods+addPeriods
+			capped = capped || best*int(longest) > 255
 			d.listedSpread[best], d.based[best] = true, true
 			d.bases = append(d.bases, uint8(best))
 			continue
@@ -278,8 +294,23 @@ func (d *dueLists) plan(tick uint64, spreads *[256]int32, ncells, actors int, un
 		d.baseSlot[b] = d.nslots
 		d.nslots += int32(b)
 		d.tickDue[b] = tickDue(b, tick)
-		d.sets = append(d.sets, listSet{mod: b, window: uint64(b) * uint64(longest), slot: d.baseSlot[b]})
+		d.sets = append(d.sets, listSet{mod: b, window: uint64(stretch(longest, b)), slot: d.baseSlot[b]})
 	}
+	d.capSlot = -1
+	if capped {
+		d.capSlot = d.nslots
+		d.nslots += 255
+		d.tickDue[255] = tickDue(255, tick)
+		d.sets = append(d.sets, listSet{mod: 255, window: 255, slot: d.capSlot})
+	}
+}
+
+// capListSlot returns the slot of the capped lists (capSlot, which must
+// exist) that a recipient with phase half rhalf reads this tick: the
+// senders whose half h has (h + rhalf + tick) mod 255 == 0, the only ones
+// that can be due to it in a band whose stretched period stops at 255.
+func (d *dueLists) capListSlot(rhalf uint32) int32 {
+	return d.capSlot + int32(d.wantResidue(255, d.tickDue[255], rhalf))
 }
 
 // none plans no lists for this tick (Pipeline.listsIdle): no spread is
@@ -288,7 +319,7 @@ func (d *dueLists) none() {
 	d.idle = true
 	clear(d.listedSpread[:])
 	clear(d.based[:])
-	d.bases, d.sets, d.periods, d.nslots = d.bases[:0], d.sets[:0], d.periods[:0], 0
+	d.bases, d.sets, d.periods, d.nslots, d.capSlot = d.bases[:0], d.sets[:0], d.periods[:0], 0, -1
 }
 
 // baseListSlot returns the slot of spread s's base lists (based[s]) that a
@@ -369,8 +400,8 @@ func (d *dueLists) beginBuild(f *Frame) {
 	d.picks = padded(d.picks, f.Len()*len(d.sets))
 	d.candsAt = int32(len(d.periods) * f.Len()) // the base sets come last (plan)
 	d.packed = resizeSlice(d.packed, int(d.candsAt)*wire.RecordSize)
-	if len(d.bases) > 0 {
-		d.cands.resize(len(d.bases) * f.Len())
+	if based := len(d.sets) - len(d.periods); based > 0 { // the bases, and the capped lists
+		d.cands.resize(based * f.Len())
 	}
 	d.masked = d.nslots <= maskSlots
 	if d.masked {

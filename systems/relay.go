@@ -415,10 +415,15 @@ func (p *Pipeline) rankCell(cells []int32, sc *relayScratch) {
 }
 
 // growSel makes room in sel for n senders.
-func (sc *relayScratch) growSel(n int) {
-	if len(sc.sel) < n+16 {
-		sc.sel = make([]int32, (n+n/4+23)&^7) // whole groups of sixteen past the last: chooseBased16
+func (sc *relayScratch) growSel(n int) { sc.sel = grownSel(sc.sel, n) }
+
+// grownSel returns sel, or a longer copy of it, with room for n senders
+// and a whole group of sixteen past the last (chooseBased16).
+func grownSel(sel []int32, n int) []int32 {
+	if len(sel) < n+16 {
+		sel = append(sel, make([]int32, (n+n/4+23)&^7-len(sel))...)
 	}
+	return sel
 }
 
 // relayScratch is one Relay unit's memory of the cell classes of the
@@ -438,6 +443,8 @@ type relayScratch struct {
 	fitSpreads [256]int32
 	bwant      [256]uint8  // per tier period: the residue gatherBase wants at its stretched period
 	bdue       [256]uint64 // per tier period: the base lists' quotients due at its stretched period (dueLists.quot)
+	bperiod    [256]uint8  // per tier period: its stretched period in gatherBase's pass, 0 where the pass leaves its band to the other
+	sel2       []int32     // gatherBase's choice from the capped lists, merged into sel
 	baseK      baseKernel  // what chooseBased8 and chooseBased16 read
 	runs       []int32     // per stencil position of the recipient cell: see uniformRuns
 	// classified: classes, runs and rankedAt are the current cell's

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"sort"
 	"unsafe"
 
 	"github.com/throng-go/throng/interest"
@@ -29,9 +30,10 @@ func (p *Pipeline) aimFor(level uint8) int {
 }
 
 // pressedSpread returns the longest spread pressure may give a recipient:
-// the largest spread step whose base lists exist (its periods stretched by
-// it stay below 256, see dueLists.plan). Past it the relay would decide
-// pairs one by one, which costs more than it sheds.
+// the largest spread step that stretches every band's period alike, below
+// the cap of 255. Past it the far bands' periods stop at 255 while the
+// near ones go on stretching, so pressure would shed the nearest pairs'
+// updates, which a crowd notices first.
 func pressedSpread(longest uint8) int {
 	most := 1
 	for _, s := range spreadSteps {
@@ -154,34 +156,23 @@ const spreadReleaseTicks = 30
 // of its base list (due at some multiple of the spread: a candidate), each
 // checked at the pair's own stretched period, tier period times spread:
 // changed within it, and on its phase. The tier period is the cell class's
-// when the cell is in one band, else the pair's distance decides.
+// when the cell is in one band, else the pair's distance decides. Where
+// the spread stretches a band's period past 255, the period stops at 255,
+// which the spread does not divide: the base lists decide the bands below
+// the cap, the capped lists (dueLists.capSlot) the bands at it, and the
+// two choices of a run, each in canonical order, are merged.
 func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32, sc *relayScratch) {
 	f := &p.frame
 	due := &f.due
-	tick := f.Tick
 	rhalf := interest.RecipientHalf(f.key[r])
 	slot := due.baseListSlot(spread, rhalf)
-	// Per tier period: the residue a sender's half must have modulo the
-	// stretched period (as dueLists.recipientSlot, without the slot).
-	// With the base lists' quotients (dueLists.quot), per tier period the
-	// quotients due: every sender of the base list has the residue the
-	// stretched period wants modulo the spread, and is due when its
-	// quotient by the spread is the wanted residue's, modulo the period.
-	k := &sc.baseK
-	k.ready = useAVX2 && due.cycle > 0
-	ticks := sc.baseTicks.at(due, spread, tick)
-	for i, tp := range due.tierPeriods {
-		w := due.wantResidue(tp*spread, ticks[i], rhalf)
-		sc.bwant[tp] = uint8(w)
-		if due.cycle > 0 {
-			sc.bdue[tp] = due.every[tp] << due.divide(w, spread) // a based spread is at least 2
-			k.ready = k.ready && k.setDue(tp, sc.bdue[tp])
-		}
+	tps := due.tierPeriods
+	capped := int(tps[len(tps)-1])*int(spread) > 255
+	var capSlot int32
+	if capped {
+		capSlot = due.capListSlot(rhalf)
 	}
-	if k.ready {
-		k.aim(f, r, spread)
-	}
-	k.wide, k.table = k.ready && useAVX512, -1
+	atCap := p.aimBase(r, spread, rhalf, false, sc)
 	// The base lists of one slot for consecutive cells lie back to back:
 	// each run of consecutive cells of one table in the stencil is one
 	// range of candidates (sc.baseRuns), and a candidate's cell gives its
@@ -198,22 +189,107 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 			p.rankedPairs(w, r, cells[i], spread, sc.classes[i], &want, rhalf)
 			continue
 		}
-		first := cells[i]
-		lo, hi := due.lists(first, cells[j-1], slot)
-		cands := due.picks[lo:hi]
-		info := due.cands.slice(lo-due.candsAt, hi-due.candsAt)
-		sc.growSel(len(cands))
-		var classes []cellClass // until a kernel needs them
-		if sc.classified {
-			classes = sc.classes[i:j]
+		if atCap {
+			atCap = p.aimBase(r, spread, rhalf, false, sc)
 		}
-		m := p.chooseBased(sc.sel, cands, info, classes, first, r, spread, f.cells[first].kind, sc)
-		if m < 0 {
-			p.classifyCell(cells, 0, sc)
-			m = p.chooseBased(sc.sel, cands, info, sc.classes[i:j], first, r, spread, f.cells[first].kind, sc)
+		m := p.chooseRun(&sc.sel, slot, cells, i, j, r, spread, sc)
+		if capped {
+			atCap = p.aimBase(r, spread, rhalf, true, sc)
+			m2 := p.chooseRun(&sc.sel2, capSlot, cells, i, j, r, spread, sc)
+			sc.sel = grownSel(sc.sel, m+m2)
+			m = mergeAscending(sc.sel, m, sc.sel2[:m2])
 		}
 		w.write(sc.sel[:m])
 	}
+}
+
+// chooseRun writes to *sel, grown to hold them, the candidates of stencil
+// positions i to j-1 (consecutive cells of one table) in the lists of slot
+// that are due to recipient r as aimBase last aimed the pass, in order,
+// and returns how many.
+func (p *Pipeline) chooseRun(buf *[]int32, slot int32, cells []int32, i, j, r int32, spread uint8, sc *relayScratch) int {
+	f := &p.frame
+	due := &f.due
+	first := cells[i]
+	lo, hi := due.lists(first, cells[j-1], slot)
+	cands := due.picks[lo:hi]
+	info := due.cands.slice(lo-due.candsAt, hi-due.candsAt)
+	*buf = grownSel(*buf, len(cands))
+	sel := *buf
+	var classes []cellClass // until a kernel needs them
+	if sc.classified {
+		classes = sc.classes[i:j]
+	}
+	kind := f.cells[first].kind
+	m := p.chooseBased(sel, cands, info, classes, first, r, spread, kind, sc)
+	if m < 0 {
+		p.classifyCell(cells, 0, sc)
+		m = p.chooseBased(sel, cands, info, sc.classes[i:j], first, r, spread, kind, sc)
+	}
+	return m
+}
+
+// aimBase sets, for recipient r (its phase half rhalf) at spread, what
+// chooseBased reads of each tier period for one pass of gatherBase: the
+// pair's stretched period (sc.bperiod, 0 for a band the pass leaves to
+// the other: no sender is due in it), the residue wanted at it (sc.bwant)
+// and, where the tier periods' cycle is short, the quotients due
+// (sc.bdue). The base lists' pass (capPass false) takes the bands whose
+// stretched period is below the cap, at which every candidate shares the
+// spread's residue; the capped lists' pass the bands at the cap, 255,
+// where every candidate has the residue wanted and only its age decides.
+// It reports whether it aimed the capped pass.
+func (p *Pipeline) aimBase(r int32, spread uint8, rhalf uint32, capPass bool, sc *relayScratch) bool {
+	f := &p.frame
+	due := &f.due
+	k := &sc.baseK
+	k.ready = useAVX2 && due.cycle > 0
+	ticks := sc.baseTicks.at(due, spread, f.Tick)
+	all := uint64(1)<<due.cycle - 1
+	for i, tp := range due.tierPeriods {
+		atCap := int(tp)*int(spread) > 255
+		var period uint8
+		var want uint32
+		var quots uint64
+		switch {
+		case atCap && capPass:
+			period, want, quots = 255, due.wantResidue(255, due.tickDue[255], rhalf), all
+		case !atCap && !capPass:
+			period = tp * spread
+			want = due.wantResidue(period, ticks[i], rhalf)
+			if due.cycle > 0 {
+				quots = due.every[tp] << due.divide(want, spread) // a based spread is at least 2
+			}
+		}
+		sc.bperiod[tp], sc.bwant[tp], sc.bdue[tp] = period, uint8(want), quots
+		if due.cycle > 0 {
+			k.ready = k.ready && k.setDue(tp, quots, period)
+		}
+	}
+	if k.ready {
+		k.aim(f, r, spread)
+	}
+	k.wide, k.table = k.ready && useAVX512, -1
+	return capPass
+}
+
+// mergeAscending merges b, ascending, into the m ascending senders at
+// the front of a (which has room for both), and returns how many there
+// are. A sender is never in both: its band is below the cap or at it.
+// The capped lists give a recipient a few senders against the base
+// lists' tens, so each of b, from the last, finds its place by a binary
+// search and the senders of a after it move up as one block: each moves
+// once, and no step waits on a comparison it could not predict.
+func mergeAscending(a []int32, m int, b []int32) int {
+	hi := m // a[:hi] are not yet moved
+	for j := len(b) - 1; j >= 0; j-- {
+		y := b[j]
+		lo := sort.Search(hi, func(k int) bool { return a[k] > y })
+		copy(a[lo+j+1:hi+j+1], a[lo:hi])
+		a[lo+j] = y
+		hi = lo
+	}
+	return m + len(b)
 }
 
 // baseTicks holds, for one spread and tick, tickDue at each tier period
@@ -231,7 +307,7 @@ func (b *baseTicks) at(d *dueLists, spread uint8, tick uint64) []uint32 {
 	if b.spread != spread || b.tick != tick || len(b.due) != len(d.tierPeriods) {
 		b.due = b.due[:0]
 		for _, tp := range d.tierPeriods {
-			b.due = append(b.due, tickDue(tp*spread, tick))
+			b.due = append(b.due, tickDue(stretch(tp, spread), tick))
 		}
 		b.spread, b.tick = spread, tick
 	}
@@ -328,7 +404,7 @@ func (p *Pipeline) chooseBasedOneByOne(sel, cands []int32, info baseCands, class
 			tp = p.tiersOf(cell).PeriodSq(d)
 			in = b2i(d < p.kindReach[f.cells[cell].kind])
 		}
-		period := tp * spread // no cap: based spreads keep their stretched periods under 256
+		period := sc.bperiod[tp] // 0 where the pass leaves the band to the other
 		var onPhase int
 		if quoted { // the same every time: predicted
 			onPhase = int(sc.bdue[tp] >> quots[i] & 1)
@@ -355,6 +431,7 @@ type baseKernel struct {
 	classes       *cellClass
 	lut           *[256]uint64 // compressLUT
 	bdue          [8]uint32    // per tier period t, at t-1: sc.bdue[t]
+	bperiod       [8]uint32    // per tier period t, at t-1: sc.bperiod[t]
 	lane          [8]int32     // 0 to 7
 	eight         [8]int32
 	one           [8]int32
@@ -399,7 +476,7 @@ func (k *baseKernel) aimTable(kind int32, b *tierBands, limits int, cut float32)
 	}
 	step := func(band int, limit float32) baseStep {
 		tp := b.period[band]
-		return baseStep{limit: limit, due: k.bdue[tp-1], period: uint32(tp) * uint32(k.spread)}
+		return baseStep{limit: limit, due: k.bdue[tp-1], period: k.bperiod[tp-1]}
 	}
 	k.steps[0] = step(0, 0)
 	for i := 1; i <= 3; i++ {
@@ -420,14 +497,15 @@ func (k *baseKernel) aimTable(kind int32, b *tierBands, limits int, cut float32)
 var _ [unsafe.Offsetof(cellClass{}.far) - unsafe.Offsetof(cellClass{}.near) - 1]struct{}
 var _ [1 + unsafe.Offsetof(cellClass{}.near) - unsafe.Offsetof(cellClass{}.far)]struct{}
 
-// setDue records the quotients due at tier period tp, and reports
-// whether the kernel can read them: tp at most 8 (a permute of eight
-// entries finds them) and no quotient due past 31 (32-bit lanes).
-func (k *baseKernel) setDue(tp uint8, due uint64) bool {
+// setDue records the quotients due at tier period tp and its stretched
+// period (0: none due in its band), and reports whether the kernel can
+// read them: tp at most 8 (a permute of eight entries finds them) and no
+// quotient due past 31 (32-bit lanes).
+func (k *baseKernel) setDue(tp uint8, due uint64, period uint8) bool {
 	if tp == 0 || tp > 8 || due>>32 != 0 {
 		return false
 	}
-	k.bdue[tp-1] = uint32(due)
+	k.bdue[tp-1], k.bperiod[tp-1] = uint32(due), uint32(period)
 	return true
 }
 

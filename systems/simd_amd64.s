@@ -425,8 +425,9 @@ done:
 // first, times the class's size: its first four bytes, whose low two are
 // the near and far periods, and its edge), the squared distance
 // (differences, squares, x plus y then plus z; no fused multiply-add),
-// the tier period (the far one at or past the edge), stretched by the
-// spread as a byte, changed within it (age below it), on its phase (bit
+// the tier period (the far one at or past the edge), its stretched
+// period (k.bperiod's entry by a permute), changed within it (age below
+// it), on its phase (bit
 // quot of the tier period's quotients due, k.bdue's entry by a permute),
 // and not the recipient. A lane whose class has no periods ends the call with -1.
 // The chosen lanes' senders are packed to the front of eight values by a
@@ -446,7 +447,6 @@ TEXT ·chooseBased8(SB), NOSPLIT, $0-32
 	VBROADCASTSS baseKernel_rz(R13), Y2
 	VPBROADCASTD baseKernel_self(R13), Y3
 	VPBROADCASTD baseKernel_first(R13), Y4
-	VPBROADCASTD baseKernel_spread(R13), Y5
 	VPBROADCASTD baseKernel_class(R13), Y6
 	MOVQ n+16(FP), DX
 	VMOVQ DX, X7
@@ -484,17 +484,17 @@ baseGroup:
 	VPAND   Y15, Y12, Y12
 	VPTEST  Y12, Y12
 	JNZ     baseBail
-	// Y15: changed within the stretched period (a byte, as in Go).
-	VPMULLD Y5, Y8, Y9
-	VPAND   Y11, Y9, Y9
+	// Y15: changed within the stretched period (bperiod[tier period - 1],
+	// a permute of the eight by the index's low three bits, as below).
+	VPSUBD  baseKernel_one(R13), Y8, Y14
+	VPERMD  baseKernel_bperiod(R13), Y14, Y9
 	MOVQ    baseKernel_age(R13), DX
 	VPMOVZXBD (DX)(CX*1), Y12
 	VPCMPGTD Y12, Y9, Y12
 	VPAND   Y12, Y15, Y15
 	// Y9: on its phase, in the sign bit: bit quot of bdue[tier period -
 	// 1], a permute of the eight (the index's low three bits).
-	VPSUBD  baseKernel_one(R13), Y8, Y9
-	VPERMD  (AX), Y9, Y9
+	VPERMD  (AX), Y14, Y9
 	MOVQ    baseKernel_quot(R13), DX
 	VPMOVZXBD (DX)(CX*1), Y12
 	VPSRLVD Y12, Y9, Y9

@@ -491,8 +491,10 @@ func TestChooseBasedDecidesLikeOneByOne(t *testing.T) {
 		sc := &relayScratch{}
 		k := &sc.baseK
 		for tp := range uint8(8) {
-			sc.bdue[tp+1] = uint64(rng.Uint32())
-			require.True(t, k.setDue(tp+1, sc.bdue[tp+1]))
+			// Any stretched period, 0 (a band the pass leaves to the
+			// other) and 255 (the cap) among them.
+			sc.bdue[tp+1], sc.bperiod[tp+1] = uint64(rng.Uint32()), uint8(rng.IntN(256))
+			require.True(t, k.setDue(tp+1, sc.bdue[tp+1], sc.bperiod[tp+1]))
 		}
 		k.aim(f, r, spread)
 		k.picks, k.x, k.y, k.z, k.cell = &cands[0], &info.x[0], &info.y[0], &info.z[0], &info.cell[0]
@@ -590,8 +592,10 @@ func TestChooseBasedWideDecidesByTheTable(t *testing.T) {
 		sc := &relayScratch{}
 		k := &sc.baseK
 		for tp := range uint8(8) {
-			sc.bdue[tp+1] = uint64(rng.Uint32())
-			require.True(t, k.setDue(tp+1, sc.bdue[tp+1]))
+			// Any stretched period, 0 (a band the pass leaves to the
+			// other) and 255 (the cap) among them.
+			sc.bdue[tp+1], sc.bperiod[tp+1] = uint64(rng.Uint32()), uint8(rng.IntN(256))
+			require.True(t, k.setDue(tp+1, sc.bdue[tp+1], sc.bperiod[tp+1]))
 		}
 		k.aim(f, r, spread)
 		k.ready, k.wide, k.table = true, true, -1
@@ -638,8 +642,8 @@ func BenchmarkChooseBased(b *testing.B) {
 	sc := &relayScratch{}
 	k := &sc.baseK
 	for tp := range uint8(8) {
-		sc.bdue[tp+1] = uint64(rng.Uint32())
-		k.setDue(tp+1, sc.bdue[tp+1])
+		sc.bdue[tp+1], sc.bperiod[tp+1] = uint64(rng.Uint32()), (tp+1)*13
+		k.setDue(tp+1, sc.bdue[tp+1], sc.bperiod[tp+1])
 	}
 	k.aim(f, 0, 13)
 	tiers, err := interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
