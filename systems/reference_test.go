@@ -20,6 +20,8 @@ import (
 // stencil of short runs as one run by TestStencilColumnsWriteLikeTheirRuns), under
 // the per-connection budget by
 // TestBudgetedRecipientsGetExactlyTheirDuePairs,
+// TestCappedSpreadsGetExactlyTheirDuePairs (spreads that stretch a band
+// past the cap, and their merge by TestMergeAscendingKeepsCanonicalOrder),
 // TestUnlistedSpreadsAreDecidedPairByPairAlike,
 // TestBigCellsUnderASpreadFollowThePlainRule, with classes and ranks by
 // TestBudgetedClassesGetExactlyTheirDuePairs (the due bytes among them,
