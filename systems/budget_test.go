@@ -98,6 +98,9 @@ func TestBudgetedClassesGetExactlyTheirDuePairs(t *testing.T) {
 		planned bool // not listed: at the default slot budget (else at 1: lists for nothing but the tier periods)
 	}{
 		{"crowd", "crowd", classes, 24, false}, {"sparse", "sparse", ranked, 6, false}, {"sparse, one table", "sparse", oneTable, 6, false},
+		// Spreads that stretch the longest period (the NPCs' 6) past the
+		// cap: base lists and capped lists, the NPCs' cells ranked.
+		{"crowd, capped", "crowd", classes, 3, false},
 		{"crowd, ranks 0 and 1", "crowd", crowdBytes, 24, true}, {"sparse, ranks 0 and 1", "sparse", sparseBytes, 6, true},
 		{"both, ranks 0 and 1", "both", sparseBytes, 12, true},
 		// At a budget of one record, past the longest spread: it keeps its lists.
