@@ -51,10 +51,11 @@ type dueLists struct {
 	// Spreads above the longest tier period, below 255, get one set of
 	// lists instead of one per tier period: by residue modulo the spread
 	// itself (base lists), holding every sender that changed within the
-	// longest stretched period (255 at most). A recipient reads its one base list of each cell and checks
-	// each sender in it at the pair's own stretched period (gatherBase); a
-	// few bases cost a tenth of the slots their stretched periods would.
-	// based[s]: spread s has base lists this tick, from slot baseSlot[s].
+	// longest stretched period (255 at most). A recipient reads its one
+	// base list of each cell and checks each sender in it at the pair's
+	// own stretched period (gatherBase); a few bases cost a tenth of the
+	// slots their stretched periods would. based[s]: spread s has base
+	// lists this tick, from slot baseSlot[s].
 	bases    []uint8
 	based    [256]bool
 	baseSlot [256]int32

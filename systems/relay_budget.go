@@ -235,9 +235,11 @@ func (p *Pipeline) chooseRun(buf *[]int32, slot int32, cells []int32, i, j, r in
 // the other: no sender is due in it), the residue wanted at it (sc.bwant)
 // and, where the tier periods' cycle is short, the quotients due
 // (sc.bdue). The base lists' pass (capPass false) takes the bands whose
-// stretched period is below the cap, at which every candidate shares the
-// spread's residue; the capped lists' pass the bands at the cap, 255,
-// where every candidate has the residue wanted and only its age decides.
+// stretched period t*spread is below the cap: every candidate has the
+// residue it wants modulo the spread, and is due when its quotient by the
+// spread is the wanted residue's, modulo t (dueLists.quot). The capped
+// lists' pass takes the bands at the cap, 255: every candidate has the
+// residue wanted there, any quotient is due, and only its age decides.
 // It reports whether it aimed the capped pass.
 func (p *Pipeline) aimBase(r int32, spread uint8, rhalf uint32, capPass bool, sc *relayScratch) bool {
 	f := &p.frame
