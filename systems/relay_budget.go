@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
-	"sort"
 	"unsafe"
 
 	"github.com/throng-go/throng/interest"
@@ -269,7 +268,7 @@ func (p *Pipeline) aimBase(r int32, spread uint8, rhalf uint32, capPass bool, sc
 		}
 	}
 	if k.ready {
-		k.aim(f, r, spread)
+		k.aim(f, r)
 	}
 	k.wide, k.table = k.ready && useAVX512, -1
 	return capPass
@@ -286,7 +285,7 @@ func mergeAscending(a []int32, m int, b []int32) int {
 	hi := m // a[:hi] are not yet moved
 	for j := len(b) - 1; j >= 0; j-- {
 		y := b[j]
-		lo := sort.Search(hi, func(k int) bool { return a[k] > y })
+		lo, _ := slices.BinarySearch(a[:hi], y) // y is not in a
 		copy(a[lo+j+1:hi+j+1], a[lo:hi])
 		a[lo+j] = y
 		hi = lo
@@ -426,22 +425,22 @@ func (p *Pipeline) chooseBasedOneByOne(sel, cands []int32, info baseCands, class
 // gatherBase aims it at a recipient (ready: a kernel may decide its
 // candidates), chooseBased at each run.
 type baseKernel struct {
-	picks         *int32
-	x, y, z       *float32
-	cell          *int32
-	age, quot     *uint8
-	classes       *cellClass
-	lut           *[256]uint64 // compressLUT
-	bdue          [8]uint32    // per tier period t, at t-1: sc.bdue[t]
-	bperiod       [8]uint32    // per tier period t, at t-1: sc.bperiod[t]
-	lane          [8]int32     // 0 to 7
-	eight         [8]int32
-	one           [8]int32
-	low           [8]int32 // 0xFF
-	rx, ry, rz    float32
-	first, self   int32
-	spread, class int32 // the recipient's spread; the size of a cellClass
-	ready         bool
+	picks       *int32
+	x, y, z     *float32
+	cell        *int32
+	age, quot   *uint8
+	classes     *cellClass
+	lut         *[256]uint64 // compressLUT
+	bdue        [8]uint32    // per tier period t, at t-1: sc.bdue[t]
+	bperiod     [8]uint32    // per tier period t, at t-1: sc.bperiod[t]
+	lane        [8]int32     // 0 to 7
+	eight       [8]int32
+	one         [8]int32
+	low         [8]int32 // 0xFF
+	rx, ry, rz  float32
+	first, self int32
+	class       int32 // the size of a cellClass
+	ready       bool
 	// wide: chooseBased16 may decide the recipient's runs (AVX-512), by
 	// steps, laid out for the senders' table of kind table (-1: none yet).
 	wide  bool
@@ -511,9 +510,9 @@ func (k *baseKernel) setDue(tp uint8, due uint64, period uint8) bool {
 	return true
 }
 
-// aim loads recipient r of frame f, at spread, into the kernel; its
-// bdue must be set.
-func (k *baseKernel) aim(f *Frame, r int32, spread uint8) {
+// aim loads recipient r of frame f into the kernel; its bdue and bperiod
+// must be set.
+func (k *baseKernel) aim(f *Frame, r int32) {
 	if k.lut == nil {
 		k.lut = &compressLUT
 		for i := range 8 {
@@ -522,7 +521,7 @@ func (k *baseKernel) aim(f *Frame, r int32, spread uint8) {
 		k.class = int32(unsafe.Sizeof(cellClass{}))
 	}
 	k.rx, k.ry, k.rz = f.x[r], f.y[r], f.z[r]
-	k.self, k.spread = r, int32(spread)
+	k.self = r
 }
 
 // gatherOwed builds recipient r's batch under the per-connection budget:

@@ -244,8 +244,7 @@ const dueKeySalt = 0x3c6ef372fe94f82b
 // less the sets], or past those the due bytes of bytes[j less both], or
 // past all of them bounds a part of the cells, one of bounds. The boxes
 // are units of their own, so that the pool can balance them against the
-// lists: a crowd's three sets and its boxes make four units of about one
-// cost, which two cores share evenly.
+// lists instead of adding them to one list's unit.
 type dueJob struct {
 	f      *Frame
 	keys   []*spreadKeys

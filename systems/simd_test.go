@@ -496,7 +496,7 @@ func TestChooseBasedDecidesLikeOneByOne(t *testing.T) {
 			sc.bdue[tp+1], sc.bperiod[tp+1] = uint64(rng.Uint32()), uint8(rng.IntN(256))
 			require.True(t, k.setDue(tp+1, sc.bdue[tp+1], sc.bperiod[tp+1]))
 		}
-		k.aim(f, r, spread)
+		k.aim(f, r)
 		k.picks, k.x, k.y, k.z, k.cell = &cands[0], &info.x[0], &info.y[0], &info.z[0], &info.cell[0]
 		k.age, k.quot, k.classes, k.first = &info.age[0], &info.quot[0], &classes[0], first
 		got := make([]int32, (n+7)&^7)
@@ -597,7 +597,7 @@ func TestChooseBasedWideDecidesByTheTable(t *testing.T) {
 			sc.bdue[tp+1], sc.bperiod[tp+1] = uint64(rng.Uint32()), uint8(rng.IntN(256))
 			require.True(t, k.setDue(tp+1, sc.bdue[tp+1], sc.bperiod[tp+1]))
 		}
-		k.aim(f, r, spread)
+		k.aim(f, r)
 		k.ready, k.wide, k.table = true, true, -1
 		classes := []cellClass{{}} // no class: the table decides each pair
 		got := make([]int32, n+16)
@@ -645,7 +645,7 @@ func BenchmarkChooseBased(b *testing.B) {
 		sc.bdue[tp+1], sc.bperiod[tp+1] = uint64(rng.Uint32()), (tp+1)*13
 		k.setDue(tp+1, sc.bdue[tp+1], sc.bperiod[tp+1])
 	}
-	k.aim(f, 0, 13)
+	k.aim(f, 0)
 	tiers, err := interest.NewTiers(interest.DefaultSteps(2048, 4), 4)
 	require.NoError(b, err)
 	p.kindBands, p.kindReach = []tierBands{bandsOf(&tiers)}, []float32{float32(math.Inf(1))}
