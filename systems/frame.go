@@ -112,11 +112,17 @@ type Frame struct {
 	cellIdx []int32             // per actor: its cell in cells
 	res     []interest.Residues // per actor: its sender phase residues
 	half    []uint32            // per actor: its sender half of the pair phase (interest.SenderHalf)
-	// Per actor, its due key's residue bits (denseLayout.resKey) and its
-	// due key this tick (denseLayout.dueKey), read a group of sixteen past
-	// the end (denseCopy16).
-	resKey, dueKey []uint32
-	relays         []int32 // per recipient: records in its batch
+	// phases keeps each actor's phase (phaseMemo) by its view's row, not
+	// by its canonical index: an actor crossing a cell moves every actor
+	// between its two cells up or down one index, and in a crowd most
+	// indices change hands each tick while rows do not. viewAt is each
+	// view's first entry in phases.
+	phases []phaseMemo
+	viewAt []int32
+	// Per actor, its due key this tick (denseLayout.dueKey), read a group
+	// of sixteen past the end (denseCopy16).
+	dueKey []uint32
+	relays []int32 // per recipient: records in its batch
 
 	groups []group
 	cells  []cell
@@ -214,7 +220,7 @@ func (f *Frame) resize(n int) {
 	f.cellIdx = resizeSlice(f.cellIdx, n)
 	f.res = resizeSlice(f.res, n)
 	f.half = resizeSlice(f.half, n)
-	f.resKey = resizeSlice(f.resKey, n)
+	f.phases = resizeSlice(f.phases, n)
 	f.dueKey = padded(f.dueKey, n)
 	f.relays = resizeSlice(f.relays, n)
 	f.sess = resizeSlice(f.sess, n)

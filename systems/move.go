@@ -64,6 +64,15 @@ func (j *moveJob) RunUnit(i int) {
 	j.p.shardMoveTime[i] = time.Since(start)
 }
 
+// phaseMemo is an actor's phase as Move derives it from its phase key
+// (components.PhaseKey), which alone decides it: its sender half,
+// residues and due key's residue bits (Frame.phases).
+type phaseMemo struct {
+	ok                bool
+	key, half, resKey uint32
+	res               interest.Residues
+}
+
 func (p *Pipeline) moveActor(a int32) {
 	f := &p.frame
 	view := &f.views[f.view[a]]
@@ -80,12 +89,16 @@ func (p *Pipeline) moveActor(a int32) {
 	// stored only when it differs: every core reads these lines in the
 	// relay, and a store, even of the same value, takes the line from the
 	// other cores' caches.
-	if key := components.PhaseKey(view.IDs[r], client); f.id[a] != id || f.key[a] != key {
-		f.id[a], f.key[a] = id, key
+	key := components.PhaseKey(view.IDs[r], client)
+	ph := &f.phases[f.viewAt[f.view[a]]+r]
+	if !ph.ok || ph.key != key {
 		half := interest.SenderHalf(key)
-		f.half[a] = half
-		f.res[a] = interest.HalfResidues(half)
-		f.resKey[a] = p.dense.resKey(f.due.tierPeriods, &f.res[a])
+		*ph = phaseMemo{ok: true, key: key, half: half, res: interest.HalfResidues(half)}
+		ph.resKey = p.dense.resKey(f.due.tierPeriods, &ph.res)
+	}
+	if f.id[a] != id || f.key[a] != key {
+		f.id[a], f.key[a] = id, key
+		f.half[a], f.res[a] = ph.half, ph.res
 	}
 	setIfChanged(&f.session[a], client.Session)
 	setIfChanged(&f.slot[a], client.Slot)
@@ -126,7 +139,7 @@ func (p *Pipeline) moveActor(a int32) {
 	setIfChanged(&f.verdict[a], v)
 	f.x[a], f.y[a], f.z[a] = t.X, t.Y, t.Z
 	setIfChanged(&f.changed[a], in.ChangedTick)
-	setIfChanged(&f.dueKey[a], p.dense.dueKey(f.resKey[a], in.ChangedTick, f.Tick))
+	setIfChanged(&f.dueKey[a], p.dense.dueKey(ph.resKey, in.ChangedTick, f.Tick))
 	setIfChanged(&f.crossed[a], !view.Key.Holds(t.WorldOrCell, t.X, t.Y, p.world.ChunkSize()))
 	if p.sight.watching {
 		setIfChanged(&f.look[a], client.Session != 0 && p.sight.pastSlack(client.Slot, id, t))

@@ -39,9 +39,11 @@ func (f *Frame) prepare(w *ecs.World, tick uint64, plan ShardPlan) {
 func (f *Frame) begin(w *ecs.World, tick uint64, plan ShardPlan) {
 	f.Tick = tick
 	f.keys = f.keys[:0]
+	f.viewAt = f.viewAt[:0]
 	n := 0
 	for i := range f.views {
 		f.keys = append(f.keys, f.views[i].Key)
+		f.viewAt = append(f.viewAt, int32(n))
 		n += f.views[i].Len()
 	}
 	f.clusters = f.part.Partition(f.keys, plan.Separation)
