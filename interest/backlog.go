@@ -215,12 +215,12 @@ func (b *Backlog) Take(budget int, dst []uint32) []uint32 {
 	// Room for every candidate the budget leaves owed, with a margin: owed
 	// persists from tick to tick, so it grows in a few large steps rather
 	// than by doubling each time this recipient's crowd peaks, and from
-	// minOwedRoom, which most recipients of a crowd never pass. Room is
+	// MinOwedRoom, which most recipients of a crowd never pass. Room is
 	// made for what is owed, not for every sender in view: in a crowd of
 	// thousands that would be a hundred kilobytes a recipient, most of it
 	// never used.
 	if owe := len(cands) - max(budget, 0); cap(b.owed) < owe {
-		b.owed = make([]candidate, 0, max(owe+owe/2, minOwedRoom))
+		b.owed = make([]candidate, 0, max(owe+owe/2, MinOwedRoom))
 	}
 	if budget <= 0 {
 		b.owed = append(b.owed, cands...)
@@ -244,9 +244,10 @@ func (b *Backlog) Take(budget int, dst []uint32) []uint32 {
 	return dst
 }
 
-// minOwedRoom is the fewest senders a backlog makes room for once it owes
-// any: 768 bytes.
-const minOwedRoom = 64
+// MinOwedRoom is the fewest senders a backlog makes room for once it owes
+// any (768 bytes). A server reserves it ([Backlog.Reserve]) when a client
+// connects, so that the tick a client first owes allocates nothing.
+const MinOwedRoom = 64
 
 func rankKey(c candidate) uint64 {
 	return uint64(c.priority)<<32 | uint64(^c.sender)

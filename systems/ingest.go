@@ -258,6 +258,11 @@ type routedMove struct {
 func (p *Pipeline) openSession(id wire.SessionID) {
 	s := &session{}
 	s.id = id
+	if p.cfg.MaxRecordsPerTick > 0 {
+		// Made here, not on the first tick the client owes: in a crowd
+		// that tick comes for one client or another for hundreds of ticks.
+		s.backlog.Reserve(interest.MinOwedRoom)
+	}
 	if n := len(p.freeSlots); n > 0 {
 		s.slot = p.freeSlots[n-1]
 		p.freeSlots = p.freeSlots[:n-1]
