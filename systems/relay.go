@@ -411,6 +411,7 @@ func (p *Pipeline) rankCell(cells []int32, sc *relayScratch) {
 		sc.rankedAt[i] = p.ranked(ci, 2)
 	}
 	sc.baseRuns = p.baseRuns(cells, sc.rankedAt, sc.baseRuns)
+	sc.runBoxes = p.runBoxes(cells, sc.baseRuns, sc.runBoxes)
 	sc.ranked = true
 }
 
@@ -468,9 +469,12 @@ type relayScratch struct {
 	// rankedAt: per stencil position, whether its senders are decided by
 	// rankedPairs under a spread (see Pipeline.ranked)
 	rankedAt []bool
-	// baseRuns: the stencil's runs of base lists (Pipeline.baseRuns), and
-	// baseTicks the tick's due residues at the unit's last spread.
+	// baseRuns: the stencil's runs of base lists (Pipeline.baseRuns), the
+	// box around each run's senders (runBoxes), and baseTicks the tick's
+	// due residues at the unit's last spread.
 	baseRuns  []int32
+	runBoxes  []cell
+	capAt     capEdgeAt
 	baseTicks baseTicks
 	retry     bool // gather is choosing again after a jump of the spread
 	aim       int  // the records a tick its recipients' spreads aim at (aimFor its cluster's pressure)

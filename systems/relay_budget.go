@@ -192,7 +192,7 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 			atCap = p.aimBase(r, spread, rhalf, false, sc)
 		}
 		m := p.chooseRun(&sc.sel, slot, cells, i, j, r, spread, sc)
-		if capped {
+		if capped && farFrom(f.x[r], f.y[r], f.z[r], &sc.runBoxes[b/2]) >= p.capEdge(int(f.cells[cells[i]].kind), spread, sc) {
 			atCap = p.aimBase(r, spread, rhalf, true, sc)
 			m2 := p.chooseRun(&sc.sel2, capSlot, cells, i, j, r, spread, sc)
 			sc.sel = grownSel(sc.sel, m+m2)
@@ -200,6 +200,60 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 		}
 		w.write(sc.sel[:m])
 	}
+}
+
+// capEdge returns the squared distance from which senders of kind are in
+// a band whose tier period spread stretches past 255 (0 for every
+// distance, +Inf for none): where a run's senders are all closer, its
+// capped lists hold none due, and gatherBase leaves them unread. The
+// unit keeps the last answer (sc.capAt).
+func (p *Pipeline) capEdge(kind int, spread uint8, sc *relayScratch) float32 {
+	if c := &sc.capAt; c.ok && c.kind == kind && c.spread == spread {
+		return c.edge
+	}
+	lim, periods := p.tierSets[kind].Bands()
+	edge := float32(math.Inf(1))
+	for band, tp := range periods {
+		if int(tp)*int(spread) > 255 {
+			edge = 0 // band 0: every distance
+			if band > 0 {
+				edge = lim[band]
+			}
+			break
+		}
+	}
+	sc.capAt = capEdgeAt{ok: true, kind: kind, spread: spread, edge: edge}
+	return edge
+}
+
+// capEdgeAt is capEdge's last answer: edge for kind and spread.
+type capEdgeAt struct {
+	ok     bool
+	spread uint8
+	kind   int
+	edge   float32
+}
+
+// runBoxes returns the box around the senders of each run of runs (two
+// entries a run, baseRuns'), in out: the union of its cells' boxes. A
+// ranked cell's run (end -1) gets an empty entry.
+func (p *Pipeline) runBoxes(cells []int32, runs []int32, out []cell) []cell {
+	f := &p.frame
+	out = out[:0]
+	for b := 0; b+1 < len(runs); b += 2 {
+		var box cell
+		if i, j := runs[b], runs[b+1]; j >= 0 {
+			box = f.cells[cells[i]]
+			for _, c := range cells[i+1 : j] {
+				for a := range 3 {
+					box.min[a] = min(box.min[a], f.cells[c].min[a])
+					box.max[a] = max(box.max[a], f.cells[c].max[a])
+				}
+			}
+		}
+		out = append(out, box)
+	}
+	return out
 }
 
 // chooseRun writes to *sel, grown to hold them, the candidates of stencil
