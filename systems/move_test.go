@@ -1,6 +1,7 @@
 package systems
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -15,15 +16,22 @@ import (
 	"github.com/throng-go/throng/scheduler"
 )
 
-// BenchmarkMove is the Move phase alone, on one goroutine, for 1,000
-// players walking in one chunk: each tick some cross a cell's border, which
-// reorders the frame (its canonical order is by cell). us/move is Move's
+// BenchmarkMove is the Move phase alone, on one goroutine, for 1,000 and
+// for 8,000 players walking in one chunk: each tick some cross a cell's
+// border, which reorders the frame (its canonical order is by cell), and
+// at 8,000 a table's rows no longer fit the nearer caches. us/move is Move's
 // units a tick; the rest of the tick (ingest, prepare, the relay and join)
 // runs outside it.
 //
 //	go test -run '^$' -bench BenchmarkMove ./systems
 func BenchmarkMove(b *testing.B) {
-	spawns := oneChunkCrowd(rand.New(rand.NewPCG(7, 8)), 1000)
+	for _, n := range []int{1000, 8000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) { benchmarkMove(b, n) })
+	}
+}
+
+func benchmarkMove(b *testing.B, n int) {
+	spawns := oneChunkCrowd(rand.New(rand.NewPCG(7, 8)), n)
 	r := newRig(b, Config{Tiers: defaultTiers(b)}, spawns)
 	rng := rand.New(rand.NewPCG(1, 2))
 	pos := append(spawns[:0:0], spawns...)
