@@ -450,29 +450,34 @@ func checkOwingPicks(t *testing.T, nearest int) {
 func TestMergeAscendingKeepsCanonicalOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(45, 46))
 	for it := range 2000 {
-		n := rng.IntN(80)
-		perm := rng.Perm(200)[:n]
-		split := rng.IntN(n + 1)
-		a, b := make([]int32, 0, n+16), make([]int32, 0, n)
-		for i, v := range perm {
-			if i < split {
-				a = append(a, int32(v))
-			} else {
-				b = append(b, int32(v))
-			}
-		}
-		if it%10 == 0 { // b wholly after a
-			for i := range b {
-				b[i] += 1000
-			}
-		}
-		slices.Sort(a)
-		slices.Sort(b)
-		want := append(slices.Clone(a), b...)
-		slices.Sort(want)
+		a, b, want := twoChoices(rng, rng.IntN(80), 200, it%10 == 0)
 		m := len(a)
 		a = a[:cap(a)]
 		got := mergeAscending(a, m, b)
 		require.Equal(t, want, a[:got], "case %d", it)
 	}
+}
+
+// twoChoices returns two ascending lists of distinct senders below
+// universe (b's moved past them all when after), n in all, split at
+// random, each with room for sixteen more, and the two merged.
+func twoChoices(rng *rand.Rand, n, universe int, after bool) (a, b, want []int32) {
+	perm := rng.Perm(universe)[:n]
+	split := rng.IntN(n + 1)
+	a, b = make([]int32, 0, n+16), make([]int32, 0, n+16)
+	for i, v := range perm {
+		switch {
+		case i < split:
+			a = append(a, int32(v))
+		case after:
+			b = append(b, int32(v+universe))
+		default:
+			b = append(b, int32(v))
+		}
+	}
+	slices.Sort(a)
+	slices.Sort(b)
+	want = append(slices.Clone(a), b...)
+	slices.Sort(want)
+	return a, b, want
 }

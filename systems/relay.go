@@ -474,6 +474,7 @@ type relayScratch struct {
 	// due residues at the unit's last spread.
 	baseRuns  []int32
 	runBoxes  []cell
+	merged    [64 + 16]int32 // the two passes' choices merged (mergeSorted16), and a group past them
 	capAt     capEdgeAt
 	baseTicks baseTicks
 	retry     bool // gather is choosing again after a jump of the spread

@@ -159,7 +159,8 @@ const spreadReleaseTicks = 30
 // the spread stretches a band's period past 255, the period stops at 255,
 // which the spread does not divide: the base lists decide the bands below
 // the cap, the capped lists (dueLists.capSlot) the bands at it, and the
-// two choices of a run, each in canonical order, are merged.
+// two choices of a run, each in canonical order, are merged
+// (mergeSorted16, or mergeAscending past 64 senders or without AVX-512).
 func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32, sc *relayScratch) {
 	f := &p.frame
 	due := &f.due
@@ -195,6 +196,11 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 		if capped && farFrom(f.x[r], f.y[r], f.z[r], &sc.runBoxes[b/2]) >= p.capEdge(int(f.cells[cells[i]].kind), spread, sc) {
 			atCap = p.aimBase(r, spread, rhalf, true, sc)
 			m2 := p.chooseRun(&sc.sel2, capSlot, cells, i, j, r, spread, sc)
+			if useAVX512 && m+m2 <= len(sc.merged)-16 {
+				mergeSorted16(&sc.merged[0], &sc.sel[0], m, &sc.sel2[0], m2)
+				w.write(sc.merged[:m+m2])
+				continue
+			}
 			sc.sel = grownSel(sc.sel, m+m2)
 			m = mergeAscending(sc.sel, m, sc.sel2[:m2])
 		}
@@ -331,10 +337,12 @@ func (p *Pipeline) aimBase(r int32, spread uint8, rhalf uint32, capPass bool, sc
 // mergeAscending merges b, ascending, into the m ascending senders at
 // the front of a (which has room for both), and returns how many there
 // are. A sender is never in both: its band is below the cap or at it.
-// The capped lists give a recipient a few senders against the base
-// lists' tens, so each of b, from the last, finds its place by a binary
+// With AVX-512, up to 64 senders in all are merged by mergeSorted16
+// instead, which places each of b by counting the senders of a below it,
+// with no branch on a comparison; this is the merge past that, and
+// without it. Each of b, from the last, finds its place by a binary
 // search and the senders of a after it move up as one block: each moves
-// once, and no step waits on a comparison it could not predict.
+// once.
 func mergeAscending(a []int32, m int, b []int32) int {
 	hi := m // a[:hi] are not yet moved
 	for j := len(b) - 1; j >= 0; j-- {

@@ -125,3 +125,10 @@ func chooseBased16(sel *int32, k *baseKernel, n int) int
 //
 //go:noescape
 func newsDue8(masks *byte, groups *newsGroup, n int, k *newsKernel)
+
+// mergeSorted16 is mergeAscending of a[:m] and b[:n] into dst, for m+n
+// at most 64, with AVX-512 (see simd_amd64.s). It reads sixteen entries
+// past m in a and past n in b, and writes whole groups of sixteen to dst.
+//
+//go:noescape
+func mergeSorted16(dst, a *int32, m int, b *int32, n int)

@@ -1267,3 +1267,94 @@ newsBanded:
 	JNZ       newsGroup
 	VZEROUPPER
 	RET
+
+// func mergeSorted16(dst, a *int32, m int, b *int32, n int)
+//
+// mergeAscending into dst, for m+n at most 64, with AVX-512. a's four
+// vectors are loaded once, the lanes past m holding the largest int32, so
+// that no sender is above them; each of b finds its place as its rank
+// among them (the lanes below it, counted) plus its own index, a bit set
+// in BX. Each sixteen places of dst then take the next of b where the bit
+// is set and the next of a where it is not (two expansions). Reads a and
+// b sixteen entries past m and n; writes whole vectors of sixteen.
+TEXT ·mergeSorted16(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ m+16(FP), CX
+	MOVQ b+24(FP), DX
+	MOVQ n+32(FP), R8
+	MOVL $0x7fffffff, AX
+	VPBROADCASTD AX, Z0
+	VMOVDQA32    Z0, Z1
+	VMOVDQA32    Z0, Z2
+	VMOVDQA32    Z0, Z3
+	MOVQ  $-1, AX
+	BZHIQ CX, AX, AX
+	KMOVQ AX, K1
+	VMOVDQU32 (SI), K1, Z0
+	KSHIFTRQ  $16, K1, K2
+	VMOVDQU32 64(SI), K2, Z1
+	KSHIFTRQ  $32, K1, K2
+	VMOVDQU32 128(SI), K2, Z2
+	KSHIFTRQ  $48, K1, K2
+	VMOVDQU32 192(SI), K2, Z3
+	XORQ R9, R9  // j
+	XORQ BX, BX  // the places of b
+
+rank:
+	CMPQ R9, R8
+	JGE  placed
+	VPBROADCASTD (DX)(R9*4), Z8
+	VPCMPD   $1, Z8, Z0, K2
+	KMOVW    K2, AX
+	POPCNTL  AX, R10
+	VPCMPD   $1, Z8, Z1, K2
+	KMOVW    K2, AX
+	POPCNTL  AX, AX
+	ADDQ     AX, R10
+	VPCMPD   $1, Z8, Z2, K2
+	KMOVW    K2, AX
+	POPCNTL  AX, AX
+	ADDQ     AX, R10
+	VPCMPD   $1, Z8, Z3, K2
+	KMOVW    K2, AX
+	POPCNTL  AX, AX
+	ADDQ     AX, R10
+	ADDQ     R9, R10
+	BTSQ     R10, BX
+	INCQ     R9
+	JMP      rank
+
+placed:
+	ADDQ CX, R8  // the places in all
+	XORQ R9, R9  // the next of a
+	XORQ R10, R10 // the next of b
+
+out:
+	TESTQ R8, R8
+	JLE   done
+	// K2: this vector's places of b; K3: those of a (the rest, below R8).
+	MOVQ  $-1, AX
+	BZHIQ R8, AX, AX
+	ANDQ  $0xFFFF, AX
+	MOVWQZX BX, R11
+	ANDNQ AX, R11, R12
+	KMOVW R11, K2
+	KMOVW R12, K3
+	VMOVDQU32 (SI)(R9*4), Z4
+	VPEXPANDD Z4, K3, Z9
+	VMOVDQU32 (DX)(R10*4), Z5
+	VPEXPANDD Z5, K2, Z9
+	VMOVDQU32 Z9, (DI)
+	POPCNTQ R12, R12
+	ADDQ    R12, R9
+	POPCNTQ R11, R11
+	ADDQ    R11, R10
+	ADDQ    $64, DI
+	SHRQ    $16, BX
+	SUBQ    $16, R8
+	JMP     out
+
+done:
+	VZEROUPPER
+	RET

@@ -65,3 +65,7 @@ func chooseBased16(sel *int32, k *baseKernel, n int) int {
 func newsDue8(masks *byte, groups *newsGroup, n int, k *newsKernel) {
 	panic("systems: newsDue8 without AVX2")
 }
+
+func mergeSorted16(dst, a *int32, m int, b *int32, n int) {
+	panic("systems: mergeSorted16 without AVX-512")
+}

@@ -665,3 +665,28 @@ func BenchmarkChooseBased(b *testing.B) {
 		})
 	}
 }
+
+// TestMergeSorted16MergesAsTheGoLoop: the AVX-512 merge of the base and
+// capped lists' choices gives what mergeAscending gives, for every split
+// of up to 64 senders, either side empty, one wholly after the other.
+func TestMergeSorted16MergesAsTheGoLoop(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("no AVX-512")
+	}
+	rng := rand.New(rand.NewPCG(49, 50))
+	for it := range 5000 {
+		n := rng.IntN(65)
+		a, b, want := twoChoices(rng, n, 9000, it%7 == 0)
+		// Garbage past both ends, which the merge reads and must not take.
+		for _, s := range [][]int32{a, b} {
+			for _, i := range []int{len(s), cap(s) - 1} {
+				if i < cap(s) {
+					s[:cap(s)][i] = int32(rng.IntN(20000) - 10000)
+				}
+			}
+		}
+		dst := make([]int32, 64+16)
+		mergeSorted16(&dst[0], &a[:1][0], len(a), &b[:1][0], len(b))
+		require.Equal(t, want, dst[:n], "case %d: %v and %v", it, a, b)
+	}
+}
