@@ -21,7 +21,8 @@ import (
 // the per-connection budget by
 // TestBudgetedRecipientsGetExactlyTheirDuePairs,
 // TestCappedSpreadsGetExactlyTheirDuePairs (spreads that stretch a band
-// past the cap, and their merge by TestMergeAscendingKeepsCanonicalOrder),
+// past the cap, and their merge by TestMergeAscendingKeepsCanonicalOrder
+// and TestMergeSorted16MergesAsTheGoLoop),
 // TestUnlistedSpreadsAreDecidedPairByPairAlike,
 // TestBigCellsUnderASpreadFollowThePlainRule, with classes and ranks by
 // TestBudgetedClassesGetExactlyTheirDuePairs (the due bytes among them,
