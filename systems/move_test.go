@@ -86,8 +86,8 @@ func TestValidateTakesAClientsPlaceWhereTheServerLostIt(t *testing.T) {
 // sender half, residues and due key) is the one its id and phase key
 // give, tick after tick, while the crowd walks across cells (shifting
 // the canonical indices of everyone between), players leave (Ark moves a
-// table's last row into the gap) and join, and the game gives an actor a
-// phase of its own.
+// table's last row into the gap), and the game gives an actor a phase of
+// its own.
 func TestPhasesFollowTheirActors(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	spawns := make([]components.Transform, 300)

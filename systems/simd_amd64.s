@@ -428,7 +428,8 @@ done:
 // the tier period (the far one at or past the edge), its stretched
 // period (k.bperiod's entry by a permute), changed within it (age below
 // it), on its phase (bit quot of the tier period's quotients due, k.bdue's
-// entry by a permute), and not the recipient. A lane whose class has no periods ends the call with -1.
+// entry by a permute), and not the recipient. A lane whose class has no
+// periods ends the call with -1.
 // The chosen lanes' senders are packed to the front of eight values by a
 // permute from k.lut and stored at sel; sel moves on by their count.
 TEXT ·chooseBased8(SB), NOSPLIT, $0-32

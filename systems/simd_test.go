@@ -667,8 +667,9 @@ func BenchmarkChooseBased(b *testing.B) {
 }
 
 // TestMergeSorted16MergesAsTheGoLoop: the AVX-512 merge of the base and
-// capped lists' choices gives what mergeAscending gives, for every split
-// of up to 64 senders, either side empty, one wholly after the other.
+// capped lists' choices gives the two in canonical order, as
+// mergeAscending does, for random splits of up to 64 senders, either side
+// empty, one wholly after the other.
 func TestMergeSorted16MergesAsTheGoLoop(t *testing.T) {
 	if !useAVX512 {
 		t.Skip("no AVX-512")
