@@ -446,14 +446,21 @@ func checkOwingPicks(t *testing.T, nearest int) {
 // TestMergeAscendingKeepsCanonicalOrder: the senders chosen from the base
 // lists and from the capped lists, each ascending and none in both, come
 // out as one ascending list holding them all, whichever is empty or
-// wholly before the other.
+// wholly before the other, by either merge (mergeAscending, mergeTwoEnds:
+// odd and even counts, one list spent long before the other).
 func TestMergeAscendingKeepsCanonicalOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(45, 46))
-	for it := range 2000 {
+	var out []int32
+	for it := range 4000 {
 		a, b, want := twoChoices(rng, rng.IntN(80), 200, it%10 == 0)
+		out = grownSel(out, len(want))
+		out[len(want)] = -7 // past the merge: left alone
+		got := mergeTwoEnds(out, a, b)
+		require.Equal(t, want, out[:got], "case %d, merged from both ends", it)
+		require.Equal(t, int32(-7), out[got], "case %d: written past the merge", it)
 		m := len(a)
 		a = a[:cap(a)]
-		got := mergeAscending(a, m, b)
+		got = mergeAscending(a, m, b)
 		require.Equal(t, want, a[:got], "case %d", it)
 	}
 }

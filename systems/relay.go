@@ -475,6 +475,7 @@ type relayScratch struct {
 	baseRuns  []int32
 	runBoxes  []cell
 	merged    [64 + 16]int32 // the two passes' choices merged (mergeSorted16), and a group past them
+	both      []int32        // the two passes' choices merged (mergeTwoEnds)
 	capAt     capEdgeAt
 	baseTicks baseTicks
 	retry     bool // gather is choosing again after a jump of the spread

@@ -160,7 +160,8 @@ const spreadReleaseTicks = 30
 // which the spread does not divide: the base lists decide the bands below
 // the cap, the capped lists (dueLists.capSlot) the bands at it, and the
 // two choices of a run, each in canonical order, are merged
-// (mergeSorted16, or mergeAscending past 64 senders or without AVX-512).
+// (mergeSorted16; past 64 senders or without AVX-512 mergeTwoEnds, or
+// mergeAscending where the capped choice is a few among many).
 func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32, sc *relayScratch) {
 	f := &p.frame
 	due := &f.due
@@ -199,6 +200,11 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 			if useAVX512 && m+m2 <= len(sc.merged)-16 {
 				mergeSorted16(&sc.merged[0], &sc.sel[0], m, &sc.sel2[0], m2)
 				w.write(sc.merged[:m+m2])
+				continue
+			}
+			if m <= twoEndsRatio*m2 {
+				sc.both = grownSel(sc.both, m+m2)
+				w.write(sc.both[:mergeTwoEnds(sc.both, sc.sel[:m], sc.sel2[:m2])])
 				continue
 			}
 			sc.sel = grownSel(sc.sel, m+m2)
@@ -337,12 +343,12 @@ func (p *Pipeline) aimBase(r int32, spread uint8, rhalf uint32, capPass bool, sc
 // mergeAscending merges b, ascending, into the m ascending senders at
 // the front of a (which has room for both), and returns how many there
 // are. A sender is never in both: its band is below the cap or at it.
-// With AVX-512, up to 64 senders in all are merged by mergeSorted16
-// instead, which places each of b by counting the senders of a below it,
-// with no branch on a comparison; this is the merge past that, and
-// without it. Each of b, from the last, finds its place by a binary
-// search and the senders of a after it move up as one block: each moves
-// once.
+// Each of b, from the last, finds its place by a binary search and the
+// senders of a after it move up as one block: each moves once. Its
+// searches branch on comparisons no predictor learns, so it is the merge
+// only where b is a few senders among many of a (twoEndsRatio); else
+// mergeTwoEnds, or with AVX-512 mergeSorted16 (up to 64 senders in all),
+// which places each of b by counting the senders of a below it.
 func mergeAscending(a []int32, m int, b []int32) int {
 	hi := m // a[:hi] are not yet moved
 	for j := len(b) - 1; j >= 0; j-- {
@@ -353,6 +359,58 @@ func mergeAscending(a []int32, m int, b []int32) int {
 		hi = lo
 	}
 	return m + len(b)
+}
+
+// twoEndsRatio: gatherBase merges by mergeTwoEnds where the base choice
+// has at most this many senders for each of the capped choice's, and by
+// mergeAscending's searches where it has more (a merge that steps over
+// every sender costs more than a few searches of a long list).
+const twoEndsRatio = 6
+
+// mergeTwoEnds writes a and b (each ascending, no sender in both, each
+// with room for one more past its end, which it overwrites) to out, as
+// one ascending list, and returns how many there are. It merges from
+// both ends at once, the least senders from the front and the greatest
+// from the back, half each: every step takes the lesser (or greater) of
+// two heads without a branch, and the two ends' steps, independent, run
+// side by side, where one merge's steps would each wait on the last.
+func mergeTwoEnds(out, a, b []int32) int {
+	m, m2 := len(a), len(b)
+	n := m + m2
+	a, b, out = a[:m+1], b[:m2+1], out[:n]
+	a[m], b[m2] = math.MaxInt32, math.MaxInt32 // the front's stops
+	i, j := 0, 0                               // the front's heads
+	i2, j2 := m-1, m2-1                        // the back's heads (-1: that list is spent)
+	for k := range n / 2 {
+		x, y := a[i], b[j]
+		v, t := y, 0
+		if x < y {
+			v, t = x, 1
+		}
+		out[k] = v
+		i += t
+		j += 1 - t
+		x2, y2 := a[max(i2, 0)], b[max(j2, 0)]
+		if i2 < 0 {
+			x2 = math.MinInt32
+		}
+		if j2 < 0 {
+			y2 = math.MinInt32
+		}
+		v2, t2 := y2, 0
+		if x2 > y2 {
+			v2, t2 = x2, 1
+		}
+		out[n-1-k] = v2
+		i2 -= t2
+		j2 -= 1 - t2
+	}
+	if n%2 == 1 {
+		// The one left is the lesser front head: the other is a stop or
+		// was taken by the back, and is greater.
+		out[n/2] = min(a[i], b[j])
+	}
+	return n
 }
 
 // baseTicks holds, for one spread and tick, tickDue at each tier period
