@@ -56,6 +56,8 @@
 //	waiting          players whose Hello waits for its turn to join (at most
 //	                 admission.joinAppearsPerTick)
 //	out              movement bytes handed to the transport a second
+//	all_out          every byte handed to the transport a second: movement
+//	                 and the reliable frames (appears, props, corrections)
 //	busy_rejections  new players turned away as "server busy"
 //	dropped_inputs   updates not applied: over the rate limit, stale, or early
 //	corrections      corrections sent
@@ -189,6 +191,8 @@ Each second a line (key=value) gives the server's figures over the second:
   owed             records cut by the per-connection budget, owed to a later tick
   waiting          players waiting their turn to join (admission.joinAppearsPerTick)
   out              movement bytes handed to the transport a second
+  all_out          every byte handed to the transport a second: movement and
+                   the reliable frames (appears, props, corrections)
   busy_rejections  new players turned away as "server busy"
   dropped_inputs   updates not applied: over the rate limit, stale, or early
   corrections      corrections sent

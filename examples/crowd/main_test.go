@@ -75,7 +75,7 @@ func TestCrowdPrintsLiveFiguresAndASummary(t *testing.T) {
 				assert.Positive(t, number(t, l, "hz"), "the server ticks: %s", l)
 				assert.LessOrEqual(t, number(t, l, "hz"), 31.0, "and never faster than asked: %s", l)
 				for _, k := range []string{"tick", "clusters", "biggest", "units", "relays/tick", "throttled/tick", "pressure",
-					"owed", "out", "busy_rejections", "dropped_inputs", "corrections", "work_ms", "p95_ms", "bots", "bot_upd/s", "cpu"} {
+					"owed", "out", "all_out", "busy_rejections", "dropped_inputs", "corrections", "work_ms", "p95_ms", "bots", "bot_upd/s", "cpu"} {
 					assert.NotEmpty(t, field(l, k), "%s missing: %s", k, l)
 				}
 			}
@@ -95,6 +95,8 @@ func TestCrowdPrintsLiveFiguresAndASummary(t *testing.T) {
 			assert.Equal(t, "0", field(last, "dropped"), "no update was sent before its Welcome: %s", last)
 			assert.Positive(t, number(t, last, "relays/tick"), "bots see each other: %s", last)
 			assert.Positive(t, number(t, last, "bot_upd/s"), "and hear each other: %s", last)
+			assert.NotEmpty(t, field(last, "out"), "movement bytes over the run: %s", last)
+			assert.NotEmpty(t, field(last, "all_out"), "every byte over the run: %s", last)
 			for _, name := range []string{"ingest", "prepare", "move", "relay", "join"} {
 				assert.NotEmpty(t, field(last, name+"_ms"), "what %s took, over the last second: %s", name, last)
 			}
