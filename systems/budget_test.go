@@ -488,3 +488,62 @@ func twoChoices(rng *rand.Rand, n, universe int, after bool) (a, b, want []int32
 	slices.Sort(want)
 	return a, b, want
 }
+
+// BenchmarkMergeChoices merges a base and a capped choice (as gatherBase
+// does a run's two) of the sizes named, 1,024 different pairs taken in
+// turn so that no branch predictor learns them: by binary searches
+// (mergeAscending, from a copy of the base choice, which it merges into in
+// place), from both ends (mergeTwoEnds), and with AVX-512 by counting
+// (mergeSorted16, up to 64 senders in all). gatherBase's twoEndsRatio
+// comes from where the first two cross.
+func BenchmarkMergeChoices(b *testing.B) {
+	for _, size := range [][2]int{{21, 17}, {27, 6}, {40, 10}, {48, 4}, {64, 6}, {90, 9}, {160, 12}, {300, 10}} {
+		m, m2 := size[0], size[1]
+		rng := rand.New(rand.NewPCG(uint64(m), uint64(m2)))
+		const pairs = 1024
+		as, bs := make([][]int32, pairs), make([][]int32, pairs)
+		for p := range pairs {
+			perm := rng.Perm(4000)[:m+m2]
+			as[p], bs[p] = slices.Sorted(slices.Values(int32s(perm[:m]))), slices.Sorted(slices.Values(int32s(perm[m:])))
+			as[p], bs[p] = slices.Grow(as[p], 16), slices.Grow(bs[p], 16)
+		}
+		out := make([]int32, m+m2+80)
+		name := fmt.Sprintf("base=%d/capped=%d", m, m2)
+		b.Run(name+"/searches", func(b *testing.B) {
+			p := 0
+			for b.Loop() {
+				a, c := as[p%pairs], bs[p%pairs]
+				p++
+				copy(out, a)
+				mergeAscending(out, m, c)
+			}
+		})
+		b.Run(name+"/both-ends", func(b *testing.B) {
+			p := 0
+			for b.Loop() {
+				a, c := as[p%pairs], bs[p%pairs]
+				p++
+				mergeTwoEnds(out, a, c)
+			}
+		})
+		if useAVX512 && m+m2 <= 64 {
+			b.Run(name+"/count16", func(b *testing.B) {
+				p := 0
+				for b.Loop() {
+					a, c := as[p%pairs], bs[p%pairs]
+					p++
+					mergeSorted16(&out[0], &a[:1][0], m, &c[:1][0], m2)
+				}
+			})
+		}
+	}
+}
+
+// int32s converts ints to int32s.
+func int32s(v []int) []int32 {
+	out := make([]int32, len(v))
+	for i, x := range v {
+		out[i] = int32(x)
+	}
+	return out
+}
