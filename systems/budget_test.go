@@ -503,9 +503,16 @@ func BenchmarkMergeChoices(b *testing.B) {
 		const pairs = 1024
 		as, bs := make([][]int32, pairs), make([][]int32, pairs)
 		for p := range pairs {
-			perm := rng.Perm(4000)[:m+m2]
-			as[p], bs[p] = slices.Sorted(slices.Values(int32s(perm[:m]))), slices.Sorted(slices.Values(int32s(perm[m:])))
-			as[p], bs[p] = slices.Grow(as[p], 16), slices.Grow(bs[p], 16)
+			as[p], bs[p] = make([]int32, 0, m+16), make([]int32, 0, m2+16)
+			for i, v := range rng.Perm(4000)[:m+m2] {
+				if i < m {
+					as[p] = append(as[p], int32(v))
+				} else {
+					bs[p] = append(bs[p], int32(v))
+				}
+			}
+			slices.Sort(as[p])
+			slices.Sort(bs[p])
 		}
 		out := make([]int32, m+m2+80)
 		name := fmt.Sprintf("base=%d/capped=%d", m, m2)
@@ -537,13 +544,4 @@ func BenchmarkMergeChoices(b *testing.B) {
 			})
 		}
 	}
-}
-
-// int32s converts ints to int32s.
-func int32s(v []int) []int32 {
-	out := make([]int32, len(v))
-	for i, x := range v {
-		out[i] = int32(x)
-	}
-	return out
 }

@@ -445,7 +445,7 @@ type relayScratch struct {
 	bwant      [256]uint8  // per tier period: the residue gatherBase wants at its stretched period
 	bdue       [256]uint64 // per tier period: the base lists' quotients due at its stretched period (dueLists.quot)
 	bperiod    [256]uint8  // per tier period: its stretched period in gatherBase's pass, 0 where the pass leaves its band to the other
-	sel2       []int32     // gatherBase's choice from the capped lists, merged into sel
+	sel2       []int32     // gatherBase's choice from the capped lists, merged with sel's
 	baseK      baseKernel  // what chooseBased8 and chooseBased16 read
 	runs       []int32     // per stencil position of the recipient cell: see uniformRuns
 	// classified: classes, runs and rankedAt are the current cell's
@@ -474,8 +474,7 @@ type relayScratch struct {
 	// due residues at the unit's last spread.
 	baseRuns  []int32
 	runBoxes  []cell
-	merged    [64 + 16]int32 // the two passes' choices merged (mergeSorted16), and a group past them
-	both      []int32        // the two passes' choices merged (mergeTwoEnds)
+	merged    []int32 // the two passes' choices merged (mergeSorted16, mergeTwoEnds), and a group past them
 	capAt     capEdgeAt
 	baseTicks baseTicks
 	retry     bool // gather is choosing again after a jump of the spread

@@ -197,14 +197,15 @@ func (p *Pipeline) gatherBase(w *batchOut, r int32, spread uint8, cells []int32,
 		if capped && farFrom(f.x[r], f.y[r], f.z[r], &sc.runBoxes[b/2]) >= p.capEdge(int(f.cells[cells[i]].kind), spread, sc) {
 			atCap = p.aimBase(r, spread, rhalf, true, sc)
 			m2 := p.chooseRun(&sc.sel2, capSlot, cells, i, j, r, spread, sc)
-			if useAVX512 && m+m2 <= len(sc.merged)-16 {
+			if useAVX512 && m+m2 <= 64 { // mergeSorted16 writes up to four groups
+				sc.merged = grownSel(sc.merged, 64)
 				mergeSorted16(&sc.merged[0], &sc.sel[0], m, &sc.sel2[0], m2)
 				w.write(sc.merged[:m+m2])
 				continue
 			}
 			if m <= twoEndsRatio*m2 {
-				sc.both = grownSel(sc.both, m+m2)
-				w.write(sc.both[:mergeTwoEnds(sc.both, sc.sel[:m], sc.sel2[:m2])])
+				sc.merged = grownSel(sc.merged, m+m2)
+				w.write(sc.merged[:mergeTwoEnds(sc.merged, sc.sel[:m], sc.sel2[:m2])])
 				continue
 			}
 			sc.sel = grownSel(sc.sel, m+m2)
